@@ -1,0 +1,50 @@
+// Command-line options of p2pnode-agent (host-only).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "p2pnode/agent/schedule.hpp"
+
+namespace p2pnode::agent {
+
+enum class Format { json, table };
+
+inline constexpr std::uint64_t kMiB = 1024ULL * 1024ULL;
+
+struct Options {
+  Format format = Format::json;
+  bool list = false;
+  std::vector<std::string> cases;  // empty: the default cases
+  std::string pairs = "all";       // "all" or "SRC:DST,..."
+  std::uint64_t size_bytes = 512 * kMiB;           // peer bandwidth buffer
+  std::uint64_t host_size_bytes = 64 * kMiB;       // host<->device buffer
+  std::uint64_t integrity_size_bytes = 64 * kMiB;  // integrity-case buffer
+  int iterations = 3;  // timed samples per measurement; the median is reported
+  int copies = 8;      // copies per timed sample
+  int warmup = 2;      // untimed copies queued before each sample
+  int latency_accesses = 16384;  // dependent loads per latency sample
+  double time_budget_s = 0.0;    // 0: none; cases or pairs left when it is spent are waived
+  Mode mode = Mode::serial;
+  std::optional<std::uint64_t> seed;              // default: drawn per run
+  std::optional<std::string> inject_corruption;   // test-only: "SRC:DST"
+};
+
+struct ParseOutcome {
+  std::optional<Options> options;  // set when the program should run
+  int exit_code = 0;               // when options is empty: 0 for --help/--version, 2 for usage
+  std::string message;             // text to print (help, version or the usage error)
+};
+
+// Parse argv. known_cases: the case keys the program has (for --cases validation).
+ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<std::string>& known_cases,
+                           std::string_view version);
+
+// "512" (MiB, as nvbandwidth), "512MiB", "64M", "1GiB", "4096B", "2K". nullopt when malformed,
+// zero or above 64 GiB.
+std::optional<std::uint64_t> parse_size(std::string_view text);
+
+}  // namespace p2pnode::agent

@@ -1,0 +1,114 @@
+// The agent's result document: data model, JSON and table rendering (host-only).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "p2pnode/agent/link.hpp"
+#include "p2pnode/agent/schedule.hpp"
+#include "p2pnode/agent/stats.hpp"
+
+namespace p2pnode::agent {
+
+inline constexpr int kSchemaVersion = 1;
+
+enum class Status { passed, failed, waived };
+const char* to_string(Status s);
+
+// One verification of copied data against the expected pattern.
+struct IntegrityCheck {
+  std::string label;                 // e.g. "ce/address_seed", "sm/stale"
+  std::uint64_t checked_bytes = 0;   // every byte of the destination region (and guards)
+  std::uint64_t bad_bytes = 0;
+  std::optional<std::uint64_t> first_bad_offset;  // byte offset in the destination buffer
+};
+
+// One pair (src -> dst) or one GPU (dst == -1) of a case.
+struct Cell {
+  int src = 0;
+  int dst = -1;
+  Status status = Status::passed;
+  std::string reason;                                  // why waived or failed
+  std::vector<std::pair<std::string, Summary>> measures;  // key with unit, e.g. "bandwidth_gbps"
+  std::vector<std::pair<std::string, double>> numbers;    // plain figures, e.g. "link_theoretical_gbps"
+  std::vector<IntegrityCheck> integrity;
+  std::optional<int> step;          // index of the step (round) it ran in
+  int concurrent_pairs = 1;         // pairs that ran at the same time as this one, itself included
+};
+
+enum class CellShape { pair, gpu };
+
+struct CaseResult {
+  std::string key;
+  std::string description;
+  CellShape shape = CellShape::pair;
+  Status status = Status::passed;
+  std::string reason;
+  double duration_s = 0.0;
+  std::vector<std::string> matrix_keys;  // measure/number keys shown as matrices (median for measures)
+  std::vector<Cell> cells;
+  int steps = 0;  // how many steps (serial pairs or rounds) it took
+};
+
+struct DeviceInfo {
+  int index = 0;         // index used in pairs and matrices
+  int cuda_ordinal = 0;  // CUDA device ordinal
+  std::string name;
+  std::string uuid;        // "GPU-xxxxxxxx-..."
+  std::string pci_bus_id;  // "0000:3b:00.0"
+  std::uint64_t memory_bytes = 0;
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+  int multiprocessor_count = 0;
+  std::optional<LinkInfo> pcie_link;
+};
+
+struct Report {
+  std::string agent_version;
+  std::string started_at;  // RFC 3339 UTC
+  double duration_s = 0.0;
+  int driver_version = 0;
+  int runtime_version = 0;
+  std::vector<DeviceInfo> devices;
+  Mode mode = Mode::serial;
+  std::vector<Round> rounds;  // the circle rounds in rounds mode
+  std::uint64_t seed = 0;
+  std::uint64_t size_bytes = 0;
+  std::uint64_t host_size_bytes = 0;
+  std::uint64_t integrity_size_bytes = 0;
+  int iterations = 0;
+  int copies = 0;
+  int warmup = 0;
+  double time_budget_s = 0.0;
+  std::optional<std::string> inject_corruption;
+  std::vector<CaseResult> cases;
+  std::uint64_t peak_rss_bytes = 0;
+  std::optional<std::string> error;  // fatal error (no GPU, driver), with exit code 3
+  int exit_code = 0;
+};
+
+// Fill in each case's status from its cells (failed if any cell failed; waived if every cell
+// was waived and there is at least one, or the case itself was waived) and the report's exit code
+// (0 passed, 1 any failure, 3 when error is set).
+void finalize(Report& report);
+
+// Median of `key` for the cell, from measures or numbers.
+std::optional<double> cell_value(const Cell& cell, const std::string& key);
+
+// Matrix [src][dst] (pair cases) or vector [gpu] (gpu cases) of medians; null where no value.
+nlohmann::json matrix_json(const CaseResult& c, const std::string& key, int gpu_count);
+
+nlohmann::json to_json(const Report& report);
+
+// Human-readable tables.
+std::string render_table(const Report& report);
+
+// "2026-11-21T21:00:00Z" for a UNIX time.
+std::string rfc3339_utc(std::int64_t unix_seconds);
+
+}  // namespace p2pnode::agent

@@ -1,0 +1,148 @@
+#include "p2pnode/agent/options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <sstream>
+
+namespace p2pnode::agent {
+
+std::optional<std::uint64_t> parse_size(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (res.ec != std::errc{} || res.ptr == text.data()) {
+    return std::nullopt;
+  }
+  std::string unit(res.ptr, text.data() + text.size());
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::uint64_t mult = 0;
+  if (unit.empty() || unit == "m" || unit == "mib" || unit == "mb") {
+    mult = kMiB;
+  } else if (unit == "b") {
+    mult = 1;
+  } else if (unit == "k" || unit == "kib" || unit == "kb") {
+    mult = 1024;
+  } else if (unit == "g" || unit == "gib" || unit == "gb") {
+    mult = 1024 * kMiB;
+  } else {
+    return std::nullopt;
+  }
+  constexpr std::uint64_t kMax = 64ULL * 1024ULL * kMiB;
+  if (value == 0 || value > kMax / mult) {
+    return std::nullopt;
+  }
+  return value * mult;
+}
+
+namespace {
+
+std::vector<std::string> split_commas(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::stringstream ss(item);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+      if (!part.empty()) {
+        out.push_back(part);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<std::string>& known_cases,
+                           std::string_view version) {
+  Options o;
+  CLI::App app{"p2pnode-agent: GPU peer-to-peer self-tests (bandwidth, latency, data integrity).\n"
+               "Prints one JSON document on stdout. Exit codes: 0 all ran and passed, 1 a failure or\n"
+               "integrity error, 2 usage, 3 no GPU or driver.",
+               "p2pnode-agent"};
+  std::string format = "json";
+  bool json_flag = false;
+  std::vector<std::string> cases;
+  std::string size = "512MiB";
+  std::string host_size = "64MiB";
+  std::string integrity_size = "64MiB";
+  std::string mode = "serial";
+  std::string inject;
+  std::uint64_t seed = 0;
+  bool show_version = false;
+
+  app.add_option("--format", format, "Output: json (default) or table")->check(CLI::IsMember({"json", "table"}));
+  app.add_flag("--json", json_flag, "Same as --format json");
+  app.add_flag("--list", o.list, "List the cases and exit");
+  app.add_option("--cases", cases, "Cases to run, comma separated (default: all)");
+  app.add_option("--pairs", o.pairs, "Ordered GPU pairs SRC:DST, comma separated, or 'all'");
+  app.add_option("--size", size, "Peer bandwidth buffer (MiB, or with B/KiB/MiB/GiB), default 512MiB");
+  app.add_option("--host-size", host_size, "Host<->device buffer, default 64MiB");
+  app.add_option("--integrity-size", integrity_size, "Integrity-case buffer, default 64MiB");
+  app.add_option("--iterations", o.iterations, "Timed samples per measurement (median reported), default 3")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--copies", o.copies, "Copies per timed sample, default 8")->check(CLI::Range(1, 256));
+  app.add_option("--warmup", o.warmup, "Untimed warm-up copies per sample, default 2")->check(CLI::Range(0, 64));
+  app.add_option("--latency-accesses", o.latency_accesses, "Dependent loads per latency sample, default 16384")
+      ->check(CLI::Range(16, 10000000));
+  app.add_option("--time-budget", o.time_budget_s, "Seconds; what is left when spent is waived (0: none)")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--mode", mode, "serial: one pair at a time; rounds: disjoint pairs at the same time")
+      ->check(CLI::IsMember({"serial", "rounds"}));
+  auto* seed_opt = app.add_option("--seed", seed, "Pattern seed (default: drawn per run)");
+  app.add_option("--inject-corruption", inject, "TEST ONLY: skew one integrity copy of pair SRC:DST");
+  app.add_flag("--version", show_version, "Print the version and exit");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    return {std::nullopt, 0, app.help()};
+  } catch (const CLI::ParseError& e) {
+    return {std::nullopt, 2, std::string("usage error: ") + e.what() + "\n" + "run with --help for the options"};
+  }
+  if (show_version) {
+    return {std::nullopt, 0, std::string("p2pnode-agent ") + std::string(version)};
+  }
+  auto usage = [](const std::string& why) { return ParseOutcome{std::nullopt, 2, "usage error: " + why}; };
+  o.format = (format == "table" && !json_flag) ? Format::table : Format::json;
+  o.mode = mode == "rounds" ? Mode::rounds : Mode::serial;
+  o.cases = split_commas(cases);
+  for (const auto& c : o.cases) {
+    if (std::find(known_cases.begin(), known_cases.end(), c) == known_cases.end()) {
+      return usage("unknown case '" + c + "' (see --list)");
+    }
+  }
+  const auto s = parse_size(size);
+  const auto hs = parse_size(host_size);
+  const auto is = parse_size(integrity_size);
+  if (!s || !hs || !is) {
+    return usage("sizes take a number with an optional B, KiB, MiB or GiB suffix (max 64 GiB)");
+  }
+  if (*s < 64 * 1024 || *is < 64 * 1024 || *hs < 4096) {
+    return usage("--size and --integrity-size must be at least 64KiB, --host-size at least 4KiB");
+  }
+  o.size_bytes = *s;
+  o.host_size_bytes = *hs;
+  o.integrity_size_bytes = *is;
+  if (seed_opt->count() > 0) {
+    o.seed = seed;
+  }
+  if (!inject.empty()) {
+    std::string err;
+    // Validate the shape only; the GPU count is not known yet.
+    if (!parse_pairs(inject, 1 << 20, &err) || inject == "all" || inject.find(',') != std::string::npos) {
+      return usage("--inject-corruption takes one SRC:DST pair");
+    }
+    o.inject_corruption = inject;
+  }
+  if (o.pairs != "all") {
+    std::string err;
+    if (!parse_pairs(o.pairs, 1 << 20, &err)) {
+      return usage("--pairs: " + err);
+    }
+  }
+  return {o, 0, {}};
+}
+
+}  // namespace p2pnode::agent

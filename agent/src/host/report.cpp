@@ -1,0 +1,352 @@
+#include "p2pnode/agent/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <iomanip>
+#include <sstream>
+
+namespace p2pnode::agent {
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::passed:
+      return "passed";
+    case Status::failed:
+      return "failed";
+    case Status::waived:
+      return "waived";
+  }
+  return "failed";
+}
+
+void finalize(Report& report) {
+  bool any_failed = false;
+  for (auto& c : report.cases) {
+    if (c.status != Status::waived) {
+      bool failed = c.status == Status::failed;
+      bool all_waived = !c.cells.empty();
+      for (const auto& cell : c.cells) {
+        failed = failed || cell.status == Status::failed;
+        all_waived = all_waived && cell.status == Status::waived;
+      }
+      c.status = failed ? Status::failed : (all_waived ? Status::waived : Status::passed);
+      if (all_waived && !failed && c.reason.empty()) {
+        c.reason = c.cells.front().reason;
+      }
+    }
+    any_failed = any_failed || c.status == Status::failed;
+  }
+  report.exit_code = report.error ? 3 : (any_failed ? 1 : 0);
+}
+
+std::optional<double> cell_value(const Cell& cell, const std::string& key) {
+  for (const auto& [k, s] : cell.measures) {
+    if (k == key) {
+      return s.median;
+    }
+  }
+  for (const auto& [k, v] : cell.numbers) {
+    if (k == key) {
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+nlohmann::json number_or_null(std::optional<double> v) {
+  if (!v || !std::isfinite(*v)) {
+    return nullptr;
+  }
+  return *v;
+}
+
+double round_to(double v, int digits) {
+  const double f = std::pow(10.0, digits);
+  return std::round(v * f) / f;
+}
+
+nlohmann::json summary_json(const Summary& s) {
+  return {{"median", round_to(s.median, 4)}, {"mean", round_to(s.mean, 4)}, {"min", round_to(s.min, 4)},
+          {"max", round_to(s.max, 4)},       {"p10", round_to(s.p10, 4)},   {"p90", round_to(s.p90, 4)},
+          {"spread_pct", round_to(s.spread_pct, 3)}, {"count", s.count}};
+}
+
+nlohmann::json cell_json(const Cell& cell, CellShape shape) {
+  nlohmann::json j;
+  if (shape == CellShape::pair) {
+    j["src"] = cell.src;
+    j["dst"] = cell.dst;
+  } else {
+    j["gpu"] = cell.src;
+  }
+  j["status"] = to_string(cell.status);
+  if (!cell.reason.empty()) {
+    j["reason"] = cell.reason;
+  }
+  if (cell.step) {
+    j["step"] = *cell.step;
+  }
+  j["concurrent_pairs"] = cell.concurrent_pairs;
+  for (const auto& [k, s] : cell.measures) {
+    j[k] = summary_json(s);
+  }
+  for (const auto& [k, v] : cell.numbers) {
+    j[k] = number_or_null(v);
+  }
+  if (!cell.integrity.empty()) {
+    auto arr = nlohmann::json::array();
+    for (const auto& ic : cell.integrity) {
+      arr.push_back({{"label", ic.label},
+                     {"checked_bytes", ic.checked_bytes},
+                     {"bad_bytes", ic.bad_bytes},
+                     {"first_bad_offset", ic.first_bad_offset ? nlohmann::json(*ic.first_bad_offset) : nlohmann::json()}});
+    }
+    j["integrity"] = std::move(arr);
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json matrix_json(const CaseResult& c, const std::string& key, int gpu_count) {
+  if (c.shape == CellShape::gpu) {
+    auto v = nlohmann::json::array();
+    for (int g = 0; g < gpu_count; ++g) {
+      std::optional<double> value;
+      for (const auto& cell : c.cells) {
+        if (cell.src == g && cell.status != Status::waived) {
+          value = cell_value(cell, key);
+        }
+      }
+      v.push_back(number_or_null(value ? std::optional<double>(round_to(*value, 3)) : std::nullopt));
+    }
+    return v;
+  }
+  auto m = nlohmann::json::array();
+  for (int s = 0; s < gpu_count; ++s) {
+    auto row = nlohmann::json::array();
+    for (int d = 0; d < gpu_count; ++d) {
+      std::optional<double> value;
+      for (const auto& cell : c.cells) {
+        if (cell.src == s && cell.dst == d && cell.status != Status::waived) {
+          value = cell_value(cell, key);
+        }
+      }
+      row.push_back(number_or_null(value ? std::optional<double>(round_to(*value, 3)) : std::nullopt));
+    }
+    m.push_back(std::move(row));
+  }
+  return m;
+}
+
+nlohmann::json to_json(const Report& r) {
+  nlohmann::json j;
+  j["schema_version"] = kSchemaVersion;
+  j["agent"] = {{"name", "p2pnode-agent"}, {"version", r.agent_version}};
+  j["started_at"] = r.started_at;
+  j["duration_s"] = round_to(r.duration_s, 4);
+  j["status"] = r.error ? "error" : (r.exit_code == 0 ? "passed" : "failed");
+  j["exit_code"] = r.exit_code;
+  j["error"] = r.error ? nlohmann::json(*r.error) : nlohmann::json();
+  j["driver"] = {{"cuda_driver_version", r.driver_version}, {"cuda_runtime_version", r.runtime_version}};
+  j["host"] = {{"peak_rss_bytes", r.peak_rss_bytes}};
+  j["config"] = {{"mode", to_string(r.mode)},
+                 {"size_bytes", r.size_bytes},
+                 {"host_size_bytes", r.host_size_bytes},
+                 {"integrity_size_bytes", r.integrity_size_bytes},
+                 {"iterations", r.iterations},
+                 {"copies_per_sample", r.copies},
+                 {"warmup_copies", r.warmup},
+                 {"time_budget_s", r.time_budget_s},
+                 {"seed", r.seed},
+                 {"inject_corruption", r.inject_corruption ? nlohmann::json(*r.inject_corruption) : nlohmann::json()}};
+  auto rounds = nlohmann::json::array();
+  for (const auto& round : r.rounds) {
+    auto jr = nlohmann::json::array();
+    for (const auto& p : round) {
+      jr.push_back({p.src, p.dst});
+    }
+    rounds.push_back(std::move(jr));
+  }
+  j["schedule"] = {{"mode", to_string(r.mode)}, {"rounds", std::move(rounds)}};
+  auto devices = nlohmann::json::array();
+  for (const auto& d : r.devices) {
+    nlohmann::json jd = {{"index", d.index},
+                         {"cuda_ordinal", d.cuda_ordinal},
+                         {"name", d.name},
+                         {"uuid", d.uuid},
+                         {"pci_bus_id", d.pci_bus_id},
+                         {"memory_bytes", d.memory_bytes},
+                         {"compute_capability", std::to_string(d.compute_capability_major) + "." +
+                                                    std::to_string(d.compute_capability_minor)},
+                         {"multiprocessor_count", d.multiprocessor_count}};
+    if (d.pcie_link) {
+      jd["pcie_link"] = {{"current_speed_gts", d.pcie_link->current_speed_gts},
+                         {"current_width", d.pcie_link->current_width},
+                         {"max_speed_gts", d.pcie_link->max_speed_gts},
+                         {"max_width", d.pcie_link->max_width},
+                         {"theoretical_gbps", round_to(d.pcie_link->theoretical_gbps, 3)}};
+    } else {
+      jd["pcie_link"] = nullptr;
+    }
+    devices.push_back(std::move(jd));
+  }
+  j["devices"] = std::move(devices);
+  const int n = static_cast<int>(r.devices.size());
+  auto cases = nlohmann::json::array();
+  int passed = 0;
+  int failed = 0;
+  int waived = 0;
+  std::uint64_t bad_bytes = 0;
+  std::uint64_t checked_bytes = 0;
+  for (const auto& c : r.cases) {
+    nlohmann::json jc = {{"key", c.key},
+                         {"description", c.description},
+                         {"status", to_string(c.status)},
+                         {"shape", c.shape == CellShape::pair ? "pair" : "gpu"},
+                         {"duration_s", round_to(c.duration_s, 4)},
+                         {"steps", c.steps}};
+    if (!c.reason.empty()) {
+      jc["reason"] = c.reason;
+    }
+    nlohmann::json matrices = nlohmann::json::object();
+    for (const auto& key : c.matrix_keys) {
+      matrices[key] = matrix_json(c, key, n);
+    }
+    jc["matrices"] = std::move(matrices);
+    auto cells = nlohmann::json::array();
+    for (const auto& cell : c.cells) {
+      cells.push_back(cell_json(cell, c.shape));
+      for (const auto& ic : cell.integrity) {
+        bad_bytes += ic.bad_bytes;
+        checked_bytes += ic.checked_bytes;
+      }
+    }
+    jc["cells"] = std::move(cells);
+    cases.push_back(std::move(jc));
+    passed += c.status == Status::passed ? 1 : 0;
+    failed += c.status == Status::failed ? 1 : 0;
+    waived += c.status == Status::waived ? 1 : 0;
+  }
+  j["cases"] = std::move(cases);
+  j["summary"] = {{"cases_passed", passed},
+                  {"cases_failed", failed},
+                  {"cases_waived", waived},
+                  {"integrity_checked_bytes", checked_bytes},
+                  {"integrity_bad_bytes", bad_bytes}};
+  return j;
+}
+
+namespace {
+
+std::string fmt_value(std::optional<double> v) {
+  if (!v) {
+    return "n/a";
+  }
+  std::ostringstream ss;
+  ss << std::fixed << std::setprecision(std::fabs(*v) >= 1000.0 ? 1 : 2) << *v;
+  return ss.str();
+}
+
+}  // namespace
+
+std::string render_table(const Report& r) {
+  std::ostringstream out;
+  const int n = static_cast<int>(r.devices.size());
+  out << "p2pnode-agent " << r.agent_version << "  mode=" << to_string(r.mode) << "  seed=" << r.seed
+      << "  duration=" << std::fixed << std::setprecision(3) << r.duration_s << " s  peak_rss="
+      << (r.peak_rss_bytes / (1024 * 1024)) << " MiB\n";
+  if (r.error) {
+    out << "ERROR: " << *r.error << "\n";
+  }
+  for (const auto& d : r.devices) {
+    out << "GPU " << d.index << ": " << d.name << "  " << d.pci_bus_id << "  " << d.uuid << "  "
+        << (d.memory_bytes / (1024 * 1024)) << " MiB";
+    if (d.pcie_link) {
+      out << "  PCIe " << d.pcie_link->current_speed_gts << " GT/s x" << d.pcie_link->current_width;
+    }
+    out << "\n";
+  }
+  for (const auto& c : r.cases) {
+    out << "\n== " << c.key << " [" << to_string(c.status) << "] " << std::fixed << std::setprecision(3)
+        << c.duration_s << " s, " << c.steps << " step(s)\n   " << c.description << "\n";
+    if (!c.reason.empty()) {
+      out << "   reason: " << c.reason << "\n";
+    }
+    if (c.shape == CellShape::pair) {
+      for (const auto& key : c.matrix_keys) {
+        out << "   " << key << " (row = source GPU, column = destination GPU)\n";
+        out << std::setw(10) << "src\\dst";
+        for (int d = 0; d < n; ++d) {
+          out << std::setw(10) << d;
+        }
+        out << "\n";
+        for (int s = 0; s < n; ++s) {
+          out << std::setw(10) << s;
+          for (int d = 0; d < n; ++d) {
+            std::optional<double> v;
+            bool present = false;
+            for (const auto& cell : c.cells) {
+              if (cell.src == s && cell.dst == d) {
+                present = true;
+                if (cell.status != Status::waived) {
+                  v = cell_value(cell, key);
+                }
+              }
+            }
+            out << std::setw(10) << (s == d ? std::string("-") : (present ? fmt_value(v) : std::string("")));
+          }
+          out << "\n";
+        }
+      }
+    } else {
+      out << std::setw(6) << "gpu";
+      for (const auto& key : c.matrix_keys) {
+        out << std::setw(std::max<int>(14, static_cast<int>(key.size()) + 2)) << key;
+      }
+      out << "\n";
+      for (const auto& cell : c.cells) {
+        out << std::setw(6) << cell.src;
+        for (const auto& key : c.matrix_keys) {
+          out << std::setw(std::max<int>(14, static_cast<int>(key.size()) + 2))
+              << fmt_value(cell.status == Status::waived ? std::nullopt : cell_value(cell, key));
+        }
+        out << "\n";
+      }
+    }
+    for (const auto& cell : c.cells) {
+      if (cell.status != Status::passed) {
+        out << "   " << to_string(cell.status) << " ";
+        if (c.shape == CellShape::pair) {
+          out << cell.src << "->" << cell.dst;
+        } else {
+          out << "gpu " << cell.src;
+        }
+        out << ": " << cell.reason << "\n";
+      }
+      for (const auto& ic : cell.integrity) {
+        if (ic.bad_bytes > 0) {
+          out << "   INTEGRITY " << cell.src << "->" << cell.dst << " " << ic.label << ": " << ic.bad_bytes
+              << " bad bytes of " << ic.checked_bytes << ", first at offset " << ic.first_bad_offset.value_or(0) << "\n";
+        }
+      }
+    }
+  }
+  out << "\nresult: " << (r.error ? "error" : (r.exit_code == 0 ? "passed" : "failed")) << " (exit " << r.exit_code
+      << ")\n";
+  return out.str();
+}
+
+std::string rfc3339_utc(std::int64_t unix_seconds) {
+  const auto t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace p2pnode::agent
