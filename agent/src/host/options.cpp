@@ -65,7 +65,7 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   bool json_flag = false;
   std::vector<std::string> cases;
   std::string size = "512MiB";
-  std::string host_size = "64MiB";
+  std::string host_size = "32MiB";
   std::string integrity_size = "64MiB";
   std::string mode = "serial";
   std::string inject;
@@ -78,7 +78,7 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   app.add_option("--cases", cases, "Cases to run, comma separated (default: all)");
   app.add_option("--pairs", o.pairs, "Ordered GPU pairs SRC:DST, comma separated, or 'all'");
   app.add_option("--size", size, "Peer bandwidth buffer (MiB, or with B/KiB/MiB/GiB), default 512MiB");
-  app.add_option("--host-size", host_size, "Host<->device buffer, default 64MiB");
+  app.add_option("--host-size", host_size, "Host<->device buffer, default 32MiB");
   app.add_option("--integrity-size", integrity_size, "Integrity-case buffer, default 64MiB");
   app.add_option("--iterations", o.iterations, "Timed samples per measurement (median reported), default 3")
       ->check(CLI::Range(1, 1000));

@@ -266,7 +266,7 @@ std::string render_table(const Report& r) {
     out << "GPU " << d.index << ": " << d.name << "  " << d.pci_bus_id << "  " << d.uuid << "  "
         << (d.memory_bytes / (1024 * 1024)) << " MiB";
     if (d.pcie_link) {
-      out << "  PCIe " << d.pcie_link->current_speed_gts << " GT/s x" << d.pcie_link->current_width;
+      out << std::defaultfloat << "  PCIe " << d.pcie_link->current_speed_gts << " GT/s x" << d.pcie_link->current_width;
     }
     out << "\n";
   }

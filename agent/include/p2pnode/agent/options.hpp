@@ -21,7 +21,7 @@ struct Options {
   std::vector<std::string> cases;  // empty: the default cases
   std::string pairs = "all";       // "all" or "SRC:DST,..."
   std::uint64_t size_bytes = 512 * kMiB;           // peer bandwidth buffer
-  std::uint64_t host_size_bytes = 64 * kMiB;       // host<->device buffer
+  std::uint64_t host_size_bytes = 32 * kMiB;       // host<->device buffer
   std::uint64_t integrity_size_bytes = 64 * kMiB;  // integrity-case buffer
   int iterations = 3;  // timed samples per measurement; the median is reported
   int copies = 8;      // copies per timed sample
