@@ -42,7 +42,7 @@ echo "table rc=$?" >>"$LOG"
 python3 tests/gpu/summarize.py "$OUT/h200x4-serial.json" "$OUT/h200x4-rounds.json" | tee -a "$LOG"
 python3 tests/gpu/summarize.py "$OUT/h200x4-serial-2.json" "$OUT/h200x4-rounds-2.json" | tee -a "$LOG"
 python3 tests/gpu/summarize.py "$OUT/h200x4-serial.json" "$OUT/h200x4-serial-2.json" | grep -E "compare|largest|>3%" | tee -a "$LOG"
-python3 tests/gpu/summarize.py "$OUT/h200x4-inject.json" "$OUT/h200x4-budget.json" | grep -v "^   [a-z_ ]*passed" | tee -a "$LOG"
+for f in inject budget; do python3 tests/gpu/summarize.py "$OUT/h200x4-$f.json"; done | tee -a "$LOG"
 # Keep at most 8 files: fold the time -v outputs into the log.
 for f in "$OUT"/time-*.txt; do echo "--- $f"; grep -E "Elapsed|Maximum resident" "$f"; done >>"$LOG" 2>/dev/null
 rm -f "$OUT"/time-*.txt
