@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -170,6 +171,7 @@ class Agent {
  private:
   std::string setup();
   void release();
+  void mark(const char* name);
 
   Options opt_;
   Clock::time_point t0_ = Clock::now();
@@ -184,7 +186,24 @@ class Agent {
   int* latch_ = nullptr;  // [0] latch, [1] spin timed out
   std::uint32_t seed_ = 0;
   std::optional<Pair> inject_;
+  std::vector<Phase> phases_;
 };
+
+std::uint64_t current_rss_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) {
+    return 0;
+  }
+  unsigned long long pages_total = 0;
+  unsigned long long pages_resident = 0;
+  const int got = std::fscanf(f, "%llu %llu", &pages_total, &pages_resident);
+  std::fclose(f);
+  return got == 2 ? pages_resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+void Agent::mark(const char* name) {
+  phases_.push_back({name, std::chrono::duration<double>(Clock::now() - t0_).count(), current_rss_bytes()});
+}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -363,50 +382,62 @@ std::string Agent::setup() {
       return "GPU " + std::to_string(g.index) + ": " + g.setup_error;
     }
   }
+  mark("contexts_and_buffers");
   CK(cudaSetDevice(gpus_[0].ordinal));
   CK(cudaHostAlloc(reinterpret_cast<void**>(&latch_), 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
   CK(cudaHostAlloc(reinterpret_cast<void**>(&host_buf_), host_size_, cudaHostAllocPortable));
 
-  // Peer access, every ordered pair.
+  mark("host_buffers");
+  // Peer access, every ordered pair; one thread per accessing GPU (enabling maps the peer's
+  // memory into the GPU's page tables, which takes a while per pair).
   peers_.assign(n, std::vector<PeerInfo>(n));
+  std::vector<std::thread> peer_threads;
   for (int a = 0; a < n; ++a) {
-    for (int b = 0; b < n; ++b) {
-      if (a == b) {
-        continue;
+    peer_threads.emplace_back([this, a, n] {
+      if (cudaSetDevice(gpus_[a].ordinal) != cudaSuccess) {
+        return;
       }
-      PeerInfo& pi = peers_[a][b];
-      int can = 0;
-      const cudaError_t e = cudaDeviceCanAccessPeer(&can, gpus_[a].ordinal, gpus_[b].ordinal);
-      if (e != cudaSuccess) {
-        pi.error = std::string("cudaDeviceCanAccessPeer: ") + cudaGetErrorName(e);
-        continue;
-      }
-      int rank = -1;
-      int atomics = -1;
-      if (cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, gpus_[a].ordinal, gpus_[b].ordinal) ==
-          cudaSuccess) {
-        pi.performance_rank = rank;
-      }
-      if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, gpus_[a].ordinal,
-                                    gpus_[b].ordinal) == cudaSuccess) {
-        pi.native_atomics = atomics;
-      }
-      if (can == 0) {
-        pi.error = "cudaDeviceCanAccessPeer reports no peer access";
-        continue;
-      }
-      CK(cudaSetDevice(gpus_[a].ordinal));
-      const cudaError_t en = cudaDeviceEnablePeerAccess(gpus_[b].ordinal, 0);
-      if (en != cudaSuccess && en != cudaErrorPeerAccessAlreadyEnabled) {
-        pi.error = std::string("cudaDeviceEnablePeerAccess: ") + cudaGetErrorName(en) + " (" + cudaGetErrorString(en) +
-                   ")";
+      for (int b = 0; b < n; ++b) {
+        if (a == b) {
+          continue;
+        }
+        PeerInfo& pi = peers_[a][b];
+        int can = 0;
+        const cudaError_t e = cudaDeviceCanAccessPeer(&can, gpus_[a].ordinal, gpus_[b].ordinal);
+        if (e != cudaSuccess) {
+          pi.error = std::string("cudaDeviceCanAccessPeer: ") + cudaGetErrorName(e);
+          continue;
+        }
+        int rank = -1;
+        int atomics = -1;
+        if (cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, gpus_[a].ordinal, gpus_[b].ordinal) ==
+            cudaSuccess) {
+          pi.performance_rank = rank;
+        }
+        if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, gpus_[a].ordinal,
+                                      gpus_[b].ordinal) == cudaSuccess) {
+          pi.native_atomics = atomics;
+        }
+        if (can == 0) {
+          pi.error = "cudaDeviceCanAccessPeer reports no peer access";
+          continue;
+        }
+        const cudaError_t en = cudaDeviceEnablePeerAccess(gpus_[b].ordinal, 0);
+        if (en != cudaSuccess && en != cudaErrorPeerAccessAlreadyEnabled) {
+          pi.error = std::string("cudaDeviceEnablePeerAccess: ") + cudaGetErrorName(en) + " (" +
+                     cudaGetErrorString(en) + ")";
+          cudaGetLastError();
+          continue;
+        }
         cudaGetLastError();
-        continue;
+        pi.can_access = true;
       }
-      cudaGetLastError();
-      pi.can_access = true;
-    }
+    });
   }
+  for (auto& t : peer_threads) {
+    t.join();
+  }
+  mark("peer_access_enabled");
   return {};
 }
 
@@ -460,6 +491,7 @@ int Agent::main(const std::vector<CaseDef>& cases) {
   auto emit = [&]() {
     rep.duration_s = std::chrono::duration<double>(Clock::now() - t0_).count();
     rep.peak_rss_bytes = peak_rss_bytes();
+    rep.phases = phases_;
     finalize(rep);
     if (opt_.format == Format::table) {
       std::cout << render_table(rep);
@@ -470,8 +502,10 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     return rep.exit_code;
   };
 
+  mark("start");
   int count = 0;
   const cudaError_t ce = cudaGetDeviceCount(&count);
+  mark("driver_initialized");
   cudaDriverGetVersion(&rep.driver_version);
   cudaRuntimeGetVersion(&rep.runtime_version);
   if (ce != cudaSuccess || count == 0) {
@@ -514,6 +548,7 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     return emit();
   }
   rep.seed = seed_;
+  rep.setup_s = std::chrono::duration<double>(Clock::now() - t0_).count();
   rep.size_bytes = size_;
   rep.host_size_bytes = host_size_;
   rep.integrity_size_bytes = integrity_size_;
@@ -549,8 +584,10 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     }
     cr.duration_s = std::chrono::duration<double>(Clock::now() - t).count();
     rep.cases.push_back(std::move(cr));
+    mark(("after_" + std::string(c.key)).c_str());
   }
   release();
+  mark("released");
   return emit();
 }
 

@@ -152,7 +152,11 @@ nlohmann::json to_json(const Report& r) {
   j["exit_code"] = r.exit_code;
   j["error"] = r.error ? nlohmann::json(*r.error) : nlohmann::json();
   j["driver"] = {{"cuda_driver_version", r.driver_version}, {"cuda_runtime_version", r.runtime_version}};
-  j["host"] = {{"peak_rss_bytes", r.peak_rss_bytes}};
+  auto phases = nlohmann::json::array();
+  for (const auto& ph : r.phases) {
+    phases.push_back({{"name", ph.name}, {"at_s", round_to(ph.at_s, 4)}, {"rss_bytes", ph.rss_bytes}});
+  }
+  j["host"] = {{"peak_rss_bytes", r.peak_rss_bytes}, {"setup_s", round_to(r.setup_s, 4)}, {"phases", std::move(phases)}};
   j["config"] = {{"mode", to_string(r.mode)},
                  {"size_bytes", r.size_bytes},
                  {"host_size_bytes", r.host_size_bytes},

@@ -68,6 +68,13 @@ struct DeviceInfo {
   std::optional<LinkInfo> pcie_link;
 };
 
+// A point in the run's start-up, for finding where time and host memory go.
+struct Phase {
+  std::string name;
+  double at_s = 0.0;            // seconds since the agent started
+  std::uint64_t rss_bytes = 0;  // resident set at that point
+};
+
 struct Report {
   std::string agent_version;
   std::string started_at;  // RFC 3339 UTC
@@ -88,6 +95,8 @@ struct Report {
   std::optional<std::string> inject_corruption;
   std::vector<CaseResult> cases;
   std::uint64_t peak_rss_bytes = 0;
+  double setup_s = 0.0;
+  std::vector<Phase> phases;
   std::optional<std::string> error;  // fatal error (no GPU, driver), with exit code 3
   int exit_code = 0;
 };
