@@ -1,0 +1,39 @@
+# The two commands: `make run` (the main job on a bundled recorded node) and `make test`.
+BUILD ?= build
+JOBS  ?= $(shell nproc)
+CMAKE_FLAGS ?= -DP2PNODE_WERROR=ON
+RUN_FIXTURE ?= tests/fixtures/tinybox-6x4090-bios-default
+
+.PHONY: all deps test-deps build run test bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh build
+
+test-deps:
+	@scripts/install-deps.sh test
+
+build: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+# `p2pnode check` of a recorded 6x RTX 4090 box as its BIOS left it, against the bundled
+# profiles, then the same box after the fix. Reads only; changes nothing on this host.
+run: build
+	@echo "== $(RUN_FIXTURE) (before the BIOS fix)"
+	@$(BUILD)/daemon/p2pnode check --root $(RUN_FIXTURE) --profiles profiles; echo "(exit status $$?: 1 means errors were found)"
+	@echo
+	@echo "== tests/fixtures/tinybox-6x4090 (after)"
+	@$(BUILD)/daemon/p2pnode check --root tests/fixtures/tinybox-6x4090 --profiles profiles; echo "(exit status $$?)"
+
+test: test-deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DP2PNODE_FUZZ=ON >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+bench: build
+	@scripts/bench-check.sh $(BUILD)/daemon/p2pnode
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,86 @@
+#include <map>
+#include <set>
+
+#include "checks/check.hpp"
+#include "nvidia/gpu_table.hpp"
+
+namespace p2pnode::checks {
+
+namespace {
+std::string hex4(std::uint16_t v) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%04x", v);
+  return b;
+}
+std::string model_name(const PciDevice& d) {
+  auto m = nvidia::find_gpu_model(d.device);
+  return m ? std::string(m->name) + " (" + hex4(d.vendor) + ":" + hex4(d.device) + ")"
+           : hex4(d.vendor) + ":" + hex4(d.device);
+}
+}  // namespace
+
+std::vector<Finding> check_sysfs(const Profile&, const Inventory& inv) {
+  std::vector<Finding> out;
+  for (const auto& p : inv.problems) {
+    Finding f = make_finding("sysfs.attributes", "node", Severity::error, p);
+    f.observed = p;
+    f.expected = "a readable sysfs tree";
+    f.remediation = "Point --root at a system root (a directory with sys/ and proc/), or run on the node itself.";
+    out.push_back(f);
+  }
+  for (const auto& d : inv.devices) {
+    if (d.problems.empty() || d.kind == DeviceKind::other || d.kind == DeviceKind::host_bridge) continue;
+    Finding f = make_finding("sysfs.attributes", d.bdf, Severity::warning,
+                             std::to_string(d.problems.size()) + " sysfs attribute(s) missing or malformed");
+    f.observed = d.problems;
+    f.expected = "every attribute present and well formed";
+    f.remediation = "Re-read as root (config space beyond 64 bytes needs CAP_SYS_ADMIN); if the files are "
+                    "really missing or garbled, the kernel or the recording is broken: re-record the node.";
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
+  const auto gpus = inv.gpus();
+  std::map<std::string, std::vector<std::string>> by_model;
+  for (const auto* g : gpus) by_model[model_name(*g)].push_back(g->bdf);
+  Finding f = make_finding("gpu.models", "node", Severity::ok, "");
+  for (const auto& [model, bdfs] : by_model) f.observed["models"][model] = bdfs;
+  f.observed["count"] = gpus.size();
+  std::vector<std::string> problems;
+  if (by_model.size() > 1) {
+    problems.push_back("mixed GPU models: " + std::to_string(by_model.size()) + " models in one box; different models do not peer");
+    f.remediation = "Use one GPU model per box (move the odd cards to another node), or restrict P2P work to "
+                    "GPUs of one model (CUDA_VISIBLE_DEVICES).";
+  }
+  if (p.match.gpus && p.match.gpus->count) {
+    f.expected["count"] = *p.match.gpus->count;
+    if (static_cast<int>(gpus.size()) != *p.match.gpus->count) {
+      problems.push_back("found " + std::to_string(gpus.size()) + " GPUs, the profile expects " +
+                         std::to_string(*p.match.gpus->count));
+      if (!f.remediation.empty()) f.remediation += " ";
+      f.remediation += "Check that every card is seated and powered (a missing GPU often fell off the bus: "
+                       "dmesg | grep -i -e NVRM -e 'pcie bus error'), or fix match.gpus.count in the profile.";
+    }
+  }
+  if (p.match.gpus && !p.match.gpus->devices.empty()) {
+    std::vector<std::string> ids;
+    for (auto id : p.match.gpus->devices) ids.push_back("0x" + hex4(id));
+    f.expected["device_ids"] = ids;
+  }
+  if (gpus.empty() && !(p.match.gpus && p.match.gpus->count == 0)) {
+    problems.push_back("no NVIDIA GPU found on the PCI bus");
+    f.remediation = "Check that the GPUs are seated and visible (lspci -d 10de:).";
+  }
+  if (problems.empty()) {
+    f.summary = std::to_string(gpus.size()) + " × " + (by_model.empty() ? "GPU" : by_model.begin()->first);
+    return {f};
+  }
+  f.severity = Severity::error;
+  f.summary = problems.front();
+  for (std::size_t i = 1; i < problems.size(); ++i) f.summary += "; " + problems[i];
+  return {f};
+}
+
+}  // namespace p2pnode::checks

@@ -1,0 +1,128 @@
+#include <cstdio>
+
+#include "checks/check.hpp"
+#include "nvidia/gpu_table.hpp"
+
+namespace p2pnode::checks {
+
+namespace {
+constexpr Bytes kExtra = 128 * KiB;  // the patched driver maps VRAM + 128 KiB into BAR1
+
+std::string hex(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+struct Vram {
+  Bytes bytes = 0;
+  std::string source;
+};
+std::optional<Vram> vram_of(const Profile& p, const PciDevice& g) {
+  if (p.platform.gpu_vram) return Vram{*p.platform.gpu_vram, "profile platform.gpu_vram"};
+  if (auto m = nvidia::find_gpu_model(g.device)) return Vram{m->vram, "built-in table: " + std::string(m->name)};
+  return std::nullopt;
+}
+
+std::string bios_fix(bool below_4g) {
+  std::string s = "In the BIOS, enable Above 4G Decoding and Resizable BAR (often under PCI Subsystem "
+                  "Settings; on some boards CSM must be off for Resizable BAR to appear), then reboot.";
+  if (below_4g) s = "The aperture sits below 4 GiB, so Above 4G Decoding is off. " + s;
+  return s;
+}
+}  // namespace
+
+std::vector<Finding> check_rebar_aperture(const Profile& p, const Inventory& inv) {
+  std::vector<Finding> out;
+  const Severity fail = p.platform.resizable_bar == RebarPolicy::required ? Severity::error : Severity::warning;
+  for (const auto* g : inv.gpus()) {
+    Finding f = make_finding("rebar.aperture", g->bdf, Severity::ok, "");
+    const Bar* ap = g->vram_aperture();
+    const auto vram = vram_of(p, *g);
+    if (vram) f.expected = {{"min_bytes", vram->bytes + kExtra},
+                            {"why", "VRAM " + format_size(vram->bytes) + " + 128 KiB (" + vram->source + ")"}};
+    if (!ap) {
+      f.severity = fail;
+      f.summary = "no 64-bit prefetchable memory BAR (cannot find the VRAM aperture)";
+      f.observed = {{"bars", g->bars.size()}};
+      f.remediation = bios_fix(false);
+      out.push_back(f);
+      continue;
+    }
+    f.observed = {{"bar", ap->index}, {"bytes", ap->size()}, {"start", hex(ap->start)}};
+    if (!vram) {
+      f.severity = Severity::warning;
+      f.summary = "VRAM aperture " + format_size(ap->size()) + "; VRAM of device " + hex(g->device) + " unknown";
+      f.remediation = "Set platform.gpu_vram in the profile (e.g. 24GiB) so the aperture can be judged.";
+      out.push_back(f);
+      continue;
+    }
+    const Bytes need = vram->bytes + kExtra;
+    if (ap->size() >= need) {
+      f.summary = "VRAM aperture (BAR" + std::to_string(ap->index) + ") is " + format_size(ap->size()) +
+                  ", covers " + format_size(vram->bytes) + " + 128 KiB";
+    } else {
+      f.severity = fail;
+      const bool below_4g = ap->end < 4 * GiB;
+      f.summary = "VRAM aperture (BAR" + std::to_string(ap->index) + ") is " + format_size(ap->size()) +
+                  ", needs >= " + format_size(vram->bytes) + " + 128 KiB";
+      f.remediation = bios_fix(below_4g);
+      if (!below_4g && !g->rebar.empty() && g->resize_attrs.count(ap->index))
+        f.remediation += " Or let p2pnode resize it: set platform.fixes.rebar: true (the kernel offers "
+                         "resource" + std::to_string(ap->index) + "_resize; it works while no driver is bound).";
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::vector<Finding> check_rebar_capability(const Profile& p, const Inventory& inv) {
+  std::vector<Finding> out;
+  for (const auto* g : inv.gpus()) {
+    Finding f = make_finding("rebar.capability", g->bdf, Severity::ok, "");
+    if (g->rebar.empty()) {
+      f.observed = {{"capability", g->rebar_hidden ? "hidden" : "absent"}, {"config_bytes", g->config_size}};
+      if (g->rebar_hidden) {
+        f.summary = g->config_size < 4096
+                        ? "Resizable BAR capability not visible: only " + std::to_string(g->config_size) +
+                              " bytes of config space readable (run as root)"
+                        : "Resizable BAR capability hidden: the extended config space reads as zeros "
+                          "(virtualised config space); judged from the aperture size alone";
+      } else {
+        f.summary = "no Resizable BAR capability";
+      }
+      out.push_back(f);
+      continue;
+    }
+    nlohmann::json bars = nlohmann::json::array();
+    for (const auto& e : g->rebar) {
+      nlohmann::json sizes = nlohmann::json::array();
+      for (int bit = 0; bit < 28; ++bit)
+        if (e.supported_mask & (1ULL << bit)) sizes.push_back(format_size(1ULL << (bit + 20)));
+      bars.push_back({{"bar", e.bar}, {"current", format_size(e.current_size)},
+                      {"largest", format_size(e.largest_supported())}, {"supported", sizes}});
+      const bool resizable_here = g->resize_attrs.count(e.bar) > 0;
+      if (e.largest_supported() > e.current_size) {
+        Finding w = make_finding("rebar.capability", g->bdf,
+                                 p.platform.resizable_bar == RebarPolicy::required ? Severity::error : Severity::warning,
+                                 "BAR" + std::to_string(e.bar) + " is " + format_size(e.current_size) +
+                                     " but the device supports " + format_size(e.largest_supported()) +
+                                     ": the BIOS did not resize it");
+        w.observed = bars.back();
+        w.expected = {{"current", format_size(e.largest_supported())}};
+        w.remediation = "Enable Above 4G Decoding and Resizable BAR in the BIOS, then reboot.";
+        if (resizable_here)
+          w.remediation += std::string(" The kernel offers resource") + std::to_string(e.bar) +
+                           "_resize: with platform.fixes.rebar: true, `p2pnode apply` resizes it while no "
+                           "driver is bound" + (g->driver.empty() ? " (none is bound now)." : " (unbind " + g->driver + " first).");
+        out.push_back(w);
+      }
+    }
+    f.observed = {{"bars", bars}};
+    f.summary = "Resizable BAR capability: " + std::to_string(g->rebar.size()) + " resizable BAR(s), each at its largest size";
+    if (out.empty() || out.back().subject != g->bdf) out.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace p2pnode::checks

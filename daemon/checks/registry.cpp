@@ -1,0 +1,49 @@
+#include "checks/check.hpp"
+
+namespace p2pnode::checks {
+
+const std::vector<CheckDef>& all_checks() {
+  static const std::vector<CheckDef> list{
+      {"sysfs.attributes", "sysfs attributes of GPUs, NVMe and bridges are readable and well formed", check_sysfs},
+      {"gpu.models", "one GPU model in the box, as many as the profile expects", check_gpu_models},
+      {"rebar.aperture", "each GPU's VRAM aperture covers VRAM + 128 KiB", check_rebar_aperture},
+      {"rebar.capability", "the Resizable BAR capability: supported versus current sizes", check_rebar_capability},
+      {"iommu.mode", "IOMMU off or passthrough as the profile asks", check_iommu_mode},
+      {"iommu.noiommu_support", "the kernel offers vfio noiommu when the profile needs it", check_iommu_noiommu},
+      {"pcie.acs", "no ACS redirect or egress control between peers", check_pcie_acs},
+      {"pcie.link", "links trained at their maximum and the profile's minimum", check_pcie_link},
+      {"pcie.topology", "pairwise PCIe topology versus the profile", check_pcie_topology},
+      {"driver.state", "NVIDIA kernel module and userspace versions and options", check_driver_state},
+  };
+  return list;
+}
+
+std::vector<Finding> run_all_checks(const Profile& profile, const Inventory& inv) {
+  std::vector<Finding> out;
+  for (const auto& c : all_checks()) {
+    auto f = c.run(profile, inv);
+    out.insert(out.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
+  }
+  return out;
+}
+
+Finding make_finding(std::string_view check, std::string subject, Severity sev, std::string summary) {
+  Finding f;
+  f.check = std::string(check);
+  f.subject = std::move(subject);
+  f.severity = sev;
+  f.summary = std::move(summary);
+  return f;
+}
+
+bool is_amd_platform(const Inventory& inv) {
+  for (const auto& u : inv.iommu.units)
+    if (u.rfind("ivhd", 0) == 0) return true;
+  for (const auto& t : inv.iommu.acpi_tables)
+    if (t == "IVRS") return true;
+  for (const auto& d : inv.devices)
+    if (d.kind == DeviceKind::host_bridge && d.vendor == 0x1022) return true;
+  return false;
+}
+
+}  // namespace p2pnode::checks

@@ -1,0 +1,37 @@
+#include <iostream>
+#include <memory>
+
+#include "checks/check.hpp"
+#include "cli/commands.hpp"
+#include "probe/probe.hpp"
+#include "render/report.hpp"
+
+namespace p2pnode::cli {
+
+namespace {
+struct CheckOptions {
+  ProfileChoice choice;
+  bool json = false;
+};
+
+int run_check(const CheckOptions& o) {
+  const sys::SysRoot root(o.choice.root);
+  const Inventory inv = probe::probe_inventory(root);
+  auto profile = choose_profile(o.choice, inv);
+  if (!profile) return kUsage;
+  const auto findings = checks::run_all_checks(*profile, inv);
+  if (o.json) std::cout << render::check_report_json(inv, profile->name, findings).dump(2) << "\n";
+  else std::cout << render::render_check_table(inv, profile->name, findings);
+  return worst(findings) == Severity::error ? kFindings : kOk;
+}
+}  // namespace
+
+void register_check(CLI::App& app) {
+  auto opts = std::make_shared<CheckOptions>();
+  auto* cmd = app.add_subcommand("check", "Check this box against its profile (reads only)");
+  add_profile_options(*cmd, opts->choice);
+  cmd->add_flag("--json", opts->json, "Print the findings as JSON (api/check-report.schema.json)");
+  cmd->callback([opts] { throw CLI::RuntimeError(run_check(*opts)); });
+}
+
+}  // namespace p2pnode::cli

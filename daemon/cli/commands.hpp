@@ -1,0 +1,29 @@
+#pragma once
+// The commands behind `p2pnode <verb>`: each returns the process exit status.
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "core/inventory.hpp"
+#include "core/profile.hpp"
+#include "core/result.hpp"
+#include "sys/sysroot.hpp"
+
+namespace p2pnode::cli {
+
+enum Exit { kOk = 0, kFindings = 1, kUsage = 2 };
+
+struct ProfileChoice {
+  std::string profile_file;  // --profile
+  std::string profiles_dir;  // --profiles
+  std::string root = "/";    // --root
+};
+void add_profile_options(CLI::App& cmd, ProfileChoice& choice);
+// Loads --profile, or selects from --profiles (default <root>/etc/p2pnode/profiles) for this box.
+// Prints what went wrong to stderr and returns nullopt on failure.
+std::optional<Profile> choose_profile(const ProfileChoice& choice, const Inventory& inv);
+
+void register_check(CLI::App& app);
+void register_profiles(CLI::App& app);
+
+}  // namespace p2pnode::cli

@@ -1,0 +1,117 @@
+#pragma once
+// What discovery saw on the box: plain data, filled by probe/, read by checks and the planner.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace p2pnode {
+
+struct Bar {
+  int index = 0;  // resource index (0-5 BARs, 6 ROM)
+  std::uint64_t start = 0, end = 0, flags = 0;
+  std::uint64_t size() const { return end >= start && (start || end) ? end - start + 1 : 0; }
+  bool is_mem() const { return flags & 0x200; }
+  bool is_io() const { return flags & 0x100; }
+  bool is_prefetch() const { return flags & 0x2000; }
+  bool is_64bit() const { return flags & 0x100000; }
+};
+
+struct LinkInfo {
+  std::optional<double> current_gts, max_gts;  // GT/s
+  std::optional<int> current_width, max_width;
+};
+
+struct RebarEntry {
+  int bar = 0;
+  std::uint64_t supported_mask = 0;  // bit n: 2^(n+20) bytes
+  std::uint64_t current_size = 0;
+  std::uint64_t largest_supported() const;
+};
+
+struct AcsInfo {
+  std::uint16_t capability = 0, control = 0;
+  int offset = 0;
+  bool redirects() const { return control & (0x4 | 0x8 | 0x20); }  // P2P req/cpl redirect, egress ctl
+};
+
+enum class DeviceKind { gpu, gpu_function, nvme, bridge, host_bridge, other };
+
+struct PciDevice {
+  std::string bdf;
+  std::string sysfs_path;  // resolved, in-root: /sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0
+  std::uint16_t vendor = 0, device = 0, subsystem_vendor = 0, subsystem_device = 0;
+  std::uint32_t class_code = 0;
+  std::uint8_t revision = 0;
+  DeviceKind kind = DeviceKind::other;
+  std::vector<Bar> bars;
+  LinkInfo link;
+  int numa_node = -1;
+  std::string driver;       // bound driver name, empty when none
+  std::string power_state;  // D0, D3hot, …
+  std::string power_control;
+  std::string root_complex;           // "pci0000:00"
+  std::vector<std::string> upstream;  // bridge BDFs from the root port down to the parent
+  std::size_t config_size = 0;        // bytes readable from `config`
+  std::vector<std::uint8_t> config;
+  std::vector<RebarEntry> rebar;
+  bool rebar_hidden = false;          // ext-cap area unreadable or zeroed (virtualised)
+  std::optional<AcsInfo> acs;
+  std::map<int, std::string> resize_attrs;  // BAR index -> contents of resourceN_resize
+  std::optional<std::string> iommu_group;
+  std::vector<std::string> problems;  // attributes that were missing or garbage
+
+  // The VRAM aperture: the largest 64-bit prefetchable memory BAR (not a fixed index).
+  const Bar* vram_aperture() const;
+};
+
+enum class IommuMode { off, passthrough, translating, unknown };
+const char* to_string(IommuMode m);
+
+struct IommuState {
+  IommuMode mode = IommuMode::unknown;
+  std::vector<std::string> units;        // /sys/class/iommu entries (dmar0, ivhd0, …)
+  std::vector<std::string> acpi_tables;  // DMAR, IVRS present
+  std::vector<std::string> cmdline_args; // the iommu-related kernel arguments
+  std::map<std::string, int> group_types;  // "identity" -> 3, "DMA-FQ" -> 5
+  int group_count = 0;
+  bool noiommu_groups = false;           // /dev/vfio/noiommu-* present
+  std::vector<std::string> evidence;     // human-readable reasons for the decision
+};
+
+struct KernelInfo {
+  std::string release;   // 6.1.0-56-amd64
+  std::string version;   // /proc/version
+  std::string cmdline;
+  std::optional<bool> vfio_noiommu_param;  // enable_unsafe_noiommu_mode present (vfio loaded)
+  std::optional<bool> noiommu_configured;  // CONFIG_VFIO_NOIOMMU from /boot/config-*
+  std::string distro;                      // ID from /etc/os-release
+};
+
+struct NvidiaDriverState {
+  std::optional<std::string> loaded_version;  // /sys/module/nvidia/version
+  std::optional<std::string> proc_version_line;  // first line of /proc/driver/nvidia/version
+  std::optional<bool> open_module;
+  std::optional<std::string> builder;         // user@host
+  std::optional<std::string> userspace_version;  // libcuda.so.X.Y.Z found
+  std::vector<std::string> modules_loaded;    // nvidia, nvidia_uvm, …
+  std::map<std::string, std::string> modprobe_options;  // NVreg_* -> value, from /etc/modprobe.d
+  std::vector<std::string> gsp_firmware_versions;       // /lib/firmware/nvidia/<ver>/
+};
+
+struct Inventory {
+  std::string hostname;
+  std::map<std::string, std::string> dmi;
+  KernelInfo kernel;
+  IommuState iommu;
+  NvidiaDriverState nvidia;
+  std::vector<PciDevice> devices;  // sorted by BDF
+  std::vector<std::string> problems;
+
+  std::vector<const PciDevice*> gpus() const;
+  std::vector<const PciDevice*> nvme_controllers() const;
+  const PciDevice* find(const std::string& bdf) const;
+};
+
+}  // namespace p2pnode

@@ -1,0 +1,111 @@
+#pragma once
+// NodeProfile (apiVersion p2pnode/v1): what a box of a given kind must look like. Plain data;
+// loading and validation live in profile/. The JSON Schema is api/profile.schema.json.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace p2pnode {
+
+enum class IommuPolicy { off, passthrough, off_or_passthrough, any };
+enum class RebarPolicy { required, optional };
+enum class AcsPolicy { disabled, any };
+enum class TopologyPolicy { any, same_switch, same_root_complex };
+enum class ConflictPolicy { report, remove };
+
+struct Artifact {  // a file p2pnode fetches or copies, always checked against its sha256
+  std::optional<std::string> path;  // local file or directory
+  std::optional<std::string> url;   // http(s)
+  std::optional<std::string> git;   // a git repository (with branch)
+  std::optional<std::string> branch;
+  std::string sha256;               // of the file; for a directory or git: of the tree listing
+};
+
+struct GpuMatch {
+  std::optional<std::uint16_t> vendor;
+  std::vector<std::uint16_t> devices;  // any of these device ids
+  std::optional<int> count;
+};
+
+struct Match {
+  std::optional<GpuMatch> gpus;
+  std::optional<std::string> hostname;           // glob
+  std::map<std::string, std::string> dmi;        // field -> glob (board_name, sys_vendor, …)
+};
+
+struct PlatformSpec {
+  RebarPolicy resizable_bar = RebarPolicy::required;
+  IommuPolicy iommu = IommuPolicy::off_or_passthrough;
+  AcsPolicy acs = AcsPolicy::disabled;
+  std::optional<double> min_link_gts;   // e.g. 16.0 (Gen4)
+  std::optional<int> min_link_width;    // e.g. 16
+  std::optional<Bytes> gpu_vram;        // overrides the built-in table
+  TopologyPolicy topology = TopologyPolicy::any;
+  // Fixes p2pnode may perform itself.
+  bool fix_acs = false;
+  bool fix_rebar = false;
+  std::optional<std::string> fix_kernel_cmdline;  // e.g. "iommu=pt"
+};
+
+struct ModuleSource {
+  Artifact artifact;
+  std::string name = "nvidia-p2p";  // DKMS package name
+  std::vector<Artifact> patches;
+};
+
+struct DriverSpec {
+  std::string version;  // 550.90.07
+  std::optional<Artifact> userspace_installer;
+  std::vector<std::string> installer_flags;
+  std::optional<ModuleSource> kernel_module;
+  std::map<std::string, std::string> module_options;  // NVreg_* -> value
+  ConflictPolicy conflicts = ConflictPolicy::report;
+  std::vector<std::string> stop_units;  // units p2pnode may stop for a reload
+  bool allow_reload = false;
+  bool allow_kill_holders = false;
+};
+
+struct NvmeDrive {
+  std::optional<std::string> serial;
+  std::optional<std::string> model;
+  std::optional<std::string> address;  // 0000:0b:00.0
+  std::string driver = "vfio-pci";
+  bool power_fixups = true;
+  bool wipe_ok = false;
+  std::optional<std::string> pair_gpu;  // a GPU address this drive does P2P with
+};
+
+struct NvmeSpec {
+  bool noiommu = false;
+  std::vector<NvmeDrive> drives;
+};
+
+struct SelftestSpec {
+  std::chrono::nanoseconds schedule = std::chrono::hours(6);
+  std::chrono::nanoseconds time_limit = std::chrono::seconds(300);
+  std::vector<std::string> cases;             // empty: the agent's default suite
+  std::map<std::string, Bandwidth> min_bandwidth;  // pair class (PIX, PXB, PHB, NODE, SYS, NV, any)
+  std::optional<std::chrono::nanoseconds> max_latency;
+  std::uint64_t max_integrity_errors = 0;
+};
+
+struct Profile {
+  std::string name;
+  std::string description;
+  std::string source_file;  // where it was loaded from
+  Match match;
+  PlatformSpec platform;
+  std::optional<DriverSpec> driver;
+  std::optional<NvmeSpec> nvme;
+  std::optional<SelftestSpec> selftest;
+};
+
+const char* to_string(IommuPolicy p);
+const char* to_string(TopologyPolicy p);
+
+}  // namespace p2pnode

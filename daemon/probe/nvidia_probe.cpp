@@ -1,0 +1,41 @@
+#include <regex>
+
+#include "nvidia/version.hpp"
+#include "probe/probe.hpp"
+
+namespace p2pnode::probe {
+using sys::join;
+
+NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root) {
+  NvidiaDriverState s;
+  if (auto v = root.read_attr("/sys/module/nvidia/version")) s.loaded_version = *v;
+  if (auto text = root.read_text("/proc/driver/nvidia/version")) {
+    if (auto parsed = nvidia::parse_proc_version(*text)) {
+      s.proc_version_line = parsed->line;
+      s.open_module = parsed->open;
+      if (!parsed->builder.empty()) s.builder = parsed->builder;
+      if (!s.loaded_version) s.loaded_version = parsed->version;
+    }
+  }
+  for (const char* m : {"nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem"})
+    if (root.is_dir(join("/sys/module", m))) s.modules_loaded.emplace_back(m);
+  for (const auto& v : root.list_dir("/lib/firmware/nvidia"))
+    if (nvidia::looks_like_version(v)) s.gsp_firmware_versions.push_back(v);
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"}) {
+    for (const auto& f : root.list_dir(dir)) {
+      if (f.rfind("libcuda.so.", 0) == 0 && nvidia::looks_like_version(f.substr(11))) {
+        s.userspace_version = f.substr(11);
+        break;
+      }
+    }
+    if (s.userspace_version) break;
+  }
+  for (const auto& f : root.list_dir("/etc/modprobe.d")) {
+    if (f.size() < 5 || f.substr(f.size() - 5) != ".conf") continue;
+    if (auto text = root.read_text(join("/etc/modprobe.d", f)))
+      for (const auto& [k, v] : nvidia::parse_modprobe_options(*text, "nvidia")) s.modprobe_options[k] = v;
+  }
+  return s;
+}
+
+}  // namespace p2pnode::probe

@@ -1,0 +1,20 @@
+#pragma once
+// probe_*: read the machine through a SysRoot and never change it.
+#include <string>
+#include <vector>
+
+#include "core/inventory.hpp"
+#include "sys/sysroot.hpp"
+
+namespace p2pnode::probe {
+
+// Every PCI device under /sys/bus/pci/devices with its attributes, config space, path to the
+// root complex and capabilities. Unreadable or garbage attributes become entries in problems.
+std::vector<PciDevice> probe_pci_devices(const sys::SysRoot& root);
+PciDevice probe_pci_device(const sys::SysRoot& root, const std::string& bdf);
+IommuState probe_iommu(const sys::SysRoot& root);
+KernelInfo probe_kernel(const sys::SysRoot& root);
+NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root);
+Inventory probe_inventory(const sys::SysRoot& root);
+
+}  // namespace p2pnode::probe

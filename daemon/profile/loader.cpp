@@ -1,0 +1,320 @@
+#include "profile/loader.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace p2pnode::profile {
+namespace {
+
+constexpr std::size_t kMaxProfileBytes = 1 << 20;
+
+std::optional<Artifact> read_artifact_node(const YAML::Node& node, const std::string& path,
+                                           Diagnostics& diag) {
+  MapReader m(node, path, diag, {"path", "url", "git", "branch", "sha256"});
+  if (!m.valid()) return std::nullopt;
+  Artifact a;
+  a.path = m.string("path");
+  a.url = m.string("url");
+  a.git = m.string("git");
+  a.branch = m.string("branch");
+  const int sources = (a.path ? 1 : 0) + (a.url ? 1 : 0) + (a.git ? 1 : 0);
+  if (sources != 1)
+    diag.add(node, path, "expected exactly one of path, url or git; found " + std::to_string(sources));
+  if (a.url && a.url->rfind("http://", 0) != 0 && a.url->rfind("https://", 0) != 0)
+    diag.add(m.get("url"), m.child_path("url"), "expected an http:// or https:// URL, found '" + *a.url + "'");
+  if (a.branch && !a.git) diag.add(m.get("branch"), m.child_path("branch"), "branch is only meaningful with git");
+  if (auto sha = m.string("sha256", true)) {
+    const bool hex = sha->size() == 64 && sha->find_first_not_of("0123456789abcdef") == std::string::npos;
+    if (!hex)
+      diag.add(m.get("sha256"), m.child_path("sha256"),
+               "expected 64 lowercase hex digits (sha256sum's output), found '" + *sha + "'");
+    else
+      a.sha256 = *sha;
+  }
+  return a;
+}
+
+std::optional<Artifact> read_artifact(MapReader& parent, std::string_view key) {
+  const YAML::Node n = parent.get(key);
+  if (!n.IsDefined() || n.IsNull()) return std::nullopt;
+  return read_artifact_node(n, parent.child_path(key), parent.diag());
+}
+
+void read_match(MapReader& root, Profile& p) {
+  auto m = root.map("match", {"gpus", "hostname", "dmi"});
+  if (!m) return;
+  if (auto g = m->map("gpus", {"vendor", "devices", "count"})) {
+    GpuMatch gm;
+    if (auto v = g->string("vendor")) {
+      gm.vendor = parse_pci_id(*v);
+      if (!gm.vendor) g->diag().add(g->get("vendor"), g->child_path("vendor"), "expected a PCI vendor id such as 0x10de, found '" + *v + "'");
+    }
+    const auto devs = g->string_list("devices");
+    for (std::size_t i = 0; i < devs.size(); ++i) {
+      if (auto id = parse_pci_id(devs[i])) gm.devices.push_back(*id);
+      else g->diag().add(g->get("devices")[i], g->child_path("devices") + "[" + std::to_string(i) + "]",
+                         "expected a PCI device id such as 0x2684, found '" + devs[i] + "'");
+    }
+    if (auto c = g->integer("count", 1, 64)) gm.count = static_cast<int>(*c);
+    p.match.gpus = gm;
+  }
+  p.match.hostname = m->string("hostname");
+  if (auto d = m->map("dmi", {"sys_vendor", "product_name", "board_vendor", "board_name", "bios_version"})) {
+    for (const auto& kv : d->node()) {
+      const std::string k = kv.first.Scalar();
+      if (auto v = d->string(k)) p.match.dmi[k] = *v;
+    }
+  }
+}
+
+void read_platform(MapReader& root, Profile& p) {
+  auto m = root.map("platform", {"resizable_bar", "iommu", "acs", "pcie", "gpu_vram", "topology", "fixes"});
+  if (!m) return;
+  PlatformSpec& s = p.platform;
+  if (auto v = m->choice("resizable_bar", {"required", "optional"}))
+    s.resizable_bar = *v == "required" ? RebarPolicy::required : RebarPolicy::optional;
+  if (auto v = m->choice("iommu", {"off", "passthrough", "off_or_passthrough", "any"}))
+    s.iommu = *v == "off" ? IommuPolicy::off : *v == "passthrough" ? IommuPolicy::passthrough
+            : *v == "any" ? IommuPolicy::any : IommuPolicy::off_or_passthrough;
+  if (auto v = m->choice("acs", {"disabled", "any"})) s.acs = *v == "disabled" ? AcsPolicy::disabled : AcsPolicy::any;
+  if (auto pcie = m->map("pcie", {"min_link_gen", "min_link_width"})) {
+    static constexpr double kGen[] = {0, 2.5, 5.0, 8.0, 16.0, 32.0, 64.0};
+    if (auto g = pcie->integer("min_link_gen", 1, 6)) s.min_link_gts = kGen[*g];
+    if (auto w = pcie->integer("min_link_width", 1, 32)) {
+      if ((*w & (*w - 1)) != 0)
+        pcie->diag().add(pcie->get("min_link_width"), pcie->child_path("min_link_width"),
+                         "expected a PCIe link width (1, 2, 4, 8, 16 or 32), found " + std::to_string(*w));
+      else
+        s.min_link_width = static_cast<int>(*w);
+    }
+  }
+  if (auto v = m->size("gpu_vram")) {
+    if (*v == 0) m->diag().add(m->get("gpu_vram"), m->child_path("gpu_vram"), "expected a size above zero");
+    else s.gpu_vram = *v;
+  }
+  if (auto v = m->choice("topology", {"any", "same_switch", "same_root_complex"}))
+    s.topology = *v == "same_switch" ? TopologyPolicy::same_switch
+               : *v == "same_root_complex" ? TopologyPolicy::same_root_complex : TopologyPolicy::any;
+  if (auto f = m->map("fixes", {"acs", "rebar", "kernel_cmdline"})) {
+    s.fix_acs = f->boolean("acs").value_or(false);
+    s.fix_rebar = f->boolean("rebar").value_or(false);
+    if (auto k = f->choice("kernel_cmdline", {"iommu=pt", "iommu=off", "amd_iommu=off", "intel_iommu=off"}))
+      s.fix_kernel_cmdline = *k;
+  }
+}
+
+void read_driver(MapReader& root, Profile& p) {
+  auto m = root.map("driver", {"version", "userspace", "kernel_module", "options", "conflicts", "reload"});
+  if (!m) return;
+  DriverSpec d;
+  if (auto v = m->string("version", true)) {
+    const bool ok = std::count(v->begin(), v->end(), '.') >= 1 &&
+                    v->find_first_not_of("0123456789.") == std::string::npos;
+    if (!ok) m->diag().add(m->get("version"), m->child_path("version"),
+                           "expected an NVIDIA driver version such as 550.90.07, found '" + *v + "'");
+    d.version = *v;
+  }
+  if (auto u = m->map("userspace", {"installer", "flags"})) {
+    d.userspace_installer = read_artifact(*u, "installer");
+    if (!u->has("installer")) u->require("installer");
+    d.installer_flags = u->string_list("flags");
+  }
+  if (auto k = m->map("kernel_module", {"name", "source", "patches"})) {
+    ModuleSource ms;
+    if (auto n = k->string("name")) ms.name = *n;
+    k->require("source");
+    if (auto a = read_artifact(*k, "source")) ms.artifact = *a;
+    const auto patches = k->sequence("patches");
+    for (std::size_t i = 0; i < patches.size(); ++i) {
+      if (auto pa = read_artifact_node(patches[i], k->child_path("patches") + "[" + std::to_string(i) + "]", m->diag()))
+        ms.patches.push_back(*pa);
+    }
+    d.kernel_module = ms;
+  }
+  if (const YAML::Node o = m->get("options"); o.IsDefined()) {
+    if (!o.IsMap()) {
+      m->diag().add(o, m->child_path("options"), "expected a mapping of NVreg_* options, found " + describe_node(o));
+    } else {
+      // Re-read without the unknown-key check: option names are free-form NVreg_* words.
+      for (const auto& kv : o) {
+        const std::string k = kv.first.Scalar();
+        if (k.rfind("NVreg_", 0) != 0)
+          m->diag().add(kv.first, m->child_path("options." + k), "expected an NVreg_* module option name");
+        else if (!kv.second.IsScalar())
+          m->diag().add(kv.second, m->child_path("options." + k), "expected a scalar value, found " + describe_node(kv.second));
+        else
+          d.module_options[k] = kv.second.Scalar();
+      }
+    }
+  }
+  if (auto c = m->choice("conflicts", {"report", "remove"}))
+    d.conflicts = *c == "remove" ? ConflictPolicy::remove : ConflictPolicy::report;
+  if (auto r = m->map("reload", {"allow", "stop_units", "kill_holders"})) {
+    d.allow_reload = r->boolean("allow").value_or(false);
+    d.stop_units = r->string_list("stop_units");
+    d.allow_kill_holders = r->boolean("kill_holders").value_or(false);
+  }
+  p.driver = d;
+}
+
+bool is_bdf(const std::string& s) {
+  // 0000:0b:00.0
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
+  for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u})
+    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  return s[11] >= '0' && s[11] <= '7';
+}
+
+void read_nvme(MapReader& root, Profile& p) {
+  auto m = root.map("nvme", {"noiommu", "drives"});
+  if (!m) return;
+  NvmeSpec spec;
+  spec.noiommu = m->boolean("noiommu").value_or(false);
+  const auto drives = m->sequence("drives");
+  std::map<std::string, std::string> seen;
+  for (std::size_t i = 0; i < drives.size(); ++i) {
+    const std::string path = m->child_path("drives") + "[" + std::to_string(i) + "]";
+    MapReader d(drives[i], path, m->diag(),
+                {"serial", "model", "address", "driver", "power_fixups", "wipe_ok", "pair_gpu"});
+    if (!d.valid()) continue;
+    NvmeDrive drive;
+    drive.serial = d.string("serial");
+    drive.model = d.string("model");
+    drive.address = d.string("address");
+    if (drive.address && !is_bdf(*drive.address))
+      d.diag().add(d.get("address"), d.child_path("address"),
+                   "expected a PCI address such as 0000:0b:00.0, found '" + *drive.address + "'");
+    if (!drive.serial && !drive.model && !drive.address)
+      d.diag().add(drives[i], path, "a drive needs serial (preferred), model or address to select it");
+    if (auto drv = d.choice("driver", {"vfio-pci", "nvme"})) drive.driver = *drv;
+    drive.power_fixups = d.boolean("power_fixups").value_or(true);
+    drive.wipe_ok = d.boolean("wipe_ok").value_or(false);
+    drive.pair_gpu = d.string("pair_gpu");
+    const std::string key = drive.serial ? "serial " + *drive.serial
+                          : drive.address ? "address " + *drive.address : "model " + drive.model.value_or("");
+    if (!seen.emplace(key, path).second)
+      d.diag().add(drives[i], path, "the drive with " + key + " is already listed at " + seen[key]);
+    spec.drives.push_back(drive);
+  }
+  if (spec.drives.empty() && drives.empty())
+    m->diag().add(m->node(), m->child_path("drives"), "expected a list of at least one drive");
+  p.nvme = spec;
+}
+
+void read_selftest(MapReader& root, Profile& p) {
+  auto m = root.map("selftest", {"schedule", "time_limit", "cases", "thresholds"});
+  if (!m) return;
+  SelftestSpec s;
+  if (auto v = m->duration("schedule")) {
+    if (*v < std::chrono::minutes(1)) m->diag().add(m->get("schedule"), m->child_path("schedule"), "expected at least 1m between self-tests");
+    else s.schedule = *v;
+  }
+  if (auto v = m->duration("time_limit")) {
+    if (v->count() <= 0) m->diag().add(m->get("time_limit"), m->child_path("time_limit"), "expected a duration above zero");
+    else s.time_limit = *v;
+  }
+  s.cases = m->string_list("cases");
+  if (auto t = m->map("thresholds", {"min_bandwidth", "max_latency", "max_integrity_errors"})) {
+    if (auto bw = t->map("min_bandwidth", {"PIX", "PXB", "PHB", "NODE", "SYS", "NV", "any"})) {
+      for (const auto& kv : bw->node())
+        if (auto v = bw->bandwidth(kv.first.Scalar())) s.min_bandwidth[kv.first.Scalar()] = *v;
+    }
+    s.max_latency = t->duration("max_latency");
+    if (auto v = t->integer("max_integrity_errors", 0, 1LL << 40)) s.max_integrity_errors = static_cast<std::uint64_t>(*v);
+  }
+  p.selftest = s;
+}
+
+}  // namespace
+
+LoadResult load_profile_text(std::string_view text, const std::string& file_name) {
+  LoadResult out{std::nullopt, Diagnostics(file_name)};
+  auto doc = parse_yaml_text(text, out.diagnostics, kMaxProfileBytes);
+  if (!doc) return out;
+  MapReader root(*doc, "", out.diagnostics,
+                 {"apiVersion", "kind", "metadata", "match", "platform", "driver", "nvme", "selftest"});
+  if (!root.valid()) return out;
+  Profile p;
+  p.source_file = file_name;
+  if (auto v = root.string("apiVersion", true); v && *v != "p2pnode/v1")
+    out.diagnostics.add(root.get("apiVersion"), "apiVersion", "expected 'p2pnode/v1', found '" + *v + "'");
+  if (auto v = root.string("kind", true); v && *v != "NodeProfile")
+    out.diagnostics.add(root.get("kind"), "kind", "expected 'NodeProfile', found '" + *v + "'");
+  root.require("metadata");
+  if (auto md = root.map("metadata", {"name", "description"})) {
+    if (auto n = md->string("name", true)) {
+      const bool ok = n->size() <= 63 && n->find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") == std::string::npos;
+      if (!ok) out.diagnostics.add(md->get("name"), "metadata.name",
+                                   "expected lowercase letters, digits, '-', '_' or '.', at most 63, found '" + *n + "'");
+      p.name = *n;
+    }
+    p.description = md->string("description").value_or("");
+  }
+  read_match(root, p);
+  read_platform(root, p);
+  read_driver(root, p);
+  read_nvme(root, p);
+  read_selftest(root, p);
+  if (out.diagnostics.empty()) out.profile = std::move(p);
+  return out;
+}
+
+LoadResult load_profile_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    LoadResult r{std::nullopt, Diagnostics(file.string())};
+    r.diagnostics.add(0, 0, "", std::filesystem::exists(file, ec) ? "not a regular file" : "no such file");
+    return r;
+  }
+  const auto size = std::filesystem::file_size(file, ec);
+  if (!ec && size > kMaxProfileBytes) {
+    LoadResult r{std::nullopt, Diagnostics(file.string())};
+    r.diagnostics.add(0, 0, "", "the file is " + std::to_string(size) + " bytes; a profile is at most " +
+                                    std::to_string(kMaxProfileBytes) + " bytes");
+    return r;
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) {
+    LoadResult r{std::nullopt, Diagnostics(file.string())};
+    r.diagnostics.add(0, 0, "", "cannot read the file");
+    return r;
+  }
+  return load_profile_text(ss.str(), file.string());
+}
+
+DirLoadResult load_profiles_dir(const std::filesystem::path& dir) {
+  DirLoadResult out;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    out.error = "profiles directory " + dir.string() + " does not exist or is not a directory";
+    return out;
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const auto ext = e.path().extension();
+    if (ext == ".yaml" || ext == ".yml") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::map<std::string, std::string> names;
+  for (const auto& f : files) {
+    auto r = load_profile_file(f);
+    if (!r.profile) {
+      out.failures.push_back(std::move(r.diagnostics));
+      continue;
+    }
+    if (auto [it, fresh] = names.emplace(r.profile->name, f.string()); !fresh) {
+      Diagnostics d(f.string());
+      d.add(0, 0, "metadata.name", "profile name '" + r.profile->name + "' is already used by " + it->second);
+      out.failures.push_back(std::move(d));
+      continue;
+    }
+    out.profiles.push_back(std::move(*r.profile));
+  }
+  return out;
+}
+
+}  // namespace p2pnode::profile

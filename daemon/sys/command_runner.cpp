@@ -1,0 +1,218 @@
+#include "sys/command_runner.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace p2pnode::sys {
+using Clock = std::chrono::steady_clock;
+
+std::string Command::display() const {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    s += a.find(' ') == std::string::npos ? a : "'" + a + "'";
+  }
+  return s;
+}
+
+std::string CommandResult::describe() const {
+  if (start_failed) return "could not start: " + err;
+  if (timed_out) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "timed out after %.1f s", static_cast<double>(elapsed.count()) / 1000.0);
+    return buf;
+  }
+  if (!exited) return "killed by signal " + std::to_string(signal);
+  return "exit " + std::to_string(exit_code);
+}
+
+CommandResult exited_with(int code, std::string out, std::string err) {
+  CommandResult r;
+  r.exited = true;
+  r.exit_code = code;
+  r.out = std::move(out);
+  r.err = std::move(err);
+  return r;
+}
+
+namespace {
+struct Stream {
+  int fd;
+  bool is_stderr;
+  std::string* sink;
+  std::string partial;
+};
+
+void emit_lines(Stream& s, const Command& cmd, bool flush) {
+  if (!cmd.on_line) return;
+  std::size_t pos;
+  while ((pos = s.partial.find('\n')) != std::string::npos) {
+    cmd.on_line(std::string_view(s.partial).substr(0, pos), s.is_stderr);
+    s.partial.erase(0, pos + 1);
+  }
+  if (flush && !s.partial.empty()) {
+    cmd.on_line(s.partial, s.is_stderr);
+    s.partial.clear();
+  }
+}
+}  // namespace
+
+CommandResult ProcessRunner::run(const Command& cmd) {
+  CommandResult res;
+  const auto start = Clock::now();
+  if (cmd.argv.empty()) {
+    res.start_failed = true;
+    res.err = "empty argv";
+    return res;
+  }
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    res.start_failed = true;
+    res.err = std::string("pipe: ") + std::strerror(errno);
+    return res;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  if (cmd.cwd) posix_spawn_file_actions_addchdir_np(&fa, cmd.cwd->c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);  // own group: a timeout kills the whole tree
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t dfl;
+  sigemptyset(&dfl);
+  sigaddset(&dfl, SIGPIPE);
+  sigaddset(&dfl, SIGTERM);
+  sigaddset(&dfl, SIGHUP);
+  sigaddset(&dfl, SIGINT);
+  posix_spawnattr_setsigdefault(&attr, &dfl);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string_view::npos && cmd.env.count(std::string(kv.substr(0, eq)))) continue;
+    env_store.emplace_back(kv);
+  }
+  for (const auto& [k, v] : cmd.env) env_store.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_store) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_store = cmd.argv;
+  for (auto& s : argv_store) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    res.start_failed = true;
+    res.err = cmd.argv[0] + ": " + std::strerror(rc);
+    return res;
+  }
+
+  std::array<Stream, 2> streams{Stream{out_pipe[0], false, &res.out, {}},
+                                Stream{err_pipe[0], true, &res.err, {}}};
+  const auto deadline = start + cmd.timeout;
+  int open_streams = 2;
+  char buf[16384];
+  while (open_streams > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      res.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    std::array<pollfd, 2> pfds{};
+    for (std::size_t i = 0; i < 2; ++i) pfds[i] = {streams[i].fd, POLLIN, 0};
+    const int n = ::poll(pfds.data(), 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (n < 0 && errno != EINTR) break;
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (streams[i].fd < 0 || !(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t got = ::read(streams[i].fd, buf, sizeof buf);
+      if (got <= 0) {
+        if (got < 0 && errno == EINTR) continue;
+        ::close(streams[i].fd);
+        streams[i].fd = -1;
+        pfds[i].fd = -1;
+        --open_streams;
+        continue;
+      }
+      std::string& sink = *streams[i].sink;
+      const std::size_t room = cmd.max_output_bytes > sink.size() ? cmd.max_output_bytes - sink.size() : 0;
+      sink.append(buf, std::min<std::size_t>(room, static_cast<std::size_t>(got)));
+      if (room < static_cast<std::size_t>(got)) res.out_truncated = true;
+      streams[i].partial.append(buf, static_cast<std::size_t>(got));
+      emit_lines(streams[i], cmd, false);
+    }
+  }
+  for (auto& s : streams) {
+    emit_lines(s, cmd, true);
+    if (s.fd >= 0) ::close(s.fd);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  // A timed-out child's group may still hold the pipe; it was killed above.
+  res.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  if (WIFEXITED(status) && !res.timed_out) {
+    res.exited = true;
+    res.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    res.signal = WTERMSIG(status);
+  }
+  return res;
+}
+
+void ScriptedRunner::on(std::vector<std::string> prefix, CommandResult result) {
+  rules_.emplace_back(std::move(prefix), [result](const Command&) { return result; });
+}
+
+void ScriptedRunner::on(std::vector<std::string> prefix, Responder responder) {
+  rules_.emplace_back(std::move(prefix), std::move(responder));
+}
+
+CommandResult ScriptedRunner::run(const Command& cmd) {
+  calls_.push_back(cmd.argv);
+  // Last matching rule wins, so a test can override an earlier default.
+  for (auto it = rules_.rbegin(); it != rules_.rend(); ++it) {
+    const auto& prefix = it->first;
+    if (prefix.size() <= cmd.argv.size() &&
+        std::equal(prefix.begin(), prefix.end(), cmd.argv.begin()))
+      return it->second(cmd);
+  }
+  CommandResult r;
+  r.start_failed = true;
+  r.err = "no scripted answer for: " + cmd.display();
+  return r;
+}
+
+std::size_t ScriptedRunner::count(std::string_view program) const {
+  std::size_t n = 0;
+  for (const auto& c : calls_)
+    if (!c.empty() && c[0] == program) ++n;
+  return n;
+}
+
+}  // namespace p2pnode::sys

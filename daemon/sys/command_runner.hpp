@@ -1,0 +1,71 @@
+#pragma once
+// CommandRunner: every external program p2pnode runs (dkms, modprobe, the agent, update-grub)
+// goes through one of these: an argv (never a shell), a time limit, captured output, an exit
+// status. Tests substitute a ScriptedRunner that records what would have run.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace p2pnode::sys {
+
+struct Command {
+  std::vector<std::string> argv;
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  std::map<std::string, std::string> env;  // added to the inherited environment
+  std::optional<std::string> cwd;
+  std::size_t max_output_bytes = 8 << 20;  // each of stdout and stderr is cut beyond this
+  // Called with each complete line of stdout and stderr as it arrives (DKMS builds take minutes).
+  std::function<void(std::string_view line, bool is_stderr)> on_line;
+
+  std::string display() const;  // argv joined for messages
+};
+
+struct CommandResult {
+  int exit_code = -1;          // valid when exited
+  bool exited = false;         // false: killed by a signal, timed out or never started
+  int signal = 0;
+  bool timed_out = false;
+  bool start_failed = false;   // exec failed (program missing?)
+  std::string out, err;
+  bool out_truncated = false;
+  std::chrono::milliseconds elapsed{0};
+
+  bool success() const { return exited && exit_code == 0; }
+  std::string describe() const;  // "exit 10", "killed by signal 9", "timed out after 30 s", …
+};
+
+class CommandRunner {
+ public:
+  virtual ~CommandRunner() = default;
+  virtual CommandResult run(const Command& cmd) = 0;
+};
+
+// Runs real processes: own process group, killed as a group on timeout.
+class ProcessRunner final : public CommandRunner {
+ public:
+  CommandResult run(const Command& cmd) override;
+};
+
+// Test double: answers from a script keyed by argv prefix and records every call.
+class ScriptedRunner final : public CommandRunner {
+ public:
+  using Responder = std::function<CommandResult(const Command&)>;
+  void on(std::vector<std::string> argv_prefix, CommandResult result);
+  void on(std::vector<std::string> argv_prefix, Responder responder);
+  CommandResult run(const Command& cmd) override;
+  const std::vector<std::vector<std::string>>& calls() const { return calls_; }
+  // Calls whose argv[0] is program.
+  std::size_t count(std::string_view program) const;
+
+ private:
+  std::vector<std::pair<std::vector<std::string>, Responder>> rules_;
+  std::vector<std::vector<std::string>> calls_;
+};
+
+CommandResult exited_with(int code, std::string out = {}, std::string err = {});
+
+}  // namespace p2pnode::sys

@@ -1,0 +1,67 @@
+#pragma once
+// SysRoot: every read or write of /sys, /proc, /dev, /etc, /lib/modules, /usr/src and
+// /var/lib/p2pnode goes through one of these. Production uses "/", tests a recorded tree,
+// the VM harness a real kernel. Paths given to it are absolute *inside* the root.
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace p2pnode::sys {
+
+class SysRoot {
+ public:
+  explicit SysRoot(std::filesystem::path root = "/");
+
+  const std::filesystem::path& root() const { return root_; }
+  // Host path of an in-root absolute path ("/sys/bus/pci" -> "<root>/sys/bus/pci").
+  std::filesystem::path host_path(std::string_view path) const;
+
+  // ---- reads ----
+  bool exists(std::string_view path) const;
+  bool is_dir(std::string_view path) const;
+  // Whole text file, at most max_bytes (sysfs attributes are small; bounded anyway).
+  Result<std::string> read_text(std::string_view path, std::size_t max_bytes = 1 << 20) const;
+  // read_text with trailing whitespace removed.
+  Result<std::string> read_attr(std::string_view path) const;
+  Result<std::vector<std::uint8_t>> read_bytes(std::string_view path,
+                                               std::size_t max_bytes = 1 << 20) const;
+  // Raw target of a symlink as stored ("../../../devices/…").
+  Result<std::string> read_link(std::string_view path) const;
+  // Canonical in-root path with every link resolved; an error if it leaves the root.
+  Result<std::string> resolve(std::string_view path) const;
+  // Entry names of a directory, sorted; empty when it does not exist.
+  std::vector<std::string> list_dir(std::string_view path) const;
+
+  // ---- writes (each counted, so tests and `apply` can prove a no-op) ----
+  // One write(2) of the whole value, as sysfs attributes want it (no temp file, no truncate).
+  Status write_attr(std::string_view path, std::string_view value) const;
+  // pwrite at an offset (PCI config space read-modify-write).
+  Status write_bytes_at(std::string_view path, std::uint64_t offset,
+                        std::span<const std::uint8_t> bytes) const;
+  // Regular files we own: temp file, fsync, rename, fsync of the directory; never half-written.
+  Status write_file_atomic(std::string_view path, std::string_view content,
+                           std::filesystem::perms mode = std::filesystem::perms(0644)) const;
+  Status make_dirs(std::string_view path) const;
+  Status remove_file(std::string_view path) const;
+
+  std::uint64_t write_count() const { return writes_; }
+
+ private:
+  std::filesystem::path root_;
+  bool is_real_root_;
+  mutable std::uint64_t writes_ = 0;
+};
+
+// Joins in-root path pieces: join("/sys/bus/pci/devices", bdf, "driver").
+std::string join(std::string_view a, std::string_view b);
+template <typename... Rest>
+std::string join(std::string_view a, std::string_view b, Rest&&... rest) {
+  return join(join(a, b), std::forward<Rest>(rest)...);
+}
+
+}  // namespace p2pnode::sys
