@@ -86,7 +86,7 @@ up() {
 # copy SRC-FILE DST-FILE: a regular, readable, non-symlink file (sysfs attributes), copied byte for byte
 copy() {
     [ -f "$1" ] && [ ! -L "$1" ] && [ -r "$1" ] || return 1
-    mkdir -p -- "$(dirname -- "$2")"
+    [ -d "${2%/*}" ] || mkdir -p -- "${2%/*}"
     if ! cat -- "$1" >"$2" 2>/dev/null; then
         rm -f -- "$2"
         return 1
@@ -104,13 +104,14 @@ copy_node() {
 }
 
 marker() {
-    mkdir -p -- "$(dirname -- "$1")"
+    [ -d "${1%/*}" ] || mkdir -p -- "${1%/*}"
     : >"$1"
 }
 
 # relative symlink DST/REL -> TARGET (idempotent)
 mklink() {
-    mkdir -p -- "$(dirname -- "$DST/$1")"
+    local p="$DST/$1"
+    [ -d "${p%/*}" ] || mkdir -p -- "${p%/*}"
     [ -L "$DST/$1" ] || ln -s -- "$2" "$DST/$1"
 }
 

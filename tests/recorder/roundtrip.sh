@@ -19,33 +19,36 @@ bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 # manifest ROOT: one line per file or symlink that the recorder is meant to capture:
 # "path L target" for symlinks, "path F sha256" for files (normalised where the recorder normalises)
 manifest() {
-    local root=$1
-    (cd -- "$root" && find . -mindepth 1 \( -type f -o -type l \) -print | LC_ALL=C sort) | while IFS= read -r p; do
-        p=${p#./}
-        case $p in
-        FIXTURE.md | dev/nvme* | var/* | usr/*/libcuda.so.[0-9] | lib/modules/*/modules.dep) continue ;;
-        usr/*) case ${p##*/} in libcuda.so.*.* | libnvidia-ml.so.*.*) ;; *) continue ;; esac ;;
-        lib/modules/*)
-            case $p in */updates/*) ;; */nvidia* | */nouveau* | */vfio* | */nvme*) ;; *) continue ;; esac ;;
-        esac
-        if [ -L "$root/$p" ]; then
-            echo "$p L $(readlink -- "$root/$p")"
-            continue
-        fi
-        case $p in
-        sys/firmware/acpi/tables/DMAR | sys/firmware/acpi/tables/IVRS)
-            echo "$p F $(head -c 36 -- "$root/$p" | sha256sum | cut -c1-16)" ;;
-        sys/firmware/acpi/tables/* | */resource[0-9] | */resource[0-9]_wc | */rom | sys/bus/pci/drivers/*/*bind | \
-            sys/bus/pci/drivers/*/*_id | sys/bus/pci/drivers_probe | sys/bus/pci/rescan | lib/* | usr/* | dev/vfio/*)
-            echo "$p marker" ;;
-        proc/mounts)
-            echo "$p F $(awk '{ o = $4; sub(/,.*/, "", o); print $1, $2, $3, o, 0, 0 }' "$root/$p" | sha256sum | cut -c1-16)" ;;
-        proc/modules)
-            echo "$p F $(awk '{ $6 = "0x0000000000000000"; print }' "$root/$p" | sha256sum | cut -c1-16)" ;;
-        *)
-            echo "$p F $(sha256sum <"$root/$p" | cut -c1-16)" ;;
-        esac
-    done
+    local root=$1 y p l plain="$TMP/plain.$$"
+    : >"$plain"
+    (cd -- "$root" && find . -mindepth 1 \( -type f -o -type l \) -printf '%y\t%P\t%l\n' | LC_ALL=C sort -t$'\t' -k2,2) |
+        while IFS=$'\t' read -r y p l; do
+            case $p in
+            FIXTURE.md | dev/nvme* | var/* | lib/modules/*/modules.dep) continue ;;
+            usr/*) case ${p##*/} in libcuda.so.*.* | libnvidia-ml.so.*.*) ;; *) continue ;; esac ;;
+            lib/modules/*)
+                case $p in */updates/*) ;; */nvidia* | */nouveau* | */vfio* | */nvme*) ;; *) continue ;; esac ;;
+            esac
+            if [ "$y" = l ]; then
+                echo "$p L $l"
+                continue
+            fi
+            case $p in
+            sys/firmware/acpi/tables/DMAR | sys/firmware/acpi/tables/IVRS)
+                echo "$p F $(head -c 36 -- "$root/$p" | sha256sum | cut -c1-16)" ;;
+            sys/firmware/acpi/tables/* | */resource[0-9] | */resource[0-9]_wc | */rom | sys/bus/pci/drivers/*/*bind | \
+                sys/bus/pci/drivers/*/*_id | sys/bus/pci/drivers_probe | sys/bus/pci/rescan | lib/* | usr/* | dev/vfio/*)
+                echo "$p marker" ;;
+            proc/mounts)
+                echo "$p F $(awk '{ o = $4; sub(/,.*/, "", o); print $1, $2, $3, o, 0, 0 }' "$root/$p" | sha256sum | cut -c1-16)" ;;
+            proc/modules)
+                echo "$p F $(awk '{ $6 = "0x0000000000000000"; print }' "$root/$p" | sha256sum | cut -c1-16)" ;;
+            *) printf '%s\n' "$p" >>"$plain" ;;
+            esac
+        done
+    # ordinary files: content hashes in one pass
+    (cd -- "$root" && tr '\n' '\0' <"$plain" | xargs -0 -r sha256sum --) | awk '{ print $2, "F", substr($1, 1, 16) }'
+    rm -f -- "$plain"
 }
 
 # a fingerprint of everything under a tree, to prove the recorder wrote nothing there
@@ -68,8 +71,8 @@ for fx in "$FIX"/*/; do
         continue
     fi
     [ "$(fingerprint "$fx")" = "$before" ] || { bad "$name: the source tree changed"; continue; }
-    manifest "$fx" >"$TMP/$name.want"
-    manifest "$out" >"$TMP/$name.got"
+    manifest "$fx" | LC_ALL=C sort >"$TMP/$name.want"
+    manifest "$out" | LC_ALL=C sort >"$TMP/$name.got"
     if diff -u "$TMP/$name.want" "$TMP/$name.got" >"$TMP/$name.diff"; then
         ok "$name: $(wc -l <"$TMP/$name.want") paths identical"
     else
