@@ -60,6 +60,10 @@ nlohmann::json number_or_null(std::optional<double> v) {
   if (!v || !std::isfinite(*v)) {
     return nullptr;
   }
+  // Whole numbers (counts, flags, ranks) print as integers.
+  if (std::fabs(*v) < 9.0e15 && std::trunc(*v) == *v) {
+    return static_cast<std::int64_t>(*v);
+  }
   return *v;
 }
 
@@ -94,7 +98,7 @@ nlohmann::json cell_json(const Cell& cell, CellShape shape) {
     j[k] = summary_json(s);
   }
   for (const auto& [k, v] : cell.numbers) {
-    j[k] = number_or_null(v);
+    j[k] = number_or_null(std::isfinite(v) ? std::optional<double>(round_to(v, 4)) : std::nullopt);
   }
   if (!cell.integrity.empty()) {
     auto arr = nlohmann::json::array();
@@ -167,6 +171,11 @@ nlohmann::json to_json(const Report& r) {
                  {"time_budget_s", r.time_budget_s},
                  {"seed", r.seed},
                  {"inject_corruption", r.inject_corruption ? nlohmann::json(*r.inject_corruption) : nlohmann::json()}};
+  nlohmann::json env = nlohmann::json::object();
+  for (const auto& [k, v] : r.environment) {
+    env[k] = v;
+  }
+  j["config"]["environment"] = std::move(env);
   auto rounds = nlohmann::json::array();
   for (const auto& round : r.rounds) {
     auto jr = nlohmann::json::array();

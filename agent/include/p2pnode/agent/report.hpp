@@ -93,6 +93,7 @@ struct Report {
   int warmup = 0;
   double time_budget_s = 0.0;
   std::optional<std::string> inject_corruption;
+  std::vector<std::pair<std::string, std::string>> environment;  // CUDA settings in effect
   std::vector<CaseResult> cases;
   std::uint64_t peak_rss_bytes = 0;
   double setup_s = 0.0;

@@ -1,0 +1,90 @@
+#include "p2pnode/agent/options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+using namespace p2pnode::agent;
+
+namespace {
+const std::vector<std::string> kKeys{"peer_access", "ce_write_bandwidth", "latency", "integrity"};
+
+ParseOutcome parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "p2pnode-agent");
+  return parse_options(static_cast<int>(args.size()), args.data(), kKeys, "1.2.3");
+}
+}  // namespace
+
+TEST(AgentOptions, Defaults) {
+  const auto r = parse({});
+  ASSERT_TRUE(r.options.has_value()) << r.message;
+  const Options& o = *r.options;
+  EXPECT_EQ(o.format, Format::json);
+  EXPECT_EQ(o.size_bytes, 512 * kMiB);
+  EXPECT_EQ(o.iterations, 3);
+  EXPECT_EQ(o.mode, Mode::serial);
+  EXPECT_TRUE(o.cases.empty());
+  EXPECT_FALSE(o.seed.has_value());
+  EXPECT_FALSE(o.inject_corruption.has_value());
+}
+
+TEST(AgentOptions, AllOptions) {
+  const auto r = parse({"--format", "table", "--cases", "latency,integrity", "--pairs", "0:1,1:0", "--size", "64MiB",
+                        "--host-size", "1M", "--iterations", "5", "--copies", "4", "--warmup", "1", "--time-budget",
+                        "2.5", "--mode", "rounds", "--seed", "42", "--inject-corruption", "1:0"});
+  ASSERT_TRUE(r.options.has_value()) << r.message;
+  const Options& o = *r.options;
+  EXPECT_EQ(o.format, Format::table);
+  EXPECT_EQ(o.cases, (std::vector<std::string>{"latency", "integrity"}));
+  EXPECT_EQ(o.pairs, "0:1,1:0");
+  EXPECT_EQ(o.size_bytes, 64 * kMiB);
+  EXPECT_EQ(o.host_size_bytes, kMiB);
+  EXPECT_EQ(o.iterations, 5);
+  EXPECT_EQ(o.copies, 4);
+  EXPECT_EQ(o.warmup, 1);
+  EXPECT_DOUBLE_EQ(o.time_budget_s, 2.5);
+  EXPECT_EQ(o.mode, Mode::rounds);
+  EXPECT_EQ(o.seed, 42U);
+  EXPECT_EQ(o.inject_corruption, "1:0");
+}
+
+TEST(AgentOptions, UsageErrorsExitTwo) {
+  for (const auto& args : std::vector<std::vector<const char*>>{{"--bogus"},
+                                                                 {"--cases", "nope"},
+                                                                 {"--size", "12XB"},
+                                                                 {"--size", "0"},
+                                                                 {"--size", "1K"},
+                                                                 {"--mode", "parallel"},
+                                                                 {"--iterations", "0"},
+                                                                 {"--pairs", "0-1"},
+                                                                 {"--inject-corruption", "0:1,1:0"},
+                                                                 {"--format", "xml"}}) {
+    const auto r = parse(args);
+    EXPECT_FALSE(r.options.has_value()) << args[0];
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    EXPECT_FALSE(r.message.empty());
+  }
+}
+
+TEST(AgentOptions, HelpAndVersionExitZero) {
+  auto h = parse({"--help"});
+  EXPECT_FALSE(h.options.has_value());
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.message.find("--inject-corruption"), std::string::npos);
+  auto v = parse({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.message, "p2pnode-agent 1.2.3");
+}
+
+TEST(AgentOptions, ParseSize) {
+  EXPECT_EQ(parse_size("512"), 512 * kMiB);
+  EXPECT_EQ(parse_size("512MiB"), 512 * kMiB);
+  EXPECT_EQ(parse_size("2g"), 2048 * kMiB);
+  EXPECT_EQ(parse_size("4096B"), 4096U);
+  EXPECT_EQ(parse_size("4KiB"), 4096U);
+  EXPECT_FALSE(parse_size("").has_value());
+  EXPECT_FALSE(parse_size("MiB").has_value());
+  EXPECT_FALSE(parse_size("-1").has_value());
+  EXPECT_FALSE(parse_size("65GiB").has_value());
+  EXPECT_FALSE(parse_size("99999999999999999999").has_value());
+}
