@@ -25,5 +25,6 @@ std::optional<Profile> choose_profile(const ProfileChoice& choice, const Invento
 
 void register_check(CLI::App& app);
 void register_profiles(CLI::App& app);
+void register_plan_apply(CLI::App& app);
 
 }  // namespace p2pnode::cli

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(P2PNODE_VERSION));
   p2pnode::cli::register_check(app);
   p2pnode::cli::register_profiles(app);
+  p2pnode::cli::register_plan_apply(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

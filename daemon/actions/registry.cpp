@@ -1,0 +1,38 @@
+#include "actions/action.hpp"
+#include "actions/platform_fixes.hpp"
+#include "probe/probe.hpp"
+
+namespace p2pnode::actions {
+
+const std::vector<std::unique_ptr<Action>>& all_actions() {
+  static const auto list = [] {
+    std::vector<std::unique_ptr<Action>> v;
+    v.push_back(make_acs_fix());
+    v.push_back(make_rebar_resize());
+    v.push_back(make_kernel_cmdline_fix());
+    return v;
+  }();
+  return list;
+}
+
+Plan plan_all(const Profile& profile, const Inventory& inv, const sys::SysRoot& root) {
+  Plan plan;
+  for (const auto& a : all_actions()) {
+    auto steps = a->plan(profile, inv, root);
+    plan.steps.insert(plan.steps.end(), steps.begin(), steps.end());
+  }
+  return plan;
+}
+
+std::vector<StepResult> apply_all(ApplyContext& ctx) {
+  std::vector<StepResult> results;
+  for (const auto& a : all_actions()) {
+    const Inventory inv = probe::probe_inventory(ctx.root);
+    if (a->plan(ctx.profile, inv, ctx.root).empty()) continue;
+    auto r = a->apply(ctx, inv);
+    results.insert(results.end(), r.begin(), r.end());
+  }
+  return results;
+}
+
+}  // namespace p2pnode::actions
