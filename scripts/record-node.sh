@@ -9,6 +9,7 @@
 # Read-only on ROOT: it only reads files and symlinks there, never writes, and never follows a symlink
 # whose target lies outside ROOT. Nothing secret: no board/product serials or UUIDs, mount options are
 # reduced to rw/ro, no block-device contents, module parameters only for the GPU/NVMe/vfio modules.
+# Configuration copied: /etc/default/grub (+ grub.d/*.cfg), /etc/modprobe.d/*.conf.
 # Run as root for the full 4096-byte config spaces and the ACPI table headers (without root the kernel
 # returns 64 bytes of config and refuses the tables; the script says so and goes on).
 set -u -o pipefail
@@ -238,8 +239,12 @@ done
 
 # ---- kernel, node, NUMA --------------------------------------------------------------------------------
 for f in proc/cmdline proc/version proc/sys/kernel/osrelease proc/swaps proc/driver/nvidia/version \
-    etc/hostname etc/os-release sys/devices/system/node/online; do
+    proc/driver/nvidia/params etc/hostname etc/os-release etc/default/grub sys/devices/system/node/online; do
     copy_node "$f"
+done
+# the configuration p2pnode reads and may edit: module options, GRUB drop-ins
+for f in "$S"/etc/modprobe.d/*.conf "$S"/etc/default/grub.d/*.cfg; do
+    [ -f "$f" ] && copy_node "${f#"$S"/}"
 done
 for k in sys_vendor product_name product_family product_version board_vendor board_name board_version \
     bios_vendor bios_version bios_date chassis_vendor chassis_type; do
