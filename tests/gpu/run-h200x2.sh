@@ -36,13 +36,6 @@ run h200x2-default-3
 run h200x2-rounds --mode rounds
 # Planted corruption: must be caught and named (exit 1, pair 0->1).
 run h200x2-inject --cases integrity --inject-corruption 0:1
-# Memory checker over the kernels and copies, small sizes (rc and summary to the log).
-if command -v compute-sanitizer >/dev/null; then
-  compute-sanitizer --tool memcheck --print-limit 5 "$AGENT" --size 4MiB --integrity-size 1MiB --host-size 1MiB \
-    --iterations 1 --copies 1 --warmup 0 --latency-accesses 256 >"$OUT/sanitizer.json" 2>"$OUT/sanitizer.txt"
-  echo "compute-sanitizer rc=$? $(grep -E "ERROR SUMMARY" "$OUT/sanitizer.txt")" | tee -a "$LOG"
-  tail -5 "$OUT/sanitizer.txt" >>"$LOG"; rm -f "$OUT/sanitizer.json" "$OUT/sanitizer.txt"
-fi
 # Human table, once.
 "$AGENT" --format table --cases ce_write_bandwidth,latency,host_device_bandwidth >>"$LOG" 2>&1
 echo "table rc=$?" >>"$LOG"

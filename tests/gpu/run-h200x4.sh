@@ -43,6 +43,17 @@ python3 tests/gpu/summarize.py "$OUT/h200x4-serial.json" "$OUT/h200x4-rounds.jso
 python3 tests/gpu/summarize.py "$OUT/h200x4-serial-2.json" "$OUT/h200x4-rounds-2.json" | tee -a "$LOG"
 python3 tests/gpu/summarize.py "$OUT/h200x4-serial.json" "$OUT/h200x4-serial-2.json" | grep -E "compare|largest|>3%" | tee -a "$LOG"
 for f in inject budget; do python3 tests/gpu/summarize.py "$OUT/h200x4-$f.json"; done | tee -a "$LOG"
+# Memory checker over the kernels and copies, small sizes, no stream hold (the checker
+# serializes launches). Its report goes to the log.
+if command -v compute-sanitizer >/dev/null; then
+  compute-sanitizer --tool memcheck --print-limit 5 --log-file "$OUT/sanitizer.txt" "$AGENT" --no-hold \
+    --size 4MiB --integrity-size 1MiB --host-size 1MiB --iterations 1 --copies 1 --warmup 0 \
+    --latency-accesses 256 >"$OUT/sanitizer.json"
+  rc=$?
+  echo "compute-sanitizer memcheck rc=$rc $(grep -h -E "ERROR SUMMARY" "$OUT/sanitizer.txt")" | tee -a "$LOG"
+  python3 tests/gpu/summarize.py "$OUT/sanitizer.json" | head -3 | tee -a "$LOG"
+  tail -3 "$OUT/sanitizer.txt" >>"$LOG"; rm -f "$OUT/sanitizer.json" "$OUT/sanitizer.txt"
+fi
 # Keep at most 8 files: fold the time -v outputs into the log.
 for f in "$OUT"/time-*.txt; do echo "--- $f"; grep -E "Elapsed|Maximum resident" "$f"; done >>"$LOG" 2>/dev/null
 rm -f "$OUT"/time-*.txt

@@ -237,7 +237,9 @@ void Agent::time_ops(std::vector<TimedOp>& ops, int iterations) {
     Release guard{latch_, ops, *this};
     for (auto& op : ops) {
       set_device(op.gpu);
-      CK(gpu::launch_spin(latch_, &latch_[1], kSpinTimeoutNs, op.stream));
+      if (!opt_.no_hold) {
+        CK(gpu::launch_spin(latch_, &latch_[1], kSpinTimeoutNs, op.stream));
+      }
       op.warm(op.stream);
       CK(cudaEventRecord(op.start, op.stream));
       op.timed(op.stream);

@@ -92,6 +92,9 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
       ->check(CLI::IsMember({"serial", "rounds"}));
   auto* seed_opt = app.add_option("--seed", seed, "Pattern seed (default: drawn per run)");
   app.add_option("--inject-corruption", inject, "TEST ONLY: skew one integrity copy of pair SRC:DST");
+  app.add_flag("--no-hold", o.no_hold,
+               "DEBUG: do not hold the streams with a spin kernel before timed copies (timing is less exact; "
+               "for compute-sanitizer, which serializes launches)");
   app.add_flag("--version", show_version, "Print the version and exit");
 
   try {

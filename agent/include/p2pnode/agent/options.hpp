@@ -31,6 +31,7 @@ struct Options {
   Mode mode = Mode::serial;
   std::optional<std::uint64_t> seed;              // default: drawn per run
   std::optional<std::string> inject_corruption;   // test-only: "SRC:DST"
+  bool no_hold = false;  // debug: no spin kernel holding the streams (for memory checkers)
 };
 
 struct ParseOutcome {
