@@ -19,6 +19,7 @@
 #include <functional>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -65,6 +66,12 @@ std::uint32_t mix32(std::uint64_t a, std::uint64_t b, std::uint64_t c = 0, std::
 }
 
 std::size_t round_down(std::size_t v, std::size_t to) { return v / to * to; }
+
+std::string budget_reason(double budget_s) {
+  std::ostringstream ss;
+  ss << "time budget of " << budget_s << " s spent";
+  return ss.str();
+}
 
 struct Gpu {
   int index = 0;
@@ -283,7 +290,7 @@ void Agent::run_pair_steps(CaseResult& cr, const std::vector<Round>& steps, bool
                         " (see peer_access)";
         cr.cells.push_back(waived);
       } else if (budget_spent()) {
-        waived.reason = "time budget of " + std::to_string(opt_.time_budget_s) + " s spent";
+        waived.reason = budget_reason(opt_.time_budget_s);
         cr.cells.push_back(waived);
       } else {
         active.push_back(p);
@@ -576,7 +583,7 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     const auto t = Clock::now();
     std::string why = c.filter(*this);
     if (why.empty() && budget_spent()) {
-      why = "time budget of " + std::to_string(opt_.time_budget_s) + " s spent";
+      why = budget_reason(opt_.time_budget_s);
     }
     if (!why.empty()) {
       cr.status = Status::waived;
@@ -866,7 +873,7 @@ void run_host_device(Agent& a, CaseResult& cr) {
     c.src = g;
     if (a.budget_spent()) {
       c.status = Status::waived;
-      c.reason = "time budget of " + std::to_string(a.opt().time_budget_s) + " s spent";
+      c.reason = budget_reason(a.opt().time_budget_s);
       cr.cells.push_back(std::move(c));
       continue;
     }
