@@ -210,6 +210,9 @@ for u in "$S"/sys/class/iommu/*; do
     [ -L "$u" ] || continue
     t=$(link_target "$u") || { warn "iommu ${u##*/}: link leads outside the root"; continue; }
     mkdir -p -- "$DST/$t"
+    for a in amd-iommu/cap amd-iommu/features intel-iommu/version intel-iommu/cap intel-iommu/ecap; do
+        copy "$S/$t/$a" "$DST/$t/$a"
+    done
     mklink "sys/class/iommu/${u##*/}" "../../${t#sys/}"
 done
 for g in "$S"/sys/kernel/iommu_groups/*; do
