@@ -1,0 +1,103 @@
+#include "dkms/conf.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace p2pnode::dkms {
+namespace {
+bool has(const std::vector<std::string>& v, std::string_view s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+// DKMS sources dkms.conf with bash: keep values free of characters that would break the quoting.
+std::string quoted(std::string_view v) {
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\' || c == '`') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+TreeKind classify_tree(const std::vector<std::string>& top) {
+  return has(top, "kernel-open") && has(top, "src") ? TreeKind::nvidia_open : TreeKind::kbuild;
+}
+
+std::vector<std::string> nvidia_modules(const std::vector<std::string>& entries) {
+  std::vector<std::string> out;
+  for (const char* m : {"nvidia", "nvidia-uvm", "nvidia-modeset", "nvidia-drm", "nvidia-peermem"})
+    if (has(entries, m)) out.emplace_back(m);
+  return out;
+}
+
+std::vector<std::string> kbuild_modules(std::string_view text) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string var, op, w;
+    if (!(words >> var >> op)) continue;
+    if (var != "obj-m" || (op != "+=" && op != ":=" && op != "=")) continue;
+    while (words >> w) {
+      if (w.front() == '#') break;
+      if (w.size() > 2 && w.compare(w.size() - 2, 2, ".o") == 0 && !has(out, w.substr(0, w.size() - 2)))
+        out.push_back(w.substr(0, w.size() - 2));
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> nvidia_tree_version(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string var, op, v;
+    if (words >> var >> op >> v && var == "NVIDIA_VERSION" && (op == "=" || op == ":=" || op == "?=")) return v;
+  }
+  return std::nullopt;
+}
+
+Conf nvidia_open_conf(const std::string& name, const std::string& version, const std::vector<std::string>& modules,
+                      const std::vector<std::string>& patches) {
+  Conf c;
+  c.package_name = name;
+  c.package_version = version;
+  // KERNEL_UNAME picks /lib/modules/<kernel>/{source,build} (Debian splits the headers in two).
+  c.make = "'make' -j$(nproc) modules KERNEL_UNAME=${kernelver}";
+  for (const auto& m : modules) c.modules.push_back({m, "kernel-open/"});
+  c.patches = patches;
+  return c;
+}
+
+Conf kbuild_conf(const std::string& name, const std::string& version, const std::vector<std::string>& modules,
+                 const std::vector<std::string>& patches) {
+  Conf c;
+  c.package_name = name;
+  c.package_version = version;
+  c.make = "'make' -C ${kernel_source_dir} M=${dkms_tree}/${PACKAGE_NAME}/${PACKAGE_VERSION}/build modules";
+  for (const auto& m : modules) c.modules.push_back({m, ""});
+  c.dest_location = "/extra";
+  c.patches = patches;
+  return c;
+}
+
+std::string render(const Conf& c) {
+  std::ostringstream o;
+  o << "# Written by p2pnode from the profile's driver.kernel_module; `p2pnode apply` rewrites it.\n";
+  o << "PACKAGE_NAME=" << quoted(c.package_name) << "\n";
+  o << "PACKAGE_VERSION=" << quoted(c.package_version) << "\n";
+  o << "# 'make' is quoted so DKMS does not prepend KERNELRELEASE= (NVIDIA's Makefile would think Kbuild ran it).\n";
+  o << "MAKE[0]=\"" << c.make << "\"\n";
+  for (std::size_t i = 0; i < c.modules.size(); ++i) {
+    o << "BUILT_MODULE_NAME[" << i << "]=" << quoted(c.modules[i].name) << "\n";
+    if (!c.modules[i].location.empty())
+      o << "BUILT_MODULE_LOCATION[" << i << "]=" << quoted(c.modules[i].location) << "\n";
+    o << "DEST_MODULE_LOCATION[" << i << "]=" << quoted(c.dest_location) << "\n";
+  }
+  for (std::size_t i = 0; i < c.patches.size(); ++i) o << "PATCH[" << i << "]=" << quoted(c.patches[i]) << "\n";
+  if (c.autoinstall) o << "AUTOINSTALL=\"yes\"\n";
+  return o.str();
+}
+
+}  // namespace p2pnode::dkms

@@ -1,0 +1,48 @@
+#pragma once
+// dkms.conf as a value, and its text. Pure: the caller says what the source tree holds.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace p2pnode::dkms {
+
+struct BuiltModule {
+  std::string name;      // nvidia-uvm (the .ko's file name without .ko)
+  std::string location;  // "kernel-open/" (relative to the source root; "" = the root)
+};
+
+struct Conf {
+  std::string package_name;
+  std::string package_version;
+  std::string make;                  // the MAKE[0] command, written with 'make' quoted
+  std::vector<BuiltModule> modules;
+  std::string dest_location = "/kernel/drivers/video";  // DKMS puts it in /updates/dkms on Debian
+  std::vector<std::string> patches;  // file names under <source>/patches/, applied in order
+  bool autoinstall = true;           // rebuilt by DKMS for every new kernel
+};
+
+enum class TreeKind { nvidia_open, kbuild };
+
+// What kind of tree a source directory is, from its top-level names: an open-gpu-kernel-modules
+// checkout has kernel-open/ and src/; anything else is taken as one Kbuild directory.
+TreeKind classify_tree(const std::vector<std::string>& top_level_entries);
+
+// The NVIDIA modules present in kernel-open/, in build order.
+std::vector<std::string> nvidia_modules(const std::vector<std::string>& kernel_open_entries);
+// "obj-m += a.o b.o" names from a Kbuild/Makefile text.
+std::vector<std::string> kbuild_modules(std::string_view makefile_text);
+// NVIDIA_VERSION from version.mk ("NVIDIA_VERSION = 550.90.07").
+std::optional<std::string> nvidia_tree_version(std::string_view version_mk);
+
+// The whole open-gpu-kernel-modules tree: `make modules` at the root builds src/ (the P2P patch
+// lives there) and then kernel-open/.
+Conf nvidia_open_conf(const std::string& name, const std::string& version,
+                      const std::vector<std::string>& modules, const std::vector<std::string>& patches);
+// One Kbuild directory (tests, small out-of-tree modules).
+Conf kbuild_conf(const std::string& name, const std::string& version, const std::vector<std::string>& modules,
+                 const std::vector<std::string>& patches);
+
+std::string render(const Conf& conf);
+
+}  // namespace p2pnode::dkms

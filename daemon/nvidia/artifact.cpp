@@ -1,0 +1,171 @@
+#include "nvidia/artifact.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "nvidia/sha256.hpp"
+
+namespace p2pnode::nvidia {
+namespace fs = std::filesystem;
+namespace {
+
+Error mismatch(std::string_view label, std::string_view where, const std::string& want, const std::string& got) {
+  return Error{std::string(label) + ": sha256 mismatch: the profile says " + want + ", " + std::string(where) +
+               " has " + got + " (refusing to use it; nothing was changed)"};
+}
+
+std::string safe_name(std::string s) {
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) c = '_';
+  return s.empty() ? "artifact" : s;
+}
+
+Result<std::string> hash_host_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return Error{"cannot open " + p.string() + ": " + std::strerror(errno), errno};
+  Sha256 h;
+  std::vector<char> buf(1 << 16);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    if (in.gcount() > 0) h.update(buf.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  if (in.bad()) return Error{"reading " + p.string() + " failed"};
+  return h.hex();
+}
+
+Result<Fetched> check_path(const sys::SysRoot& root, const std::string& path, const Artifact& a,
+                           std::string_view label) {
+  Fetched f;
+  f.path = path;
+  f.is_dir = root.is_dir(path);
+  if (!root.exists(path)) return Error{std::string(label) + ": " + path + " does not exist"};
+  auto h = f.is_dir ? sha256_tree(root, path) : sha256_file(root, path);
+  if (!h) return h.error().with_context(std::string(label));
+  if (*h != a.sha256) return mismatch(label, path, a.sha256, *h);
+  f.sha256 = *h;
+  return f;
+}
+
+Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, const Artifact& a,
+                         std::string_view label, const LogFn& log) {
+  const std::string dest = sys::join(kArtifactDir, artifact_basename(a));
+  if (root.exists(dest)) {
+    if (auto h = sha256_file(root, dest); h && *h == a.sha256) return Fetched{dest, false, *h, false};
+  }
+  if (auto st = root.make_dirs(kArtifactDir); !st) return st.error().with_context(std::string(label));
+  const std::string part = dest + ".part";
+  std::error_code ec;
+  const auto have = fs::exists(root.host_path(part)) ? fs::file_size(root.host_path(part), ec) : 0;
+  log("downloading " + *a.url + " to " + dest + (have ? " (resuming at " + std::to_string(have) + " bytes)" : ""));
+  sys::Command cmd;
+  cmd.argv = {"curl", "--fail", "--location", "--silent", "--show-error", "--retry", "3", "--continue-at", "-",
+              "--output", root.host_path(part).string(), "--write-out",
+              "downloaded %{size_download} bytes in %{time_total} s (%{speed_download} B/s)\n", *a.url};
+  cmd.timeout = std::chrono::hours(1);
+  cmd.on_line = [&](std::string_view line, bool) { log(line); };
+  const auto r = runner.run(cmd);
+  if (!r.success())
+    return Error{std::string(label) + ": downloading " + *a.url + ": curl " + r.describe() +
+                     (r.err.empty() ? "" : ": " + r.err) + " (the partial file " + part + " is kept for a resume)",
+                 r.exit_code};
+  auto h = sha256_file(root, part);
+  if (!h) return h.error().with_context(std::string(label));
+  if (*h != a.sha256) {
+    // A complete download with the wrong digest cannot be fixed by resuming it.
+    (void)root.remove_file(part);
+    return mismatch(label, *a.url, a.sha256, *h);
+  }
+  fs::rename(root.host_path(part), root.host_path(dest), ec);
+  if (ec) return Error{std::string(label) + ": renaming " + part + ": " + ec.message(), ec.value()};
+  return Fetched{dest, false, *h, true};
+}
+
+Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, const Artifact& a,
+                      std::string_view label, const LogFn& log) {
+  const std::string branch = a.branch.value_or("");
+  const std::string dest = sys::join(kArtifactDir, "git", safe_name(artifact_basename(a) + (branch.empty() ? "" : "-" + branch)));
+  if (root.is_dir(dest)) {
+    if (auto h = sha256_tree(root, dest); h && *h == a.sha256) return Fetched{dest, true, *h, false};
+    std::error_code ec;
+    fs::remove_all(root.host_path(dest), ec);  // ours, and not what the profile wants: start over
+  }
+  if (auto st = root.make_dirs(sys::join(kArtifactDir, "git")); !st) return st.error().with_context(std::string(label));
+  log("cloning " + *a.git + (branch.empty() ? "" : " branch " + branch) + " into " + dest);
+  sys::Command cmd;
+  cmd.argv = {"git", "clone", "--depth", "1"};
+  if (!branch.empty()) cmd.argv.insert(cmd.argv.end(), {"--branch", branch});
+  cmd.argv.insert(cmd.argv.end(), {*a.git, root.host_path(dest).string()});
+  cmd.timeout = std::chrono::hours(1);
+  cmd.on_line = [&](std::string_view line, bool) { log(line); };
+  const auto r = runner.run(cmd);
+  if (!r.success())
+    return Error{std::string(label) + ": git clone " + *a.git + ": " + r.describe() + (r.err.empty() ? "" : ": " + r.err),
+                 r.exit_code};
+  auto h = sha256_tree(root, dest);
+  if (!h) return h.error().with_context(std::string(label));
+  if (*h != a.sha256) return mismatch(label, dest + " (git " + branch + ")", a.sha256, *h);
+  return Fetched{dest, true, *h, true};
+}
+
+}  // namespace
+
+std::string artifact_basename(const Artifact& a) {
+  std::string s = a.path ? *a.path : a.url ? *a.url : a.git ? *a.git : std::string();
+  if (const auto q = s.find_first_of("?#"); q != std::string::npos && !a.path) s.resize(q);
+  while (!s.empty() && s.back() == '/') s.pop_back();
+  const auto slash = s.rfind('/');
+  std::string base = slash == std::string::npos ? s : s.substr(slash + 1);
+  if (a.git && base.size() > 4 && base.compare(base.size() - 4, 4, ".git") == 0) base.resize(base.size() - 4);
+  return base;
+}
+
+Result<std::string> sha256_file(const sys::SysRoot& root, std::string_view path) {
+  return hash_host_file(root.host_path(path));
+}
+
+Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir) {
+  const fs::path base = root.host_path(dir);
+  std::error_code ec;
+  std::vector<std::string> files;
+  fs::recursive_directory_iterator it(base, fs::directory_options::none, ec), end;
+  if (ec) return Error{"listing " + std::string(dir) + ": " + ec.message(), ec.value()};
+  for (; it != end; it.increment(ec)) {
+    if (ec) return Error{"listing " + std::string(dir) + ": " + ec.message(), ec.value()};
+    const auto rel = fs::relative(it->path(), base, ec).generic_string();
+    if (rel == ".git" && it->is_directory()) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_symlink() || !it->is_regular_file()) continue;
+    files.push_back("./" + rel);
+  }
+  std::sort(files.begin(), files.end());  // bytewise, as LC_ALL=C sort
+  std::string listing;
+  for (const auto& f : files) {
+    auto h = hash_host_file(base / f.substr(2));
+    if (!h) return h.error();
+    listing += *h + "  " + f + "\n";
+  }
+  return listing;
+}
+
+Result<std::string> sha256_tree(const sys::SysRoot& root, std::string_view dir) {
+  auto l = tree_listing(root, dir);
+  if (!l) return l.error();
+  return sha256_hex(*l);
+}
+
+Result<Fetched> fetch_artifact(const sys::SysRoot& root, sys::CommandRunner& runner, const Artifact& a,
+                               std::string_view label, const LogFn& log) {
+  if (a.sha256.empty()) return Error{std::string(label) + ": the profile gives no sha256"};
+  if (a.path) return check_path(root, *a.path, a, label);
+  if (a.url) return download(root, runner, a, label, log);
+  if (a.git) return clone(root, runner, a, label, log);
+  return Error{std::string(label) + ": the profile names no path, url or git"};
+}
+
+}  // namespace p2pnode::nvidia

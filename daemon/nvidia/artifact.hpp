@@ -1,0 +1,46 @@
+#pragma once
+// Artifacts of the profile's driver section (the .run installer, the module source, patches):
+// fetched or found, and always checked against their sha256 before anything uses them.
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "core/profile.hpp"
+#include "core/result.hpp"
+#include "sys/command_runner.hpp"
+#include "sys/sysroot.hpp"
+
+namespace p2pnode::nvidia {
+
+// Where downloads and git checkouts go (in-root).
+inline constexpr std::string_view kArtifactDir = "/var/lib/p2pnode/artifacts";
+
+// sha256 of a regular file (in-root path), streamed.
+Result<std::string> sha256_file(const sys::SysRoot& root, std::string_view path);
+
+// sha256 of a directory's listing, the same as
+//   cd DIR && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum
+// (symbolic links and the .git directory are left out), so an operator can compute it by hand.
+Result<std::string> sha256_tree(const sys::SysRoot& root, std::string_view dir);
+// The listing itself ("<hex>  ./path" lines), for messages and tests.
+Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir);
+
+struct Fetched {
+  std::string path;  // in-root: a file, or a directory (a local tree or a git checkout)
+  bool is_dir = false;
+  std::string sha256;
+  bool fetched = false;  // downloaded or cloned now (the machine changed)
+};
+
+using LogFn = std::function<void(std::string_view line)>;
+
+// Finds or fetches an artifact and checks its sha256; a mismatch is an error and leaves the
+// file where it was (a download is kept as <name>.part only while it can still be resumed).
+// Downloads use curl through the runner: -C - resumes a partial file, --retry rides out drops.
+Result<Fetched> fetch_artifact(const sys::SysRoot& root, sys::CommandRunner& runner, const Artifact& a,
+                               std::string_view label, const LogFn& log);
+
+// The file name an artifact will have ("NVIDIA-Linux-x86_64-550.90.07.run", "0001-fix.patch").
+std::string artifact_basename(const Artifact& a);
+
+}  // namespace p2pnode::nvidia

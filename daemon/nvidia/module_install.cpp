@@ -1,0 +1,504 @@
+#include "nvidia/module_install.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "dkms/conf.hpp"
+#include "dkms/status.hpp"
+#include "nvidia/artifact.hpp"
+#include "nvidia/sha256.hpp"
+
+namespace p2pnode::nvidia {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kStampFormat = "p2pnode-dkms-v1";
+constexpr std::size_t kLogTail = 20;
+
+struct Stamp {
+  std::string identity;
+  std::vector<std::string> kernels, modules;
+};
+
+std::optional<Stamp> read_stamp(const sys::SysRoot& root, const std::string& path) {
+  auto text = root.read_text(path);
+  if (!text) return std::nullopt;
+  try {
+    const json j = json::parse(*text);
+    return Stamp{j.at("identity").get<std::string>(), j.at("kernels").get<std::vector<std::string>>(),
+                 j.at("modules").get<std::vector<std::string>>()};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string patch_name(std::size_t i, const Artifact& a) {
+  char prefix[32];
+  std::snprintf(prefix, sizeof prefix, "%02zu-", i + 1);
+  return prefix + artifact_basename(a);
+}
+
+std::string seconds(std::chrono::steady_clock::duration d) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f s", std::chrono::duration<double>(d).count());
+  return b;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// One DKMS (or helper) invocation with its output streamed as "[dkms build 6.1.0-56-amd64 +3.2 s] …".
+class Runner {
+ public:
+  Runner(sys::CommandRunner& r, const ProgressFn& log) : runner_(r), log_(log) {}
+  sys::CommandResult run(const std::string& step, std::vector<std::string> argv, std::chrono::seconds timeout,
+                         bool changes) {
+    sys::Command cmd;
+    cmd.argv = std::move(argv);
+    cmd.timeout = timeout;
+    const auto start = std::chrono::steady_clock::now();
+    cmd.on_line = [&](std::string_view line, bool) {
+      if (!line.empty()) log_("[" + step + " +" + seconds(std::chrono::steady_clock::now() - start) + "] " + std::string(line));
+    };
+    log_("[" + step + "] " + cmd.display());
+    auto r = runner_.run(cmd);
+    log_("[" + step + "] " + r.describe() + " after " + seconds(std::chrono::steady_clock::now() - start));
+    if (changes) ++changes_;
+    return r;
+  }
+  std::uint64_t changes() const { return changes_; }
+
+ private:
+  sys::CommandRunner& runner_;
+  const ProgressFn& log_;
+  std::uint64_t changes_ = 0;
+};
+
+// dkms status entries for one package.
+std::vector<dkms::StatusEntry> status_of(Runner& run, const std::string& name, const std::string& version = {}) {
+  std::vector<std::string> argv = {"dkms", "status", "-m", name};
+  if (!version.empty()) argv.insert(argv.end(), {"-v", version});
+  const auto r = run.run("dkms status", argv, std::chrono::seconds(60), false);
+  return dkms::parse_status(r.out);
+}
+
+bool installed_for(const std::vector<dkms::StatusEntry>& st, const std::string& version, const std::string& kernel) {
+  for (const auto& e : st)
+    if (e.version == version && e.kernel == kernel && e.state == "installed") return true;
+  return false;
+}
+
+// A failed DKMS step: its exit code and meaning, DKMS's own error line, the compiler's first error
+// and the tail of make.log.
+std::string failure_report(const std::string& what, const sys::CommandResult& r, const sys::SysRoot& root,
+                           const std::string& make_log, json& details) {
+  std::string msg = what + ": dkms " + r.describe();
+  if (r.exited) msg += " (" + dkms::exit_code_meaning(r.exit_code) + ")";
+  details["dkms_exit_code"] = r.exited ? r.exit_code : -1;
+  if (auto line = dkms::dkms_failure_line(r.out + "\n" + r.err)) msg += "; " + *line;
+  if (auto log = root.read_text(make_log, 16 << 20)) {
+    details["make_log"] = make_log;
+    details["make_log_tail"] = dkms::tail_lines(*log, kLogTail);
+    if (auto err = dkms::first_compiler_error(*log)) {
+      msg += "; first error: " + *err;
+      details["first_error"] = *err;
+    }
+    msg += "; make.log: " + make_log;
+  } else {
+    details["output_tail"] = dkms::tail_lines(r.out + r.err, kLogTail);
+  }
+  return msg;
+}
+
+Status copy_tree(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec) return Error{"creating " + to.string() + ": " + ec.message(), ec.value()};
+  for (const auto& e : fs::directory_iterator(from, ec)) {
+    if (e.path().filename() == ".git") continue;
+    fs::copy(e.path(), to / e.path().filename(),
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
+    if (ec) return Error{"copying " + e.path().string() + ": " + ec.message(), ec.value()};
+  }
+  if (ec) return Error{"listing " + from.string() + ": " + ec.message(), ec.value()};
+  return {};
+}
+
+// Modules named like ours outside updates/dkms (stale copies modprobe could pick), in-root paths.
+void find_stale(const sys::SysRoot& root, const std::string& dir, const std::vector<std::string>& modules,
+                std::vector<std::string>& out, int depth = 0) {
+  if (depth > 8) return;
+  for (const auto& e : root.list_dir(dir)) {
+    const std::string p = sys::join(dir, e);
+    if (root.is_dir(p)) {
+      if (depth == 0 && (e == "build" || e == "source")) continue;
+      if (p.find("/updates/dkms") != std::string::npos) continue;
+      find_stale(root, p, modules, out, depth + 1);
+      continue;
+    }
+    for (const auto& m : modules)
+      for (const char* ext : {".ko", ".ko.xz", ".ko.zst", ".ko.gz"})
+        if (e == m + ext) out.push_back(p);
+  }
+}
+
+// BUILT_MODULE_NAME values of a dkms.conf (for conflicts with other registrations).
+std::vector<std::string> built_names(std::string_view conf) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while ((pos = conf.find("BUILT_MODULE_NAME[", pos)) != std::string_view::npos) {
+    const auto eq = conf.find('=', pos);
+    const auto nl = conf.find('\n', pos);
+    if (eq == std::string_view::npos) break;
+    std::string v(conf.substr(eq + 1, (nl == std::string_view::npos ? conf.size() : nl) - eq - 1));
+    v.erase(std::remove_if(v.begin(), v.end(), [](char c) { return c == '"' || c == '\'' || c == ' ' || c == '\r'; }),
+            v.end());
+    out.push_back(v);
+    pos = eq;
+  }
+  return out;
+}
+
+struct Staged {
+  std::string dir;  // in-root staging directory (…/stage/<name>-<version>)
+  dkms::TreeKind kind = dkms::TreeKind::kbuild;
+  std::vector<std::string> modules;
+  std::string conf_text;
+};
+
+// Copies (or unpacks) the verified source and patches into the staging directory and writes dkms.conf.
+Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
+                     const ModuleTarget& t, const Fetched& src, const std::vector<Fetched>& patches) {
+  Staged s;
+  const std::string stage_parent = std::string(kStateDir) + "/stage";
+  s.dir = sys::join(stage_parent, t.name + "-" + t.version);
+  std::error_code ec;
+  fs::remove_all(root.host_path(s.dir), ec);
+  if (auto st = root.make_dirs(s.dir); !st) return st.error();
+  if (src.is_dir) {
+    if (auto st = copy_tree(root.host_path(src.path), root.host_path(s.dir)); !st) return st.error();
+  } else {
+    sys::Command tar;
+    tar.argv = {"tar", "-xf", root.host_path(src.path).string(), "-C", root.host_path(s.dir).string()};
+    tar.timeout = std::chrono::minutes(10);
+    const auto r = runner.run(tar);
+    if (!r.success()) return Error{"unpacking " + src.path + ": tar " + r.describe() + ": " + r.err, r.exit_code};
+    // A tarball with one top directory (open-gpu-kernel-modules-550.90.07-p2p/): use its contents.
+    const auto top = root.list_dir(s.dir);
+    if (top.size() == 1 && root.is_dir(sys::join(s.dir, top[0]))) {
+      const fs::path inner = root.host_path(sys::join(s.dir, top[0]));
+      const fs::path tmp = root.host_path(s.dir + ".unpack");
+      fs::remove_all(tmp, ec);
+      fs::rename(inner, tmp, ec);
+      if (!ec) fs::remove_all(root.host_path(s.dir), ec);
+      if (!ec) fs::rename(tmp, root.host_path(s.dir), ec);
+      if (ec) return Error{"flattening " + s.dir + ": " + ec.message(), ec.value()};
+    }
+  }
+  const auto top = root.list_dir(s.dir);
+  s.kind = dkms::classify_tree(top);
+  std::vector<std::string> patch_names;
+  if (!patches.empty()) {
+    if (auto st = root.make_dirs(sys::join(s.dir, "patches")); !st) return st.error();
+    for (std::size_t i = 0; i < patches.size(); ++i) {
+      patch_names.push_back(patch_name(i, d.kernel_module->patches[i]));
+      fs::copy_file(root.host_path(patches[i].path), root.host_path(sys::join(s.dir, "patches", patch_names.back())),
+                    fs::copy_options::overwrite_existing, ec);
+      if (ec) return Error{"copying patch " + patches[i].path + ": " + ec.message(), ec.value()};
+    }
+  }
+  dkms::Conf conf;
+  if (s.kind == dkms::TreeKind::nvidia_open) {
+    auto vmk = root.read_text(sys::join(s.dir, "version.mk"));
+    const auto tree_version = vmk ? dkms::nvidia_tree_version(*vmk) : std::nullopt;
+    if (!tree_version)
+      return Error{"the source tree has kernel-open/ and src/ but no NVIDIA_VERSION in version.mk: is it an "
+                   "open-gpu-kernel-modules checkout?"};
+    if (*tree_version != d.version)
+      return Error{"the source tree is version " + *tree_version + " (version.mk) but the profile's driver.version is " +
+                   d.version + ": the module and the userspace must be the same version"};
+    s.modules = dkms::nvidia_modules(root.list_dir(sys::join(s.dir, "kernel-open")));
+    conf = dkms::nvidia_open_conf(t.name, t.version, s.modules, patch_names);
+  } else {
+    std::string mk;
+    for (const char* f : {"Kbuild", "Makefile"})
+      if (auto text = root.read_text(sys::join(s.dir, f))) mk += *text + "\n";
+    s.modules = dkms::kbuild_modules(mk);
+    conf = dkms::kbuild_conf(t.name, t.version, s.modules, patch_names);
+  }
+  if (s.modules.empty())
+    return Error{"the source tree builds no module that p2pnode can name (no kernel-open/nvidia, no obj-m in "
+                 "Makefile/Kbuild)"};
+  s.conf_text = dkms::render(conf);
+  if (auto st = root.write_file_atomic(sys::join(s.dir, "dkms.conf"), s.conf_text); !st) return st.error();
+  return s;
+}
+
+}  // namespace
+
+ModuleTarget module_target(const DriverSpec& d) {
+  ModuleTarget t;
+  t.name = d.kernel_module ? d.kernel_module->name : "nvidia-p2p";
+  t.version = d.version;
+  t.src_dir = "/usr/src/" + t.name + "-" + t.version;
+  t.stamp = std::string(kStateDir) + "/" + t.name + "-" + t.version + ".json";
+  std::string id(kStampFormat);
+  if (d.kernel_module) {
+    id += "\nsource " + d.kernel_module->artifact.sha256;
+    for (const auto& p : d.kernel_module->patches) id += "\npatch " + p.sha256;
+  }
+  t.identity = sha256_hex(id);
+  return t;
+}
+
+std::vector<std::string> kernels_with_headers(const sys::SysRoot& root) {
+  std::vector<std::string> out;
+  for (const auto& k : root.list_dir("/lib/modules"))
+    if (root.is_dir(sys::join("/lib/modules", k, "build"))) out.push_back(k);
+  return out;
+}
+
+std::string installed_module_path(const sys::SysRoot& root, const std::string& kernel, const std::string& module) {
+  for (const char* ext : {".ko", ".ko.xz", ".ko.zst", ".ko.gz"}) {
+    const std::string p = sys::join("/lib/modules", kernel, "updates/dkms", module + ext);
+    if (root.exists(p)) return p;
+  }
+  return {};
+}
+
+std::optional<std::string> ko_srcversion(const sys::SysRoot& root, const std::string& ko) {
+  auto bytes = root.read_bytes(ko, 256 << 20);
+  if (!bytes) return std::nullopt;
+  const std::string_view v(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  const auto pos = v.find(std::string_view("srcversion=\0", 11));
+  if (pos == std::string_view::npos) return std::nullopt;
+  const auto start = pos + 11;
+  const auto end = v.find('\0', start);
+  if (end == std::string_view::npos) return std::nullopt;
+  return std::string(v.substr(start, end - start));
+}
+
+std::vector<std::string> module_gaps(const sys::SysRoot& root, const DriverSpec& d) {
+  std::vector<std::string> gaps;
+  if (!d.kernel_module) return gaps;
+  const ModuleTarget t = module_target(d);
+  const auto kernels = kernels_with_headers(root);
+  if (kernels.empty()) {
+    gaps.push_back("no kernel in /lib/modules has headers (build/): install linux-headers for the running kernel");
+    return gaps;
+  }
+  const auto stamp = read_stamp(root, t.stamp);
+  if (!stamp) gaps.push_back(t.name + "/" + t.version + " was not installed by p2pnode");
+  else if (stamp->identity != t.identity) gaps.push_back("the profile's module source or patches changed since the last install");
+  if (!root.exists(sys::join(t.src_dir, "dkms.conf"))) gaps.push_back(t.src_dir + "/dkms.conf is missing");
+  for (const auto& k : kernels) {
+    bool ok = stamp && contains(stamp->kernels, k) && root.is_dir(sys::join("/var/lib/dkms", t.name, t.version, k));
+    if (ok && stamp)
+      for (const auto& m : stamp->modules) ok = ok && !installed_module_path(root, k, m).empty();
+    if (!ok) gaps.push_back("not installed for kernel " + k);
+  }
+  return gaps;
+}
+
+StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
+                          const std::string& running_kernel, const ProgressFn& log) {
+  const ModuleTarget t = module_target(d);
+  const std::string subject = t.name + "/" + t.version;
+  StepResult r{"driver.module", subject, StepOutcome::failed, "", json::object(), json::object(), 0};
+  const auto writes0 = root.write_count();
+  Runner run(runner, log);
+  auto finish = [&](StepOutcome o, std::string msg) {
+    r.outcome = o;
+    r.message = std::move(msg);
+    r.writes = root.write_count() - writes0 + run.changes();
+    return r;
+  };
+
+  const auto kernels = kernels_with_headers(root);
+  r.before["kernels_with_headers"] = kernels;
+  r.before["running_kernel"] = running_kernel;
+  if (kernels.empty())
+    return finish(StepOutcome::failed, "no kernel in /lib/modules has headers: install linux-headers-" + running_kernel +
+                                           " (DKMS would stop with exit 21)");
+  std::string note;
+  if (!running_kernel.empty() && !contains(kernels, running_kernel))
+    note = "; the running kernel " + running_kernel + " has no headers (install linux-headers-" + running_kernel +
+           "): the module is only available after booting one of " + json(kernels).dump();
+
+  // Check: everything in place per the filesystem, confirmed by DKMS itself.
+  const auto gaps = module_gaps(root, d);
+  const auto st_before = status_of(run, t.name);
+  json sb = json::array();
+  for (const auto& e : st_before) sb.push_back(e.module + "/" + e.version + " " + e.kernel + " " + e.state);
+  r.before["dkms_status"] = sb;
+  r.before["gaps"] = gaps;
+  bool all_installed = true;
+  for (const auto& k : kernels) all_installed = all_installed && installed_for(st_before, t.version, k);
+  if (gaps.empty() && all_installed) {
+    r.after = r.before;
+    return finish(StepOutcome::unchanged, subject + " is installed through DKMS for " + json(kernels).dump() + note);
+  }
+
+  const auto old_stamp = read_stamp(root, t.stamp);
+  const bool source_changed = !old_stamp || old_stamp->identity != t.identity;
+
+  // Fetch and verify every artifact before touching anything.
+  auto src = fetch_artifact(root, runner, d.kernel_module->artifact, "kernel_module.source", log);
+  if (!src) return finish(StepOutcome::refused, src.error().message);
+  std::vector<Fetched> patches;
+  for (std::size_t i = 0; i < d.kernel_module->patches.size(); ++i) {
+    auto p = fetch_artifact(root, runner, d.kernel_module->patches[i],
+                            "kernel_module.patches[" + std::to_string(i) + "]", log);
+    if (!p) return finish(StepOutcome::refused, p.error().message);
+    if (p->is_dir) return finish(StepOutcome::refused, "kernel_module.patches[" + std::to_string(i) + "] is a directory, not a patch file");
+    patches.push_back(*p);
+  }
+  log("sources verified: " + src->path + " sha256 " + src->sha256 + ", " + std::to_string(patches.size()) + " patch(es)");
+
+  auto staged = stage(root, runner, d, t, *src, patches);
+  if (!staged) return finish(StepOutcome::refused, "staging " + subject + ": " + staged.error().message);
+  r.after["dkms_conf"] = staged->conf_text;
+  r.after["modules"] = staged->modules;
+
+  // Conflicts: other DKMS packages building the same modules, stale copies modprobe could pick.
+  json conflicts = json::array();
+  std::vector<std::pair<std::string, std::string>> other_regs;
+  for (const auto& dir : root.list_dir("/var/lib/dkms")) {
+    for (const auto& ver : root.list_dir(sys::join("/var/lib/dkms", dir))) {
+      if (dir == t.name && ver == t.version) continue;
+      auto conf = root.read_text(sys::join("/var/lib/dkms", dir, ver, "source", "dkms.conf"));
+      if (!conf) continue;
+      bool clash = dir == t.name;
+      for (const auto& n : built_names(*conf)) clash = clash || contains(staged->modules, n);
+      if (clash) other_regs.emplace_back(dir, ver);
+    }
+  }
+  std::vector<std::string> stale;
+  for (const auto& k : kernels) find_stale(root, sys::join("/lib/modules", k), staged->modules, stale);
+  for (const auto& [m, v] : other_regs) conflicts.push_back("dkms " + m + "/" + v);
+  for (const auto& s : stale) conflicts.push_back(s);
+  r.before["conflicts"] = conflicts;
+  if (!conflicts.empty() && d.conflicts == ConflictPolicy::report)
+    note += "; conflicts left in place (driver.conflicts: report): " + conflicts.dump();
+
+  // Replacing an install: prove the new source builds (in a scratch DKMS tree) before touching it.
+  bool replacing = false;
+  for (const auto& k : kernels) replacing = replacing || installed_for(st_before, t.version, k);
+  const std::string scratch = std::string(kStateDir) + "/trial";
+  std::error_code ec;
+  if (replacing) {
+    fs::remove_all(root.host_path(scratch), ec);
+    (void)root.make_dirs(scratch);
+    const std::string k = contains(kernels, running_kernel) ? running_kernel : kernels.front();
+    auto tr = run.run("dkms trial build " + k,
+                      {"dkms", "build", "-m", t.name, "-v", t.version, "-k", k, "--dkmstree",
+                       root.host_path(scratch).string(), "--sourcetree", root.host_path(std::string(kStateDir) + "/stage").string()},
+                      std::chrono::hours(2), false);
+    if (!tr.success()) {
+      const std::string msg = failure_report("trial build of the changed source for " + k, tr, root,
+                                             sys::join(scratch, t.name, t.version, "build", "make.log"), r.after);
+      // Keep the scratch make.log readable after we clean up.
+      (void)root.make_dirs(std::string(kStateDir) + "/logs");
+      if (auto lg = root.read_text(sys::join(scratch, t.name, t.version, "build", "make.log"), 16 << 20))
+        (void)root.write_file_atomic(std::string(kStateDir) + "/logs/" + t.name + "-" + t.version + "-" + k + ".make.log", *lg);
+      fs::remove_all(root.host_path(scratch), ec);
+      return finish(StepOutcome::failed, msg + "; the installed " + subject + " was left in place");
+    }
+    fs::remove_all(root.host_path(scratch), ec);
+  }
+
+  // Swap the source: the previous tree is kept beside the state until the install succeeded.
+  const std::string prev = std::string(kStateDir) + "/prev/" + t.name + "-" + t.version;
+  fs::remove_all(root.host_path(prev), ec);
+  if (root.exists(t.src_dir)) {
+    (void)root.make_dirs(std::string(kStateDir) + "/prev");
+    fs::rename(root.host_path(t.src_dir), root.host_path(prev), ec);
+    if (ec) return finish(StepOutcome::failed, "moving the old " + t.src_dir + " aside: " + ec.message());
+  }
+  (void)root.make_dirs("/usr/src");
+  fs::rename(root.host_path(staged->dir), root.host_path(t.src_dir), ec);
+  if (ec) {  // another filesystem: copy
+    ec.clear();
+    if (auto st = copy_tree(root.host_path(staged->dir), root.host_path(t.src_dir)); !st)
+      return finish(StepOutcome::failed, "placing the source in " + t.src_dir + ": " + st.error().message);
+    fs::remove_all(root.host_path(staged->dir), ec);
+  }
+  log("source placed in " + t.src_dir);
+
+  // Conflicts the profile lets us remove.
+  if (d.conflicts == ConflictPolicy::remove) {
+    for (const auto& [m, v] : other_regs) {
+      auto rm = run.run("dkms remove " + m + "/" + v, {"dkms", "remove", "-m", m, "-v", v, "--all"}, std::chrono::minutes(10), true);
+      if (!rm.success()) note += "; could not remove dkms " + m + "/" + v + ": " + rm.describe();
+    }
+    for (const auto& s : stale) {
+      const std::string aside = std::string(kStateDir) + "/aside" + s;
+      (void)root.make_dirs(aside.substr(0, aside.rfind('/')));
+      fs::rename(root.host_path(s), root.host_path(aside), ec);
+      if (ec) note += "; could not move " + s + " aside: " + ec.message();
+      else log("moved stale " + s + " to " + aside);
+    }
+  }
+
+  // Register, build, install for each kernel with headers.
+  const bool added = std::any_of(st_before.begin(), st_before.end(), [&](const auto& e) { return e.version == t.version; });
+  if (!added) {
+    auto a = run.run("dkms add", {"dkms", "add", "-m", t.name, "-v", t.version}, std::chrono::minutes(5), true);
+    if (!a.success() && !(a.exited && a.exit_code == 3))
+      return finish(StepOutcome::failed, failure_report("dkms add " + subject, a, root, "", r.after));
+  }
+  std::vector<std::string> done, failed;
+  std::string fail_msg;
+  for (const auto& k : kernels) {
+    if (!source_changed && installed_for(st_before, t.version, k)) {
+      done.push_back(k);
+      continue;
+    }
+    std::vector<std::string> b = {"dkms", "build", "-m", t.name, "-v", t.version, "-k", k};
+    if (source_changed) b.push_back("--force");
+    auto br = run.run("dkms build " + k, b, std::chrono::hours(2), true);
+    if (!br.success()) {
+      failed.push_back(k);
+      fail_msg += (fail_msg.empty() ? "" : "; ") +
+                  failure_report("build for " + k, br, root, sys::join("/var/lib/dkms", t.name, t.version, "build", "make.log"), r.after);
+      continue;
+    }
+    auto ir = run.run("dkms install " + k, {"dkms", "install", "-m", t.name, "-v", t.version, "-k", k, "--force"},
+                      std::chrono::minutes(30), true);
+    if (!ir.success()) {
+      failed.push_back(k);
+      fail_msg += (fail_msg.empty() ? "" : "; ") + failure_report("install for " + k, ir, root, "", r.after);
+      continue;
+    }
+    done.push_back(k);
+  }
+
+  // Verify with DKMS itself.
+  const auto st_after = status_of(run, t.name, t.version);
+  json sa = json::array();
+  for (const auto& e : st_after) sa.push_back(e.module + "/" + e.version + " " + e.kernel + " " + e.state);
+  r.after["dkms_status"] = sa;
+  std::vector<std::string> verified;
+  for (const auto& k : done)
+    if (installed_for(st_after, t.version, k)) verified.push_back(k);
+  r.after["installed_kernels"] = verified;
+  if (!verified.empty()) {
+    json stamp = {{"format", kStampFormat}, {"identity", t.identity}, {"kernels", verified},
+                  {"modules", staged->modules}, {"source_sha256", src->sha256}};
+    (void)root.make_dirs(kStateDir);
+    if (auto st = root.write_file_atomic(t.stamp, stamp.dump(2) + "\n"); !st)
+      note += "; could not write " + t.stamp + ": " + st.error().message;
+  }
+  if (!failed.empty() || verified.size() != kernels.size())
+    return finish(StepOutcome::failed, subject + ": " + (fail_msg.empty() ? "dkms status does not say installed" : fail_msg) + note);
+  fs::remove_all(root.host_path(prev), ec);
+  return finish(StepOutcome::changed, subject + " built and installed through DKMS for " + json(verified).dump() + note);
+}
+
+}  // namespace p2pnode::nvidia

@@ -1,0 +1,46 @@
+#pragma once
+// The patched kernel module through DKMS: stage the verified source with a generated dkms.conf,
+// build and install it for every kernel with headers, keep what was installed when a build fails.
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+#include "sys/command_runner.hpp"
+#include "sys/sysroot.hpp"
+
+namespace p2pnode::nvidia {
+
+inline constexpr std::string_view kStateDir = "/var/lib/p2pnode/dkms";
+
+struct ModuleTarget {
+  std::string name, version;  // the DKMS package: nvidia-p2p/550.90.07
+  std::string src_dir;        // /usr/src/nvidia-p2p-550.90.07
+  std::string stamp;          // /var/lib/p2pnode/dkms/nvidia-p2p-550.90.07.json
+  std::string identity;       // sha256 over the source's and the patches' sha256 (and this format)
+};
+ModuleTarget module_target(const DriverSpec& d);
+
+// Kernels DKMS can build for: /lib/modules/<k> with a build/ directory (headers installed).
+std::vector<std::string> kernels_with_headers(const sys::SysRoot& root);
+
+// Read-only: what is missing for the module to be in place ("not installed for 6.1.0-56-amd64", …);
+// empty when the stamp, the DKMS tree and the installed files all agree with the profile.
+std::vector<std::string> module_gaps(const sys::SysRoot& root, const DriverSpec& d);
+
+// The installed copy of a module for a kernel (its .ko under updates/dkms), in-root; empty if none.
+std::string installed_module_path(const sys::SysRoot& root, const std::string& kernel, const std::string& module);
+
+// srcversion from a .ko's .modinfo section (uncompressed modules only).
+std::optional<std::string> ko_srcversion(const sys::SysRoot& root, const std::string& ko_path);
+
+using ProgressFn = std::function<void(std::string_view line)>;
+
+// check → fetch and verify → stage → (trial build when replacing an install) → dkms add/build/install
+// → verify with `dkms status`. Outcome unchanged when nothing was missing.
+StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
+                          const std::string& running_kernel, const ProgressFn& log);
+
+}  // namespace p2pnode::nvidia

@@ -1,0 +1,50 @@
+#pragma once
+// When the NVIDIA modules may be swapped under a running box, and in which order.
+// find_holders() reads /proc; decide_reload() is pure.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sys/sysroot.hpp"
+
+namespace p2pnode::nvidia {
+
+// Unload order: users of nvidia first (peermem, drm → modeset, uvm), nvidia last. Load is the reverse.
+inline const std::vector<std::string> kUnloadOrder = {"nvidia_peermem", "nvidia_drm", "nvidia_modeset", "nvidia_uvm",
+                                                      "nvidia"};
+
+struct Holder {
+  int pid = 0;
+  std::string comm;                // /proc/<pid>/comm
+  std::vector<std::string> files;  // the /dev/nvidia* it holds open
+};
+
+// Processes with /dev/nvidia* open, from /proc/<pid>/fd/* links (pids sorted).
+std::vector<Holder> find_holders(const sys::SysRoot& root);
+std::string describe(const std::vector<Holder>& holders);  // "1234 (python3), 99 (nvidia-persiste)"
+
+struct ReloadInputs {
+  std::vector<std::string> loaded;            // modules loaded now (/sys/module)
+  std::optional<std::string> loaded_version;  // /sys/module/nvidia/version
+  std::optional<std::string> loaded_srcversion;
+  std::optional<std::string> disk_version;    // modinfo -F version nvidia
+  std::optional<std::string> disk_srcversion; // modinfo -F srcversion nvidia
+  std::string wanted_version;                 // the profile's
+  bool allow_reload = false;
+  bool allow_kill_holders = false;
+  std::vector<Holder> holders;  // seen after stopping the profile's units
+};
+
+enum class ReloadKind { not_needed, load, reload, reboot_required, refused };
+const char* to_string(ReloadKind k);
+
+struct ReloadDecision {
+  ReloadKind kind = ReloadKind::not_needed;
+  std::string reason;
+  std::vector<std::string> unload;  // the loaded ones, in kUnloadOrder
+  std::vector<int> kill;            // holders to stop first (allow_kill_holders)
+};
+
+ReloadDecision decide_reload(const ReloadInputs& in);
+
+}  // namespace p2pnode::nvidia

@@ -1,0 +1,100 @@
+#include "nvidia/verify.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "nvidia/version.hpp"
+
+namespace p2pnode::nvidia {
+namespace {
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+sys::CommandResult run(sys::CommandRunner& runner, std::vector<std::string> argv) {
+  sys::Command c;
+  c.argv = std::move(argv);
+  c.timeout = std::chrono::seconds(30);
+  return runner.run(c);
+}
+}  // namespace
+
+std::optional<std::string> api_mismatch_since_load(std::string_view log) {
+  std::istringstream in{std::string(log)};
+  std::string line;
+  std::optional<std::string> found;
+  while (std::getline(in, line)) {
+    if (line.find("NVRM: loading") != std::string::npos) found.reset();
+    else if (!found && line.find("NVRM: API mismatch") != std::string::npos) found = line;
+  }
+  return found;
+}
+
+std::vector<std::string> userspace_versions(const sys::SysRoot& root) {
+  std::vector<std::string> out;
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"})
+    for (const auto& f : root.list_dir(dir))
+      if (f.rfind("libcuda.so.", 0) == 0 && looks_like_version(f.substr(11)) &&
+          std::count(f.begin() + 11, f.end(), '.') >= 1 && std::find(out.begin(), out.end(), f.substr(11)) == out.end())
+        out.push_back(f.substr(11));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+DriverVerification verify_driver(const sys::SysRoot& root, sys::CommandRunner& runner, const std::string& wanted,
+                                 bool check_userspace) {
+  DriverVerification v;
+  const auto proc = root.read_text("/proc/driver/nvidia/version");
+  const auto parsed = proc ? parse_proc_version(*proc) : std::nullopt;
+  const auto sys_version = root.read_attr("/sys/module/nvidia/version");
+  v.observed["proc_version"] = parsed ? parsed->line : "";
+  v.observed["sys_module_version"] = sys_version ? *sys_version : "";
+  if (!parsed && !sys_version) {
+    v.problems.push_back("the nvidia module is not loaded (no /proc/driver/nvidia/version, no /sys/module/nvidia)");
+    return v;
+  }
+  if (parsed && parsed->version != wanted)
+    v.problems.push_back("/proc/driver/nvidia/version says " + parsed->version + ", the profile wants " + wanted);
+  if (sys_version && *sys_version != wanted)
+    v.problems.push_back("/sys/module/nvidia/version is " + *sys_version + ", the profile wants " + wanted);
+
+  if (check_userspace) {
+    const auto us = userspace_versions(root);
+    v.observed["userspace_versions"] = us;
+    if (std::find(us.begin(), us.end(), wanted) == us.end())
+      v.problems.push_back("no libcuda.so." + wanted + ": the userspace driver does not match the module");
+  }
+
+  const auto path = run(runner, {"modinfo", "-n", "nvidia"});
+  if (path.success()) {
+    const std::string p = trimmed(path.out);
+    v.observed["modinfo_path"] = p;
+    if (p.find("/updates/dkms/") == std::string::npos)
+      v.problems.push_back("modprobe would load " + p + ", not the DKMS copy under updates/dkms");
+  } else {
+    v.notes.push_back("modinfo -n nvidia: " + path.describe());
+  }
+  const auto disk_src = run(runner, {"modinfo", "-F", "srcversion", "nvidia"});
+  const auto loaded_src = root.read_attr("/sys/module/nvidia/srcversion");
+  if (disk_src.success() && loaded_src) {
+    v.observed["srcversion_disk"] = trimmed(disk_src.out);
+    v.observed["srcversion_loaded"] = *loaded_src;
+    if (trimmed(disk_src.out) != *loaded_src)
+      v.problems.push_back("the loaded module (srcversion " + *loaded_src + ") is not the one on disk (" +
+                           trimmed(disk_src.out) + "): the old module is still loaded");
+  } else {
+    v.notes.push_back("srcversion not compared (modinfo or /sys/module/nvidia/srcversion unavailable)");
+  }
+
+  auto log = run(runner, {"journalctl", "-k", "-b", "--no-pager", "-o", "cat"});
+  if (!log.success()) log = run(runner, {"dmesg"});
+  if (log.success()) {
+    if (auto line = api_mismatch_since_load(log.out)) v.problems.push_back("kernel log since load: " + *line);
+  } else {
+    v.notes.push_back("kernel log unavailable (journalctl -k and dmesg failed): API mismatch not checked");
+  }
+  return v;
+}
+
+}  // namespace p2pnode::nvidia
