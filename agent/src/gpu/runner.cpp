@@ -992,8 +992,8 @@ void run_integrity(Agent& a, CaseResult& cr) {
         for (std::size_t k = 0; k < pairs.size(); ++k) {
           const Pair& p = pairs[k];
           seeds[k] = mix32(a.seed(), static_cast<std::uint64_t>(p.src * 1000 + p.dst), 100 + e, pass);
-          // The stale pass keeps the previous pass's data as the "poison" outside nothing: it
-          // checks the whole buffer against the new seed.
+          // The stale pass does not poison: the destination still holds the previous pass's
+          // data, and the whole buffer must now match the new seed.
           poisons[k] = mix32(a.seed(), static_cast<std::uint64_t>(p.src * 1000 + p.dst), 200 + e, pass);
           a.fill(p.src, a.gpu(p.src).buf_a, size, seeds[k]);
           if (pass != 1) {
