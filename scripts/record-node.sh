@@ -175,10 +175,12 @@ for l in "$S"/sys/bus/pci/devices/*; do
 done
 [ "$short_config" = 1 ] && warn "config spaces are 64 bytes: not root, capabilities not recorded"
 
+DRIVER_MODULES=""
 for name in "${!DRIVERS[@]}"; do
     d="$S/sys/bus/pci/drivers/$name"
     if [ -L "$d/module" ] && t=$(link_target "$d/module"); then
         mklink "sys/bus/pci/drivers/$name/module" "../../../../module/${t##*/}"
+        DRIVER_MODULES="$DRIVER_MODULES ${t##*/}"
     fi
     for f in bind unbind new_id remove_id; do [ -e "$d/$f" ] && marker "$DST/sys/bus/pci/drivers/$name/$f"; done
 done
@@ -267,10 +269,11 @@ if [ -f "$S/proc/modules" ] && inside "$S/proc/modules"; then
     awk '{ $6 = "0x0000000000000000"; print }' "$S/proc/modules" >"$DST/proc/modules" 2>/dev/null
 fi
 
-# ---- modules: every loaded one (version, srcversion, taint, state), parameters of the relevant ones ------
+# ---- modules: every loaded one and every driver's (built-in ones too): version, srcversion, taint, state;
+# parameters of the relevant ones ---------------------------------------------------------------------------
 PARAM_MODULES=" nvidia nvidia_uvm nvidia_modeset nvidia_drm nvidia_peermem nouveau vfio vfio_pci vfio_pci_core vfio_iommu_type1 nvme nvme_core "
 mods=$(awk '{ print $1 }' "$DST/proc/modules" 2>/dev/null)
-for m in $mods $PARAM_MODULES; do
+for m in $mods $DRIVER_MODULES $PARAM_MODULES; do
     md="$S/sys/module/$m"
     [ -d "$md" ] && inside "$md" || continue
     [ -d "$DST/sys/module/$m" ] && continue
