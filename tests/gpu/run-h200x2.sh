@@ -36,12 +36,16 @@ run h200x2-default-3
 run h200x2-rounds --mode rounds
 # Planted corruption: must be caught and named (exit 1, pair 0->1).
 run h200x2-inject --cases integrity --inject-corruption 0:1
+# Latency: from one SM, and as nvbandwidth (every SM, 1,000,000 loads), beside the default (8 SMs).
+run h200x2-latency-1sm --cases latency --latency-sms 1
+run h200x2-latency-allsm --cases latency --latency-sms 1024 --latency-accesses 1000000
 # Human table, once.
 "$AGENT" --format table --cases ce_write_bandwidth,latency,host_device_bandwidth >>"$LOG" 2>&1
 echo "table rc=$?" >>"$LOG"
 
 python3 tests/gpu/summarize.py "$OUT/h200x2-default-1.json" "$OUT/h200x2-rounds.json" | tee -a "$LOG"
 python3 tests/gpu/summarize.py "$OUT/h200x2-default-2.json" "$OUT/h200x2-default-3.json" "$OUT/h200x2-inject.json" | tee -a "$LOG"
+for f in latency-1sm latency-allsm; do python3 tests/gpu/summarize.py "$OUT/h200x2-$f.json"; done | tee -a "$LOG"
 # Keep at most 8 files: fold the time -v outputs into the log.
 for f in "$OUT"/time-*.txt; do echo "--- $f"; grep -E "Elapsed|Maximum resident" "$f"; done >>"$LOG" 2>/dev/null
 rm -f "$OUT"/time-*.txt

@@ -151,7 +151,12 @@ __global__ void chain_init_kernel(Node* nodes, std::size_t n) {
   }
 }
 
-__global__ void chase_kernel(const Node* start, int accesses, unsigned long long* sink) {
+// Launched with one single-thread block per SM; only block `target` chases, so that successive
+// launches sample different SMs (as nvbandwidth does).
+__global__ void chase_kernel(const Node* start, int accesses, unsigned long long* sink, unsigned target) {
+  if (blockIdx.x != target) {
+    return;
+  }
   const Node* p = start;
   for (int i = 0; i < accesses; ++i) {
     p = p->next;
@@ -200,8 +205,11 @@ cudaError_t launch_chain_init(void* buf, std::size_t bytes, cudaStream_t s) {
   return cudaGetLastError();
 }
 
-cudaError_t launch_chase(const void* start, int accesses, unsigned long long* sink, cudaStream_t s) {
-  chase_kernel<<<1, 1, 0, s>>>(static_cast<const Node*>(start), accesses, sink);
+cudaError_t launch_chase(const void* start, int accesses, unsigned long long* sink, int sm_count, int target_block,
+                         cudaStream_t s) {
+  const unsigned blocks = static_cast<unsigned>(sm_count > 0 ? sm_count : 1);
+  chase_kernel<<<blocks, 1, 0, s>>>(static_cast<const Node*>(start), accesses, sink,
+                                    static_cast<unsigned>(target_block) % blocks);
   return cudaGetLastError();
 }
 

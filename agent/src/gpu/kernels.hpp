@@ -43,7 +43,9 @@ cudaError_t launch_sm_copy(void* dst, const void* src, std::size_t bytes, int sm
 // Builds a pointer chain in buf (on its own GPU): node i (8 bytes) points to node (i + 16) mod n,
 // one 128-byte line per hop, as nvbandwidth does.
 cudaError_t launch_chain_init(void* buf, std::size_t bytes, cudaStream_t s);
-// One thread follows `accesses` pointers from start; the end pointer goes to *sink.
-cudaError_t launch_chase(const void* start, int accesses, unsigned long long* sink, cudaStream_t s);
+// One thread, in block target_block of sm_count single-thread blocks, follows `accesses`
+// pointers from start; the end pointer goes to *sink.
+cudaError_t launch_chase(const void* start, int accesses, unsigned long long* sink, int sm_count, int target_block,
+                         cudaStream_t s);
 
 }  // namespace p2pnode::agent::gpu

@@ -495,6 +495,8 @@ int Agent::main(const std::vector<CaseDef>& cases) {
   rep.iterations = opt_.iterations;
   rep.copies = opt_.copies;
   rep.warmup = opt_.warmup;
+  rep.latency_accesses = opt_.latency_accesses;
+  rep.latency_sms = opt_.latency_sms;
   rep.time_budget_s = opt_.time_budget_s;
   rep.inject_corruption = opt_.inject_corruption;
   for (const char* var : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MODULE_LOADING"}) {
@@ -842,8 +844,17 @@ void run_latency(Agent& a, CaseResult& cr) {
       op.stream = a.gpu(p.src).stream[0];
       const void* start = a.gpu(p.dst).lat;  // memory of the peer
       unsigned long long* sink = a.gpu(p.src).sink;
-      op.warm = [=](cudaStream_t s) { CK(gpu::launch_chase(start, std::max(accesses / 8, 16), sink, s)); };
-      op.timed = [=](cudaStream_t s) { CK(gpu::launch_chase(start, accesses, sink, s)); };
+      // The timed accesses are spread over `targets` SMs, one launch each (nvbandwidth averages
+      // over every SM; a launch costs a few microseconds against about 1.7 ms of chase).
+      const int sms = a.gpu(p.src).prop.multiProcessorCount;
+      const int targets = std::min(a.opt().latency_sms, sms);
+      const int per_target = std::max(accesses / targets, 1);
+      op.warm = [=](cudaStream_t s) { CK(gpu::launch_chase(start, std::max(accesses / 8, 16), sink, sms, 0, s)); };
+      op.timed = [=](cudaStream_t s) {
+        for (int t = 0; t < targets; ++t) {
+          CK(gpu::launch_chase(start, per_target, sink, sms, t * sms / targets, s));
+        }
+      };
       ops.push_back(std::move(op));
     }
     a.time_ops(ops, a.opt().iterations);
@@ -853,8 +864,10 @@ void run_latency(Agent& a, CaseResult& cr) {
       c.src = pairs[k].src;
       c.dst = pairs[k].dst;
       std::vector<double> ns;
+      const int targets = std::min(a.opt().latency_sms, a.gpu(c.src).prop.multiProcessorCount);
+      const int done = std::max(accesses / targets, 1) * targets;
       for (double ms : ops[k].ms) {
-        ns.push_back(ms * 1e6 / accesses);
+        ns.push_back(ms * 1e6 / done);
       }
       c.measures.emplace_back("latency_ns", summary_of(ns));
       cells.push_back(std::move(c));
@@ -1079,8 +1092,9 @@ const std::vector<CaseDef>& case_list() {
        "destination",
        need_peer_pair, run_sm_read},
       {"latency",
-       "Peer load latency by pointer chase (2 MiB chain, 128-byte stride, as nvbandwidth); row: the GPU that "
-       "loads, column: the GPU whose memory is read",
+       "Peer load latency by pointer chase (2 MiB chain, 128-byte stride, as nvbandwidth), spread over "
+       "--latency-sms SMs; "
+       "row: the GPU that loads, column: the GPU whose memory is read",
        need_peer_pair, run_latency},
       {"host_device_bandwidth",
        "Host<->device copy-engine bandwidth per GPU (pinned memory) beside the PCIe link's theoretical figure "

@@ -86,6 +86,8 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   app.add_option("--warmup", o.warmup, "Untimed warm-up copies per sample, default 2")->check(CLI::Range(0, 64));
   app.add_option("--latency-accesses", o.latency_accesses, "Dependent loads per latency sample, default 16384")
       ->check(CLI::Range(16, 10000000));
+  app.add_option("--latency-sms", o.latency_sms, "SMs the latency chase is spread over, one launch each, default 8")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--time-budget", o.time_budget_s, "Seconds; what is left when spent is waived (0: none)")
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--mode", mode, "serial: one pair at a time; rounds: disjoint pairs at the same time")

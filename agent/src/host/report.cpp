@@ -168,6 +168,8 @@ nlohmann::json to_json(const Report& r) {
                  {"iterations", r.iterations},
                  {"copies_per_sample", r.copies},
                  {"warmup_copies", r.warmup},
+                 {"latency_accesses", r.latency_accesses},
+                 {"latency_sms", r.latency_sms},
                  {"time_budget_s", r.time_budget_s},
                  {"seed", r.seed},
                  {"inject_corruption", r.inject_corruption ? nlohmann::json(*r.inject_corruption) : nlohmann::json()}};

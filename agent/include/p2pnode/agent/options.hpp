@@ -27,6 +27,7 @@ struct Options {
   int copies = 8;      // copies per timed sample
   int warmup = 2;      // untimed copies queued before each sample
   int latency_accesses = 16384;  // dependent loads per latency sample
+  int latency_sms = 8;           // SMs (one launch each) the latency sample is spread over
   double time_budget_s = 0.0;    // 0: none; cases or pairs left when it is spent are waived
   Mode mode = Mode::serial;
   std::optional<std::uint64_t> seed;              // default: drawn per run

@@ -91,6 +91,8 @@ struct Report {
   int iterations = 0;
   int copies = 0;
   int warmup = 0;
+  int latency_accesses = 0;
+  int latency_sms = 0;
   double time_budget_s = 0.0;
   std::optional<std::string> inject_corruption;
   std::vector<std::pair<std::string, std::string>> environment;  // CUDA settings in effect
