@@ -61,6 +61,14 @@ inside() {
     return 1
 }
 
+# dir_inside DIR: inside, remembered per directory (a non-symlink file in it is then inside too)
+declare -A DIR_OK=()
+dir_inside() {
+    [ -n "${DIR_OK[$1]:-}" ] && return 0
+    inside "$1" || return 1
+    DIR_OK[$1]=1
+}
+
 # link_target LINK: the symlink's target as a path relative to the root (lexically resolved against the
 # link's directory, which must itself be a real path); fails if it points outside the root
 link_target() {
@@ -84,9 +92,11 @@ up() {
     printf '%s' "$out"
 }
 
-# copy SRC-FILE DST-FILE: a regular, readable, non-symlink file (sysfs attributes), copied byte for byte
+# copy SRC-FILE DST-FILE: a regular, readable, non-symlink file (sysfs attributes), copied byte for byte;
+# under a non-/ root, only if no directory on its path leads out of the root
 copy() {
     [ -f "$1" ] && [ ! -L "$1" ] && [ -r "$1" ] || return 1
+    [ -z "$S" ] || dir_inside "${1%/*}" || return 1
     [ -d "${2%/*}" ] || mkdir -p -- "${2%/*}"
     if ! cat -- "$1" >"$2" 2>/dev/null; then
         rm -f -- "$2"
@@ -234,6 +244,7 @@ for f in "$S"/sys/firmware/acpi/tables/*; do
     sig=${f##*/}
     case $sig in
     DMAR | IVRS)
+        inside "$f" || continue
         mkdir -p -- "$DST/sys/firmware/acpi/tables"
         head -c 36 -- "$f" >"$DST/sys/firmware/acpi/tables/$sig" 2>/dev/null || acpi_denied=1
         ;;

@@ -91,6 +91,13 @@ ln -s ../../../devices/pci0000:00/0000:00:01.0 "$esc/sys/bus/pci/devices/0000:00
 ln -s ../../../../../outside "$esc/sys/bus/pci/devices/0000:00:02.0"
 ln -s "$TMP/outside/hostname" "$esc/etc/hostname"
 ln -s ../../../../../outside "$esc/sys/devices/pci0000:00/0000:00:01.0/driver"
+# a directory on the way that leads out: sys/kernel -> outside (its iommu_groups/0/type would be read)
+mkdir -p "$TMP/outside/iommu_groups/0"
+echo 0x1234 >"$TMP/outside/iommu_groups/0/type"
+ln -s ../../outside "$esc/sys/kernel"
+mkdir -p "$esc/sys/devices/system"
+ln -s ../../../outside "$esc/sys/devices/system/node"
+mkdir -p "$TMP/outside/node0" && echo 0x1234 >"$TMP/outside/node0/cpulist"
 if bash "$REC" --from "$esc" --to "$TMP/escape-out" 2>"$TMP/escape.log" &&
     [ -f "$TMP/escape-out/sys/devices/pci0000:00/0000:00:01.0/vendor" ] &&
     [ ! -e "$TMP/escape-out/sys/bus/pci/devices/0000:00:02.0" ] &&
