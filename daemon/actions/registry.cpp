@@ -1,4 +1,5 @@
 #include "actions/action.hpp"
+#include "actions/driver_install.hpp"
 #include "actions/platform_fixes.hpp"
 #include "probe/probe.hpp"
 
@@ -10,6 +11,10 @@ const std::vector<std::unique_ptr<Action>>& all_actions() {
     v.push_back(make_acs_fix());
     v.push_back(make_rebar_resize());
     v.push_back(make_kernel_cmdline_fix());
+    v.push_back(make_driver_module());
+    v.push_back(make_driver_userspace());
+    v.push_back(make_driver_options());
+    v.push_back(make_driver_reload());
     return v;
   }();
   return list;

@@ -1,0 +1,398 @@
+#include "actions/driver_install.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "checks/check.hpp"
+#include "nvidia/artifact.hpp"
+#include "nvidia/module_install.hpp"
+#include "nvidia/reload.hpp"
+#include "nvidia/verify.hpp"
+#include "nvidia/version.hpp"
+
+namespace p2pnode::actions {
+namespace {
+using json = nlohmann::json;
+
+std::string running_kernel(const sys::SysRoot& root, const Inventory& inv) {
+  if (!inv.kernel.release.empty()) return inv.kernel.release;
+  return root.read_attr("/proc/sys/kernel/osrelease").value_or("");
+}
+
+sys::CommandResult run_logged(ApplyContext& ctx, std::string_view action, const std::string& subject,
+                              std::vector<std::string> argv, std::chrono::seconds timeout) {
+  sys::Command c;
+  c.argv = std::move(argv);
+  c.timeout = timeout;
+  const auto start = std::chrono::steady_clock::now();
+  c.on_line = [&](std::string_view line, bool) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char b[24];
+    std::snprintf(b, sizeof b, "+%.1f s ", s);
+    if (!line.empty()) ctx.log(action, subject, b + std::string(line));
+  };
+  ctx.log(action, subject, c.display());
+  return ctx.runner.run(c);
+}
+
+// ---------------------------------------------------------------------------------------------
+// driver.module: the patched kernel module through DKMS.
+
+class DriverModule final : public Action {
+ public:
+  std::string_view id() const override { return "driver.module"; }
+
+  std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot& root) const override {
+    std::vector<Step> steps;
+    if (!p.driver || !p.driver->kernel_module) return steps;
+    const auto gaps = nvidia::module_gaps(root, *p.driver);
+    if (gaps.empty()) return steps;
+    const auto t = nvidia::module_target(*p.driver);
+    const auto kernels = nvidia::kernels_with_headers(root);
+    Step s{"driver.module", t.name + "/" + t.version,
+           "verify the source's sha256, place it in " + t.src_dir + " with a generated dkms.conf, then dkms add, "
+           "build and install for " + json(kernels).dump(),
+           false, false, {{"gaps", gaps}, {"kernels", kernels}, {"running_kernel", running_kernel(root, inv)}}};
+    steps.push_back(s);
+    return steps;
+  }
+
+  std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
+    if (!ctx.profile.driver || !ctx.profile.driver->kernel_module) return {};
+    const auto t = nvidia::module_target(*ctx.profile.driver);
+    const std::string subject = t.name + "/" + t.version;
+    auto r = nvidia::install_module(ctx.root, ctx.runner, *ctx.profile.driver, running_kernel(ctx.root, inv),
+                                    [&](std::string_view line) { ctx.log("driver.module", subject, line); });
+    ctx.log("driver.module", subject, std::string(to_string(r.outcome)) + ": " + r.message);
+    return {r};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// driver.userspace: the .run installer of the same version, without its kernel modules.
+
+bool userspace_in_place(const sys::SysRoot& root, const std::string& version) {
+  const auto v = nvidia::userspace_versions(root);
+  return std::find(v.begin(), v.end(), version) != v.end();
+}
+
+class DriverUserspace final : public Action {
+ public:
+  std::string_view id() const override { return "driver.userspace"; }
+
+  std::vector<Step> plan(const Profile& p, const Inventory&, const sys::SysRoot& root) const override {
+    if (!p.driver || !p.driver->userspace_installer || userspace_in_place(root, p.driver->version)) return {};
+    return {Step{"driver.userspace", p.driver->version,
+                 "verify the installer's sha256 and run it with --silent --no-kernel-modules" +
+                     (p.driver->installer_flags.empty() ? std::string() : " " + json(p.driver->installer_flags).dump()),
+                 false, false, {{"installed", nvidia::userspace_versions(root)}, {"wanted", p.driver->version}}}};
+  }
+
+  std::vector<StepResult> apply(ApplyContext& ctx, const Inventory&) const override {
+    const DriverSpec& d = *ctx.profile.driver;
+    StepResult r{"driver.userspace", d.version, StepOutcome::failed, "", json::object(), json::object(), 0};
+    const auto w0 = ctx.root.write_count();
+    r.before["installed"] = nvidia::userspace_versions(ctx.root);
+    if (userspace_in_place(ctx.root, d.version)) {
+      r.outcome = StepOutcome::unchanged;
+      r.message = "libcuda.so." + d.version + " is installed";
+      r.after = r.before;
+      return {r};
+    }
+    auto log = [&](std::string_view line) { ctx.log("driver.userspace", d.version, line); };
+    auto inst = nvidia::fetch_artifact(ctx.root, ctx.runner, *d.userspace_installer, "userspace.installer", log);
+    if (!inst) {
+      r.outcome = StepOutcome::refused;
+      r.message = inst.error().message;
+      r.writes = ctx.root.write_count() - w0;
+      return {r};
+    }
+    std::vector<std::string> argv = {"sh", ctx.root.host_path(inst->path).string(), "--silent", "--no-kernel-modules"};
+    argv.insert(argv.end(), d.installer_flags.begin(), d.installer_flags.end());
+    const auto res = run_logged(ctx, "driver.userspace", d.version, argv, std::chrono::minutes(30));
+    r.writes = ctx.root.write_count() - w0 + 1;
+    r.after["installed"] = nvidia::userspace_versions(ctx.root);
+    r.after["installer_exit"] = res.exited ? res.exit_code : -1;
+    if (!res.success()) {
+      std::string tail;
+      if (auto lg = ctx.root.read_text("/var/log/nvidia-installer.log", 16 << 20)) {
+        const auto pos = lg->size() > 2000 ? lg->size() - 2000 : 0;
+        tail = lg->substr(pos);
+        r.after["installer_log_tail"] = tail;
+      }
+      r.message = "the installer " + inst->path + " failed: " + res.describe() +
+                  (res.err.empty() ? "" : ": " + res.err.substr(0, 500)) + " (see /var/log/nvidia-installer.log)";
+      return {r};
+    }
+    if (!userspace_in_place(ctx.root, d.version)) {
+      r.message = "the installer exited 0 but no libcuda.so." + d.version + " appeared (installed: " +
+                  r.after["installed"].dump() + "): is it the " + d.version + " installer?";
+      return {r};
+    }
+    r.outcome = StepOutcome::changed;
+    r.message = "userspace driver " + d.version + " installed (--silent --no-kernel-modules)";
+    if (!ctx.root.is_dir("/lib/firmware/nvidia/" + d.version))
+      r.message += "; note: no GSP firmware in /lib/firmware/nvidia/" + d.version;
+    ctx.log("driver.userspace", d.version, r.message);
+    return {r};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// driver.options: one modprobe.d file owned by p2pnode.
+
+struct OptionsState {
+  std::string want, have;
+  bool exists = false;
+  std::vector<std::string> others;  // other files with nvidia options or blacklists
+};
+
+OptionsState options_state(const Profile& p, const sys::SysRoot& root) {
+  OptionsState s;
+  s.want = render_modprobe_conf(p.driver->module_options);
+  if (auto t = root.read_text(kModprobeConf)) {
+    s.exists = true;
+    s.have = *t;
+  }
+  const std::string own = std::string(kModprobeConf).substr(std::string("/etc/modprobe.d/").size());
+  for (const auto& f : root.list_dir("/etc/modprobe.d")) {
+    if (f == own || f.size() < 5 || f.substr(f.size() - 5) != ".conf") continue;
+    auto text = root.read_text("/etc/modprobe.d/" + f);
+    if (!text) continue;
+    const auto opts = nvidia::parse_modprobe_options(*text, "nvidia");
+    for (const auto& [k, v] : opts) {
+      auto it = p.driver->module_options.find(k);
+      if (it == p.driver->module_options.end() || it->second != v)
+        s.others.push_back("/etc/modprobe.d/" + f + " sets " + k + "=" + v);
+    }
+    if (text->find("blacklist nvidia\n") != std::string::npos || text->find("blacklist nvidia ") != std::string::npos)
+      s.others.push_back("/etc/modprobe.d/" + f + " blacklists nvidia");
+  }
+  return s;
+}
+
+class DriverOptions final : public Action {
+ public:
+  std::string_view id() const override { return "driver.options"; }
+
+  std::vector<Step> plan(const Profile& p, const Inventory&, const sys::SysRoot& root) const override {
+    if (!p.driver) return {};
+    const auto s = options_state(p, root);
+    if (s.want == s.have && (s.exists || s.want.empty())) return {};
+    if (s.want.empty() && !s.exists) return {};
+    return {Step{"driver.options", kModprobeConf,
+                 s.want.empty() ? "remove " + std::string(kModprobeConf) + " (the profile sets no options)"
+                                : "write the profile's options to " + std::string(kModprobeConf) +
+                                      " (takes effect at the next load of nvidia)",
+                 false, false, {{"before", s.have}, {"wanted", s.want}, {"other_files", s.others}}}};
+  }
+
+  std::vector<StepResult> apply(ApplyContext& ctx, const Inventory&) const override {
+    const DriverSpec& d = *ctx.profile.driver;
+    StepResult r{"driver.options", kModprobeConf, StepOutcome::failed, "", json::object(), json::object(), 0};
+    const auto s = options_state(ctx.profile, ctx.root);
+    r.before = {{"content", s.have}, {"other_files", s.others}};
+    if (auto problem = checks::p2p_type_problem(d.module_options, d.version)) {
+      r.outcome = StepOutcome::refused;
+      r.message = "the profile's options would disable BAR1 P2P: " + *problem;
+      return {r};
+    }
+    const auto w0 = ctx.root.write_count();
+    if (s.want == s.have && (s.exists || s.want.empty())) {
+      r.outcome = StepOutcome::unchanged;
+      r.message = "options already in place";
+    } else if (s.want.empty()) {
+      if (auto st = ctx.root.remove_file(kModprobeConf); !st) {
+        r.message = "removing " + std::string(kModprobeConf) + ": " + st.error().message;
+        return {r};
+      }
+      r.outcome = StepOutcome::changed;
+      r.message = "removed " + std::string(kModprobeConf);
+    } else {
+      (void)ctx.root.make_dirs("/etc/modprobe.d");
+      if (auto st = ctx.root.write_file_atomic(kModprobeConf, s.want); !st) {
+        r.message = "writing " + std::string(kModprobeConf) + ": " + st.error().message;
+        r.writes = ctx.root.write_count() - w0;
+        return {r};
+      }
+      const auto back = ctx.root.read_text(kModprobeConf);
+      if (!back || *back != s.want) {
+        r.message = "wrote " + std::string(kModprobeConf) + " but it reads back differently";
+        r.writes = ctx.root.write_count() - w0;
+        return {r};
+      }
+      r.outcome = StepOutcome::changed;
+      r.message = "wrote " + std::string(kModprobeConf) + "; takes effect at the next load of nvidia";
+    }
+    r.after = {{"content", ctx.root.read_text(kModprobeConf).value_or("")}};
+    if (!s.others.empty()) {
+      r.message += "; other files also configure nvidia (left alone): ";
+      for (std::size_t i = 0; i < s.others.size(); ++i) r.message += (i ? "; " : "") + s.others[i];
+    }
+    r.writes = ctx.root.write_count() - w0;
+    if (r.outcome == StepOutcome::changed) ctx.log("driver.options", kModprobeConf, r.message);
+    return {r};
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// driver.reload: swap the loaded module for the installed one when that is safe.
+
+bool manages_nvidia(const Profile& p, const sys::SysRoot& root) {
+  if (!p.driver || !p.driver->kernel_module) return false;
+  const auto t = nvidia::module_target(*p.driver);
+  return root.is_dir(t.src_dir + "/kernel-open");  // an open-gpu-kernel-modules tree is installed
+}
+
+nvidia::ReloadInputs reload_inputs(const Profile& p, const sys::SysRoot& root, const std::string& kernel) {
+  nvidia::ReloadInputs in;
+  for (const auto& m : nvidia::kUnloadOrder)
+    if (root.is_dir("/sys/module/" + m)) in.loaded.push_back(m);
+  if (auto v = root.read_attr("/sys/module/nvidia/version")) in.loaded_version = *v;
+  if (auto v = root.read_attr("/sys/module/nvidia/srcversion")) in.loaded_srcversion = *v;
+  const std::string ko = nvidia::installed_module_path(root, kernel, "nvidia");
+  if (!ko.empty()) {
+    in.disk_version = p.driver->version;  // the DKMS copy p2pnode built (module_gaps checked its version)
+    in.disk_srcversion = nvidia::ko_srcversion(root, ko);
+  }
+  in.wanted_version = p.driver->version;
+  in.allow_reload = p.driver->allow_reload;
+  in.allow_kill_holders = p.driver->allow_kill_holders;
+  in.holders = nvidia::find_holders(root);
+  return in;
+}
+
+class DriverReload final : public Action {
+ public:
+  std::string_view id() const override { return "driver.reload"; }
+
+  std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot& root) const override {
+    if (!manages_nvidia(p, root)) return {};
+    const auto d = nvidia::decide_reload(reload_inputs(p, root, running_kernel(root, inv)));
+    if (d.kind == nvidia::ReloadKind::not_needed) return {};
+    Step s{"driver.reload", "nvidia", d.reason, d.kind == nvidia::ReloadKind::reboot_required, false,
+           {{"decision", nvidia::to_string(d.kind)}, {"unload", d.unload}}};
+    if (d.kind == nvidia::ReloadKind::reload || d.kind == nvidia::ReloadKind::load)
+      s.description = std::string(d.kind == nvidia::ReloadKind::load ? "load" : "reload") + " the NVIDIA modules: " + d.reason;
+    if (d.kind == nvidia::ReloadKind::refused) s.needs_operator = true;
+    return {s};
+  }
+
+  std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
+    const DriverSpec& d = *ctx.profile.driver;
+    const std::string kernel = running_kernel(ctx.root, inv);
+    StepResult r{"driver.reload", "nvidia", StepOutcome::failed, "", json::object(), json::object(), 0};
+    auto first = nvidia::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel));
+    r.before = {{"decision", nvidia::to_string(first.kind)}, {"reason", first.reason}};
+    if (first.kind == nvidia::ReloadKind::not_needed) {
+      r.outcome = StepOutcome::unchanged;
+      r.message = first.reason;
+      return {r};
+    }
+    if (first.kind == nvidia::ReloadKind::reboot_required || first.kind == nvidia::ReloadKind::refused) {
+      r.outcome = first.kind == nvidia::ReloadKind::refused ? StepOutcome::refused : StepOutcome::reboot_required;
+      r.message = first.reason;
+      return {r};
+    }
+    std::uint64_t changes = 0;
+    auto cmd = [&](std::vector<std::string> argv) {
+      auto res = run_logged(ctx, "driver.reload", "nvidia", std::move(argv), std::chrono::minutes(2));
+      ++changes;
+      return res;
+    };
+    // Stop the units the profile names (those that run), then look again at who holds /dev/nvidia*.
+    std::vector<std::string> stopped;
+    for (const auto& u : d.stop_units) {
+      sys::Command c;
+      c.argv = {"systemctl", "is-active", "--quiet", u};
+      if (!ctx.runner.run(c).success()) continue;
+      if (cmd({"systemctl", "stop", u}).success()) stopped.push_back(u);
+    }
+    auto restart = [&] {
+      for (const auto& u : stopped) cmd({"systemctl", "start", u});
+    };
+    auto decision = nvidia::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel));
+    r.before["holders"] = nvidia::describe(nvidia::find_holders(ctx.root));
+    if (decision.kind == nvidia::ReloadKind::refused) {
+      restart();
+      r.outcome = StepOutcome::refused;
+      r.message = decision.reason;
+      r.writes = changes;
+      return {r};
+    }
+    for (int pid : decision.kill) cmd({"kill", "-TERM", std::to_string(pid)});
+    if (!decision.kill.empty()) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!nvidia::find_holders(ctx.root).empty() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (auto h = nvidia::find_holders(ctx.root); !h.empty()) {
+        restart();
+        r.outcome = StepOutcome::refused;
+        r.message = "processes still hold /dev/nvidia* after SIGTERM: " + nvidia::describe(h) + "; reboot required";
+        r.writes = changes;
+        return {r};
+      }
+    }
+    for (const auto& m : decision.unload) {
+      auto res = cmd({"modprobe", "-r", m});
+      if (!res.success()) {
+        restart();
+        r.message = "unloading " + m + ": modprobe -r " + res.describe() + (res.err.empty() ? "" : ": " + res.err) +
+                    "; the old module stays loaded: reboot required";
+        r.outcome = StepOutcome::reboot_required;
+        r.writes = changes;
+        return {r};
+      }
+    }
+    std::vector<std::string> load = {"nvidia", "nvidia_uvm"};
+    for (const char* m : {"nvidia_modeset", "nvidia_drm", "nvidia_peermem"})
+      if (std::find(decision.unload.begin(), decision.unload.end(), m) != decision.unload.end()) load.emplace_back(m);
+    for (const auto& m : load) {
+      auto res = cmd({"modprobe", m});
+      if (!res.success()) {
+        restart();
+        r.message = "loading " + m + ": modprobe " + res.describe() + (res.err.empty() ? "" : ": " + res.err);
+        r.writes = changes;
+        return {r};
+      }
+    }
+    restart();
+    const auto v = nvidia::verify_driver(ctx.root, ctx.runner, d.version, d.userspace_installer.has_value());
+    r.after = v.observed;
+    r.after["notes"] = v.notes;
+    r.writes = changes;
+    if (!v.ok()) {
+      r.message = "loaded, but: ";
+      for (std::size_t i = 0; i < v.problems.size(); ++i) r.message += (i ? "; " : "") + v.problems[i];
+      return {r};
+    }
+    r.outcome = StepOutcome::changed;
+    r.message = "NVIDIA " + d.version + " loaded from the DKMS copy and verified";
+    ctx.log("driver.reload", "nvidia", r.message);
+    return {r};
+  }
+};
+
+std::string option_value(std::string v) {
+  v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+  const bool plain = !v.empty() && v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,:-+") ==
+                                       std::string::npos;
+  return plain ? v : "\"" + v + "\"";
+}
+
+}  // namespace
+
+std::string render_modprobe_conf(const std::map<std::string, std::string>& options) {
+  if (options.empty()) return {};
+  std::string s = "# Written by p2pnode from the profile's driver.options; `p2pnode apply` rewrites it.\noptions nvidia";
+  for (const auto& [k, v] : options) s += " " + k + "=" + option_value(v);
+  return s + "\n";
+}
+
+std::unique_ptr<Action> make_driver_module() { return std::make_unique<DriverModule>(); }
+std::unique_ptr<Action> make_driver_userspace() { return std::make_unique<DriverUserspace>(); }
+std::unique_ptr<Action> make_driver_options() { return std::make_unique<DriverOptions>(); }
+std::unique_ptr<Action> make_driver_reload() { return std::make_unique<DriverReload>(); }
+
+}  // namespace p2pnode::actions

@@ -1,0 +1,22 @@
+#pragma once
+// The profile's driver section: the patched module through DKMS, its modprobe options, the
+// matching userspace, and a reload when it is safe (else "reboot required").
+#include <map>
+#include <memory>
+#include <string>
+
+#include "actions/action.hpp"
+
+namespace p2pnode::actions {
+
+std::unique_ptr<Action> make_driver_module();     // "driver.module"
+std::unique_ptr<Action> make_driver_userspace();  // "driver.userspace"
+std::unique_ptr<Action> make_driver_options();    // "driver.options"
+std::unique_ptr<Action> make_driver_reload();     // "driver.reload"
+
+inline constexpr const char* kModprobeConf = "/etc/modprobe.d/p2pnode-nvidia.conf";
+
+// Pure: the text of /etc/modprobe.d/p2pnode-nvidia.conf for these options (empty map: "").
+std::string render_modprobe_conf(const std::map<std::string, std::string>& options);
+
+}  // namespace p2pnode::actions
