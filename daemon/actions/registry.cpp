@@ -1,5 +1,6 @@
 #include "actions/action.hpp"
 #include "actions/driver_install.hpp"
+#include "actions/nvme_bind.hpp"
 #include "actions/platform_fixes.hpp"
 #include "probe/probe.hpp"
 
@@ -15,6 +16,7 @@ const std::vector<std::unique_ptr<Action>>& all_actions() {
     v.push_back(make_driver_userspace());
     v.push_back(make_driver_options());
     v.push_back(make_driver_reload());
+    v.push_back(make_nvme_bind());
     return v;
   }();
   return list;
