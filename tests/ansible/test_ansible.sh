@@ -1,0 +1,24 @@
+#!/bin/bash
+# The roll-out playbook, for real: ansible-playbook --syntax-check, then a run with -c local into
+# a scratch prefix (no systemd), and a second run that must change nothing.
+set -uo pipefail
+bin=${1:?usage: test_ansible.sh path/to/p2pnode}
+command -v ansible-playbook >/dev/null || { echo "SKIP: ansible-playbook is not installed (apt-get install ansible-core)"; exit 77; }
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/build/daemon" && cp "$bin" "$work/build/daemon/p2pnode"
+# The prefix is a copy of a recorded node, so `check` inside the play reads a real tree.
+cp -a tests/fixtures/tinybox-6x4090 "$work/root"
+printf '[gpu_nodes]\nlocalhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n' > "$work/inv.ini"
+vars=(-e "p2pnode_bin_dir=$work/build" -e "p2pnode_prefix=$work/root" -e p2pnode_manage_service=false -e p2pnode_install_agent=false)
+pass=0; fail=0
+ok() { echo "ok: $1"; pass=$((pass+1)); }
+bad() { echo "FAIL: $1"; fail=$((fail+1)); }
+ansible-playbook -i "$work/inv.ini" ansible/site.yml --syntax-check >/dev/null && ok "syntax" || bad "syntax"
+if ANSIBLE_NOCOLOR=1 ansible-playbook -i "$work/inv.ini" ansible/site.yml "${vars[@]}" > "$work/run1.log" 2>&1; then ok "first run"; else bad "first run"; tail -30 "$work/run1.log"; fi
+[ -x "$work/root/usr/local/bin/p2pnode" ] && ok "binary installed" || bad "binary installed"
+[ -f "$work/root/etc/p2pnode/profiles/tinybox-6x4090.yaml" ] && ok "profiles installed" || bad "profiles installed"
+[ "$(stat -c %a "$work/root/etc/p2pnode/token" 2>/dev/null)" = 600 ] && ok "token is root-only" || bad "token is root-only"
+grep -q 'listen: "127.0.0.1:9470"' "$work/root/etc/p2pnode/p2pnode.yaml" && ok "config rendered" || bad "config rendered"
+if ANSIBLE_NOCOLOR=1 ansible-playbook -i "$work/inv.ini" ansible/site.yml "${vars[@]}" > "$work/run2.log" 2>&1 && grep -Eq 'changed=0 ' "$work/run2.log"; then ok "second run changes nothing"; else bad "second run changes nothing"; grep -E 'changed:|PLAY RECAP' -A2 "$work/run2.log" | tail -10; fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
