@@ -6,35 +6,55 @@
 
 namespace p2pnode::actions {
 
+namespace {
+// The words of a GRUB_CMDLINE_LINUX(_DEFAULT)= value with the iommu arguments that conflict with
+// `arg` dropped; sets has when arg itself is among them.
+std::string drop_conflicting(std::string value, const std::string& arg, bool& has, int& dropped) {
+  if (!value.empty() && (value.front() == '"' || value.front() == '\'')) {
+    const char quote = value.front();
+    value = value.substr(1, value.rfind(quote) > 0 ? value.rfind(quote) - 1 : std::string::npos);
+  }
+  std::istringstream words(value);
+  std::string w, kept;
+  for (; words >> w;) {
+    if (w == arg) has = true;
+    const bool conflicting = !pci::iommu_cmdline_args(w).empty() && w != arg &&
+                             !(arg == "iommu=pt" && (w == "intel_iommu=on" || w == "amd_iommu=on"));
+    if (conflicting) {
+      ++dropped;
+      continue;
+    }
+    kept += (kept.empty() ? "" : " ") + w;
+  }
+  return kept;
+}
+}  // namespace
+
 std::string edit_grub_default(const std::string& text, const std::string& arg, bool& changed) {
   changed = false;
   std::istringstream in(text);
   std::string line, out;
   bool found = false;
   const std::string key = "GRUB_CMDLINE_LINUX=";
+  // Debian and Ubuntu put "quiet splash" (and often amd_iommu=off) in the _DEFAULT line, which
+  // GRUB appends for normal boots: a conflicting argument there must go too.
+  const std::string default_key = "GRUB_CMDLINE_LINUX_DEFAULT=";
   while (std::getline(in, line)) {
     if (line.rfind(key, 0) == 0) {
       found = true;
-      std::string value = line.substr(key.size());
-      char quote = 0;
-      if (!value.empty() && (value.front() == '"' || value.front() == '\'')) {
-        quote = value.front();
-        value = value.substr(1, value.rfind(quote) > 0 ? value.rfind(quote) - 1 : std::string::npos);
-      }
-      std::istringstream words(value);
-      std::string w, kept;
       bool has = false;
-      for (; words >> w;) {
-        if (w == arg) has = true;
-        const bool conflicting = !pci::iommu_cmdline_args(w).empty() && w != arg &&
-                                 !(arg == "iommu=pt" && (w == "intel_iommu=on" || w == "amd_iommu=on"));
-        if (conflicting) continue;
-        kept += (kept.empty() ? "" : " ") + w;
-      }
+      int dropped = 0;
+      std::string kept = drop_conflicting(line.substr(key.size()), arg, has, dropped);
       if (!has) kept += (kept.empty() ? "" : " ") + arg;
       const std::string new_line = key + "\"" + kept + "\"";
       if (new_line != line) changed = true;
       out += new_line + "\n";
+    } else if (line.rfind(default_key, 0) == 0) {
+      bool has = false;
+      int dropped = 0;
+      const std::string kept = drop_conflicting(line.substr(default_key.size()), arg, has, dropped);
+      if (dropped > 0) changed = true;
+      out += dropped > 0 ? default_key + "\"" + kept + "\"\n" : line + "\n";
     } else {
       out += line + "\n";
     }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -29,7 +30,14 @@ std::vector<Finding> check_sysfs(const Profile&, const Inventory& inv) {
     out.push_back(f);
   }
   for (const auto& d : inv.devices) {
-    if (d.problems.empty() || d.kind == DeviceKind::other || d.kind == DeviceKind::host_bridge) continue;
+    // Unrelated functions stay quiet, unless their identity itself is unreadable: a GPU whose
+    // vendor or class file is garbage is classified "other" and would vanish without a word.
+    const bool identity_unknown = std::any_of(d.problems.begin(), d.problems.end(), [](const std::string& p) {
+      return p.rfind("vendor:", 0) == 0 || p.rfind("device:", 0) == 0 || p.rfind("class:", 0) == 0;
+    });
+    if (d.problems.empty() ||
+        ((d.kind == DeviceKind::other || d.kind == DeviceKind::host_bridge) && !identity_unknown))
+      continue;
     Finding f = make_finding("sysfs.attributes", d.bdf, Severity::warning,
                              std::to_string(d.problems.size()) + " sysfs attribute(s) missing or malformed");
     f.observed = d.problems;

@@ -86,8 +86,8 @@ std::vector<Finding> check_rebar_capability(const Profile& p, const Inventory& i
         f.summary = g->config_size < 4096
                         ? "Resizable BAR capability not visible: only " + std::to_string(g->config_size) +
                               " bytes of config space readable (run as root)"
-                        : "Resizable BAR capability hidden: the extended config space reads as zeros "
-                          "(virtualised config space); judged from the aperture size alone";
+                        : "Resizable BAR capability hidden: the extended config space masks capability "
+                          "IDs (virtualised config space); judged from the aperture size alone";
       } else {
         f.summary = "no Resizable BAR capability";
       }

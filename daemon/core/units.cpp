@@ -54,9 +54,9 @@ std::string unit_list(const std::array<std::pair<std::string_view, double>, N>& 
   return s;
 }
 
-constexpr std::array<std::pair<std::string_view, double>, 10> kSizeUnits{{
+constexpr std::array<std::pair<std::string_view, double>, 9> kSizeUnits{{
     {"B", 1.0}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"", 1.0}}};
+    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}}};
 constexpr std::array<std::pair<std::string_view, double>, 6> kBandwidthUnits{{
     {"B/s", 1.0}, {"KB/s", 1e3}, {"MB/s", 1e6}, {"GB/s", 1e9}, {"MiB/s", 1048576.0},
     {"GiB/s", 1073741824.0}}};
@@ -70,10 +70,17 @@ Result<Bytes> parse_size(std::string_view text) {
   auto parts = split_number(text, "size", "32GiB or 256MiB");
   if (!parts) return parts.error();
   const auto [value, unit] = *parts;
+  // A bare number is almost always a forgotten unit ("gpu_vram: 24"), never 24 bytes on purpose.
+  if (unit.empty())
+    return Error{"'" + std::string(text) + "' has no size unit (expected one of " + unit_list(kSizeUnits) +
+                 "; write " + std::string(trim(text)) + "B for bytes)"};
   const auto* u = find_unit(kSizeUnits, unit);
-  if (!u)
+  if (!u) {
+    std::string hint;
+    if (find_unit(kBandwidthUnits, unit)) hint = "; " + std::string(unit) + " is a bandwidth, a size has no /s";
     return Error{"'" + std::string(text) + "' has an unknown size unit '" + std::string(unit) +
-                 "' (expected one of " + unit_list(kSizeUnits) + ")"};
+                 "' (expected one of " + unit_list(kSizeUnits) + hint + ")"};
+  }
   const double bytes = value * u->second;
   if (bytes > 1.8e19) return Error{"'" + std::string(text) + "' is too large a size"};
   if (bytes != std::floor(bytes))
@@ -85,10 +92,17 @@ Result<Bandwidth> parse_bandwidth(std::string_view text) {
   auto parts = split_number(text, "bandwidth", "25GB/s");
   if (!parts) return parts.error();
   const auto [value, unit] = *parts;
+  if (unit.empty())
+    return Error{"'" + std::string(text) + "' has no bandwidth unit (expected one of " + unit_list(kBandwidthUnits) +
+                 ", e.g. 25GB/s)"};
   const auto* u = find_unit(kBandwidthUnits, unit);
-  if (!u)
+  if (!u) {
+    std::string hint;
+    if (find_unit(kSizeUnits, unit)) hint = "; " + std::string(unit) + " is a size, a bandwidth is per second: " +
+                                            std::string(unit) + "/s";
     return Error{"'" + std::string(text) + "' has an unknown bandwidth unit '" + std::string(unit) +
-                 "' (expected one of " + unit_list(kBandwidthUnits) + ")"};
+                 "' (expected one of " + unit_list(kBandwidthUnits) + hint + ")"};
+  }
   return Bandwidth{value * u->second};
 }
 
@@ -96,9 +110,12 @@ Result<std::chrono::nanoseconds> parse_duration(std::string_view text) {
   auto parts = split_number(text, "duration", "2us, 500ms or 6h");
   if (!parts) return parts.error();
   const auto [value, unit] = *parts;
+  if (unit.empty())
+    return Error{"'" + std::string(text) + "' has no duration unit (expected one of " + unit_list(kDurationUnits) +
+                 ", e.g. 2us or 6h)"};
   const auto* u = find_unit(kDurationUnits, unit);
   if (!u)
-    return Error{"'" + std::string(text) + "' has an unknown or missing duration unit '" +
+    return Error{"'" + std::string(text) + "' has an unknown duration unit '" +
                  std::string(unit) + "' (expected one of " + unit_list(kDurationUnits) + ")"};
   const double ns = value * u->second;
   if (ns > 9.2e18) return Error{"'" + std::string(text) + "' is too long a duration"};
@@ -127,7 +144,9 @@ std::string format_duration(std::chrono::nanoseconds d) {
   if (ns < 1e3) std::snprintf(buf, sizeof buf, "%.0f ns", ns);
   else if (ns < 1e6) std::snprintf(buf, sizeof buf, "%.3g us", ns / 1e3);
   else if (ns < 1e9) std::snprintf(buf, sizeof buf, "%.3g ms", ns / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.3g s", ns / 1e9);
+  else if (ns < 60e9) std::snprintf(buf, sizeof buf, "%.3g s", ns / 1e9);
+  else if (ns < 3600e9) std::snprintf(buf, sizeof buf, "%.3g min", ns / 60e9);
+  else std::snprintf(buf, sizeof buf, "%.3g h", ns / 3600e9);
   return buf;
 }
 

@@ -11,7 +11,7 @@ struct ProcVersion {
   std::string line;     // the NVRM line
   std::string version;  // 550.90.07
   bool open = false;    // "Open Kernel Module"
-  std::string builder;  // tiny@tiny14 (empty when the line has "()" or "nixbld@")
+  std::string builder;  // tiny@tiny14; "nixbld" for "(nixbld@)"; empty for "()"
   std::string gcc;      // the GCC version line
 };
 

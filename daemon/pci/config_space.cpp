@@ -28,8 +28,20 @@ std::optional<std::size_t> find_capability(Bytes cfg, std::uint8_t id) {
 }
 
 bool ext_caps_hidden(Bytes cfg) {
-  const auto h = read32(cfg, 0x100);
-  return !h || *h == 0 || *h == 0xFFFFFFFF;
+  // Virtualised config spaces zero the IDs of the capabilities they mask but keep version and
+  // next pointers (the recorded H100 shows LTR and AER yet masks ReBAR): one masked header, or no
+  // readable header at all, means an absent capability proves nothing.
+  std::size_t ptr = 0x100;
+  std::set<std::size_t> seen;
+  bool any = false;
+  while (ptr >= 0x100 && ptr + 4 <= cfg.size() && seen.insert(ptr).second) {
+    const auto h = read32(cfg, ptr);
+    if (!h || *h == 0 || *h == 0xFFFFFFFF) break;
+    if ((*h & 0xFFFF) == 0) return true;
+    any = true;
+    ptr = (*h >> 20) & 0xFFC;
+  }
+  return !any;
 }
 
 std::optional<std::size_t> find_ext_capability(Bytes cfg, std::uint16_t id) {
@@ -38,7 +50,7 @@ std::optional<std::size_t> find_ext_capability(Bytes cfg, std::uint16_t id) {
   while (ptr >= 0x100 && ptr + 4 <= cfg.size() && seen.insert(ptr).second) {
     const auto h = read32(cfg, ptr);
     if (!h || *h == 0 || *h == 0xFFFFFFFF) return std::nullopt;
-    if ((*h & 0xFFFF) == id) return ptr;
+    if ((*h & 0xFFFF) == id && id != 0) return ptr;
     ptr = (*h >> 20) & 0xFFC;
   }
   return std::nullopt;

@@ -22,7 +22,8 @@ std::optional<std::uint32_t> read32(Bytes cfg, std::size_t off);
 std::optional<std::size_t> find_capability(Bytes cfg, std::uint8_t id);
 // Offset of an extended capability (from 0x100); nullopt when absent or the area is unreadable.
 std::optional<std::size_t> find_ext_capability(Bytes cfg, std::uint16_t id);
-// True when the extended area is shorter than 4 KiB or its header is zero (virtualised configs).
+// True when the extended area is shorter than 4 KiB, its header is zero, or a header in the chain
+// has its ID zeroed (virtualised configs mask capabilities that way, as the recorded H100's does).
 bool ext_caps_hidden(Bytes cfg);
 
 // PMCSR D-state (0-3) from the PM capability.

@@ -141,7 +141,11 @@ void read_driver(MapReader& root, Profile& p) {
       for (const auto& kv : o) {
         const std::string k = kv.first.Scalar();
         if (k.rfind("NVreg_", 0) != 0)
-          m->diag().add(kv.first, m->child_path("options." + k), "expected an NVreg_* module option name");
+          m->diag().add(kv.first, m->child_path("options." + k),
+                        "expected an NVreg_* module option name, found '" + k + "'" +
+                            (k.rfind("RM", 0) == 0 ? " (registry keys such as " + k +
+                                                         " go inside NVreg_RegistryDwords: \"" + k + "=1\")"
+                                                   : std::string()));
         else if (!kv.second.IsScalar())
           m->diag().add(kv.second, m->child_path("options." + k), "expected a scalar value, found " + describe_node(kv.second));
         else
@@ -233,6 +237,16 @@ LoadResult load_profile_text(std::string_view text, const std::string& file_name
   LoadResult out{std::nullopt, Diagnostics(file_name)};
   auto doc = parse_yaml_text(text, out.diagnostics, kMaxProfileBytes);
   if (!doc) return out;
+  if (doc->IsNull()) {
+    out.diagnostics.add(0, 0, "", "the file has only comments or blank lines; expected a YAML mapping with "
+                                  "apiVersion, kind and metadata");
+    return out;
+  }
+  if (!doc->IsMap()) {
+    out.diagnostics.add(*doc, "", "expected a YAML mapping with apiVersion, kind and metadata at the top, found " +
+                                      describe_node(*doc));
+    return out;
+  }
   MapReader root(*doc, "", out.diagnostics,
                  {"apiVersion", "kind", "metadata", "match", "platform", "driver", "nvme", "selftest"});
   if (!root.valid()) return out;

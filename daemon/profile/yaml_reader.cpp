@@ -133,10 +133,12 @@ std::optional<std::string> closest(std::string_view word, const std::vector<std:
     return prev[b.size()];
   };
   std::optional<std::string> best;
-  std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
+  std::size_t best_d = std::string_view::npos;
   for (auto k : known) {
     const std::size_t d = distance(word, k);
-    if (d < best_d) {
+    // A third of the longer word may differ: 'passthru' still finds 'passthrough'.
+    const std::size_t limit = std::max<std::size_t>(2, std::max(word.size(), k.size()) / 3) + 1;
+    if (d < limit && d < best_d) {
       best_d = d;
       best = std::string(k);
     }

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -170,6 +171,31 @@ CommandResult ProcessRunner::run(const Command& cmd) {
   for (auto& s : streams) {
     emit_lines(s, cmd, true);
     if (s.fd >= 0) ::close(s.fd);
+  }
+  // A child may close its output and keep running (a daemonising script): the time limit still
+  // holds, so wait on a pidfd with the time left rather than blocking in waitpid.
+  if (!res.timed_out) {
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) {
+        res.timed_out = true;
+        ::kill(-pid, SIGKILL);
+        break;
+      }
+      if (pidfd >= 0) {
+        pollfd p{pidfd, POLLIN, 0};
+        const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+        if (n > 0) break;
+        if (n < 0 && errno != EINTR) break;
+      } else {
+        // No pidfd (kernel < 5.3): look every few milliseconds.
+        siginfo_t info{};
+        if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) break;
+        ::poll(nullptr, 0, 5);
+      }
+    }
+    if (pidfd >= 0) ::close(pidfd);
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
