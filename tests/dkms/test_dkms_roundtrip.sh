@@ -1,0 +1,181 @@
+#!/bin/bash
+# The real DKMS round trip of issue 5, on this machine's /usr/src, /var/lib/dkms and /lib/modules:
+# `p2pnode apply` builds and installs a small test module with a patch through DKMS; then
+#  - dkms status says installed, and the patch is visible in the built .ko (modinfo);
+#  - a second apply runs no dkms build (a dkms wrapper on PATH counts the calls);
+#  - a corrupted sha256 refuses and changes nothing;
+#  - a patch that does not apply fails with DKMS's exit code (6) and leaves the install intact.
+# Modules are never loaded here (this machine's kernel cannot); the VM harness does that.
+# Usage: bash tests/dkms/test_dkms_roundtrip.sh <path-to-p2pnode>     (root; exit 77 = skipped)
+set -euo pipefail
+P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+say() { echo "== $*"; }
+
+[ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
+command -v jq >/dev/null || skip "jq is missing (scripts/install-deps.sh test installs it)"
+export DEBIAN_FRONTEND=noninteractive
+if ! command -v dkms >/dev/null; then
+  apt-get install -y -qq --no-install-recommends dkms >/dev/null 2>&1 || skip "dkms is not installed and apt-get could not install it"
+fi
+DKMS_BIN=$(command -v dkms)
+
+# A kernel with headers: the newest /lib/modules entry that has build/, or whose headers apt can install.
+KV=""
+for k in $(ls /lib/modules | sort -V -r); do
+  if [ -d "/lib/modules/$k/build" ]; then KV=$k; break; fi
+  if apt-get install -y -qq --no-install-recommends "linux-headers-$k" >/dev/null 2>&1 && [ -d "/lib/modules/$k/build" ]; then
+    KV=$k; break
+  fi
+done
+[ -n "$KV" ] || skip "no kernel in /lib/modules has headers and apt-get could not install linux-headers for any"
+say "building against $KV"
+
+TMP=$(mktemp -d /tmp/p2pnode-dkms.XXXXXX)
+RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+NAME=p2ptest-$RND
+KO=p2ptest_$RND
+VER=1.$((RND % 100000))
+cleanup() {
+  "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1 || true
+  rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
+         /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \
+         /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* /var/lib/p2pnode/dkms/trial
+  rmdir /var/lib/p2pnode/dkms/stage /var/lib/p2pnode/dkms/logs /var/lib/p2pnode/dkms/prev 2>/dev/null || true
+  find /lib/modules -name "$KO.ko*" -delete 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# The module source: one .c and a Kbuild Makefile, and a -p1 patch that changes a modinfo string.
+mkdir -p "$TMP/src" "$TMP/bin"
+cat > "$TMP/src/$KO.c" <<C
+#include <linux/module.h>
+#include <linux/init.h>
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("p2pnode DKMS round-trip test module");
+MODULE_INFO(p2pnode_patch, "unpatched");
+static int __init p2ptest_init(void) { pr_info("p2ptest: loaded\n"); return 0; }
+static void __exit p2ptest_exit(void) {}
+module_init(p2ptest_init);
+module_exit(p2ptest_exit);
+C
+echo "obj-m += $KO.o" > "$TMP/src/Makefile"
+mkdir -p "$TMP/a" "$TMP/b"
+cp "$TMP/src/$KO.c" "$TMP/a/"
+sed 's/"unpatched"/"applied-by-dkms"/' "$TMP/src/$KO.c" > "$TMP/b/$KO.c"
+(cd "$TMP" && diff -u "a/$KO.c" "b/$KO.c" > "$TMP/0001-mark.patch" || true)
+# A patch that cannot apply: its context is not in the file.
+cat > "$TMP/0002-broken.patch" <<P
+--- a/$KO.c
++++ b/$KO.c
+@@ -1,3 +1,3 @@
+ #include <linux/this_line_is_not_there.h>
+-int nothing_here;
++int still_nothing;
+ /* end */
+P
+tree_sha() { (cd "$1" && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1); }
+SRC_SHA=$(tree_sha "$TMP/src")
+P1_SHA=$(sha256sum "$TMP/0001-mark.patch" | cut -d' ' -f1)
+P2_SHA=$(sha256sum "$TMP/0002-broken.patch" | cut -d' ' -f1)
+
+profile() {  # profile <file> <patch sha256> [second patch lines]
+  cat > "$1" <<Y
+apiVersion: p2pnode/v1
+kind: NodeProfile
+metadata:
+  name: dkms-roundtrip
+  description: the DKMS round-trip test module
+driver:
+  version: "$VER"
+  kernel_module:
+    name: $NAME
+    source:
+      path: $TMP/src
+      sha256: $SRC_SHA
+    patches:
+      - path: $TMP/0001-mark.patch
+        sha256: $2
+$3
+Y
+}
+profile "$TMP/good.yaml" "$P1_SHA" ""
+BAD_SHA=$(echo "$P1_SHA" | tr '0-9a-f' '1-9a-f0')
+profile "$TMP/corrupt.yaml" "$BAD_SHA" ""
+profile "$TMP/broken.yaml" "$P1_SHA" "      - path: $TMP/0002-broken.patch
+        sha256: $P2_SHA"
+
+# A dkms wrapper that records every call, so "builds nothing" is counted, not guessed.
+cat > "$TMP/bin/dkms" <<W
+#!/bin/bash
+echo "\$*" >> "$TMP/dkms.calls"
+exec "$DKMS_BIN" "\$@"
+W
+chmod +x "$TMP/bin/dkms"
+touch "$TMP/dkms.calls"
+apply() {  # apply <profile> <json-out>; prints p2pnode's exit status
+  local rc=0
+  PATH="$TMP/bin:$PATH" "$P2PNODE" apply --root / --profile "$1" --json > "$2" 2> "$2.log" || rc=$?
+  echo $rc
+}
+step() { jq -c --arg a "$2" '[.steps[] | select(.action == $a)][0]' "$1"; }
+builds() { grep -c '^build' "$TMP/dkms.calls" || true; }
+state() {  # everything that must not change on a refused or failed apply
+  { "$DKMS_BIN" status -m "$NAME"; tree_sha "/usr/src/$NAME-$VER"; sha256sum "/lib/modules/$KV/updates/dkms/$KO.ko"*; } 2>&1
+}
+
+say "1. first apply builds and installs $NAME/$VER"
+t0=$(date +%s.%N)
+rc=$(apply "$TMP/good.yaml" "$TMP/1.json")
+t1=$(date +%s.%N)
+s=$(step "$TMP/1.json" driver.module)
+[ "$rc" = 0 ] || { cat "$TMP/1.json.log"; fail "first apply exited $rc: $s"; }
+[ "$(jq -r .outcome <<<"$s")" = changed ] || fail "first apply: driver.module is not 'changed': $s"
+"$DKMS_BIN" status -m "$NAME" | grep -q "$NAME/$VER, $KV, .*: installed" || fail "dkms status does not say installed: $("$DKMS_BIN" status -m "$NAME")"
+KOFILE=$(ls /lib/modules/"$KV"/updates/dkms/"$KO".ko* | head -1)
+[ "$(modinfo -F p2pnode_patch "$KOFILE")" = applied-by-dkms ] || fail "the patch is not in the built module: $(modinfo "$KOFILE")"
+grep -q "^'make'" <(grep '^MAKE' "/usr/src/$NAME-$VER/dkms.conf" | cut -d'"' -f2) || fail "MAKE is not quoted in dkms.conf"
+[ -f "/usr/src/$NAME-$VER/patches/01-0001-mark.patch" ] || fail "the patch is not in /usr/src/$NAME-$VER/patches/"
+awk -v a="$t0" -v b="$t1" 'BEGIN { printf "   first apply (fetch, stage, dkms add/build/install): %.1f s wall\n", b - a }'
+echo "   built module: $KOFILE"
+
+say "2. second apply builds nothing"
+before_builds=$(builds)
+LOG=$(ls /var/lib/dkms/"$NAME"/"$VER"/"$KV"/*/log/make.log)
+log_mtime=$(stat -c %Y "$LOG")
+rc=$(apply "$TMP/good.yaml" "$TMP/2.json")
+[ "$rc" = 0 ] || fail "second apply exited $rc"
+[ "$(builds)" = "$before_builds" ] || fail "second apply ran dkms build: $(cat "$TMP/dkms.calls")"
+[ "$(stat -c %Y "$LOG")" = "$log_mtime" ] || fail "second apply wrote a new make.log"
+[ "$(jq '.writes' "$TMP/2.json")" = 0 ] || fail "second apply wrote something: $(cat "$TMP/2.json")"
+p=$(PATH="$TMP/bin:$PATH" "$P2PNODE" plan --root / --profile "$TMP/good.yaml" --json | jq '[.steps[] | select(.action == "driver.module")] | length')
+[ "$p" = 0 ] || fail "plan still has a driver.module step after the install"
+
+say "3. a corrupted sha256 refuses and changes nothing"
+before=$(state); before_calls=$(wc -l < "$TMP/dkms.calls")
+rc=$(apply "$TMP/corrupt.yaml" "$TMP/3.json")
+s=$(step "$TMP/3.json" driver.module)
+[ "$rc" != 0 ] || fail "apply with a corrupted sha256 succeeded: $s"
+[ "$(jq -r .outcome <<<"$s")" = refused ] || fail "corrupted sha256: not refused: $s"
+jq -r .message <<<"$s" | grep -q "sha256 mismatch" || fail "corrupted sha256: the message does not say so: $s"
+[ "$(state)" = "$before" ] || fail "corrupted sha256 changed the machine"
+grep -v '^status' <(tail -n +$((before_calls + 1)) "$TMP/dkms.calls") | grep -q . && fail "corrupted sha256 ran dkms: $(tail -n +$((before_calls + 1)) "$TMP/dkms.calls")"
+echo "   $(jq -r .message <<<"$s" | cut -c1-160)"
+
+say "4. a patch that does not apply fails with DKMS's exit code and leaves the install intact"
+before=$(state)
+rc=$(apply "$TMP/broken.yaml" "$TMP/4.json")
+s=$(step "$TMP/4.json" driver.module)
+[ "$rc" != 0 ] || fail "apply with a broken patch succeeded: $s"
+[ "$(jq -r .outcome <<<"$s")" = failed ] || fail "broken patch: not failed: $s"
+[ "$(jq -r .after.dkms_exit_code <<<"$s")" = 6 ] || fail "broken patch: DKMS exit code is not 6: $s"
+[ "$(state)" = "$before" ] || fail "the failed build changed the installed module: before: $before after: $(state)"
+echo "   $(jq -r .message <<<"$s" | cut -c1-200)"
+
+say "5. back to the good profile: nothing to do"
+rc=$(apply "$TMP/good.yaml" "$TMP/5.json")
+[ "$rc" = 0 ] && [ "$(jq '.writes' "$TMP/5.json")" = 0 ] || fail "after the failed update, the good profile is not in place: $(cat "$TMP/5.json")"
+
+echo "PASS: DKMS round trip ($NAME/$VER on $KV)"
