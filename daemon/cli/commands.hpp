@@ -26,5 +26,7 @@ std::optional<Profile> choose_profile(const ProfileChoice& choice, const Invento
 void register_check(CLI::App& app);
 void register_profiles(CLI::App& app);
 void register_plan_apply(CLI::App& app);
+void register_serve(CLI::App& app);
+void register_status(CLI::App& app);
 
 }  // namespace p2pnode::cli

@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   p2pnode::cli::register_check(app);
   p2pnode::cli::register_profiles(app);
   p2pnode::cli::register_plan_apply(app);
+  p2pnode::cli::register_serve(app);
+  p2pnode::cli::register_status(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -1,0 +1,204 @@
+// `p2pnode serve`: the daemon. The main thread owns signals and the systemd watchdog; the engine
+// reconciles on its own thread; the API server answers from published snapshots.
+#include <signal.h>
+
+#include <cerrno>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "engine/config.hpp"
+#include "engine/engine.hpp"
+#include "http/server.hpp"
+#include "service/device_monitor.hpp"
+#include "service/systemd.hpp"
+
+namespace p2pnode::cli {
+
+namespace {
+struct ServeOptions {
+  std::string config;
+  std::string root = "/";
+  std::string listen;
+  std::string port_file;
+  bool verbose = false;
+};
+
+// Against a recorded tree (--root) the daemon must not run dkms or update-grub on this host.
+class RefusingRunner final : public sys::CommandRunner {
+ public:
+  sys::CommandResult run(const sys::Command& cmd) override {
+    sys::CommandResult r;
+    r.start_failed = true;
+    r.err = "not run: the daemon serves a recorded tree (--root), so it runs no commands but the agent: " + cmd.display();
+    return r;
+  }
+};
+
+std::string status_line(const engine::Snapshot& s) {
+  const auto& st = s.state;
+  std::string line = std::string(engine::to_string(st.state)) + ": profile " + (st.profile.empty() ? "none" : st.profile) +
+                     ", " + std::to_string(st.devices.value("gpus", nlohmann::json::array()).size()) + " GPU(s)";
+  if (st.selftest) line += ", self-test " + st.selftest->verdict;
+  if (!st.reasons.empty())
+    line += "; " + st.reasons.front() + (st.reasons.size() > 1 ? " (+" + std::to_string(st.reasons.size() - 1) + " more)" : "");
+  return line;
+}
+
+std::optional<engine::DaemonConfig> load_config(const ServeOptions& o, const sys::SysRoot& root, const engine::LogFn& log,
+                                                std::string* problem) {
+  const bool explicit_file = !o.config.empty();
+  const std::string file = explicit_file ? o.config : root.host_path("/etc/p2pnode/p2pnode.yaml").string();
+  std::error_code ec;
+  if (!explicit_file && !std::filesystem::exists(file, ec)) {
+    log({engine::LogLevel::notice, "no " + file + ": using the built-in defaults", "", "config", ""});
+    return engine::DaemonConfig{};
+  }
+  auto loaded = engine::load_config_file(file);
+  if (!loaded.config) {
+    *problem = "the configuration is not valid:\n" + loaded.diagnostics.format();
+    return std::nullopt;
+  }
+  return loaded.config;
+}
+
+void apply_listen_override(const ServeOptions& o, engine::DaemonConfig& c) {
+  if (o.listen.empty()) return;
+  std::string why;
+  auto a = engine::parse_listen(o.listen, &why);
+  if (!a) throw CLI::ValidationError("--listen", why);
+  c.listen = *a;
+}
+
+void load_token(const sys::SysRoot& root, const engine::DaemonConfig& c, http::ApiServer& server, const engine::LogFn& log) {
+  auto t = http::read_token_file(root.host_path(c.token_file));
+  if (t) {
+    server.set_token(*t, "");
+    return;
+  }
+  server.set_token("", t.error().message);
+  log({engine::LogLevel::warning, t.error().message + "; POST /v1/reconcile and /v1/selftest are disabled", "", "config", ""});
+}
+
+int run_serve(const ServeOptions& o) {
+  const sys::SysRoot root(o.root);
+  const engine::LogFn log = service::make_logger(o.verbose);
+  std::string problem;
+  auto config = load_config(o, root, log, &problem);
+  if (!config) {
+    std::cerr << "p2pnode serve: " << problem;
+    log({engine::LogLevel::error, problem, "", "config", ""});
+    return kUsage;
+  }
+  apply_listen_override(o, *config);
+  if (!config->listen.is_loopback() && !config->allow_non_loopback) {
+    std::cerr << "p2pnode serve: " << config->listen.display()
+              << " is not a loopback address; set allow_non_loopback: true in the configuration to listen beyond this host\n";
+    return kUsage;
+  }
+
+  // Signals go to this thread only: block them before any other thread starts.
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&mask, s);
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  sys::ProcessRunner agent_runner;
+  sys::ProcessRunner host_runner;
+  RefusingRunner refusing;
+  const bool real_root = std::filesystem::weakly_canonical(o.root) == "/";
+  sys::CommandRunner& action_runner = real_root ? static_cast<sys::CommandRunner&>(host_runner) : refusing;
+
+  auto ready_sent = std::make_shared<std::atomic<bool>>(false);
+  engine::EngineDeps deps{root, action_runner, agent_runner, log, [ready_sent](const engine::Snapshot& s) {
+                            if (!ready_sent->exchange(true)) service::notify_ready(status_line(s));
+                            else service::notify_status(status_line(s));
+                          }};
+  engine::Engine engine(deps, *config, P2PNODE_VERSION);
+
+  http::ServerOptions hopt;
+  hopt.listen = config->listen;
+  hopt.threads = config->http_threads;
+  hopt.max_body = config->http_max_body;
+  http::ApiServer server(engine, hopt);
+  auto port = server.bind();
+  if (!port) {
+    std::cerr << "p2pnode serve: " << port.error().message << "\n";
+    log({engine::LogLevel::error, port.error().message, "", "http", ""});
+    return 1;
+  }
+  engine::ListenAddress bound = config->listen;
+  bound.port = *port;
+  if (!o.port_file.empty()) std::ofstream(o.port_file) << *port << "\n";
+  log({engine::LogLevel::notice, "listening on " + bound.display() + " (profiles " + config->profiles_dir + ", state " +
+                                     config->state_file() + ")", "", "http", ""});
+  load_token(root, *config, server, log);
+  service::notify_status("reconciling: the first pass since start");
+  engine.start();
+  server.start();
+  std::unique_ptr<service::DeviceMonitor> monitor;
+  if (config->device_monitor && real_root) {
+    monitor = std::make_unique<service::DeviceMonitor>(engine, log);
+    if (auto st = monitor->start(); !st) {
+      log({engine::LogLevel::warning, "PCI hotplug monitor not started: " + st.error().message, "", "monitor", ""});
+      monitor.reset();
+    }
+  }
+
+  const auto ping = service::watchdog_ping_interval();
+  const auto tick = ping ? std::min<std::chrono::microseconds>(*ping, std::chrono::seconds(1)) : std::chrono::seconds(1);
+  for (;;) {
+    timespec ts{static_cast<time_t>(tick.count() / 1000000), static_cast<long>((tick.count() % 1000000) * 1000)};
+    const int sig = sigtimedwait(&mask, nullptr, &ts);
+    if (ping) service::notify_watchdog();
+    if (sig == SIGTERM || sig == SIGINT) {
+      log({engine::LogLevel::notice, std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"), "", "signal", ""});
+      break;
+    }
+    if (sig != SIGHUP) continue;
+    service::notify_reloading();
+    std::string why;
+    auto fresh = load_config(o, root, log, &why);
+    if (fresh) {
+      try {
+        apply_listen_override(o, *fresh);
+      } catch (const CLI::Error&) {
+      }
+      if (fresh->listen.display() != config->listen.display() && o.listen.empty())
+        log({engine::LogLevel::warning, "the listen address changed to " + fresh->listen.display() +
+                                            "; it takes effect on restart", "", "config", ""});
+      config = fresh;
+      engine.set_config(*config);
+      load_token(root, *config, server, log);
+      log({engine::LogLevel::notice, "configuration reloaded", "", "reload", ""});
+    } else {
+      log({engine::LogLevel::error, "reload refused, keeping the running configuration: " + why, "", "reload", ""});
+      engine.set_config_problem("reload refused, the previous configuration is in use: " + why);
+    }
+    engine.request("reload", false);
+    service::notify_ready(status_line(*engine.snapshot()));
+  }
+  service::notify_stopping();
+  if (monitor) monitor->stop();
+  server.stop();
+  engine.stop();
+  return kOk;
+}
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  auto* cmd = app.add_subcommand("serve", "Run the daemon: reconcile, self-test on a schedule, serve REST and /metrics");
+  cmd->add_option("--config", o->config, "Daemon configuration (default ROOT/etc/p2pnode/p2pnode.yaml; built-in defaults when absent)");
+  cmd->add_option("--root", o->root, "Treat DIR as the filesystem root (a recorded machine); runs no commands but the agent")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--listen", o->listen, "HOST:PORT to listen on (port 0: any free port), overrides the configuration");
+  cmd->add_option("--port-file", o->port_file, "Write the bound port to this file once listening");
+  cmd->add_flag("-v,--verbose", o->verbose, "Log debug messages too");
+  cmd->callback([o] { throw CLI::RuntimeError(run_serve(*o)); });
+}
+
+}  // namespace p2pnode::cli

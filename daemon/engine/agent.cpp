@@ -1,0 +1,332 @@
+#include "engine/agent.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "pci/topology.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+namespace p2pnode::engine {
+
+namespace {
+using json = nlohmann::json;
+
+struct Bad {
+  std::string message;
+};
+
+// Field access that names the path of what is wrong.
+const json& field(const json& j, const std::string& path, const char* key) {
+  if (!j.is_object()) throw Bad{path + ": expected an object"};
+  auto it = j.find(key);
+  if (it == j.end()) throw Bad{(path.empty() ? "" : path + ".") + key + ": missing"};
+  return *it;
+}
+std::string sub(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }
+
+std::string get_string(const json& j, const std::string& path, const char* key) {
+  const json& v = field(j, path, key);
+  if (!v.is_string()) throw Bad{sub(path, key) + ": expected a string, found " + v.type_name()};
+  return v.get<std::string>();
+}
+double get_number(const json& j, const std::string& path, const char* key, bool non_negative = true) {
+  const json& v = field(j, path, key);
+  if (!v.is_number()) throw Bad{sub(path, key) + ": expected a number, found " + std::string(v.type_name())};
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || (non_negative && d < 0)) throw Bad{sub(path, key) + ": " + v.dump() + " is out of range"};
+  return d;
+}
+std::int64_t get_int(const json& j, const std::string& path, const char* key, std::int64_t min, std::int64_t max) {
+  const json& v = field(j, path, key);
+  if (!v.is_number_integer()) throw Bad{sub(path, key) + ": expected an integer, found " + v.dump().substr(0, 40)};
+  const auto i = v.get<std::int64_t>();
+  if (i < min || i > max) throw Bad{sub(path, key) + ": " + std::to_string(i) + " is out of range"};
+  return i;
+}
+std::optional<double> opt_median(const json& cell, const std::string& path, const char* key) {
+  auto it = cell.find(key);
+  if (it == cell.end() || it->is_null()) return std::nullopt;
+  return get_number(*it, sub(path, key), "median");
+}
+std::string one_of(const std::string& v, const std::string& path, std::initializer_list<const char*> words) {
+  for (const char* w : words)
+    if (v == w) return v;
+  throw Bad{path + ": unexpected value '" + v.substr(0, 40) + "'"};
+}
+
+AgentCell parse_cell(const json& c, const std::string& path, std::size_t n_devices, const std::string& shape) {
+  if (!c.is_object()) throw Bad{path + ": expected an object"};
+  AgentCell cell;
+  cell.status = one_of(get_string(c, path, "status"), sub(path, "status"), {"passed", "failed", "waived"});
+  if (c.contains("reason")) cell.reason = get_string(c, path, "reason");
+  const auto max_index = static_cast<std::int64_t>(n_devices) - 1;
+  if (shape == "pair") {
+    cell.src = static_cast<int>(get_int(c, path, "src", 0, max_index));
+    cell.dst = static_cast<int>(get_int(c, path, "dst", 0, max_index));
+  } else {
+    cell.gpu = static_cast<int>(get_int(c, path, "gpu", 0, max_index));
+  }
+  cell.bandwidth_gbps = opt_median(c, path, "bandwidth_gbps");
+  cell.direction_bandwidth_gbps = opt_median(c, path, "direction_bandwidth_gbps");
+  cell.latency_ns = opt_median(c, path, "latency_ns");
+  cell.h2d_gbps = opt_median(c, path, "h2d_bandwidth_gbps");
+  cell.d2h_gbps = opt_median(c, path, "d2h_bandwidth_gbps");
+  if (c.contains("peer_access") && !c["peer_access"].is_null()) cell.peer_access = get_number(c, path, "peer_access");
+  if (auto it = c.find("integrity"); it != c.end()) {
+    if (!it->is_array()) throw Bad{sub(path, "integrity") + ": expected an array"};
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const std::string p = sub(path, "integrity") + "[" + std::to_string(i) + "]";
+      cell.integrity_bad_bytes += static_cast<std::uint64_t>(get_int((*it)[i], p, "bad_bytes", 0, INT64_MAX));
+      cell.integrity_checked_bytes += static_cast<std::uint64_t>(get_int((*it)[i], p, "checked_bytes", 0, INT64_MAX));
+    }
+  }
+  return cell;
+}
+
+std::string gbps(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f GB/s", v);
+  return b;
+}
+}  // namespace
+
+const AgentDevice* AgentResult::device(int index) const {
+  for (const auto& d : devices)
+    if (d.index == index) return &d;
+  return nullptr;
+}
+
+int json_nesting_depth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escape = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escape) escape = false;
+      else if (ch == '\\') escape = true;
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    else if (ch == '[' || ch == '{') deepest = std::max(deepest, ++depth);
+    else if (ch == ']' || ch == '}') --depth;
+  }
+  return deepest;
+}
+
+Result<AgentResult> parse_agent_result(std::string_view text) {
+  if (text.size() > kMaxAgentOutputBytes)
+    return Error{"the agent printed " + std::to_string(text.size()) + " bytes; at most " +
+                 std::to_string(kMaxAgentOutputBytes) + " are accepted"};
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return Error{"the agent printed nothing on stdout"};
+  if (json_nesting_depth(text) > kMaxJsonDepth)
+    return Error{"the agent's output nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    std::string head(text.substr(first, 60));
+    for (auto& ch : head)
+      if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7f) ch = '?';
+    return Error{"the agent's output is not valid JSON (" + std::to_string(text.size()) + " bytes, starting '" + head + "')"};
+  }
+  return check_agent_document(std::move(doc));
+}
+
+Result<AgentResult> check_agent_document(nlohmann::json j) {
+  try {
+    if (!j.is_object()) throw Bad{"the document is not a JSON object"};
+    const auto version = get_int(j, "", "schema_version", INT64_MIN, INT64_MAX);
+    if (version != kAgentSchemaVersion)
+      throw Bad{"schema_version " + std::to_string(version) + " is not supported (expected " +
+                std::to_string(kAgentSchemaVersion) + ")"};
+    AgentResult r;
+    const json& agent = field(j, "", "agent");
+    if (get_string(agent, "agent", "name") != "p2pnode-agent") throw Bad{"agent.name: expected 'p2pnode-agent'"};
+    r.agent_version = get_string(agent, "agent", "version");
+    r.started_at = get_string(j, "", "started_at");
+    r.duration_s = get_number(j, "", "duration_s");
+    r.status = one_of(get_string(j, "", "status"), "status", {"passed", "failed", "error"});
+    r.exit_code = static_cast<int>(get_int(j, "", "exit_code", 0, 255));
+    if (r.exit_code != 0 && r.exit_code != 1 && r.exit_code != 3) throw Bad{"exit_code: expected 0, 1 or 3"};
+    const json& err = field(j, "", "error");
+    if (!err.is_null() && !err.is_string()) throw Bad{"error: expected a string or null"};
+    if (err.is_string()) r.error = err.get<std::string>();
+    const json& devs = field(j, "", "devices");
+    if (!devs.is_array()) throw Bad{"devices: expected an array"};
+    if (devs.size() > 64) throw Bad{"devices: " + std::to_string(devs.size()) + " devices; at most 64 are accepted"};
+    for (std::size_t i = 0; i < devs.size(); ++i) {
+      const std::string p = "devices[" + std::to_string(i) + "]";
+      AgentDevice d;
+      d.index = static_cast<int>(get_int(devs[i], p, "index", 0, 63));
+      d.name = get_string(devs[i], p, "name");
+      d.uuid = get_string(devs[i], p, "uuid");
+      d.pci_bus_id = get_string(devs[i], p, "pci_bus_id");
+      if (d.index != static_cast<int>(i)) throw Bad{p + ".index: expected " + std::to_string(i)};
+      r.devices.push_back(std::move(d));
+    }
+    const json& cases = field(j, "", "cases");
+    if (!cases.is_array()) throw Bad{"cases: expected an array"};
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const std::string p = "cases[" + std::to_string(i) + "]";
+      AgentCase c;
+      c.key = get_string(cases[i], p, "key");
+      c.status = one_of(get_string(cases[i], p, "status"), p + ".status", {"passed", "failed", "waived"});
+      c.shape = one_of(get_string(cases[i], p, "shape"), p + ".shape", {"pair", "gpu"});
+      if (cases[i].contains("reason")) c.reason = get_string(cases[i], p, "reason");
+      c.duration_s = get_number(cases[i], p, "duration_s");
+      const json& cells = field(cases[i], p, "cells");
+      if (!cells.is_array()) throw Bad{p + ".cells: expected an array"};
+      for (std::size_t k = 0; k < cells.size(); ++k)
+        c.cells.push_back(parse_cell(cells[k], p + ".cells[" + std::to_string(k) + "]", r.devices.size(), c.shape));
+      r.cases.push_back(std::move(c));
+    }
+    const json& s = field(j, "", "summary");
+    r.cases_passed = static_cast<std::uint64_t>(get_int(s, "summary", "cases_passed", 0, INT64_MAX));
+    r.cases_failed = static_cast<std::uint64_t>(get_int(s, "summary", "cases_failed", 0, INT64_MAX));
+    r.cases_waived = static_cast<std::uint64_t>(get_int(s, "summary", "cases_waived", 0, INT64_MAX));
+    r.integrity_checked_bytes = static_cast<std::uint64_t>(get_int(s, "summary", "integrity_checked_bytes", 0, INT64_MAX));
+    r.integrity_bad_bytes = static_cast<std::uint64_t>(get_int(s, "summary", "integrity_bad_bytes", 0, INT64_MAX));
+    // A document that contradicts itself is a lying agent.
+    const bool says_pass = r.status == "passed";
+    if (says_pass != (r.exit_code == 0)) throw Bad{"status '" + r.status + "' contradicts exit_code " + std::to_string(r.exit_code)};
+    if (says_pass && r.cases_failed > 0) throw Bad{"status 'passed' with " + std::to_string(r.cases_failed) + " failed case(s)"};
+    r.raw = std::move(j);
+    return r;
+  } catch (const Bad& b) {
+    return Error{"the agent's document is not valid: " + b.message};
+  } catch (const json::exception& e) {
+    return Error{std::string("the agent's document is not valid: ") + e.what()};
+  }
+}
+
+Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, const Inventory& inv) {
+  Judgement j;
+  auto worse = [&](const char* verdict) {
+    static const std::vector<std::string> order = {"passed", "below_threshold", "failed", "error"};
+    auto rank = [&](const std::string& v) { return std::find(order.begin(), order.end(), v) - order.begin(); };
+    if (rank(verdict) > rank(j.verdict)) j.verdict = verdict;
+  };
+  if (r.status == "error") {
+    worse("error");
+    j.reasons.push_back("the agent could not run its tests: " + (r.error.empty() ? std::string("no reason given") : r.error));
+    return j;
+  }
+  auto addr = [&](std::optional<int> i) {
+    const AgentDevice* d = i ? r.device(*i) : nullptr;
+    return d ? d->pci_bus_id : std::string("gpu ") + (i ? std::to_string(*i) : "?");
+  };
+  auto pair_class = [&](int a, int b) -> std::string {
+    const AgentDevice *da = r.device(a), *db = r.device(b);
+    if (!da || !db) return "any";
+    const PciDevice *pa = inv.find(da->pci_bus_id), *pb = inv.find(db->pci_bus_id);
+    if (!pa || !pb) return "any";
+    return pci::to_string(pci::classify_pair(*pa, *pb));
+  };
+  std::uint64_t bad_bytes = r.integrity_bad_bytes;
+  std::uint64_t cell_bad = 0;
+  for (const auto& c : r.cases) {
+    if (c.status == "failed") {
+      worse("failed");
+      j.reasons.push_back(c.key + " failed" + (c.reason.empty() ? "" : ": " + c.reason));
+    }
+    for (const auto& cell : c.cells) {
+      cell_bad += cell.integrity_bad_bytes;
+      if (cell.status == "failed" && c.status != "failed") {
+        worse("failed");
+        j.reasons.push_back(c.key + " " + addr(cell.src ? cell.src : cell.gpu) + (cell.dst ? "→" + addr(cell.dst) : "") +
+                            " failed" + (cell.reason.empty() ? "" : ": " + cell.reason));
+      }
+      if (!cell.src || !cell.dst) continue;
+      const bool bw_case = c.key == "ce_write_bandwidth" || c.key == "ce_read_bandwidth" ||
+                           c.key == "sm_write_bandwidth" || c.key == "sm_read_bandwidth";
+      if (bw_case && cell.bandwidth_gbps && !spec.min_bandwidth.empty()) {
+        const std::string cls = pair_class(*cell.src, *cell.dst);
+        auto it = spec.min_bandwidth.find(cls);
+        if (it == spec.min_bandwidth.end()) it = spec.min_bandwidth.find("any");
+        if (it != spec.min_bandwidth.end() && *cell.bandwidth_gbps < it->second.gbps()) {
+          worse("below_threshold");
+          j.reasons.push_back(c.key + " " + addr(cell.src) + "→" + addr(cell.dst) + " (" + cls + "): " +
+                              gbps(*cell.bandwidth_gbps) + ", below the profile's " + gbps(it->second.gbps()));
+        }
+      }
+      if (c.key == "latency" && cell.latency_ns && spec.max_latency) {
+        const double limit_ns = static_cast<double>(spec.max_latency->count());
+        if (*cell.latency_ns > limit_ns) {
+          worse("below_threshold");
+          char b[128];
+          std::snprintf(b, sizeof b, ": %.0f ns, above the profile's %.0f ns", *cell.latency_ns, limit_ns);
+          j.reasons.push_back("latency " + addr(cell.src) + "→" + addr(cell.dst) + b);
+        }
+      }
+    }
+  }
+  bad_bytes = std::max(bad_bytes, cell_bad);
+  if (bad_bytes > spec.max_integrity_errors) {
+    worse("failed");
+    j.reasons.push_back("integrity: " + std::to_string(bad_bytes) + " corrupted byte(s) in P2P copies (the profile allows " +
+                        std::to_string(spec.max_integrity_errors) + ")");
+  }
+  if (r.cases_passed == 0 && j.verdict == "passed") {
+    worse("below_threshold");
+    j.reasons.push_back("no self-test case ran: all " + std::to_string(r.cases_waived) + " were waived");
+  }
+  if (r.status == "failed" && j.verdict == "passed") {
+    worse("failed");
+    j.reasons.push_back("the agent reported a failure (" + std::to_string(r.cases_failed) + " case(s) failed)");
+  }
+  return j;
+}
+
+AgentRun run_agent(sys::CommandRunner& runner, const std::string& path, const std::vector<std::string>& args,
+                   std::chrono::nanoseconds time_limit, const SelftestSpec& spec, const Inventory& inv) {
+  AgentRun run;
+  run.started_unix = static_cast<std::int64_t>(std::time(nullptr));
+  sys::Command cmd;
+  cmd.argv = {path, "--json"};
+  cmd.argv.insert(cmd.argv.end(), args.begin(), args.end());
+  cmd.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(time_limit);
+  cmd.max_output_bytes = kMaxAgentOutputBytes + 1;  // one more byte tells "too big" from "just fits"
+  const auto t0 = std::chrono::steady_clock::now();
+  run.process = runner.run(cmd);
+  run.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto& j = run.judgement;
+  const auto& p = run.process;
+  auto stderr_tail = [&] {
+    std::string e = p.err.size() > 300 ? p.err.substr(p.err.size() - 300) : p.err;
+    while (!e.empty() && (e.back() == '\n' || e.back() == ' ')) e.pop_back();
+    return e.empty() ? std::string() : " (stderr: " + e + ")";
+  };
+  if (p.start_failed) {
+    j = {"error", {"the agent " + path + " could not be started: " + p.describe()}};
+    return run;
+  }
+  if (p.timed_out) {
+    j = {"error", {"the agent hung: no result within " + format_duration(time_limit) + "; its process group was killed"}};
+    return run;
+  }
+  if (!p.exited) {
+    j = {"error", {"the agent crashed: " + p.describe() + stderr_tail()}};
+    return run;
+  }
+  if (p.out_truncated || p.out.size() > kMaxAgentOutputBytes) {
+    j = {"error", {"the agent printed more than " + std::to_string(kMaxAgentOutputBytes) + " bytes"}};
+    return run;
+  }
+  auto parsed = parse_agent_result(p.out);
+  if (!parsed) {
+    j = {"error", {parsed.error().message + "; agent " + p.describe() + stderr_tail()}};
+    return run;
+  }
+  if (parsed->exit_code != p.exit_code) {
+    j = {"error", {"the agent exited " + std::to_string(p.exit_code) + " but its document says exit_code " +
+                   std::to_string(parsed->exit_code)}};
+    return run;
+  }
+  j = judge_agent_result(*parsed, spec, inv);
+  run.result = std::move(parsed).value();
+  return run;
+}
+
+}  // namespace p2pnode::engine

@@ -1,0 +1,92 @@
+#pragma once
+// The self-test agent as the daemon sees it: a program that prints one JSON document
+// (api/agent-result.schema.json, schema_version 1). The daemon runs it with a time limit, then
+// parses and checks the document, and never trusts it blindly: bounded size and nesting, every
+// field it uses type-checked, indices in range. A hung, crashed or lying agent is a verdict.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/inventory.hpp"
+#include "core/profile.hpp"
+#include "core/result.hpp"
+#include "sys/command_runner.hpp"
+
+namespace p2pnode::engine {
+
+constexpr int kAgentSchemaVersion = 1;
+constexpr std::size_t kMaxAgentOutputBytes = 4 << 20;
+constexpr int kMaxJsonDepth = 32;
+
+struct AgentSummary {  // statistics over the timed samples; the median is the figure
+  double median = 0;
+};
+
+struct AgentCell {
+  std::optional<int> src, dst, gpu;  // pair cells: src/dst; gpu cells: gpu
+  std::string status;                // passed, failed, waived
+  std::string reason;
+  std::optional<double> bandwidth_gbps, direction_bandwidth_gbps, latency_ns;
+  std::optional<double> h2d_gbps, d2h_gbps;
+  std::optional<double> peer_access;
+  std::uint64_t integrity_bad_bytes = 0, integrity_checked_bytes = 0;
+};
+
+struct AgentCase {
+  std::string key, status, shape, reason;
+  double duration_s = 0;
+  std::vector<AgentCell> cells;
+};
+
+struct AgentDevice {
+  int index = 0;
+  std::string name, uuid, pci_bus_id;
+};
+
+struct AgentResult {
+  std::string agent_version, started_at, status, error;
+  int exit_code = 0;
+  double duration_s = 0;
+  std::vector<AgentDevice> devices;
+  std::vector<AgentCase> cases;
+  std::uint64_t cases_passed = 0, cases_failed = 0, cases_waived = 0;
+  std::uint64_t integrity_checked_bytes = 0, integrity_bad_bytes = 0;
+  nlohmann::json raw;  // the whole document, as checked
+
+  const AgentDevice* device(int index) const;
+};
+
+// Deepest nesting of arrays and objects outside strings; guards the recursive JSON parser.
+int json_nesting_depth(std::string_view text);
+// Parses and checks one agent document. Errors say what was wrong and where ("cases[2].cells[0].src: …").
+Result<AgentResult> parse_agent_result(std::string_view text);
+// The same checks on an already parsed document (the one kept in the state file).
+Result<AgentResult> check_agent_document(nlohmann::json doc);
+
+// The verdict on one self-test, against the profile's thresholds.
+struct Judgement {
+  std::string verdict = "passed";  // passed, below_threshold, failed, error
+  std::vector<std::string> reasons;
+};
+// Bandwidth thresholds are per pair class (PIX, PXB, PHB, NODE, SYS; "any" otherwise), the class
+// taken from the inventory's PCI paths for the two GPUs' addresses.
+Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, const Inventory& inv);
+
+struct AgentRun {
+  Judgement judgement;
+  std::optional<AgentResult> result;
+  sys::CommandResult process;
+  std::int64_t started_unix = 0;
+  double duration_s = 0;
+};
+// Runs `<path> --json <args…>` with the time limit, then parses and judges what it printed.
+AgentRun run_agent(sys::CommandRunner& runner, const std::string& path, const std::vector<std::string>& args,
+                   std::chrono::nanoseconds time_limit, const SelftestSpec& spec, const Inventory& inv);
+
+}  // namespace p2pnode::engine

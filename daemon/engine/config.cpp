@@ -1,0 +1,133 @@
+#include "engine/config.hpp"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace p2pnode::engine {
+
+using profile::MapReader;
+
+std::string ListenAddress::display() const {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+bool ListenAddress::is_loopback() const {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::optional<ListenAddress> parse_listen(std::string_view text, std::string* why) {
+  auto fail = [&](std::string m) -> std::optional<ListenAddress> {
+    if (why) *why = std::move(m);
+    return std::nullopt;
+  };
+  ListenAddress a;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return fail("expected [IPv6]:PORT");
+    a.host = std::string(text.substr(1, close - 1));
+    port = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) return fail("expected HOST:PORT, e.g. 127.0.0.1:9470");
+    a.host = std::string(text.substr(0, colon));
+    if (a.host.find(':') != std::string::npos) return fail("an IPv6 address goes in brackets: [::1]:9470");
+    port = text.substr(colon + 1);
+  }
+  int p = -1;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (ec != std::errc() || ptr != port.data() + port.size() || p < 0 || p > 65535)
+    return fail("the port must be a number from 0 to 65535, found '" + std::string(port) + "'");
+  if (a.host.empty() || a.host.find_first_of(" /\t") != std::string::npos) return fail("the host is empty or has spaces");
+  a.port = p;
+  return a;
+}
+
+namespace {
+void absolute_path(MapReader& m, std::string_view key, std::string& out) {
+  if (auto v = m.string(key)) {
+    if (v->empty() || v->front() != '/') m.diag().add(m.get(key), m.child_path(key), "expected an absolute path, found '" + *v + "'");
+    else out = *v;
+  }
+}
+}  // namespace
+
+ConfigLoad load_config_text(std::string_view text, const std::string& file_name) {
+  ConfigLoad out{std::nullopt, profile::Diagnostics(file_name)};
+  auto doc = profile::parse_yaml_text(text, out.diagnostics, 256 * 1024);
+  if (!doc) return out;
+  DaemonConfig c;
+  c.source_file = file_name;
+  if (doc->IsNull()) {  // an empty file: every default
+    out.config = c;
+    return out;
+  }
+  MapReader root(*doc, "", out.diagnostics,
+                 {"apiVersion", "kind", "listen", "allow_non_loopback", "token_file", "profiles_dir", "state_dir",
+                  "agent", "selftest", "apply", "http", "device_monitor"});
+  if (!root.valid()) return out;
+  if (auto v = root.string("apiVersion"); v && *v != "p2pnode/v1")
+    out.diagnostics.add(root.get("apiVersion"), "apiVersion", "expected 'p2pnode/v1', found '" + *v + "'");
+  if (auto v = root.string("kind"); v && *v != "DaemonConfig")
+    out.diagnostics.add(root.get("kind"), "kind", "expected 'DaemonConfig', found '" + *v + "'");
+  if (auto v = root.boolean("allow_non_loopback")) c.allow_non_loopback = *v;
+  if (auto v = root.string("listen")) {
+    std::string why;
+    if (auto a = parse_listen(*v, &why)) c.listen = *a;
+    else out.diagnostics.add(root.get("listen"), "listen", why);
+    if (!c.listen.is_loopback() && !c.allow_non_loopback)
+      out.diagnostics.add(root.get("listen"), "listen",
+                          "'" + *v + "' is not a loopback address; set allow_non_loopback: true to listen beyond this host");
+  }
+  absolute_path(root, "token_file", c.token_file);
+  absolute_path(root, "profiles_dir", c.profiles_dir);
+  absolute_path(root, "state_dir", c.state_dir);
+  if (auto v = root.boolean("apply")) c.apply = *v;
+  if (auto v = root.boolean("device_monitor")) c.device_monitor = *v;
+  if (auto a = root.map("agent", {"path", "args"})) {
+    absolute_path(*a, "path", c.agent_path);
+    c.agent_args = a->string_list("args");
+  }
+  if (auto s = root.map("selftest", {"schedule", "time_limit", "on_start"})) {
+    if (auto v = s->duration("schedule")) {
+      if (*v < std::chrono::minutes(1)) s->diag().add(s->get("schedule"), s->child_path("schedule"), "expected at least 1m between self-tests");
+      else c.selftest_schedule = *v;
+    }
+    if (auto v = s->duration("time_limit")) {
+      if (v->count() <= 0) s->diag().add(s->get("time_limit"), s->child_path("time_limit"), "expected a duration above zero");
+      else c.selftest_time_limit = *v;
+    }
+    if (auto v = s->boolean("on_start")) c.selftest_on_start = *v;
+  }
+  if (auto h = root.map("http", {"threads", "max_body"})) {
+    if (auto v = h->integer("threads", 1, 64)) c.http_threads = static_cast<int>(*v);
+    if (auto v = h->size("max_body")) {
+      if (*v < 1024 || *v > (16u << 20)) h->diag().add(h->get("max_body"), h->child_path("max_body"), "expected 1KiB to 16MiB");
+      else c.http_max_body = *v;
+    }
+  }
+  if (out.diagnostics.empty()) out.config = std::move(c);
+  return out;
+}
+
+ConfigLoad load_config_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    ConfigLoad r{std::nullopt, profile::Diagnostics(file.string())};
+    r.diagnostics.add(0, 0, "", std::filesystem::exists(file, ec) ? "not a regular file" : "no such file");
+    return r;
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) {
+    ConfigLoad r{std::nullopt, profile::Diagnostics(file.string())};
+    r.diagnostics.add(0, 0, "", "cannot read the file");
+    return r;
+  }
+  return load_config_text(ss.str(), file.string());
+}
+
+}  // namespace p2pnode::engine

@@ -1,0 +1,54 @@
+#pragma once
+// The daemon's own settings (/etc/p2pnode/p2pnode.yaml), read as strictly as profiles: every
+// problem names the file, line and column. Paths are inside the SysRoot, except agent.path,
+// which is a program on the host.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profile/yaml_reader.hpp"
+
+namespace p2pnode::engine {
+
+struct ListenAddress {
+  std::string host = "127.0.0.1";
+  int port = 9470;  // 0: any free port (tests)
+  std::string display() const;
+  bool is_loopback() const;
+};
+// "127.0.0.1:9470", "[::1]:9470", "0.0.0.0:9470"; nullopt with the reason in *why.
+std::optional<ListenAddress> parse_listen(std::string_view text, std::string* why = nullptr);
+
+struct DaemonConfig {
+  std::string source_file;  // where it was read from; empty: built-in defaults
+  ListenAddress listen;
+  std::string token_file = "/etc/p2pnode/token";
+  std::string profiles_dir = "/etc/p2pnode/profiles";
+  std::string state_dir = "/var/lib/p2pnode";
+  std::string agent_path = "/usr/libexec/p2pnode/p2pnode-agent";
+  std::vector<std::string> agent_args;  // extra arguments after --json
+  // Self-test: the profile's schedule unless overridden here; run one when the daemon starts.
+  std::optional<std::chrono::nanoseconds> selftest_schedule;
+  std::optional<std::chrono::nanoseconds> selftest_time_limit;
+  bool selftest_on_start = true;
+  bool apply = true;  // false: check and plan only, never change the box
+  int http_threads = 8;
+  std::uint64_t http_max_body = 64 * 1024;
+  bool allow_non_loopback = false;  // listening beyond loopback must be said twice
+  bool device_monitor = true;       // reconcile on PCI add/remove of devices the profile names
+
+  std::string state_file() const { return state_dir + "/state.json"; }
+};
+
+struct ConfigLoad {
+  std::optional<DaemonConfig> config;  // set only when there are no diagnostics
+  profile::Diagnostics diagnostics;
+};
+
+ConfigLoad load_config_text(std::string_view text, const std::string& file_name);
+ConfigLoad load_config_file(const std::filesystem::path& file);
+
+}  // namespace p2pnode::engine

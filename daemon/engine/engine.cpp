@@ -1,0 +1,202 @@
+#include "engine/engine.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+#include "engine/metrics.hpp"
+#include "engine/reconcile.hpp"
+
+namespace p2pnode::engine {
+
+const char* to_string(RequestResult r) {
+  switch (r) {
+    case RequestResult::started: return "started";
+    case RequestResult::queued: return "queued";
+    case RequestResult::already_queued: return "already_queued";
+  }
+  return "?";
+}
+
+Engine::Engine(EngineDeps deps, DaemonConfig config, std::string version)
+    : deps_(std::move(deps)), version_(std::move(version)), config_(std::move(config)) {
+  runtime_.version = version_;
+  runtime_.started_unix = static_cast<std::int64_t>(std::time(nullptr));
+  heartbeat_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() {
+  {
+    std::lock_guard lk(mu_);
+    StateStore store(deps_.root, config_.state_file());
+    StateLoad loaded = store.load();
+    runtime_.state_file = config_.state_file();
+    runtime_.config_file = config_.source_file;
+    if (loaded.loaded) {
+      state_ = std::move(loaded.state);
+      state_.state = NodeState::starting;  // nothing is decided until this daemon reconciles
+      state_.reasons = {"the first reconcile since the daemon started has not finished"};
+      if (deps_.log) deps_.log({LogLevel::info, "state loaded from " + store.path(), "", "state", ""});
+    } else {
+      runtime_.state_problem = "state file " + loaded.problem;
+      state_.reasons = {"the first reconcile since the daemon started has not finished"};
+      if (deps_.log) deps_.log({LogLevel::warning, "state file " + loaded.problem, "", "state", ""});
+    }
+    // A stored self-test counts unless the daemon is told to test on start.
+    pending_ = true;
+    pending_trigger_ = "start";
+    pending_selftest_ = config_.selftest_on_start || !state_.selftest;
+    publish();
+  }
+  thread_ = std::thread([this] { worker(); });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+RequestResult Engine::request(const std::string& trigger, bool selftest) {
+  RequestResult r;
+  {
+    std::lock_guard lk(mu_);
+    if (pending_) {
+      r = RequestResult::already_queued;
+    } else {
+      r = running_ ? RequestResult::queued : RequestResult::started;
+      pending_ = true;
+      pending_trigger_ = trigger;
+    }
+    pending_selftest_ = pending_selftest_ || selftest;
+    publish();
+  }
+  cv_.notify_all();
+  return r;
+}
+
+void Engine::set_config(DaemonConfig config) {
+  std::lock_guard lk(mu_);
+  config_ = std::move(config);
+  runtime_.config_file = config_.source_file;
+  runtime_.config_problem.clear();
+  publish();
+}
+
+void Engine::set_config_problem(std::string problem) {
+  std::lock_guard lk(mu_);
+  runtime_.config_problem = std::move(problem);
+  publish();
+}
+
+DaemonConfig Engine::config() const {
+  std::lock_guard lk(mu_);
+  return config_;
+}
+
+std::shared_ptr<const Snapshot> Engine::snapshot() const {
+  std::lock_guard lk(mu_);
+  return snapshot_;
+}
+
+std::chrono::steady_clock::time_point Engine::heartbeat() const {
+  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(heartbeat_ns_.load()));
+}
+
+std::optional<std::chrono::system_clock::time_point> Engine::next_selftest_locked() const {
+  const auto interval = selftest_interval(config_, state_);
+  if (!interval) return std::nullopt;
+  // From the last attempt, or the last pass that wanted one and skipped it (a blocked node must
+  // not loop on a due self-test it cannot run).
+  std::int64_t last = state_.selftest ? state_.selftest->started_unix : runtime_.started_unix;
+  last = std::max(last, last_selftest_request_unix_);
+  return std::chrono::system_clock::from_time_t(static_cast<std::time_t>(last)) +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(*interval);
+}
+
+void Engine::publish() {
+  runtime_.reconcile_running = running_;
+  runtime_.reconcile_queued = pending_;
+  if (auto next = next_selftest_locked(); next && decided_)
+    runtime_.next_selftest_unix = static_cast<std::int64_t>(std::chrono::system_clock::to_time_t(*next));
+  else
+    runtime_.next_selftest_unix.reset();
+  auto s = std::make_shared<Snapshot>();
+  s->state = state_;
+  s->ready = state_.state == NodeState::ready;
+  s->decided = decided_;
+  s->status = status_body(state_, runtime_).dump();
+  s->readyz = readyz_body(state_).dump();
+  s->findings = findings_body(state_).dump();
+  s->findings_table = state_.findings_table;
+  s->devices = devices_body(state_).dump();
+  s->topology = topology_body(state_).dump();
+  s->plan = plan_body(state_).dump();
+  s->selftest = selftest_body(state_).dump();
+  s->metrics = render_metrics(state_, runtime_);
+  snapshot_ = std::move(s);
+}
+
+void Engine::worker() {
+  std::unique_lock lk(mu_);
+  for (;;) {
+    heartbeat_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+    if (stopping_) return;
+    if (!pending_) {
+      // Sleep until a request, the next scheduled self-test, or a heartbeat tick.
+      auto wake = std::chrono::system_clock::now() + std::chrono::seconds(1);
+      auto next = decided_ ? next_selftest_locked() : std::nullopt;
+      if (next && *next <= std::chrono::system_clock::now()) {
+        pending_ = true;
+        pending_trigger_ = "schedule";
+        pending_selftest_ = true;
+      } else {
+        if (next && *next < wake) wake = *next;
+        cv_.wait_until(lk, wake);
+        continue;
+      }
+    }
+    const std::string trigger = pending_trigger_;
+    const bool selftest = pending_selftest_;
+    if (selftest) last_selftest_request_unix_ = static_cast<std::int64_t>(std::time(nullptr));
+    pending_ = false;
+    pending_selftest_ = false;
+    running_ = true;
+    const DaemonConfig config = config_;
+    RecordedState working = state_;
+    publish();
+    lk.unlock();
+
+    PassContext ctx{deps_.root, deps_.action_runner, deps_.agent_runner, config, deps_.log, trigger, selftest};
+    try {
+      reconcile_pass(ctx, working);
+    } catch (const std::exception& e) {  // a bug in a step must not take the daemon down
+      working.state = NodeState::failed;
+      working.reasons = {std::string("reconcile aborted: ") + e.what()};
+      working.reconcile_runs["failed"]++;
+      if (deps_.log) deps_.log({LogLevel::error, working.reasons.front(), "", "reconcile", ""});
+    }
+    StateStore store(deps_.root, config.state_file());
+    const Status saved = store.save(working);
+    if (!saved && deps_.log) deps_.log({LogLevel::error, saved.error().message, "", "record", ""});
+
+    lk.lock();
+    state_ = std::move(working);
+    runtime_.state_file = config.state_file();
+    if (!saved) runtime_.state_problem = saved.error().message;
+    else if (runtime_.state_problem.rfind("writing", 0) == 0) runtime_.state_problem.clear();
+    decided_ = true;
+    running_ = false;
+    publish();
+    auto snap = snapshot_;
+    lk.unlock();
+    if (deps_.on_record) deps_.on_record(*snap);
+    lk.lock();
+  }
+}
+
+}  // namespace p2pnode::engine

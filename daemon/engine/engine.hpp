@@ -1,0 +1,87 @@
+#pragma once
+// The engine: one worker thread runs reconcile passes one at a time. A request while one runs
+// is queued once (requests merge, they do not stack). After every pass the state is stored and
+// a Snapshot of every response body is published; HTTP handlers only read snapshots.
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "engine/config.hpp"
+#include "engine/log.hpp"
+#include "engine/state.hpp"
+#include "engine/views.hpp"
+#include "sys/command_runner.hpp"
+#include "sys/sysroot.hpp"
+
+namespace p2pnode::engine {
+
+// Every body the API serves, rendered once per change.
+struct Snapshot {
+  RecordedState state;
+  bool ready = false;
+  bool decided = false;  // a reconcile has decided the state since the daemon started
+  std::string status, readyz, findings, findings_table, devices, topology, plan, selftest, metrics;
+};
+
+struct EngineDeps {
+  const sys::SysRoot& root;
+  sys::CommandRunner& action_runner;
+  sys::CommandRunner& agent_runner;
+  LogFn log;
+  // Called on the worker thread after each pass is recorded (sd_notify READY/STATUS).
+  std::function<void(const Snapshot&)> on_record;
+};
+
+enum class RequestResult { started, queued, already_queued };
+const char* to_string(RequestResult r);
+
+class Engine {
+ public:
+  Engine(EngineDeps deps, DaemonConfig config, std::string version);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Loads the state file, publishes the first snapshot and starts the worker with a "start" pass.
+  void start();
+  void stop();
+
+  RequestResult request(const std::string& trigger, bool selftest);
+  // A new config applies from the next pass on; problem is shown in /v1/status (empty: clear).
+  void set_config(DaemonConfig config);
+  void set_config_problem(std::string problem);
+  DaemonConfig config() const;
+
+  std::shared_ptr<const Snapshot> snapshot() const;
+  // The worker's last sign of life (for the systemd watchdog): steady clock.
+  std::chrono::steady_clock::time_point heartbeat() const;
+  bool pass_running() const { return running_.load(); }
+
+ private:
+  void worker();
+  void publish();  // builds a Snapshot from state_ and the runtime, under mu_
+  std::optional<std::chrono::system_clock::time_point> next_selftest_locked() const;
+
+  EngineDeps deps_;
+  std::string version_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  DaemonConfig config_;
+  RecordedState state_;
+  Runtime runtime_;
+  bool decided_ = false;
+  std::int64_t last_selftest_request_unix_ = 0;  // a pass that wanted one (it may have been skipped)
+  bool pending_ = false, pending_selftest_ = false, stopping_ = false;
+  std::string pending_trigger_;
+  std::atomic<bool> running_{false};
+  std::atomic<std::int64_t> heartbeat_ns_{0};
+  std::shared_ptr<const Snapshot> snapshot_;
+  std::thread thread_;
+};
+
+}  // namespace p2pnode::engine

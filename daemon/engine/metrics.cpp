@@ -1,0 +1,172 @@
+#include "engine/metrics.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+#include "engine/agent.hpp"
+
+namespace p2pnode::engine {
+
+namespace {
+using json = nlohmann::json;
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Registry;
+
+Family<Gauge>& gauge(Registry& r, const char* name, const char* help) {
+  return BuildGauge().Name(name).Help(help).Register(r);
+}
+
+std::string str_or(const json& j, const char* key, const char* fallback = "") {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+std::optional<double> num(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+void pair_metrics(Registry& reg, const AgentResult& r) {
+  auto& bw = gauge(reg, "p2pnode_p2p_bandwidth_bytes_per_second",
+                   "Median P2P copy bandwidth of the last self-test, from gpu to peer_gpu (write), peer_gpu to gpu (read) or both");
+  auto& lat = gauge(reg, "p2pnode_p2p_latency_seconds",
+                    "Median latency of a dependent load by gpu from peer_gpu's memory in the last self-test");
+  auto& integ = gauge(reg, "p2pnode_p2p_integrity_error_bytes",
+                      "Bytes that arrived corrupted in P2P copies from gpu to peer_gpu in the last self-test");
+  auto& access = gauge(reg, "p2pnode_p2p_access", "1 when gpu can access peer_gpu's memory (last self-test)");
+  auto& host = gauge(reg, "p2pnode_gpu_host_bandwidth_bytes_per_second",
+                     "Median host-to-device (h2d) and device-to-host (d2h) bandwidth in the last self-test");
+  auto bdf = [&](std::optional<int> i) {
+    const AgentDevice* d = i ? r.device(*i) : nullptr;
+    return d ? d->pci_bus_id : std::string();
+  };
+  std::map<std::pair<std::string, std::string>, double> bad;
+  for (const auto& c : r.cases) {
+    std::string engine, direction;
+    if (c.key == "ce_write_bandwidth") engine = "ce", direction = "write";
+    else if (c.key == "ce_read_bandwidth") engine = "ce", direction = "read";
+    else if (c.key == "ce_bidir_bandwidth") engine = "ce", direction = "bidirectional";
+    else if (c.key == "sm_write_bandwidth") engine = "sm", direction = "write";
+    else if (c.key == "sm_read_bandwidth") engine = "sm", direction = "read";
+    for (const auto& cell : c.cells) {
+      if (cell.gpu) {
+        const std::string g = bdf(cell.gpu);
+        if (cell.h2d_gbps) host.Add({{"gpu", g}, {"direction", "h2d"}}).Set(*cell.h2d_gbps * 1e9);
+        if (cell.d2h_gbps) host.Add({{"gpu", g}, {"direction", "d2h"}}).Set(*cell.d2h_gbps * 1e9);
+        continue;
+      }
+      if (!cell.src || !cell.dst) continue;
+      const std::string g = bdf(cell.src), p = bdf(cell.dst);
+      if (!engine.empty() && cell.bandwidth_gbps)
+        bw.Add({{"gpu", g}, {"peer_gpu", p}, {"engine", engine}, {"direction", direction}}).Set(*cell.bandwidth_gbps * 1e9);
+      if (c.key == "latency" && cell.latency_ns) lat.Add({{"gpu", g}, {"peer_gpu", p}}).Set(*cell.latency_ns * 1e-9);
+      if (c.key == "peer_access" && cell.peer_access) access.Add({{"gpu", g}, {"peer_gpu", p}}).Set(*cell.peer_access);
+      if (!cell.integrity_checked_bytes) continue;
+      bad[{g, p}] += static_cast<double>(cell.integrity_bad_bytes);
+    }
+  }
+  for (const auto& [k, v] : bad) integ.Add({{"gpu", k.first}, {"peer_gpu", k.second}}).Set(v);
+}
+
+void device_metrics(Registry& reg, const RecordedState& s) {
+  auto& aperture = gauge(reg, "p2pnode_gpu_aperture_bytes", "Size of the GPU's VRAM aperture (the large prefetchable BAR)");
+  auto& speed = gauge(reg, "p2pnode_gpu_link_speed_transfers_per_second", "Current PCIe link speed of the GPU");
+  auto& max_speed = gauge(reg, "p2pnode_gpu_link_max_speed_transfers_per_second", "Maximum PCIe link speed of the GPU");
+  auto& width = gauge(reg, "p2pnode_gpu_link_width_lanes", "Current PCIe link width of the GPU");
+  auto& max_width = gauge(reg, "p2pnode_gpu_link_max_width_lanes", "Maximum PCIe link width of the GPU");
+  for (const auto& g : s.devices.value("gpus", json::array())) {
+    const prometheus::Labels l = {{"gpu", str_or(g, "bdf")}};
+    if (auto v = num(g, "aperture_bytes")) aperture.Add(l).Set(*v);
+    const json link = g.value("link", json::object());
+    if (auto v = num(link, "speed_gts")) speed.Add(l).Set(*v * 1e9);
+    if (auto v = num(link, "max_speed_gts")) max_speed.Add(l).Set(*v * 1e9);
+    if (auto v = num(link, "width")) width.Add(l).Set(*v);
+    if (auto v = num(link, "max_width")) max_width.Add(l).Set(*v);
+  }
+  auto& nvme_info = gauge(reg, "p2pnode_nvme_info", "NVMe controller with its bound driver and PCI power state");
+  auto& bar0_ok = gauge(reg, "p2pnode_nvme_bar0_ok", "1 when the NVMe controller's BAR0 is assigned and the function is in D0");
+  auto& bar0_bytes = gauge(reg, "p2pnode_nvme_bar0_bytes", "Size of the NVMe controller's BAR0");
+  for (const auto& n : s.devices.value("nvme", json::array())) {
+    const std::string b = str_or(n, "bdf");
+    nvme_info.Add({{"nvme", b}, {"driver", str_or(n, "driver")}, {"power_state", str_or(n, "power_state")},
+                   {"power_control", str_or(n, "power_control")}})
+        .Set(1);
+    bar0_ok.Add({{"nvme", b}}).Set(n.value("bar0_ok", false) ? 1 : 0);
+    if (auto v = num(n, "bar0_bytes")) bar0_bytes.Add({{"nvme", b}}).Set(*v);
+  }
+  if (s.node.contains("iommu")) {
+    auto& iommu = gauge(reg, "p2pnode_iommu_mode", "The IOMMU mode in effect (1 for the current mode)");
+    const std::string cur = str_or(s.node, "iommu", "unknown");
+    for (const char* m : {"off", "passthrough", "translating", "unknown"}) iommu.Add({{"mode", m}}).Set(cur == m ? 1 : 0);
+  }
+  if (!s.driver.empty()) {
+    gauge(reg, "p2pnode_driver_info", "NVIDIA driver versions: loaded kernel module, userspace library, the profile's")
+        .Add({{"loaded", str_or(s.driver, "loaded_version")}, {"userspace", str_or(s.driver, "userspace_version")},
+              {"wanted", str_or(s.driver, "wanted_version")}})
+        .Set(1);
+    gauge(reg, "p2pnode_driver_versions_match", "1 when the loaded module, the userspace driver and the profile agree")
+        .Add({})
+        .Set(s.driver.value("match", false) ? 1 : 0);
+  }
+}
+}  // namespace
+
+std::string render_metrics(const RecordedState& s, const Runtime& rt) {
+  Registry reg;
+  gauge(reg, "p2pnode_info", "p2pnode version and the profile that applies to this node")
+      .Add({{"version", rt.version}, {"profile", s.profile}})
+      .Set(1);
+  auto& state = gauge(reg, "p2pnode_node_state", "1 for the node's current state");
+  for (int i = 0; i < 6; ++i) {
+    const auto st = static_cast<NodeState>(i);
+    state.Add({{"state", to_string(st)}}).Set(st == s.state ? 1 : 0);
+  }
+  gauge(reg, "p2pnode_node_reasons", "Number of reasons the node is not ready").Add({}).Set(static_cast<double>(s.reasons.size()));
+  auto& findings = gauge(reg, "p2pnode_findings", "Findings of the last check by severity");
+  std::map<std::string, double> sev = {{"ok", 0}, {"warning", 0}, {"error", 0}};
+  for (const auto& f : s.findings) sev[str_or(f, "severity", "error")]++;
+  for (const auto& [k, v] : sev) findings.Add({{"severity", k}}).Set(v);
+  gauge(reg, "p2pnode_plan_steps", "Steps left in the plan after the last reconcile")
+      .Add({})
+      .Set(static_cast<double>(s.plan.value("steps", json::array()).size()));
+  auto& runs = BuildCounter().Name("p2pnode_reconcile_runs_total").Help("Reconcile passes by the node state they decided").Register(reg);
+  for (const auto& [k, v] : s.reconcile_runs) runs.Add({{"result", k}}).Increment(static_cast<double>(v));
+  auto& tests = BuildCounter().Name("p2pnode_selftest_runs_total").Help("Self-tests by verdict").Register(reg);
+  for (const auto& [k, v] : s.selftest_runs) tests.Add({{"result", k}}).Increment(static_cast<double>(v));
+  if (s.reconciled_unix) {
+    gauge(reg, "p2pnode_reconcile_last_timestamp_seconds", "When the last reconcile finished (Unix time)")
+        .Add({})
+        .Set(static_cast<double>(s.reconciled_unix));
+    gauge(reg, "p2pnode_reconcile_duration_seconds", "How long the last reconcile took").Add({}).Set(s.reconcile_duration_s);
+  }
+  gauge(reg, "p2pnode_start_time_seconds", "When the daemon started (Unix time)").Add({}).Set(static_cast<double>(rt.started_unix));
+  if (s.selftest_last_success_unix) {
+    gauge(reg, "p2pnode_selftest_last_success_timestamp_seconds", "When the last passing self-test finished (Unix time)")
+        .Add({})
+        .Set(static_cast<double>(*s.selftest_last_success_unix));
+    gauge(reg, "p2pnode_selftest_last_success_duration_seconds", "How long the last passing self-test took")
+        .Add({})
+        .Set(s.selftest_last_success_duration_s);
+  }
+  if (s.selftest) {
+    gauge(reg, "p2pnode_selftest_last_run_timestamp_seconds", "When the last self-test started (Unix time)")
+        .Add({})
+        .Set(static_cast<double>(s.selftest->started_unix));
+    gauge(reg, "p2pnode_selftest_passed", "1 when the last self-test passed").Add({}).Set(s.selftest->verdict == "passed" ? 1 : 0);
+    if (s.selftest->result.is_object())
+      if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r);
+  }
+  device_metrics(reg, s);
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, reg.Collect());
+  return out.str();
+}
+
+}  // namespace p2pnode::engine

@@ -1,0 +1,194 @@
+#include "engine/reconcile.hpp"
+
+#include <chrono>
+#include <ctime>
+
+#include "actions/action.hpp"
+#include "checks/check.hpp"
+#include "engine/agent.hpp"
+#include "engine/views.hpp"
+#include "probe/probe.hpp"
+#include "profile/loader.hpp"
+#include "profile/select.hpp"
+#include "render/report.hpp"
+
+namespace p2pnode::engine {
+
+namespace {
+using json = nlohmann::json;
+
+struct Decision {
+  NodeState state = NodeState::ready;
+  std::vector<std::string> reasons;
+  void raise(NodeState s, std::string reason) {
+    if (severity_rank(s) > severity_rank(state)) state = s;
+    reasons.push_back(std::move(reason));
+  }
+};
+
+std::int64_t now_unix() { return static_cast<std::int64_t>(std::time(nullptr)); }
+
+void log(const PassContext& ctx, LogLevel level, std::string message, std::string step, std::string device = {},
+         std::string check = {}) {
+  if (ctx.log) ctx.log(LogEvent{level, std::move(message), std::move(check), std::move(step), std::move(device)});
+}
+
+void record_inventory(RecordedState& st, const Inventory& inv, const Profile* profile) {
+  st.node = render::node_json(inv);
+  st.devices = devices_view(inv);
+  st.topology = topology_view(inv);
+  st.driver = driver_view(inv, profile);
+}
+
+void run_selftest(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
+  const SelftestSpec spec = *profile.selftest;
+  const auto limit = ctx.config.selftest_time_limit.value_or(spec.time_limit);
+  std::vector<std::string> args = ctx.config.agent_args;
+  if (!spec.cases.empty()) {
+    std::string list;
+    for (const auto& c : spec.cases) list += (list.empty() ? "" : ",") + c;
+    args.push_back("--cases");
+    args.push_back(list);
+  }
+  log(ctx, LogLevel::info, "self-test: running " + ctx.config.agent_path + " (time limit " + format_duration(limit) + ")",
+      "selftest");
+  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv);
+  SelftestRecord rec;
+  rec.verdict = run.judgement.verdict;
+  rec.reasons = run.judgement.reasons;
+  rec.trigger = ctx.trigger;
+  rec.started_unix = run.started_unix;
+  rec.duration_s = run.duration_s;
+  if (run.result) rec.result = run.result->raw;
+  st.selftest_runs[rec.verdict]++;
+  if (rec.verdict == "passed") {
+    st.selftest_last_success_unix = run.started_unix + static_cast<std::int64_t>(run.duration_s);
+    st.selftest_last_success_duration_s = run.duration_s;
+  }
+  const LogLevel level = rec.verdict == "passed" ? LogLevel::info
+                         : rec.verdict == "below_threshold" ? LogLevel::warning : LogLevel::error;
+  std::string msg = "self-test " + rec.verdict;
+  for (const auto& r : rec.reasons) msg += "; " + r;
+  log(ctx, level, msg, "selftest");
+  st.selftest = std::move(rec);
+}
+}  // namespace
+
+std::optional<std::chrono::nanoseconds> selftest_interval(const DaemonConfig& c, const RecordedState& s) {
+  if (!s.profile_selftest_schedule) return std::nullopt;  // the profile asks for no self-test
+  return c.selftest_schedule ? c.selftest_schedule : s.profile_selftest_schedule;
+}
+
+void reconcile_pass(const PassContext& ctx, RecordedState& st) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Decision d;
+  st.trigger = ctx.trigger;
+  st.applied = json::array();
+  st.profile_selftest_schedule.reset();
+
+  // 1. discover
+  log(ctx, LogLevel::info, "reconcile (" + ctx.trigger + "): discovering the box", "discover");
+  Inventory inv = probe::probe_inventory(ctx.root);
+  for (const auto& p : inv.problems) log(ctx, LogLevel::warning, "discovery: " + p, "discover");
+
+  // 2. the profile that matches this box
+  const auto dir = ctx.root.host_path(ctx.config.profiles_dir);
+  auto loaded = profile::load_profiles_dir(dir);
+  for (const auto& f : loaded.failures)
+    log(ctx, LogLevel::warning, "skipping an invalid profile: " + f.format(), "profile");
+  const Profile* profile = nullptr;
+  if (!loaded.error.empty()) {
+    d.raise(NodeState::failed, "profiles: " + loaded.error);
+  } else if (auto chosen = profile::select_profile(loaded.profiles, inv); !chosen) {
+    d.raise(NodeState::failed, "no profile applies to this box: " + chosen.error().message);
+  } else {
+    profile = *chosen;
+  }
+  if (!profile) {
+    for (const auto& r : d.reasons) log(ctx, LogLevel::error, r, "profile");
+    st.profile.clear();
+    st.findings = json::array();
+    st.plan = json::object({{"steps", json::array()}, {"reboot_required", false}, {"needs_operator", false}});
+    st.findings_table = "p2pnode: no profile applies to this box\n";
+    record_inventory(st, inv, nullptr);
+  } else {
+    st.profile = profile->name;
+    if (profile->selftest) st.profile_selftest_schedule = profile->selftest->schedule;
+
+    // 3. check, 4. plan
+    auto findings = checks::run_all_checks(*profile, inv);
+    Plan plan = actions::plan_all(*profile, inv, ctx.root);
+    bool actionable = false;
+    for (const auto& s : plan.steps) actionable |= !s.needs_operator;
+
+    // 5. apply, then verify against a fresh look at the box
+    if (actionable && ctx.config.apply) {
+      log(ctx, LogLevel::notice, "applying " + std::to_string(plan.steps.size()) + " step(s)", "apply");
+      actions::ApplyContext actx{ctx.root, ctx.action_runner, *profile};
+      actx.log = [&](std::string_view action, std::string_view subject, std::string_view line) {
+        log(ctx, LogLevel::info, std::string(line), std::string(action), std::string(subject));
+      };
+      const auto results = actions::apply_all(actx);
+      for (const auto& r : results) {
+        st.applied.push_back(to_json(r));
+        const bool bad = r.outcome == StepOutcome::failed || r.outcome == StepOutcome::refused;
+        log(ctx, bad ? LogLevel::error : LogLevel::notice,
+            std::string(to_string(r.outcome)) + ": " + r.message, r.action, r.subject);
+        if (bad) d.raise(NodeState::failed, "apply " + r.action + " " + r.subject + ": " + r.message);
+        if (r.outcome == StepOutcome::reboot_required)
+          d.raise(NodeState::reboot_required, r.action + " " + r.subject + ": takes effect after a reboot");
+      }
+      inv = probe::probe_inventory(ctx.root);
+      findings = checks::run_all_checks(*profile, inv);
+      plan = actions::plan_all(*profile, inv, ctx.root);
+    }
+    for (const auto& s : plan.steps) {
+      if (s.needs_operator) d.raise(NodeState::blocked, s.action + " " + s.subject + ": " + s.description);
+      else if (s.reboot_required) d.raise(NodeState::reboot_required, s.action + " " + s.subject + ": " + s.description);
+      else if (!ctx.config.apply) d.raise(NodeState::degraded, "not applied (apply: false): " + s.action + " " + s.subject + ": " + s.description);
+      else d.raise(NodeState::failed, "still planned after apply: " + s.action + " " + s.subject + ": " + s.description);
+    }
+    for (const auto& f : findings) {
+      if (f.severity == Severity::ok) continue;
+      const bool error = f.severity == Severity::error;
+      log(ctx, error ? LogLevel::error : LogLevel::warning, f.summary, "check", f.subject, f.check);
+      // An error no step of the plan closes needs a person; a warning degrades the node.
+      bool planned = false;
+      for (const auto& s : plan.steps) planned |= s.subject == f.subject && !s.needs_operator;
+      if (!planned) d.raise(error ? NodeState::blocked : NodeState::degraded, f.check + " " + f.subject + ": " + f.summary);
+    }
+    st.findings = json::array();
+    for (const auto& f : findings) st.findings.push_back(to_json(f));
+    st.plan = to_json(plan);
+    st.findings_table = render::render_check_table(inv, profile->name, findings);
+    record_inventory(st, inv, profile);
+
+    // 6. self-test, when the platform is fit for one
+    if (profile->selftest) {
+      if (ctx.want_selftest) {
+        if (severity_rank(d.state) > severity_rank(NodeState::degraded))
+          log(ctx, LogLevel::warning, std::string("self-test skipped: the node is ") + to_string(d.state), "selftest");
+        else
+          run_selftest(ctx, *profile, inv, st);
+      }
+      if (!st.selftest) d.raise(NodeState::degraded, "no self-test has run yet");
+      else if (st.selftest->verdict == "error" || st.selftest->verdict == "failed")
+        for (const auto& r : st.selftest->reasons) d.raise(NodeState::failed, "self-test " + st.selftest->verdict + ": " + r);
+      else if (st.selftest->verdict == "below_threshold")
+        for (const auto& r : st.selftest->reasons) d.raise(NodeState::degraded, "self-test: " + r);
+    }
+  }
+
+  // 7. decide and count
+  st.state = d.state;
+  st.reasons = d.reasons;
+  st.reconciled_unix = now_unix();
+  st.reconcile_duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  st.reconcile_runs[to_string(st.state)]++;
+  log(ctx, st.state == NodeState::ready ? LogLevel::notice : LogLevel::warning,
+      std::string("reconcile done: node ") + to_string(st.state) +
+          (d.reasons.empty() ? "" : " (" + std::to_string(d.reasons.size()) + " reason(s): " + d.reasons.front() + ")"),
+      "record");
+}
+
+}  // namespace p2pnode::engine

@@ -1,0 +1,31 @@
+#pragma once
+// One reconcile pass: discover → check → plan → apply → verify → self-test → decide. It changes
+// the box only through actions::apply_all and runs the agent only through the agent runner; the
+// result is written into a RecordedState the caller then stores and serves.
+#include <string>
+
+#include "engine/config.hpp"
+#include "engine/log.hpp"
+#include "engine/state.hpp"
+#include "sys/command_runner.hpp"
+#include "sys/sysroot.hpp"
+
+namespace p2pnode::engine {
+
+struct PassContext {
+  const sys::SysRoot& root;
+  sys::CommandRunner& action_runner;  // dkms, modprobe, update-grub
+  sys::CommandRunner& agent_runner;   // p2pnode-agent
+  const DaemonConfig& config;
+  LogFn log;
+  std::string trigger;         // start, reload, api, schedule, device, selftest
+  bool want_selftest = false;  // run the agent in this pass (when the platform allows it)
+};
+
+// Updates state in place (counters and the last self-test carry over from the previous pass).
+void reconcile_pass(const PassContext& ctx, RecordedState& state);
+
+// The self-test schedule that applies: the config's, else the profile's, else none.
+std::optional<std::chrono::nanoseconds> selftest_interval(const DaemonConfig& c, const RecordedState& s);
+
+}  // namespace p2pnode::engine

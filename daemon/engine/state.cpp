@@ -1,0 +1,170 @@
+#include "engine/state.hpp"
+
+#include <filesystem>
+
+namespace p2pnode::engine {
+
+namespace {
+constexpr const char* kStateNames[] = {"starting", "ready", "degraded", "reboot_required", "blocked", "failed"};
+constexpr std::size_t kMaxStateBytes = 32 << 20;
+
+using json = nlohmann::json;
+
+// Typed getters that throw a message naming the key; state_from_json turns it into an Error.
+struct Bad {
+  std::string message;
+};
+const json& at(const json& j, const char* key, json::value_t type) {
+  if (!j.is_object() || !j.contains(key)) throw Bad{std::string("missing '") + key + "'"};
+  const json& v = j.at(key);
+  const bool ok = v.type() == type ||
+                  (type == json::value_t::number_float && v.is_number()) ||
+                  (type == json::value_t::number_integer && v.is_number_integer());
+  if (!ok) throw Bad{std::string("'") + key + "' has the wrong type (" + v.type_name() + ")"};
+  return v;
+}
+std::string str(const json& j, const char* key) { return at(j, key, json::value_t::string).get<std::string>(); }
+std::vector<std::string> strs(const json& j, const char* key) {
+  std::vector<std::string> out;
+  for (const auto& v : at(j, key, json::value_t::array)) {
+    if (!v.is_string()) throw Bad{std::string("'") + key + "' holds a non-string"};
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+std::map<std::string, std::uint64_t> counters(const json& j, const char* key) {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& [k, v] : at(j, key, json::value_t::object).items()) {
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+      throw Bad{std::string("'") + key + "." + k + "' is not a count"};
+    out[k] = v.get<std::uint64_t>();
+  }
+  return out;
+}
+}  // namespace
+
+const char* to_string(NodeState s) { return kStateNames[static_cast<int>(s)]; }
+
+std::optional<NodeState> node_state_from(std::string_view s) {
+  for (int i = 0; i < 6; ++i)
+    if (s == kStateNames[i]) return static_cast<NodeState>(i);
+  return std::nullopt;
+}
+
+int severity_rank(NodeState s) { return s == NodeState::starting ? -1 : static_cast<int>(s) - 1; }
+
+json to_json(const SelftestRecord& s) {
+  return {{"verdict", s.verdict}, {"reasons", s.reasons}, {"trigger", s.trigger},
+          {"started_unix", s.started_unix}, {"duration_s", s.duration_s}, {"result", s.result}};
+}
+
+json to_json(const RecordedState& s) {
+  json j = {{"schema_version", kStateSchemaVersion},
+            {"state", to_string(s.state)},
+            {"reasons", s.reasons},
+            {"profile", s.profile},
+            {"trigger", s.trigger},
+            {"reconciled_unix", s.reconciled_unix},
+            {"reconcile_duration_s", s.reconcile_duration_s},
+            {"node", s.node},
+            {"driver", s.driver},
+            {"findings", s.findings},
+            {"devices", s.devices},
+            {"topology", s.topology},
+            {"plan", s.plan},
+            {"applied", s.applied},
+            {"findings_table", s.findings_table},
+            {"selftest", s.selftest ? to_json(*s.selftest) : json(nullptr)},
+            {"selftest_last_success_unix",
+             s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr)},
+            {"selftest_last_success_duration_s", s.selftest_last_success_duration_s},
+            {"reconcile_runs", s.reconcile_runs},
+            {"selftest_runs", s.selftest_runs}};
+  return j;
+}
+
+Result<RecordedState> state_from_json(const json& j) {
+  try {
+    if (!j.is_object()) throw Bad{"not a JSON object"};
+    const auto version = at(j, "schema_version", json::value_t::number_integer).get<int>();
+    if (version != kStateSchemaVersion)
+      throw Bad{"schema_version " + std::to_string(version) + ", expected " + std::to_string(kStateSchemaVersion)};
+    RecordedState s;
+    auto st = node_state_from(str(j, "state"));
+    if (!st) throw Bad{"unknown state '" + str(j, "state") + "'"};
+    s.state = *st;
+    s.reasons = strs(j, "reasons");
+    s.profile = str(j, "profile");
+    s.trigger = str(j, "trigger");
+    s.reconciled_unix = at(j, "reconciled_unix", json::value_t::number_integer).get<std::int64_t>();
+    s.reconcile_duration_s = at(j, "reconcile_duration_s", json::value_t::number_float).get<double>();
+    s.node = at(j, "node", json::value_t::object);
+    s.driver = at(j, "driver", json::value_t::object);
+    s.findings = at(j, "findings", json::value_t::array);
+    s.devices = at(j, "devices", json::value_t::object);
+    s.topology = at(j, "topology", json::value_t::object);
+    s.plan = at(j, "plan", json::value_t::object);
+    s.applied = at(j, "applied", json::value_t::array);
+    s.findings_table = str(j, "findings_table");
+    if (!j.contains("selftest")) throw Bad{"missing 'selftest'"};
+    if (!j["selftest"].is_null()) {
+      const json& t = at(j, "selftest", json::value_t::object);
+      SelftestRecord r;
+      r.verdict = str(t, "verdict");
+      r.reasons = strs(t, "reasons");
+      r.trigger = str(t, "trigger");
+      r.started_unix = at(t, "started_unix", json::value_t::number_integer).get<std::int64_t>();
+      r.duration_s = at(t, "duration_s", json::value_t::number_float).get<double>();
+      if (!t.contains("result")) throw Bad{"missing 'selftest.result'"};
+      r.result = t["result"];
+      s.selftest = std::move(r);
+    }
+    if (!j.contains("selftest_last_success_unix")) throw Bad{"missing 'selftest_last_success_unix'"};
+    if (!j["selftest_last_success_unix"].is_null())
+      s.selftest_last_success_unix = at(j, "selftest_last_success_unix", json::value_t::number_integer).get<std::int64_t>();
+    s.selftest_last_success_duration_s = at(j, "selftest_last_success_duration_s", json::value_t::number_float).get<double>();
+    s.reconcile_runs = counters(j, "reconcile_runs");
+    s.selftest_runs = counters(j, "selftest_runs");
+    return s;
+  } catch (const Bad& b) {
+    return Error{b.message};
+  } catch (const json::exception& e) {
+    return Error{e.what()};
+  }
+}
+
+StateLoad StateStore::load() const {
+  StateLoad out;
+  if (!root_.exists(path_)) {
+    out.problem = "missing (" + path_ + "): starting with an empty state";
+    return out;
+  }
+  auto text = root_.read_text(path_, kMaxStateBytes);
+  if (!text) {
+    out.problem = "unreadable (" + path_ + "): " + text.error().message + "; rebuilding it";
+    return out;
+  }
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    out.problem = "corrupt (" + path_ + "): not valid JSON (" + std::to_string(text->size()) + " bytes); rebuilding it";
+    return out;
+  }
+  auto s = state_from_json(j);
+  if (!s) {
+    out.problem = "corrupt (" + path_ + "): " + s.error().message + "; rebuilding it";
+    return out;
+  }
+  out.state = std::move(s).value();
+  out.loaded = true;
+  return out;
+}
+
+Status StateStore::save(const RecordedState& s) const {
+  const auto dir = std::filesystem::path(path_).parent_path().string();
+  if (!root_.is_dir(dir))
+    if (auto st = root_.make_dirs(dir); !st) return st.context("creating the state directory");
+  return root_.write_file_atomic(path_, to_json(s).dump(1), std::filesystem::perms(0644))
+      .context("writing the state file " + path_);
+}
+
+}  // namespace p2pnode::engine

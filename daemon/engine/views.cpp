@@ -1,0 +1,202 @@
+#include "engine/views.hpp"
+
+#include <cstdio>
+#include <set>
+
+#include "nvidia/gpu_table.hpp"
+#include "pci/topology.hpp"
+#include "render/report.hpp"
+
+namespace p2pnode::engine {
+
+namespace {
+using json = nlohmann::json;
+
+std::string hex4(std::uint16_t v) {
+  char b[8];
+  std::snprintf(b, sizeof b, "0x%04x", v);
+  return b;
+}
+
+json link_json(const LinkInfo& l) {
+  json j = json::object();
+  j["speed_gts"] = l.current_gts ? json(*l.current_gts) : json(nullptr);
+  j["width"] = l.current_width ? json(*l.current_width) : json(nullptr);
+  j["max_speed_gts"] = l.max_gts ? json(*l.max_gts) : json(nullptr);
+  j["max_width"] = l.max_width ? json(*l.max_width) : json(nullptr);
+  return j;
+}
+
+json base_json(const PciDevice& d) {
+  return {{"bdf", d.bdf}, {"vendor_id", hex4(d.vendor)}, {"device_id", hex4(d.device)}, {"driver", d.driver},
+          {"numa_node", d.numa_node}, {"root_complex", d.root_complex}, {"link", link_json(d.link)},
+          {"power_state", d.power_state}};
+}
+
+constexpr int kViewSchemaVersion = 1;
+json with_version(json j) {
+  j["schema_version"] = kViewSchemaVersion;
+  return j;
+}
+}  // namespace
+
+json devices_view(const Inventory& inv) {
+  json gpus = json::array(), nvme = json::array(), bridges = json::array();
+  std::set<std::string> on_paths;
+  for (const auto* g : inv.gpus()) {
+    json j = base_json(*g);
+    auto model = nvidia::find_gpu_model(g->device);
+    j["name"] = model ? json(model->name) : json(nullptr);
+    const Bar* ap = g->vram_aperture();
+    j["aperture_bytes"] = ap ? json(ap->size()) : json(nullptr);
+    j["upstream_bridges"] = g->upstream;
+    on_paths.insert(g->upstream.begin(), g->upstream.end());
+    gpus.push_back(std::move(j));
+  }
+  for (const auto* n : inv.nvme_controllers()) {
+    json j = base_json(*n);
+    j["power_control"] = n->power_control;
+    std::uint64_t bar0 = 0;
+    for (const auto& b : n->bars)
+      if (b.index == 0) bar0 = b.size();
+    j["bar0_bytes"] = bar0;
+    // BAR0 is healthy when it is assigned and the function is awake (D3cold reads as all ones).
+    j["bar0_ok"] = bar0 > 0 && (n->power_state.empty() || n->power_state == "D0");
+    j["problems"] = n->problems;
+    j["upstream_bridges"] = n->upstream;
+    on_paths.insert(n->upstream.begin(), n->upstream.end());
+    nvme.push_back(std::move(j));
+  }
+  for (const auto& b : on_paths) {
+    const PciDevice* d = inv.find(b);
+    if (!d) continue;
+    json j = base_json(*d);
+    j["acs_redirect"] = d->acs ? json(d->acs->redirects()) : json(nullptr);
+    bridges.push_back(std::move(j));
+  }
+  return {{"gpus", gpus}, {"nvme", nvme}, {"bridges", bridges}};
+}
+
+json topology_view(const Inventory& inv) {
+  std::vector<const PciDevice*> devs = inv.gpus();
+  for (const auto* n : inv.nvme_controllers()) devs.push_back(n);
+  const auto m = pci::topology_matrix(devs);
+  json rows = json::array();
+  for (const auto& row : m.cls) {
+    json r = json::array();
+    for (auto c : row) r.push_back(pci::to_string(c));
+    rows.push_back(std::move(r));
+  }
+  json kinds = json::array();
+  for (const auto* d : devs) kinds.push_back(d->kind == DeviceKind::nvme ? "nvme" : "gpu");
+  return {{"devices", m.bdfs}, {"kinds", kinds}, {"matrix", rows}};
+}
+
+json driver_view(const Inventory& inv, const Profile* profile) {
+  const auto& n = inv.nvidia;
+  json j = {{"loaded_version", n.loaded_version ? json(*n.loaded_version) : json(nullptr)},
+            {"userspace_version", n.userspace_version ? json(*n.userspace_version) : json(nullptr)},
+            {"wanted_version", profile && profile->driver ? json(profile->driver->version) : json(nullptr)},
+            {"open_module", n.open_module ? json(*n.open_module) : json(nullptr)}};
+  bool match = n.loaded_version.has_value();
+  if (match && n.userspace_version) match = *n.userspace_version == *n.loaded_version;
+  if (match && profile && profile->driver) match = profile->driver->version == *n.loaded_version;
+  j["match"] = match;
+  return j;
+}
+
+json status_body(const RecordedState& s, const Runtime& rt) {
+  std::map<std::string, int> counts = {{"ok", 0}, {"warning", 0}, {"error", 0}};
+  for (const auto& f : s.findings)
+    if (f.contains("severity") && f["severity"].is_string()) counts[f["severity"].get<std::string>()]++;
+  json selftest = nullptr;
+  if (s.selftest) {
+    selftest = {{"verdict", s.selftest->verdict}, {"reasons", s.selftest->reasons}, {"trigger", s.selftest->trigger},
+                {"started_unix", s.selftest->started_unix}, {"duration_s", s.selftest->duration_s}};
+    const json& r = s.selftest->result;
+    if (r.is_object() && r.contains("summary")) selftest["summary"] = r["summary"];
+    else selftest["summary"] = nullptr;
+  }
+  json j = {
+      {"state", to_string(s.state)},
+      {"ready", s.state == NodeState::ready},
+      {"reasons", s.reasons},
+      {"profile", s.profile.empty() ? json(nullptr) : json(s.profile)},
+      {"node", s.node},
+      {"versions", {{"p2pnode", rt.version},
+                    {"driver_loaded", s.driver.value("loaded_version", json(nullptr))},
+                    {"driver_userspace", s.driver.value("userspace_version", json(nullptr))},
+                    {"driver_wanted", s.driver.value("wanted_version", json(nullptr))},
+                    {"driver_match", s.driver.value("match", false)}}},
+      {"counts", {{"gpus", s.devices.value("gpus", json::array()).size()},
+                  {"nvme", s.devices.value("nvme", json::array()).size()},
+                  {"findings_ok", counts["ok"]},
+                  {"findings_warning", counts["warning"]},
+                  {"findings_error", counts["error"]},
+                  {"plan_steps", s.plan.value("steps", json::array()).size()}}},
+      {"reconcile", {{"running", rt.reconcile_running},
+                     {"queued", rt.reconcile_queued},
+                     {"last_trigger", s.trigger},
+                     {"last_unix", s.reconciled_unix},
+                     {"last_duration_s", s.reconcile_duration_s},
+                     {"runs", s.reconcile_runs}}},
+      {"selftest", selftest},
+      {"selftest_last_success_unix",
+       s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr)},
+      {"next_selftest_unix", rt.next_selftest_unix ? json(*rt.next_selftest_unix) : json(nullptr)},
+      {"daemon", {{"started_unix", rt.started_unix},
+                  {"config_file", rt.config_file},
+                  {"config_problem", rt.config_problem.empty() ? json(nullptr) : json(rt.config_problem)},
+                  {"state_file", rt.state_file},
+                  {"state_problem", rt.state_problem.empty() ? json(nullptr) : json(rt.state_problem)}}}};
+  return with_version(std::move(j));
+}
+
+json readyz_body(const RecordedState& s) {
+  return {{"state", to_string(s.state)}, {"ready", s.state == NodeState::ready}, {"reasons", s.reasons}};
+}
+
+json findings_body(const RecordedState& s) {
+  json j = {{"schema_version", render::kCheckSchemaVersion},
+            {"node", s.node},
+            {"profile", s.profile},
+            {"findings", s.findings},
+            {"state", to_string(s.state)},
+            {"reasons", s.reasons}};
+  return j;
+}
+
+json devices_body(const RecordedState& s) {
+  json j = s.devices.is_object() ? s.devices : json::object();
+  for (const char* k : {"gpus", "nvme", "bridges"})
+    if (!j.contains(k)) j[k] = json::array();
+  return with_version(std::move(j));
+}
+
+json topology_body(const RecordedState& s) {
+  json j = s.topology.is_object() ? s.topology : json::object();
+  for (const char* k : {"devices", "kinds", "matrix"})
+    if (!j.contains(k)) j[k] = json::array();
+  return with_version(std::move(j));
+}
+
+json plan_body(const RecordedState& s) {
+  json plan = s.plan;
+  return with_version({{"profile", s.profile},
+                       {"steps", plan.value("steps", json::array())},
+                       {"reboot_required", plan.value("reboot_required", false)},
+                       {"needs_operator", plan.value("needs_operator", false)},
+                       {"applied", s.applied}});
+}
+
+json selftest_body(const RecordedState& s) {
+  if (!s.selftest)
+    return with_version({{"verdict", nullptr}, {"reasons", json::array()}, {"trigger", nullptr},
+                         {"started_unix", nullptr}, {"duration_s", nullptr}, {"result", nullptr},
+                         {"last_success_unix", nullptr}});
+  json j = to_json(*s.selftest);
+  j["last_success_unix"] = s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr);
+  return with_version(std::move(j));
+}
+
+}  // namespace p2pnode::engine

@@ -1,0 +1,39 @@
+#pragma once
+// What the API serves, rendered from recorded data: the device list, the topology matrix, the
+// driver versions, and the response bodies of every GET endpoint. Pure functions of their inputs.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/inventory.hpp"
+#include "core/profile.hpp"
+#include "engine/state.hpp"
+
+namespace p2pnode::engine {
+
+nlohmann::json devices_view(const Inventory& inv);   // gpus, nvme, bridges on their paths
+nlohmann::json topology_view(const Inventory& inv);  // devices and the pair-class matrix
+nlohmann::json driver_view(const Inventory& inv, const Profile* profile);
+
+// What the daemon is doing right now, beside the recorded state.
+struct Runtime {
+  std::string version;
+  std::int64_t started_unix = 0;
+  std::string config_file;    // empty: defaults
+  std::string config_problem; // a reload that was refused, with why
+  std::string state_file;
+  std::string state_problem;  // the state file was missing or corrupt at start, or cannot be written
+  bool reconcile_running = false;
+  bool reconcile_queued = false;
+  std::optional<std::int64_t> next_selftest_unix;
+};
+
+nlohmann::json status_body(const RecordedState& s, const Runtime& rt);
+nlohmann::json readyz_body(const RecordedState& s);
+nlohmann::json findings_body(const RecordedState& s);  // the `check --json` document, plus state
+nlohmann::json devices_body(const RecordedState& s);
+nlohmann::json topology_body(const RecordedState& s);
+nlohmann::json plan_body(const RecordedState& s);
+nlohmann::json selftest_body(const RecordedState& s);
+
+}  // namespace p2pnode::engine

@@ -1,0 +1,306 @@
+#include "http/server.hpp"
+
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "engine/metrics.hpp"
+
+namespace p2pnode::http {
+
+namespace {
+using json = nlohmann::json;
+constexpr const char* kJson = "application/json";
+constexpr const char* kProblem = "application/problem+json";
+
+// A fixed pool with a bounded queue: when every worker is busy and the queue is full, the accept
+// loop waits here (the kernel's listen backlog holds the rest) instead of piling up memory.
+class BoundedPool final : public httplib::TaskQueue {
+ public:
+  BoundedPool(std::size_t threads, std::size_t max_queue) : max_queue_(max_queue) {
+    for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
+  }
+  ~BoundedPool() override = default;
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock lk(mu_);
+    space_.wait(lk, [&] { return jobs_.size() < max_queue_ || shutdown_; });
+    if (shutdown_) {
+      lk.unlock();
+      fn();  // still runs, so the connection is closed by its own code
+      return;
+    }
+    jobs_.push_back(std::move(fn));
+    work_.notify_one();
+  }
+  void shutdown() override {
+    {
+      std::lock_guard lk(mu_);
+      shutdown_ = true;
+    }
+    work_.notify_all();
+    space_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock lk(mu_);
+        work_.wait(lk, [&] { return !jobs_.empty() || shutdown_; });
+        if (jobs_.empty()) return;
+        fn = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      space_.notify_one();
+      fn();
+    }
+  }
+  std::size_t max_queue_;
+  std::mutex mu_;
+  std::condition_variable work_, space_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> workers_;
+  bool shutdown_ = false;
+};
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 416: return "Range Not Satisfiable";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+void problem(httplib::Response& res, int status, const std::string& detail, json extra = json::object()) {
+  json j = {{"type", "about:blank"}, {"title", reason_phrase(status)}, {"status", status}, {"detail", detail}};
+  for (auto& [k, v] : extra.items()) j[k] = v;
+  res.status = status;
+  res.set_content(j.dump(), kProblem);
+}
+
+const std::map<std::string, std::string>& known_paths() {  // path -> Allow
+  static const std::map<std::string, std::string> m = {
+      {"/livez", "GET, HEAD"},         {"/readyz", "GET, HEAD"},         {"/metrics", "GET, HEAD"},
+      {"/v1/status", "GET, HEAD"},     {"/v1/findings", "GET, HEAD"},    {"/v1/devices", "GET, HEAD"},
+      {"/v1/topology", "GET, HEAD"},   {"/v1/plan", "GET, HEAD"},        {"/v1/selftest", "GET, HEAD, POST"},
+      {"/v1/reconcile", "POST"}};
+  return m;
+}
+}  // namespace
+
+bool token_equal(std::string_view a, std::string_view b) {
+  // Compare over the longer length so the time does not depend on where they differ.
+  const std::size_t n = std::max(a.size(), b.size());
+  volatile unsigned char diff = static_cast<unsigned char>(a.size() != b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff = static_cast<unsigned char>(diff | (x ^ y));
+  }
+  return diff == 0;
+}
+
+Result<std::string> read_token_file(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Error{"token file " + path.string() + ": " + std::strerror(errno), errno};
+  if (!S_ISREG(st.st_mode)) return Error{"token file " + path.string() + " is not a regular file"};
+  if (st.st_mode & 077)
+    return Error{"token file " + path.string() + " is readable by group or others (mode " +
+                 [&] { std::ostringstream o; o << std::oct << (st.st_mode & 0777); return o.str(); }() +
+                 "); make it 0600 or 0400"};
+  if (st.st_size > 4096) return Error{"token file " + path.string() + " is larger than 4096 bytes"};
+  std::ifstream in(path, std::ios::binary);
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.size() < 16) return Error{"token file " + path.string() + " holds fewer than 16 characters"};
+  return token;
+}
+
+struct ApiServer::Impl {
+  engine::Engine& engine;
+  ServerOptions opt;
+  httplib::Server svr;
+  std::thread thread;
+  std::mutex token_mu;
+  std::string token, token_problem = "no token file was read";
+
+  Impl(engine::Engine& e, ServerOptions o) : engine(e), opt(std::move(o)) {}
+
+  bool authorized(const httplib::Request& req, httplib::Response& res) {
+    std::string t, why;
+    {
+      std::lock_guard lk(token_mu);
+      t = token;
+      why = token_problem;
+    }
+    if (t.empty()) {
+      problem(res, 503, "mutating endpoints are disabled: " + why);
+      return false;
+    }
+    const std::string h = req.get_header_value("Authorization");
+    static constexpr std::string_view kBearer = "Bearer ";
+    if (h.size() <= kBearer.size() || h.compare(0, kBearer.size(), kBearer) != 0) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"p2pnode\"");
+      problem(res, 401, "this endpoint needs 'Authorization: Bearer <token>' (the token is in the daemon's token_file)");
+      return false;
+    }
+    if (!token_equal(std::string_view(h).substr(kBearer.size()), t)) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"p2pnode\", error=\"invalid_token\"");
+      problem(res, 401, "the bearer token is not valid");
+      return false;
+    }
+    return true;
+  }
+
+  void post(const httplib::Request& req, httplib::Response& res, bool selftest) {
+    if (!authorized(req, res)) return;
+    const auto r = engine.request(selftest ? "api-selftest" : "api", selftest);
+    res.status = 202;
+    res.set_content(json{{"accepted", true}, {"request", engine::to_string(r)}, {"selftest", selftest}}.dump(), kJson);
+  }
+
+  void get(const char* path, std::string engine::Snapshot::*body, const char* type) {
+    svr.Get(path, [this, body, type](const httplib::Request&, httplib::Response& res) {
+      auto snap = engine.snapshot();
+      res.set_content((*snap).*body, type);
+    });
+  }
+
+  void routes() {
+    svr.Get("/livez", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"status":"alive"})", kJson);
+    });
+    svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+      auto snap = engine.snapshot();
+      if (snap->ready) {
+        res.set_content(snap->readyz, kJson);
+        return;
+      }
+      const auto& st = snap->state;
+      problem(res, 503, std::string("the node is ") + engine::to_string(st.state),
+              {{"state", engine::to_string(st.state)}, {"ready", false}, {"reasons", st.reasons}});
+    });
+    get("/v1/status", &engine::Snapshot::status, kJson);
+    svr.Get("/v1/findings", [this](const httplib::Request& req, httplib::Response& res) {
+      auto snap = engine.snapshot();
+      const std::string accept = req.get_header_value("Accept");
+      if (accept.find("text/plain") != std::string::npos && accept.find("json") == std::string::npos)
+        res.set_content(snap->findings_table, "text/plain; charset=utf-8");
+      else
+        res.set_content(snap->findings, kJson);
+    });
+    get("/v1/devices", &engine::Snapshot::devices, kJson);
+    get("/v1/topology", &engine::Snapshot::topology, kJson);
+    get("/v1/plan", &engine::Snapshot::plan, kJson);
+    get("/v1/selftest", &engine::Snapshot::selftest, kJson);
+    get("/metrics", &engine::Snapshot::metrics, engine::kMetricsContentType);
+    svr.Post("/v1/reconcile", [this](const httplib::Request& req, httplib::Response& res) { post(req, res, false); });
+    svr.Post("/v1/selftest", [this](const httplib::Request& req, httplib::Response& res) { post(req, res, true); });
+  }
+
+  void limits() {
+    svr.new_task_queue = [this] { return new BoundedPool(static_cast<std::size_t>(opt.threads), opt.queue); };
+    svr.set_payload_max_length(opt.max_body);
+    svr.set_read_timeout(opt.read_timeout_s, 0);
+    svr.set_write_timeout(opt.write_timeout_s, 0);
+    svr.set_keep_alive_timeout(opt.keep_alive_timeout_s);
+    svr.set_keep_alive_max_count(opt.keep_alive_max);
+    svr.set_tcp_nodelay(true);
+    svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (req.headers.size() > opt.max_headers) {
+        problem(res, 431, "more than " + std::to_string(opt.max_headers) + " header fields");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      // `curl -X POST` sends neither Content-Length nor a body, which httplib would answer with
+      // 400; these endpoints take no body, so answer them here.
+      if (req.method == "POST" && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding") &&
+          (req.path == "/v1/reconcile" || req.path == "/v1/selftest")) {
+        post(req, res, req.path == "/v1/selftest");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;  // a handler already wrote its problem document
+      if (res.status == 404) {
+        auto it = known_paths().find(req.path);
+        if (it != known_paths().end()) {
+          res.set_header("Allow", it->second);
+          problem(res, 405, req.method + " is not allowed on " + req.path + "; allowed: " + it->second);
+          return;
+        }
+        problem(res, 404, "no such endpoint; see api/openapi.yaml");
+        return;
+      }
+      problem(res, res.status, res.status == 413 ? "the request body is larger than the daemon accepts"
+                               : res.status == 400 ? "the request could not be parsed as HTTP/1.1"
+                                                   : "the request was refused");
+    });
+    svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown exception";
+      try {
+        if (ep) std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      problem(res, 500, "internal error: " + what);
+    });
+  }
+};
+
+ApiServer::ApiServer(engine::Engine& engine, ServerOptions options) : impl_(std::make_unique<Impl>(engine, std::move(options))) {
+  impl_->limits();
+  impl_->routes();
+}
+
+ApiServer::~ApiServer() { stop(); }
+
+Result<int> ApiServer::bind() {
+  auto& o = impl_->opt;
+  if (o.listen.port == 0) {
+    const int port = impl_->svr.bind_to_any_port(o.listen.host);
+    if (port <= 0) return Error{"cannot listen on " + o.listen.host + " (any port)"};
+    return port;
+  }
+  if (!impl_->svr.bind_to_port(o.listen.host, o.listen.port))
+    return Error{"cannot listen on " + o.listen.display() + ": " + std::strerror(errno), errno};
+  return o.listen.port;
+}
+
+void ApiServer::start() {
+  impl_->thread = std::thread([this] { impl_->svr.listen_after_bind(); });
+}
+
+void ApiServer::stop() {
+  if (!impl_) return;
+  impl_->svr.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void ApiServer::set_token(std::string token, std::string problem_text) {
+  std::lock_guard lk(impl_->token_mu);
+  impl_->token = std::move(token);
+  impl_->token_problem = std::move(problem_text);
+}
+
+}  // namespace p2pnode::http

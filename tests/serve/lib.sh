@@ -1,0 +1,121 @@
+# Shared helpers for tests/serve/test_*.sh: start `p2pnode serve` on an ephemeral port against a
+# copy of a fixture root, poll with deadlines (never sleep-to-wait), record responses for the
+# OpenAPI validator. Source it after setting BIN (the p2pnode binary).
+set -u
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/p2pnode-serve.XXXXXX")
+RESP="$WORK/responses"
+mkdir -p "$RESP"
+TOKEN=0123456789abcdef0123456789abcdef
+FAILS=0
+PIDS=()
+
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  if [ "$FAILS" -eq 0 ] && [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "work dir kept: $WORK"; fi
+}
+trap cleanup EXIT
+
+skip() { echo "SKIP: $*"; exit 77; }
+pass() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
+check() {  # check "what" command...
+  local what=$1; shift
+  if "$@" >/dev/null; then pass "$what"; else fail "$what"; fi
+}
+
+# wait_until SECONDS command...: polls every 50 ms until the command succeeds.
+wait_until() {
+  local deadline=$(( $(date +%s%N) + $1 * 1000000000 )); shift
+  while ! "$@" 2>/dev/null; do
+    [ "$(date +%s%N)" -lt "$deadline" ] || return 1
+    sleep 0.05
+  done
+}
+
+# make_node NAME FIXTURE PROFILE...: a root at $WORK/NAME/root with the profiles installed.
+make_node() {
+  local name=$1 fixture=$2; shift 2
+  local root="$WORK/$name/root"
+  mkdir -p "$WORK/$name"
+  cp -a "$SRC/tests/fixtures/$fixture" "$root"
+  mkdir -p "$root/etc/p2pnode/profiles" "$root/var/lib/p2pnode"
+  local p
+  for p in "$@"; do cp "$p" "$root/etc/p2pnode/profiles/"; done
+  (umask 077; printf '%s\n' "$TOKEN" > "$root/etc/p2pnode/token")
+}
+
+# write_config NAME AGENT_PATH ARGS_YAML [EXTRA_YAML]: the daemon config for node NAME.
+write_config() {
+  local name=$1 agent=$2 args=$3 extra=${4:-}
+  cat > "$WORK/$name/p2pnode.yaml" <<YAML
+apiVersion: p2pnode/v1
+kind: DaemonConfig
+listen: 127.0.0.1:0
+token_file: /etc/p2pnode/token
+profiles_dir: /etc/p2pnode/profiles
+state_dir: /var/lib/p2pnode
+agent:
+  path: $agent
+  args: $args
+http:
+  threads: 4
+  max_body: 4KiB
+$extra
+YAML
+}
+
+# start_daemon NAME: starts it, waits for the port and for the first reconcile to decide.
+start_daemon() {
+  local name=$1
+  rm -f "$WORK/$name/port"
+  "$BIN" serve --root "$WORK/$name/root" --config "$WORK/$name/p2pnode.yaml" --listen 127.0.0.1:0 \
+    --port-file "$WORK/$name/port" >>"$WORK/$name/log" 2>&1 &
+  local pid=$!
+  PIDS+=("$pid")
+  echo "$pid" > "$WORK/$name/pid"
+  if ! wait_until 20 test -s "$WORK/$name/port"; then
+    fail "$name: the daemon did not listen within 20 s"; cat "$WORK/$name/log"; return 1
+  fi
+  PORT=$(cat "$WORK/$name/port")
+  URL="http://127.0.0.1:$PORT"
+  eval "URL_$name=\$URL"
+  if ! wait_until 60 decided "$URL"; then
+    fail "$name: no reconcile decided within 60 s"; cat "$WORK/$name/log"; return 1
+  fi
+}
+decided() { curl -sf "$1/v1/status" | jq -e '.state != "starting" and .reconcile.running == false and .reconcile.queued == false' >/dev/null; }
+stop_daemon() {
+  local pid; pid=$(cat "$WORK/$1/pid")
+  kill -TERM "$pid"
+  wait_until 20 bash -c "! kill -0 $pid" || { fail "$1: did not stop on SIGTERM"; return 1; }
+}
+
+# record NAME METHOD PATH [curl args...]: performs the request and keeps it for validate.cjs.
+# Sets STATUS and BODY.
+record() {
+  local name=$1 method=$2 path=$3; shift 3
+  local out="$RESP/$name"
+  local meta
+  meta=$(curl -s -o "$out.body" -w '%{http_code} %{content_type}' -X "$method" "$@" "$URL$path")
+  echo "$method $path $meta" > "$out.meta"
+  STATUS=${meta%% *}
+  BODY=$(cat "$out.body" 2>/dev/null)
+}
+
+# node_modules for the validator, in a cache outside the tree (never committed).
+ensure_validator() {
+  NODE_CACHE=${P2PNODE_NODE_CACHE:-${TMPDIR:-/tmp}/p2pnode-serve-node}
+  command -v node >/dev/null || return 1
+  if [ ! -d "$NODE_CACHE/node_modules/openapi-response-validator" ] || [ ! -d "$NODE_CACHE/node_modules/@apidevtools/swagger-parser" ]; then
+    mkdir -p "$NODE_CACHE"
+    [ -f "$NODE_CACHE/package.json" ] || echo '{"name":"p2pnode-serve-tests","private":true}' > "$NODE_CACHE/package.json"
+    (cd "$NODE_CACHE" && timeout 300 npm install --no-audit --no-fund --silent \
+      openapi-response-validator@12 @apidevtools/swagger-parser@10 >/dev/null 2>&1) || return 1
+  fi
+}
+validate_responses() {
+  NODE_PATH="$NODE_CACHE/node_modules" node "$SRC/tests/serve/validate.cjs" "$SRC/api/openapi.yaml" "$RESP"
+}

@@ -1,0 +1,101 @@
+#!/bin/bash
+# Faults the daemon must answer clearly and survive: a config that does not parse, a listen
+# address beyond loopback, no profile that matches, an agent that hangs, crashes, prints garbage,
+# lies or is missing, a missing token file, and idle connections that try to starve the server.
+BIN=${1:?usage: test_faults.sh PATH-TO-p2pnode}
+source "$(dirname "$0")/lib.sh"
+for tool in curl jq python3; do command -v $tool >/dev/null || skip "$tool is not installed"; done
+RESULT="$SRC/tests/gpu/results/h200x4-first/h200x4-rounds.json"
+AGENTS="$SRC/tests/serve/agents"
+
+# --- a config that does not parse: refused at start, with file:line:col ---
+make_node badcfg h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
+printf 'listen: 127.0.0.1:0\nstate_dir: [oops\n' > "$WORK/badcfg/p2pnode.yaml"
+"$BIN" serve --root "$WORK/badcfg/root" --config "$WORK/badcfg/p2pnode.yaml" > "$WORK/badcfg/out" 2>&1
+check "a bad config exits 2" test $? = 2
+check "and names the file and line" grep -q 'p2pnode.yaml:[0-9]*:[0-9]*' "$WORK/badcfg/out"
+printf 'listen: 0.0.0.0:9470\n' > "$WORK/badcfg/p2pnode.yaml"
+"$BIN" serve --root "$WORK/badcfg/root" --config "$WORK/badcfg/p2pnode.yaml" > "$WORK/badcfg/out" 2>&1
+check "listening beyond loopback needs allow_non_loopback" bash -c "grep -q allow_non_loopback '$WORK/badcfg/out'"
+"$BIN" serve --root "$WORK/badcfg/root" --listen 0.0.0.0:0 --config /dev/null > "$WORK/badcfg/out" 2>&1
+check "--listen beyond loopback is refused too" grep -q 'not a loopback' "$WORK/badcfg/out"
+
+# --- no profile matches: failed, with the reason, still serving ---
+make_node noprofile h200-4gpu "$SRC/tests/profiles/two-4090.yaml"
+write_config noprofile "$AGENTS/replay.sh" "[\"$RESULT\"]"
+start_daemon noprofile || exit 1
+record noprofile_readyz GET /readyz
+check "no matching profile: /readyz 503" test "$STATUS" = 503
+check "the reason says no profile applies" bash -c "jq -r '.reasons[]' '$RESP/noprofile_readyz.body' | grep -q 'no profile applies'"
+record noprofile_status GET /v1/status
+check "state failed" test "$(jq -r .state <<<"$BODY")" = failed
+record noprofile_findings GET /v1/findings
+record noprofile_metrics GET /metrics
+check "metrics say failed" grep -q '^p2pnode_node_state{state="failed"} 1' "$RESP/noprofile_metrics.body"
+
+# --- agents that fail: each a verdict with its reason, the daemon keeps serving ---
+agent_case() {  # NAME AGENT ARGS EXPECTED-VERDICT REASON-REGEX
+  local name=$1 agent=$2 args=$3 verdict=$4 reason=$5
+  make_node "$name" h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
+  write_config "$name" "$agent" "$args" $'selftest:\n  time_limit: 2s'
+  local t0; t0=$(date +%s)
+  start_daemon "$name" || return
+  record "${name}_selftest" GET /v1/selftest
+  check "$name agent: verdict $verdict" test "$(jq -r .verdict <<<"$BODY")" = "$verdict"
+  check "$name agent: reason matches /$reason/" bash -c "jq -r '.reasons[]' '$RESP/${name}_selftest.body' | grep -Eq '$reason'"
+  record "${name}_readyz" GET /readyz
+  check "$name agent: /readyz 503" test "$STATUS" = 503
+  check "$name agent: the daemon still serves" curl -sf "$URL/livez" -o /dev/null
+  grep -q "self-test $verdict" "$WORK/$name/log" && pass "$name agent: logged" || fail "$name agent: logged"
+  echo "     $name: decided in $(( $(date +%s) - t0 )) s"
+}
+agent_case hang "$AGENTS/hang.sh" "[]" error "hung"
+check "the hung agent's process group is gone" bash -c "! pgrep -f '$AGENTS/hang.sh' >/dev/null"
+agent_case crash "$AGENTS/crash.sh" "[]" error "crashed"
+agent_case garbage "$AGENTS/garbage.sh" "[]" error "not valid JSON"
+agent_case liar "$AGENTS/liar.sh" "[\"$RESULT\"]" error "exit"
+agent_case missing "/nonexistent/p2pnode-agent" "[]" error "could not be started"
+agent_case corrupt "$AGENTS/replay.sh" "[\"$SRC/tests/gpu/results/h200x4-first/h200x4-inject.json\", \"1\"]" failed "integrity"
+
+# --- no token file: POSTs are refused with 503 and why ---
+rm -f "$WORK/crash/root/etc/p2pnode/token"
+kill -HUP "$(cat "$WORK/crash/pid")"
+URL=$URL_crash
+wait_until 20 bash -c "curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: Bearer $TOKEN' '$URL/v1/reconcile' | grep -q 503" \
+  && pass "no token file: POST is 503" || fail "no token file: POST is 503"
+record notoken POST /v1/reconcile -H "Authorization: Bearer $TOKEN"
+check "and says why" bash -c "jq -r .detail '$RESP/notoken.body' | grep -q 'token file'"
+
+# --- idle and slow clients cannot starve the server (4 worker threads in these configs) ---
+URL=$URL_noprofile
+PORT=${URL##*:}
+python3 - "$PORT" > "$WORK/starve.out" 2>&1 <<'PY' &
+import socket, sys, time
+port = int(sys.argv[1])
+idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(16)]   # connect, send nothing
+slow = []
+for _ in range(4):   # start a request and never finish it
+    s = socket.create_connection(("127.0.0.1", port)); s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: x\r\n"); slow.append(s)
+print("holding", len(idle) + len(slow), flush=True)
+time.sleep(12)
+PY
+STARVER=$!
+PIDS+=("$STARVER")
+wait_until 10 grep -q holding "$WORK/starve.out"
+T0=$(date +%s%N)
+curl -sf -m 15 "$URL/livez" -o /dev/null && pass "served while 20 connections idle" || fail "served while 20 connections idle"
+echo "     answered after $(( ($(date +%s%N) - T0) / 1000000 )) ms"
+kill "$STARVER" 2>/dev/null
+
+if ensure_validator; then
+  validate_responses > "$WORK/validate.out"; RC=$?
+  # Only the responses this script recorded; the coverage check is test_serve.sh's.
+  grep -v 'no response recorded' "$WORK/validate.out" | grep -q '^FAIL' && { cat "$WORK/validate.out"; fail "fault responses match api/openapi.yaml"; } \
+    || pass "fault responses match api/openapi.yaml"
+  : "$RC"
+else
+  echo "SKIP OpenAPI validation: node/npm could not install the validators"
+fi
+
+echo "$FAILS failure(s)"
+[ "$FAILS" -eq 0 ]

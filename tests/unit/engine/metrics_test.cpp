@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/agent.hpp"
+#include "engine/metrics.hpp"
+#include "engine/views.hpp"
+#include "probe/probe.hpp"
+
+namespace fs = std::filesystem;
+using namespace p2pnode;
+using namespace p2pnode::engine;
+
+namespace {
+const fs::path kSrc = P2PNODE_SOURCE_DIR;
+
+RecordedState h200_state() {
+  const Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc / "tests/fixtures/h200-4gpu"));
+  RecordedState s;
+  s.state = NodeState::ready;
+  s.profile = "h200-nvlink";
+  s.devices = devices_view(inv);
+  s.topology = topology_view(inv);
+  s.driver = driver_view(inv, nullptr);
+  s.node = {{"iommu", "off"}};
+  std::ifstream in(kSrc / "tests/gpu/results/h200x4-first/h200x4-rounds.json");
+  std::ostringstream text;
+  text << in.rdbuf();
+  s.selftest = SelftestRecord{"passed", {}, "start", 1700000000, 61.25, nlohmann::json::parse(text.str())};
+  s.selftest_last_success_unix = 1700000061;
+  s.selftest_last_success_duration_s = 61.25;
+  s.reconcile_runs = {{"ready", 2}, {"failed", 1}};
+  s.selftest_runs = {{"passed", 1}};
+  s.reconciled_unix = 1700000100;
+  return s;
+}
+
+bool has_line_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+}  // namespace
+
+TEST(Metrics, NamesLabelsAndUnits) {
+  Runtime rt;
+  rt.version = "0.1.0";
+  rt.started_unix = 1700000000;
+  const std::string m = render_metrics(h200_state(), rt);
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_info{")) << m.substr(0, 2000);
+  EXPECT_NE(m.find("p2pnode_node_state{state=\"ready\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("p2pnode_node_state{state=\"failed\"} 0"), std::string::npos);
+  EXPECT_NE(m.find("# TYPE p2pnode_reconcile_runs_total counter"), std::string::npos);
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_reconcile_runs_total{result=\"ready\"} 2"));
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_selftest_last_success_timestamp_seconds 1700000061"));
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_selftest_last_success_duration_seconds 61.25"));
+  // Pair metrics: gpu and peer_gpu are PCI addresses; bandwidth in bytes per second.
+  EXPECT_NE(m.find("p2pnode_p2p_bandwidth_bytes_per_second{"), std::string::npos);
+  EXPECT_NE(m.find("gpu=\"0000:00:06.0\""), std::string::npos);
+  EXPECT_NE(m.find("peer_gpu=\"0000:00:07.0\""), std::string::npos);
+  EXPECT_NE(m.find("engine=\"sm\""), std::string::npos);
+  EXPECT_NE(m.find("direction=\"bidirectional\""), std::string::npos);
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_p2p_latency_seconds{"));
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_p2p_integrity_error_bytes{"));
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_p2p_access{"));
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_gpu_aperture_bytes{gpu=\"0000:00:06.0\"}"));
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_gpu_link_width_lanes{"));
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_iommu_mode{mode=\"off\"} 1"));
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_driver_versions_match "));
+  // No hostname label: Prometheus adds instance.
+  EXPECT_EQ(m.find("hostname"), std::string::npos);
+}
+
+TEST(Metrics, EmptyStateStillRenders) {
+  const std::string m = render_metrics(RecordedState{}, Runtime{});
+  EXPECT_NE(m.find("p2pnode_node_state{state=\"starting\"} 1"), std::string::npos);
+  EXPECT_EQ(m.find("p2pnode_p2p_"), std::string::npos);
+}
+
+TEST(Metrics, CorruptStoredResultIsSkippedNotFatal) {
+  RecordedState s = h200_state();
+  s.selftest->result = {{"schema_version", 1}, {"garbage", true}};
+  const std::string m = render_metrics(s, Runtime{});
+  EXPECT_EQ(m.find("p2pnode_p2p_bandwidth"), std::string::npos);
+  EXPECT_NE(m.find("p2pnode_selftest_passed"), std::string::npos);
+}
