@@ -1,0 +1,364 @@
+// The driver actions against a temp-dir root and a ScriptedRunner that plays DKMS and the installer.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "actions/driver_install.hpp"
+#include "nvidia/artifact.hpp"
+#include "nvidia/module_install.hpp"
+
+namespace p2pnode::actions {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr const char* kKernel = "6.1.0-56-amd64";
+
+struct Box {
+  fs::path dir;
+  Box() {
+    char tmpl[] = "/tmp/p2pnode-driver-XXXXXX";
+    dir = ::mkdtemp(tmpl);
+    fs::create_directories(dir / "lib/modules" / kKernel / "build");
+  }
+  ~Box() { fs::remove_all(dir); }
+  void write(const std::string& rel, const std::string& text) const {
+    fs::create_directories((dir / rel).parent_path());
+    std::ofstream(dir / rel, std::ios::binary) << text;
+  }
+};
+
+// A DKMS stand-in: remembers added/built/installed and writes the files DKMS would.
+struct FakeDkms {
+  const Box& box;
+  std::string name, version, ko;
+  bool added = false, installed = false;
+  int build_exit = 0;
+  int builds = 0;
+
+  void install(sys::ScriptedRunner& r) {
+    r.on({"dkms", "status"}, [this](const sys::Command&) {
+      std::string out;
+      if (installed) out = name + "/" + version + ", " + kKernel + ", x86_64: installed\n";
+      else if (added) out = name + "/" + version + ": added\n";
+      return sys::exited_with(0, out);
+    });
+    r.on({"dkms", "add"}, [this](const sys::Command&) {
+      added = true;
+      return sys::exited_with(0, "Creating symlink /var/lib/dkms/" + name + "/" + version + "/source\n");
+    });
+    r.on({"dkms", "build"}, [this](const sys::Command& c) {
+      ++builds;
+      const bool trial = std::find(c.argv.begin(), c.argv.end(), "--dkmstree") != c.argv.end();
+      if (build_exit) {
+        const fs::path logdir = trial ? fs::path(*(std::find(c.argv.begin(), c.argv.end(), "--dkmstree") + 1)) / name / version / "build"
+                                      : box.dir / "var/lib/dkms" / name / version / "build";
+        fs::create_directories(logdir);
+        std::ofstream(logdir / "make.log") << "x.c:3:1: error: expected ';' before '}' token\nmake: *** Error 1\n";
+        return sys::exited_with(build_exit, "Building module:\n", "Error! Bad return status for module build on kernel: 6.1.0-56-amd64 (x86_64)\n");
+      }
+      if (!trial) fs::create_directories(box.dir / "var/lib/dkms" / name / version / kKernel / "x86_64/module");
+      return sys::exited_with(0, "Building module:\ncleaning build area...\n");
+    });
+    r.on({"dkms", "install"}, [this](const sys::Command&) {
+      fs::create_directories(box.dir / "lib/modules" / kKernel / "updates/dkms");
+      std::ofstream(box.dir / "lib/modules" / kKernel / "updates/dkms" / (ko + ".ko")) << "ko";
+      installed = true;
+      return sys::exited_with(0);
+    });
+  }
+};
+
+Profile module_profile(const Box& box, const std::string& patch_sha = {}) {
+  Profile p;
+  p.name = "t";
+  DriverSpec d;
+  d.version = "1.5";
+  ModuleSource ms;
+  ms.name = "p2ptest";
+  ms.artifact.path = "/srv/src";
+  ms.artifact.sha256 = *nvidia::sha256_tree(sys::SysRoot(box.dir), "/srv/src");
+  Artifact patch;
+  patch.path = "/srv/0001-mark.patch";
+  patch.sha256 = patch_sha.empty() ? *nvidia::sha256_file(sys::SysRoot(box.dir), "/srv/0001-mark.patch") : patch_sha;
+  ms.patches.push_back(patch);
+  d.kernel_module = ms;
+  p.driver = d;
+  return p;
+}
+
+void write_module_source(const Box& box) {
+  box.write("srv/src/p2ptest.c", "int x;\n");
+  box.write("srv/src/Makefile", "obj-m += p2ptest.o\n");
+  box.write("srv/0001-mark.patch", "--- a/p2ptest.c\n+++ b/p2ptest.c\n@@ -1 +1 @@\n-int x;\n+int y;\n");
+}
+
+TEST(DriverModule, InstallsThenDoesNothing) {
+  Box box;
+  write_module_source(box);
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
+  dkms.install(runner);
+  const Profile p = module_profile(box);
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  auto action = make_driver_module();
+  ASSERT_EQ(action->plan(p, inv, root).size(), 1u);
+
+  std::vector<std::string> log;
+  ApplyContext ctx{root, runner, p};
+  ctx.log = [&](std::string_view, std::string_view, std::string_view l) { log.emplace_back(l); };
+  auto r = action->apply(ctx, inv);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+  EXPECT_EQ(dkms.builds, 1);
+  // The generated tree: dkms.conf with the quoted MAKE and the patch in patches/.
+  const auto conf = root.read_text("/usr/src/p2ptest-1.5/dkms.conf");
+  ASSERT_TRUE(conf);
+  EXPECT_NE(conf->find("MAKE[0]=\"'make' "), std::string::npos);
+  EXPECT_NE(conf->find("PATCH[0]=\"01-0001-mark.patch\""), std::string::npos);
+  EXPECT_TRUE(root.exists("/usr/src/p2ptest-1.5/patches/01-0001-mark.patch"));
+  EXPECT_TRUE(root.exists("/usr/src/p2ptest-1.5/p2ptest.c"));
+  // Progress lines name the step and the elapsed time (the scripted runner streams no lines of its own).
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.rfind("[dkms build 6.1.0-56-amd64] exit 0 after ", 0) == 0;
+  }));
+  // The argv DKMS got.
+  bool saw_install = false;
+  for (const auto& c : runner.calls())
+    if (c.size() > 1 && c[1] == "install")
+      saw_install = c == std::vector<std::string>{"dkms", "install", "-m", "p2ptest", "-v", "1.5", "-k", kKernel, "--force"};
+  EXPECT_TRUE(saw_install);
+
+  // Second time: nothing planned, and apply (if called anyway) builds nothing.
+  EXPECT_TRUE(action->plan(p, inv, root).empty());
+  const auto calls = runner.calls().size();
+  r = action->apply(ctx, inv);
+  EXPECT_EQ(r[0].outcome, StepOutcome::unchanged) << r[0].message;
+  EXPECT_EQ(dkms.builds, 1);
+  for (std::size_t i = calls; i < runner.calls().size(); ++i) EXPECT_EQ(runner.calls()[i][1], "status");
+}
+
+TEST(DriverModule, CorruptSha256RefusesAndWritesNothing) {
+  Box box;
+  write_module_source(box);
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
+  dkms.install(runner);
+  const Profile p = module_profile(box, std::string(64, 'a'));
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_module()->apply(ctx, inv);
+  EXPECT_EQ(r[0].outcome, StepOutcome::refused);
+  EXPECT_NE(r[0].message.find("sha256 mismatch"), std::string::npos) << r[0].message;
+  EXPECT_EQ(r[0].writes, 0u);
+  EXPECT_FALSE(root.exists("/usr/src/p2ptest-1.5"));
+  EXPECT_EQ(dkms.builds, 0);
+}
+
+TEST(DriverModule, FailedRebuildKeepsTheInstallAndReportsTheCompilerError) {
+  Box box;
+  write_module_source(box);
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
+  dkms.install(runner);
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  const Profile p = module_profile(box);
+  ApplyContext ctx{root, runner, p};
+  ASSERT_EQ(make_driver_module()->apply(ctx, inv)[0].outcome, StepOutcome::changed);
+  const auto conf_before = *root.read_text("/usr/src/p2ptest-1.5/dkms.conf");
+
+  // The source changes (a second patch); the build of the new source fails.
+  box.write("srv/0002-more.patch", "--- a/p2ptest.c\n+++ b/p2ptest.c\n");
+  Profile p2 = p;
+  Artifact more;
+  more.path = "/srv/0002-more.patch";
+  more.sha256 = *nvidia::sha256_file(root, "/srv/0002-more.patch");
+  p2.driver->kernel_module->patches.push_back(more);
+  dkms.build_exit = 10;
+  ApplyContext ctx2{root, runner, p2};
+  auto r = make_driver_module()->apply(ctx2, inv);
+  EXPECT_EQ(r[0].outcome, StepOutcome::failed);
+  EXPECT_NE(r[0].message.find("exit 10"), std::string::npos) << r[0].message;
+  EXPECT_NE(r[0].message.find("the module build failed"), std::string::npos) << r[0].message;
+  EXPECT_NE(r[0].message.find("error: expected ';'"), std::string::npos) << r[0].message;
+  EXPECT_EQ(r[0].after["dkms_exit_code"], 10);
+  // The trial ran in a scratch tree; the installed source and module are untouched.
+  bool trial = false;
+  for (const auto& c : runner.calls()) trial |= std::find(c.begin(), c.end(), "--dkmstree") != c.end();
+  EXPECT_TRUE(trial);
+  EXPECT_EQ(*root.read_text("/usr/src/p2ptest-1.5/dkms.conf"), conf_before);
+  EXPECT_TRUE(root.exists("/lib/modules/6.1.0-56-amd64/updates/dkms/p2ptest.ko"));
+  EXPECT_TRUE(dkms.installed);
+}
+
+TEST(DriverModule, NoHeadersIsAFailureThatNamesThePackage) {
+  Box box;
+  fs::remove_all(box.dir / "lib/modules");
+  write_module_source(box);
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  const Profile p = module_profile(box);
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_module()->apply(ctx, inv);
+  EXPECT_EQ(r[0].outcome, StepOutcome::failed);
+  EXPECT_NE(r[0].message.find("linux-headers-6.1.0-56-amd64"), std::string::npos);
+}
+
+TEST(DriverOptions, WritesOneFileAndRefusesAWrongP2PType) {
+  Box box;
+  box.write("etc/modprobe.d/old.conf", "options nvidia NVreg_RegistryDwords=\"RMForceP2PType=1\"\n");
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  Profile p;
+  DriverSpec d;
+  d.version = "550.90.07";
+  d.module_options = {{"NVreg_EnableResizableBar", "1"}, {"NVreg_RegistryDwords", "ForceP2P=17;RMForceP2PType=2"}};
+  p.driver = d;
+  Inventory inv;
+  auto action = make_driver_options();
+  ASSERT_EQ(action->plan(p, inv, root).size(), 1u);
+  ApplyContext ctx{root, runner, p};
+  auto r = action->apply(ctx, inv);
+  EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+  EXPECT_EQ(*root.read_text(kModprobeConf),
+            "# Written by p2pnode from the profile's driver.options; `p2pnode apply` rewrites it.\n"
+            "options nvidia NVreg_EnableResizableBar=1 NVreg_RegistryDwords=\"ForceP2P=17;RMForceP2PType=2\"\n");
+  EXPECT_NE(r[0].message.find("old.conf sets NVreg_RegistryDwords"), std::string::npos) << r[0].message;
+  EXPECT_TRUE(action->plan(p, inv, root).empty());
+
+  p.driver->module_options["NVreg_RegistryDwords"] = "RMForceP2PType=1";
+  ApplyContext ctx2{root, runner, p};
+  r = action->apply(ctx2, inv);
+  EXPECT_EQ(r[0].outcome, StepOutcome::refused);
+  EXPECT_NE(r[0].message.find("MAILBOXP2P"), std::string::npos) << r[0].message;
+}
+
+TEST(DriverUserspace, RunsTheInstallerOnceWithItsFlags) {
+  Box box;
+  box.write("srv/NVIDIA-Linux-x86_64-550.90.07.run", "#!/bin/sh\n");
+  box.write("usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15", "");
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  runner.on({"sh"}, [&](const sys::Command&) {
+    box.write("usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07", "");
+    return sys::exited_with(0);
+  });
+  Profile p;
+  DriverSpec d;
+  d.version = "550.90.07";
+  Artifact a;
+  a.path = "/srv/NVIDIA-Linux-x86_64-550.90.07.run";
+  a.sha256 = *nvidia::sha256_file(root, *a.path);
+  d.userspace_installer = a;
+  d.installer_flags = {"--no-drm"};
+  p.driver = d;
+  Inventory inv;
+  auto action = make_driver_userspace();
+  ASSERT_EQ(action->plan(p, inv, root).size(), 1u);
+  ApplyContext ctx{root, runner, p};
+  auto r = action->apply(ctx, inv);
+  EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+  ASSERT_EQ(runner.calls().size(), 1u);
+  EXPECT_EQ(runner.calls()[0], (std::vector<std::string>{"sh", root.host_path(*a.path).string(), "--silent",
+                                                         "--no-kernel-modules", "--no-drm"}));
+  EXPECT_TRUE(action->plan(p, inv, root).empty());
+}
+
+TEST(DriverUserspace, AnInstallerOfTheWrongVersionFails) {
+  Box box;
+  box.write("srv/x.run", "#!/bin/sh\n");
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  runner.on({"sh"}, [&](const sys::Command&) {
+    box.write("usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15", "");
+    return sys::exited_with(0);
+  });
+  Profile p;
+  DriverSpec d;
+  d.version = "550.90.07";
+  Artifact a;
+  a.path = "/srv/x.run";
+  a.sha256 = *nvidia::sha256_file(root, *a.path);
+  d.userspace_installer = a;
+  p.driver = d;
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_userspace()->apply(ctx, Inventory{});
+  EXPECT_EQ(r[0].outcome, StepOutcome::failed);
+  EXPECT_NE(r[0].message.find("no libcuda.so.550.90.07 appeared"), std::string::npos) << r[0].message;
+}
+
+TEST(DriverReload, NotAllowedPlansARebootAndRunsNothing) {
+  Box box;
+  box.write("usr/src/nvidia-p2p-550.90.07/kernel-open/Makefile", "");
+  box.write("sys/module/nvidia/version", "550.54.15\n");
+  box.write("lib/modules/6.1.0-56-amd64/updates/dkms/nvidia.ko", std::string("x\0srcversion=ABC\0", 17));
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  Profile p;
+  DriverSpec d;
+  d.version = "550.90.07";
+  d.kernel_module = ModuleSource{};
+  p.driver = d;
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  auto steps = make_driver_reload()->plan(p, inv, root);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_TRUE(steps[0].reboot_required);
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_reload()->apply(ctx, inv);
+  EXPECT_EQ(r[0].outcome, StepOutcome::reboot_required);
+  EXPECT_TRUE(runner.calls().empty());
+}
+
+TEST(DriverReload, ReloadsInOrderAndVerifies) {
+  Box box;
+  box.write("usr/src/nvidia-p2p-550.90.07/kernel-open/Makefile", "");
+  for (const char* m : {"nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm"}) box.write(std::string("sys/module/") + m + "/refcnt", "0\n");
+  box.write("sys/module/nvidia/version", "550.54.15\n");
+  box.write("lib/modules/6.1.0-56-amd64/updates/dkms/nvidia.ko", std::string("x\0srcversion=NEW\0", 17));
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  runner.on({"systemctl", "is-active"}, sys::exited_with(0));
+  runner.on({"systemctl"}, sys::exited_with(0));
+  runner.on({"modprobe"}, sys::exited_with(0));
+  runner.on({"modprobe", "-r"}, sys::exited_with(0));
+  runner.on({"modprobe", "nvidia"}, [&](const sys::Command&) {
+    box.write("sys/module/nvidia/version", "550.90.07\n");
+    box.write("sys/module/nvidia/srcversion", "NEW\n");
+    box.write("proc/driver/nvidia/version",
+              "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.90.07  Release Build  (root@box)  now\n");
+    return sys::exited_with(0);
+  });
+  runner.on({"modinfo", "-n"}, sys::exited_with(0, "/lib/modules/6.1.0-56-amd64/updates/dkms/nvidia.ko\n"));
+  runner.on({"modinfo", "-F", "srcversion"}, sys::exited_with(0, "NEW\n"));
+  runner.on({"journalctl"}, sys::exited_with(0, "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.90.07\n"));
+  Profile p;
+  DriverSpec d;
+  d.version = "550.90.07";
+  d.kernel_module = ModuleSource{};
+  d.allow_reload = true;
+  d.stop_units = {"nvidia-persistenced.service"};
+  p.driver = d;
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_reload()->apply(ctx, inv);
+  EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+  std::vector<std::string> modprobes;
+  for (const auto& c : runner.calls())
+    if (c[0] == "modprobe" || (c[0] == "systemctl" && c[1] != "is-active")) modprobes.push_back(c[1] + (c.size() > 2 ? " " + c[2] : ""));
+  EXPECT_EQ(modprobes, (std::vector<std::string>{"stop nvidia-persistenced.service", "-r nvidia_drm", "-r nvidia_modeset",
+                                                 "-r nvidia_uvm", "-r nvidia", "nvidia", "nvidia_uvm", "nvidia_modeset",
+                                                 "nvidia_drm", "start nvidia-persistenced.service"}));
+}
+
+}  // namespace
+}  // namespace p2pnode::actions

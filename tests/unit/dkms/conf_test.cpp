@@ -1,0 +1,67 @@
+// dkms.conf generation, golden-tested (P2PNODE_TEST_ACCEPT=1 rewrites tests/golden/dkms/*.conf).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "dkms/conf.hpp"
+
+namespace p2pnode::dkms {
+namespace {
+
+void expect_golden(const std::string& name, const std::string& text) {
+  const std::string path = std::string(P2PNODE_SOURCE_DIR) + "/tests/golden/dkms/" + name;
+  if (std::getenv("P2PNODE_TEST_ACCEPT")) {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing golden file " << path << " (run with P2PNODE_TEST_ACCEPT=1)";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), text) << "golden " << path;
+}
+
+TEST(DkmsConf, NvidiaOpenTreeGolden) {
+  const auto mods = nvidia_modules({"Kbuild", "Makefile", "common", "conftest.sh", "nvidia", "nvidia-drm",
+                                    "nvidia-modeset", "nvidia-peermem", "nvidia-uvm"});
+  ASSERT_EQ(mods, (std::vector<std::string>{"nvidia", "nvidia-uvm", "nvidia-modeset", "nvidia-drm", "nvidia-peermem"}));
+  const auto conf = nvidia_open_conf("nvidia-p2p", "550.90.07", mods,
+                                     {"01-pci_resize_resource-6.1.patch", "02-follow_pfn.patch"});
+  const std::string text = render(conf);
+  expect_golden("nvidia-p2p-550.90.07.conf", text);
+  // The MAKE line starts with a quoted 'make', so DKMS's ${make_command/#make/…} does not match.
+  EXPECT_NE(text.find("MAKE[0]=\"'make' "), std::string::npos);
+  const auto make_line = text.substr(text.find("MAKE[0]="), text.find('\n', text.find("MAKE[0]=")) - text.find("MAKE[0]="));
+  EXPECT_EQ(make_line.find("KERNELRELEASE"), std::string::npos) << make_line;
+  EXPECT_NE(make_line.find("KERNEL_UNAME=${kernelver}"), std::string::npos) << make_line;
+  EXPECT_NE(text.find("PATCH[1]=\"02-follow_pfn.patch\""), std::string::npos);
+  EXPECT_NE(text.find("BUILT_MODULE_LOCATION[4]=\"kernel-open/\""), std::string::npos);
+}
+
+TEST(DkmsConf, KbuildTreeGolden) {
+  const auto mods = kbuild_modules("# test\nobj-m += p2ptest.o\nobj-m += other.o # second\n");
+  ASSERT_EQ(mods, (std::vector<std::string>{"p2ptest", "other"}));
+  expect_golden("p2ptest-1.0.conf", render(kbuild_conf("p2ptest", "1.0", mods, {"01-mark.patch"})));
+}
+
+TEST(DkmsConf, ClassifiesTrees) {
+  EXPECT_EQ(classify_tree({"COPYING", "Makefile", "kernel-open", "src", "version.mk"}), TreeKind::nvidia_open);
+  EXPECT_EQ(classify_tree({"Makefile", "p2ptest.c"}), TreeKind::kbuild);
+  EXPECT_EQ(classify_tree({"kernel-open"}), TreeKind::kbuild);  // kernel-open alone is a kernel-source package
+}
+
+TEST(DkmsConf, TreeVersion) {
+  EXPECT_EQ(nvidia_tree_version("NVIDIA_VERSION = 550.90.07\n"), "550.90.07");
+  EXPECT_EQ(nvidia_tree_version("# x\nNVIDIA_NVID_VERSION = 550.90.07\nNVIDIA_VERSION ?= 565.57.01\n"), "565.57.01");
+  EXPECT_EQ(nvidia_tree_version("nothing\n"), std::nullopt);
+}
+
+TEST(DkmsConf, QuotesValues) {
+  Conf c = kbuild_conf("we\"ird", "1.0", {"m"}, {});
+  EXPECT_NE(render(c).find("PACKAGE_NAME=\"we\\\"ird\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace p2pnode::dkms

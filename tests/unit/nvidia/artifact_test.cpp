@@ -1,0 +1,126 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "nvidia/artifact.hpp"
+#include "nvidia/sha256.hpp"
+
+namespace p2pnode::nvidia {
+namespace {
+namespace fs = std::filesystem;
+
+struct TempRoot {
+  fs::path dir;
+  TempRoot() {
+    char tmpl[] = "/tmp/p2pnode-artifact-XXXXXX";
+    dir = ::mkdtemp(tmpl);
+  }
+  ~TempRoot() { fs::remove_all(dir); }
+  void write(const std::string& rel, const std::string& text) const {
+    fs::create_directories((dir / rel).parent_path());
+    std::ofstream(dir / rel, std::ios::binary) << text;
+  }
+};
+
+TEST(Artifact, FileSha256CheckedAndMismatchRefused) {
+  TempRoot t;
+  t.write("art/x.run", "#!/bin/sh\necho hi\n");
+  sys::SysRoot root(t.dir);
+  sys::ScriptedRunner runner;
+  Artifact a;
+  a.path = "/art/x.run";
+  a.sha256 = sha256_hex("#!/bin/sh\necho hi\n");
+  auto f = fetch_artifact(root, runner, a, "installer", [](std::string_view) {});
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_FALSE(f->is_dir);
+  EXPECT_FALSE(f->fetched);
+  a.sha256[0] = a.sha256[0] == '0' ? '1' : '0';
+  auto bad = fetch_artifact(root, runner, a, "installer", [](std::string_view) {});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("sha256 mismatch"), std::string::npos);
+  EXPECT_TRUE(runner.calls().empty());
+}
+
+TEST(Artifact, TreeListingMatchesTheShellRecipe) {
+  TempRoot t;
+  t.write("src/b.c", "b\n");
+  t.write("src/a/Makefile", "obj-m += a.o\n");
+  t.write("src/.git/HEAD", "ref: x\n");  // left out
+  fs::create_symlink("b.c", t.dir / "src/link.c");  // left out
+  sys::SysRoot root(t.dir);
+  auto l = tree_listing(root, "/src");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(*l, sha256_hex("obj-m += a.o\n") + "  ./a/Makefile\n" + sha256_hex("b\n") + "  ./b.c\n");
+  // The same recipe the README gives operators.
+  const std::string cmd = "cd " + (t.dir / "src").string() +
+                          " && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum"
+                          " | sha256sum | cut -d' ' -f1 > " + (t.dir / "want").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(t.dir / "want");
+  std::string want;
+  in >> want;
+  EXPECT_EQ(*sha256_tree(root, "/src"), want);
+}
+
+TEST(Artifact, DownloadUsesCurlWithResumeAndChecksTheDigest) {
+  TempRoot t;
+  sys::SysRoot root(t.dir);
+  sys::ScriptedRunner runner;
+  const std::string body = "installer bytes";
+  runner.on({"curl"}, [&](const sys::Command& c) {
+    // Write what a download would have written to the --output file.
+    auto it = std::find(c.argv.begin(), c.argv.end(), "--output");
+    std::ofstream(*(it + 1), std::ios::binary | std::ios::app) << body;
+    return sys::exited_with(0, "downloaded 15 bytes in 0.1 s\n");
+  });
+  Artifact a;
+  a.url = "https://example.invalid/NVIDIA-Linux-x86_64-550.90.07.run?x=1";
+  a.sha256 = sha256_hex(body);
+  std::vector<std::string> lines;
+  auto f = fetch_artifact(root, runner, a, "installer", [&](std::string_view l) { lines.emplace_back(l); });
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(f->path, "/var/lib/p2pnode/artifacts/NVIDIA-Linux-x86_64-550.90.07.run");
+  EXPECT_TRUE(f->fetched);
+  ASSERT_EQ(runner.calls().size(), 1u);
+  const auto& argv = runner.calls()[0];
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--continue-at"), argv.end());
+  EXPECT_NE(lines.front().find("downloading"), std::string::npos);
+  // Present and matching: no second download.
+  auto again = fetch_artifact(root, runner, a, "installer", [](std::string_view) {});
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->fetched);
+  EXPECT_EQ(runner.calls().size(), 1u);
+}
+
+TEST(Artifact, DownloadWithWrongDigestIsRefusedAndDropped) {
+  TempRoot t;
+  sys::SysRoot root(t.dir);
+  sys::ScriptedRunner runner;
+  runner.on({"curl"}, [&](const sys::Command& c) {
+    auto it = std::find(c.argv.begin(), c.argv.end(), "--output");
+    std::ofstream(*(it + 1)) << "tampered";
+    return sys::exited_with(0);
+  });
+  Artifact a;
+  a.url = "https://example.invalid/x.run";
+  a.sha256 = sha256_hex("original");
+  auto f = fetch_artifact(root, runner, a, "installer", [](std::string_view) {});
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().message.find("sha256 mismatch"), std::string::npos);
+  EXPECT_FALSE(root.exists("/var/lib/p2pnode/artifacts/x.run"));
+  EXPECT_FALSE(root.exists("/var/lib/p2pnode/artifacts/x.run.part"));
+}
+
+TEST(Artifact, Basenames) {
+  Artifact a;
+  a.git = "https://github.com/tinygrad/open-gpu-kernel-modules.git";
+  EXPECT_EQ(artifact_basename(a), "open-gpu-kernel-modules");
+  Artifact b;
+  b.path = "/srv/0001-fix.patch";
+  EXPECT_EQ(artifact_basename(b), "0001-fix.patch");
+}
+
+}  // namespace
+}  // namespace p2pnode::nvidia
