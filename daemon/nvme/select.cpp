@@ -14,9 +14,9 @@ std::string trim(std::string s) {
 }
 
 std::string drive_key(const NvmeDrive& d) {
-  if (d.serial) return "serial " + *d.serial;
-  if (d.address) return "address " + *d.address;
-  return "model " + d.model.value_or("?");
+  if (d.serial) return "serial " + trim(*d.serial);
+  if (d.address) return "address " + trim(*d.address);
+  return "model " + trim(d.model.value_or("?"));
 }
 
 Selection select_nvme_drives(const std::vector<NvmeDrive>& drives, const std::vector<ControllerIdentity>& ctrls) {

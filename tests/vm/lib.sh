@@ -1,0 +1,83 @@
+# Shared by tests/vm/test_*.sh and scripts/bench-nvme-vm.sh: find QEMU and Debian's kernel, build a
+# busybox initramfs carrying p2pnode, the modules it needs and tests/vm/guest/, boot it under TCG.
+# Source it; call vm_prepare BINARY first. Everything lands in a mktemp directory ($VM_TMP).
+
+vm_skip() { echo "SKIP: $*"; exit 77; }
+
+# Sets VM_KERNEL, VM_KV, VM_TMP, VM_INITRD. Exits 77 when QEMU or the kernel cannot be had.
+vm_prepare() {
+  local bin=$1 here
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  [ -x "$bin" ] || { echo "FAIL: p2pnode binary '$bin' is missing (build it first)"; exit 1; }
+  if ! command -v qemu-system-x86_64 >/dev/null || ! ls /boot/vmlinuz-* >/dev/null 2>&1 || ! command -v busybox >/dev/null; then
+    [ "$(id -u)" -eq 0 ] && "$here/../../scripts/install-deps.sh" test >/dev/null 2>&1
+  fi
+  command -v qemu-system-x86_64 >/dev/null || vm_skip "qemu-system-x86_64 is not installed and could not be (scripts/install-deps.sh test)"
+  VM_KERNEL=$(ls /boot/vmlinuz-* 2>/dev/null | sort -V | tail -1)
+  [ -n "$VM_KERNEL" ] && [ -r "$VM_KERNEL" ] || vm_skip "no readable /boot/vmlinuz-* (install linux-image-amd64)"
+  VM_KV=${VM_KERNEL#/boot/vmlinuz-}
+  [ -d "/lib/modules/$VM_KV" ] || vm_skip "no /lib/modules/$VM_KV for $VM_KERNEL"
+  local bb
+  bb=$(command -v busybox)
+  file -L "$bb" 2>/dev/null | grep -q 'statically linked' || [ -x /bin/busybox ] || vm_skip "busybox-static is not installed"
+  for t in modinfo depmod cpio gzip; do command -v $t >/dev/null || vm_skip "$t is not installed (kmod, cpio)"; done
+  VM_TMP=$(mktemp -d /tmp/p2pnode-vm.XXXXXX)
+  trap 'rm -rf "$VM_TMP"' EXIT
+  local r=$VM_TMP/root
+  mkdir -p $r/bin $r/sbin $r/etc $r/proc $r/sys $r/dev $r/tmp $r/mnt $r/run $r/var/lib $r/lib/modules/$VM_KV
+  cp "$bb" $r/bin/busybox
+  # Modules with their dependencies (modinfo -F depends, recursively).
+  local todo=(nvme vfio-pci vfio_iommu_type1 ext4 crc32c_generic) seen=" " m f
+  while [ ${#todo[@]} -gt 0 ]; do
+    m=${todo[0]}; todo=("${todo[@]:1}")
+    case "$seen" in *" $m "*) continue ;; esac
+    seen="$seen$m "
+    f=$(modinfo -k "$VM_KV" -F filename "$m" 2>/dev/null) || continue
+    case "$f" in /*) ;; *) continue ;; esac  # built in
+    mkdir -p "$r$(dirname "$f")"
+    cp "$f" "$r$f"
+    for d in $(modinfo -k "$VM_KV" -F depends "$m" | tr ',' ' '); do todo+=("$d"); done
+  done
+  cp /lib/modules/$VM_KV/modules.builtin* /lib/modules/$VM_KV/modules.order $r/lib/modules/$VM_KV/ 2>/dev/null
+  depmod -b "$r" "$VM_KV"
+  # p2pnode and the libraries it links (it is dynamically linked), plus any extra programs.
+  vm_add_program "$bin" /bin/p2pnode
+  mkdir -p $r/guest && cp -r "$here/guest/." $r/guest/
+  cp "$here/guest/init" $r/init
+  chmod +x $r/init
+}
+
+# vm_add_program HOSTPATH GUESTPATH: copies a program and its shared libraries into the initramfs.
+vm_add_program() {
+  local r=$VM_TMP/root lib
+  mkdir -p "$r$(dirname "$2")"
+  cp "$1" "$r$2"
+  strip --strip-debug "$r$2" 2>/dev/null || true  # a debug build is 30x larger; TCG unpacks it slowly
+  for lib in $(ldd "$1" 2>/dev/null | grep -o '/[^ ]*'); do
+    [ -e "$r$lib" ] && continue
+    mkdir -p "$r$(dirname "$lib")"
+    cp -L "$lib" "$r$lib"
+  done
+}
+
+vm_pack() {
+  VM_INITRD=$VM_TMP/initrd.gz
+  (cd $VM_TMP/root && find . | cpio -o -H newc 2>/dev/null | gzip -1) > $VM_INITRD
+}
+
+# vm_boot NAME "KERNEL ARGS" QEMU-ARGS...: boots once, the serial console into $VM_TMP/NAME.log.
+vm_boot() {
+  local name=$1 args=$2
+  shift 2
+  local log=$VM_TMP/$name.log
+  timeout "${VM_TIMEOUT:-300}" qemu-system-x86_64 -M q35 -accel tcg -m 1024 -smp 1 -nographic -no-reboot -net none \
+    -kernel "$VM_KERNEL" -initrd "$VM_INITRD" \
+    -append "console=ttyS0 quiet panic=-1 p2p.scenario=$name $args" "$@" </dev/null >"$log" 2>&1
+  echo $? >$VM_TMP/$name.rc
+}
+
+# vm_drive NAME SERIAL: a 64 MiB emulated NVMe drive's QEMU arguments.
+vm_drive() {
+  truncate -s 64M $VM_TMP/$1.img
+  echo "-drive file=$VM_TMP/$1.img,if=none,id=$1,format=raw -device nvme,serial=$2,drive=$1"
+}
