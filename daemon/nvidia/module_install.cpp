@@ -495,6 +495,13 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     if (auto st = root.write_file_atomic(t.stamp, stamp.dump(2) + "\n"); !st)
       note += "; could not write " + t.stamp + ": " + st.error().message;
   }
+  // The NVIDIA modules can be pulled into an initramfs (nvidia-drm modeset hooks): refresh it.
+  if (staged->kind == dkms::TreeKind::nvidia_open && root.exists("/usr/sbin/update-initramfs"))
+    for (const auto& k : verified)
+      if (root.exists("/boot/initrd.img-" + k)) {
+        auto u = run.run("update-initramfs " + k, {"update-initramfs", "-u", "-k", k}, std::chrono::minutes(10), true);
+        if (!u.success()) note += "; update-initramfs -u -k " + k + ": " + u.describe();
+      }
   if (!failed.empty() || verified.size() != kernels.size())
     return finish(StepOutcome::failed, subject + ": " + (fail_msg.empty() ? "dkms status does not say installed" : fail_msg) + note);
   fs::remove_all(root.host_path(prev), ec);
