@@ -401,12 +401,14 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
                        root.host_path(scratch).string(), "--sourcetree", root.host_path(std::string(kStateDir) + "/stage").string()},
                       std::chrono::hours(2), false);
     if (!tr.success()) {
-      const std::string msg = failure_report("trial build of the changed source for " + k, tr, root,
-                                             sys::join(scratch, t.name, t.version, "build", "make.log"), r.after);
-      // Keep the scratch make.log readable after we clean up.
-      (void)root.make_dirs(std::string(kStateDir) + "/logs");
-      if (auto lg = root.read_text(sys::join(scratch, t.name, t.version, "build", "make.log"), 16 << 20))
-        (void)root.write_file_atomic(std::string(kStateDir) + "/logs/" + t.name + "-" + t.version + "-" + k + ".make.log", *lg);
+      // Keep make.log where the operator can read it after the scratch tree is gone.
+      const std::string kept = std::string(kStateDir) + "/logs/" + t.name + "-" + t.version + "-" + k + ".make.log";
+      (void)root.remove_file(kept);
+      if (auto lg = root.read_text(sys::join(scratch, t.name, t.version, "build", "make.log"), 16 << 20)) {
+        (void)root.make_dirs(std::string(kStateDir) + "/logs");
+        (void)root.write_file_atomic(kept, *lg);
+      }
+      const std::string msg = failure_report("trial build of the changed source for " + k, tr, root, kept, r.after);
       fs::remove_all(root.host_path(scratch), ec);
       return finish(StepOutcome::failed, msg + "; the installed " + subject + " was left in place");
     }
@@ -430,21 +432,6 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     fs::remove_all(root.host_path(staged->dir), ec);
   }
   log("source placed in " + t.src_dir);
-
-  // Conflicts the profile lets us remove.
-  if (d.conflicts == ConflictPolicy::remove) {
-    for (const auto& [m, v] : other_regs) {
-      auto rm = run.run("dkms remove " + m + "/" + v, {"dkms", "remove", "-m", m, "-v", v, "--all"}, std::chrono::minutes(10), true);
-      if (!rm.success()) note += "; could not remove dkms " + m + "/" + v + ": " + rm.describe();
-    }
-    for (const auto& s : stale) {
-      const std::string aside = std::string(kStateDir) + "/aside" + s;
-      (void)root.make_dirs(aside.substr(0, aside.rfind('/')));
-      fs::rename(root.host_path(s), root.host_path(aside), ec);
-      if (ec) note += "; could not move " + s + " aside: " + ec.message();
-      else log("moved stale " + s + " to " + aside);
-    }
-  }
 
   // Register, build, install for each kernel with headers.
   const bool added = std::any_of(st_before.begin(), st_before.end(), [&](const auto& e) { return e.version == t.version; });
@@ -494,6 +481,30 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     (void)root.make_dirs(kStateDir);
     if (auto st = root.write_file_atomic(t.stamp, stamp.dump(2) + "\n"); !st)
       note += "; could not write " + t.stamp + ": " + st.error().message;
+  }
+  // Conflicts the profile lets us remove, only once ours is in place (a failed build keeps the old
+  // module). DKMS may take our same-named files with the other package: reinstall ours if so.
+  if (d.conflicts == ConflictPolicy::remove && failed.empty() && !verified.empty()) {
+    for (const auto& [m, v] : other_regs) {
+      auto rm = run.run("dkms remove " + m + "/" + v, {"dkms", "remove", "-m", m, "-v", v, "--all"}, std::chrono::minutes(10), true);
+      if (!rm.success()) note += "; could not remove dkms " + m + "/" + v + ": " + rm.describe();
+    }
+    for (const auto& s : stale) {
+      const std::string aside = std::string(kStateDir) + "/aside" + s;
+      (void)root.make_dirs(aside.substr(0, aside.rfind('/')));
+      fs::rename(root.host_path(s), root.host_path(aside), ec);
+      if (ec) note += "; could not move " + s + " aside: " + ec.message();
+      else log("moved stale " + s + " to " + aside);
+    }
+    for (const auto& k : verified) {
+      bool complete = true;
+      for (const auto& m : staged->modules) complete = complete && !installed_module_path(root, k, m).empty();
+      if (!complete)
+        run.run("dkms install " + k, {"dkms", "install", "-m", t.name, "-v", t.version, "-k", k, "--force"},
+                std::chrono::minutes(30), true);
+      if (!stale.empty()) run.run("depmod " + k, {"depmod", "-a", k}, std::chrono::minutes(5), true);
+    }
+    if (!other_regs.empty() || !stale.empty()) note += "; removed conflicts: " + conflicts.dump();
   }
   // The NVIDIA modules can be pulled into an initramfs (nvidia-drm modeset hooks): refresh it.
   if (staged->kind == dkms::TreeKind::nvidia_open && root.exists("/usr/sbin/update-initramfs"))

@@ -4,7 +4,9 @@
 #  - dkms status says installed, and the patch is visible in the built .ko (modinfo);
 #  - a second apply runs no dkms build (a dkms wrapper on PATH counts the calls);
 #  - a corrupted sha256 refuses and changes nothing;
-#  - a patch that does not apply fails with DKMS's exit code (6) and leaves the install intact.
+#  - a patch that does not apply fails with DKMS's exit code (6) and leaves the install intact;
+#  - a patch that does not compile fails with exit 10 and the compiler's first error, install intact.
+# P2PNODE_DKMS_KEEP_KO=<dir> keeps a copy of the built .ko (for loading it in the VM harness).
 # Modules are never loaded here (this machine's kernel cannot); the VM harness does that.
 # Usage: bash tests/dkms/test_dkms_roundtrip.sh <path-to-p2pnode>     (root; exit 77 = skipped)
 set -euo pipefail
@@ -76,10 +78,16 @@ cat > "$TMP/0002-broken.patch" <<P
 +int still_nothing;
  /* end */
 P
+# A patch that applies (after 0001) but does not compile.
+mkdir -p "$TMP/c" "$TMP/d"
+cp "$TMP/b/$KO.c" "$TMP/c/"
+sed 's/"applied-by-dkms");/"applied-by-dkms");\nthis is not C;/' "$TMP/b/$KO.c" > "$TMP/d/$KO.c"
+(cd "$TMP/c" && diff -u "$KO.c" "../d/$KO.c" | sed "1s|.*|--- a/$KO.c|; 2s|.*|+++ b/$KO.c|" > "$TMP/0003-no-compile.patch" || true)
 tree_sha() { (cd "$1" && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1); }
 SRC_SHA=$(tree_sha "$TMP/src")
 P1_SHA=$(sha256sum "$TMP/0001-mark.patch" | cut -d' ' -f1)
 P2_SHA=$(sha256sum "$TMP/0002-broken.patch" | cut -d' ' -f1)
+P3_SHA=$(sha256sum "$TMP/0003-no-compile.patch" | cut -d' ' -f1)
 
 profile() {  # profile <file> <patch sha256> [second patch lines]
   cat > "$1" <<Y
@@ -106,6 +114,8 @@ BAD_SHA=$(echo "$P1_SHA" | tr '0-9a-f' '1-9a-f0')
 profile "$TMP/corrupt.yaml" "$BAD_SHA" ""
 profile "$TMP/broken.yaml" "$P1_SHA" "      - path: $TMP/0002-broken.patch
         sha256: $P2_SHA"
+profile "$TMP/nocompile.yaml" "$P1_SHA" "      - path: $TMP/0003-no-compile.patch
+        sha256: $P3_SHA"
 
 # A dkms wrapper that records every call, so "builds nothing" is counted, not guessed.
 cat > "$TMP/bin/dkms" <<W
@@ -140,6 +150,10 @@ grep -q "^'make'" <(grep '^MAKE' "/usr/src/$NAME-$VER/dkms.conf" | cut -d'"' -f2
 [ -f "/usr/src/$NAME-$VER/patches/01-0001-mark.patch" ] || fail "the patch is not in /usr/src/$NAME-$VER/patches/"
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "   first apply (fetch, stage, dkms add/build/install): %.1f s wall\n", b - a }'
 echo "   built module: $KOFILE"
+grep -o '\[dkms build [^]]*\] exit 0 after [0-9.]* s' "$TMP/1.json.log" | sed 's/^/   /' || true
+if [ -n "${P2PNODE_DKMS_KEEP_KO:-}" ]; then  # for the VM harness: keep a copy of the built module
+  mkdir -p "$P2PNODE_DKMS_KEEP_KO" && cp "$KOFILE" "$P2PNODE_DKMS_KEEP_KO/" && echo "   kept a copy in $P2PNODE_DKMS_KEEP_KO"
+fi
 
 say "2. second apply builds nothing"
 before_builds=$(builds)
@@ -174,7 +188,18 @@ s=$(step "$TMP/4.json" driver.module)
 [ "$(state)" = "$before" ] || fail "the failed build changed the installed module: before: $before after: $(state)"
 echo "   $(jq -r .message <<<"$s" | cut -c1-200)"
 
-say "5. back to the good profile: nothing to do"
+say "5. a patch that does not compile fails with exit 10, names the compiler error, keeps the install"
+before=$(state)
+rc=$(apply "$TMP/nocompile.yaml" "$TMP/5c.json")
+s=$(step "$TMP/5c.json" driver.module)
+[ "$rc" != 0 ] && [ "$(jq -r .outcome <<<"$s")" = failed ] || fail "a compile error did not fail: $s"
+[ "$(jq -r .after.dkms_exit_code <<<"$s")" = 10 ] || fail "compile error: DKMS exit code is not 10: $s"
+jq -r .after.first_error <<<"$s" | grep -q "error:" || fail "compile error: no first compiler error in the report: $s"
+[ "$(jq -r '.after.make_log_tail | length' <<<"$s")" -gt 0 ] || fail "compile error: no make.log tail: $s"
+[ "$(state)" = "$before" ] || fail "the failed build changed the installed module"
+echo "   $(jq -r .after.first_error <<<"$s" | tail -1 | cut -c1-200)"
+
+say "6. back to the good profile: nothing to do"
 rc=$(apply "$TMP/good.yaml" "$TMP/5.json")
 [ "$rc" = 0 ] && [ "$(jq '.writes' "$TMP/5.json")" = 0 ] || fail "after the failed update, the good profile is not in place: $(cat "$TMP/5.json")"
 

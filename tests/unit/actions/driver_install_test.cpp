@@ -1,6 +1,7 @@
 // The driver actions against a temp-dir root and a ScriptedRunner that plays DKMS and the installer.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -210,6 +211,83 @@ TEST(DriverModule, NoHeadersIsAFailureThatNamesThePackage) {
   auto r = make_driver_module()->apply(ctx, inv);
   EXPECT_EQ(r[0].outcome, StepOutcome::failed);
   EXPECT_NE(r[0].message.find("linux-headers-6.1.0-56-amd64"), std::string::npos);
+}
+
+TEST(DriverModule, ConflictsAreReportedOrRemovedAfterTheInstall) {
+  for (const auto policy : {ConflictPolicy::report, ConflictPolicy::remove}) {
+    Box box;
+    write_module_source(box);
+    // The stock package builds a module of the same name; tinygrad's install.sh left a stale copy.
+    box.write("var/lib/dkms/nvidia/550.54.15/source/dkms.conf", "BUILT_MODULE_NAME[0]=\"p2ptest\"\n");
+    box.write("lib/modules/6.1.0-56-amd64/kernel/drivers/video/p2ptest.ko", "old");
+    const sys::SysRoot root(box.dir);
+    sys::ScriptedRunner runner;
+    FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
+    dkms.install(runner);
+    runner.on({"dkms", "remove"}, sys::exited_with(0));
+    runner.on({"depmod"}, sys::exited_with(0));
+    Profile p = module_profile(box);
+    p.driver->conflicts = policy;
+    Inventory inv;
+    inv.kernel.release = kKernel;
+    ApplyContext ctx{root, runner, p};
+    auto r = make_driver_module()->apply(ctx, inv);
+    EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+    EXPECT_NE(r[0].message.find("dkms nvidia/550.54.15"), std::string::npos) << r[0].message;
+    EXPECT_NE(r[0].message.find("kernel/drivers/video/p2ptest.ko"), std::string::npos) << r[0].message;
+    std::size_t install_at = 0, remove_at = 0;
+    for (std::size_t i = 0; i < runner.calls().size(); ++i) {
+      const auto& c = runner.calls()[i];
+      if (c.size() > 1 && c[1] == "install" && !install_at) install_at = i;
+      if (c.size() > 1 && c[1] == "remove") remove_at = i;
+    }
+    if (policy == ConflictPolicy::report) {
+      EXPECT_EQ(remove_at, 0u);
+      EXPECT_TRUE(root.exists("/lib/modules/6.1.0-56-amd64/kernel/drivers/video/p2ptest.ko"));
+    } else {
+      EXPECT_GT(remove_at, install_at);  // only once ours is installed
+      EXPECT_FALSE(root.exists("/lib/modules/6.1.0-56-amd64/kernel/drivers/video/p2ptest.ko"));
+      EXPECT_TRUE(root.exists("/var/lib/p2pnode/dkms/aside/lib/modules/6.1.0-56-amd64/kernel/drivers/video/p2ptest.ko"));
+      EXPECT_EQ(runner.count("depmod"), 1u);
+    }
+  }
+}
+
+TEST(DriverModule, UnpacksATarballWithOneTopDirectory) {
+  Box box;
+  box.write("tmp-src/p2ptest-1.5/p2ptest.c", "int x;\n");
+  box.write("tmp-src/p2ptest-1.5/Makefile", "obj-m += p2ptest.o\n");
+  box.write("srv/0001-mark.patch", "--- a/p2ptest.c\n+++ b/p2ptest.c\n");
+  const std::string tgz = (box.dir / "srv/p2ptest-1.5.tar.gz").string();
+  ASSERT_EQ(std::system(("tar -czf " + tgz + " -C " + (box.dir / "tmp-src").string() + " p2ptest-1.5").c_str()), 0);
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
+  dkms.install(runner);
+  runner.on({"tar"}, [](const sys::Command& c) { return sys::ProcessRunner().run(c); });
+  Profile p;
+  DriverSpec d;
+  d.version = "1.5";
+  ModuleSource ms;
+  ms.name = "p2ptest";
+  ms.artifact.path = "/srv/p2ptest-1.5.tar.gz";
+  ms.artifact.sha256 = *nvidia::sha256_file(root, *ms.artifact.path);
+  d.kernel_module = ms;
+  p.driver = d;
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_module()->apply(ctx, inv);
+  EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+  EXPECT_TRUE(root.exists("/usr/src/p2ptest-1.5/p2ptest.c"));  // the top directory was stripped
+  EXPECT_TRUE(root.exists("/usr/src/p2ptest-1.5/dkms.conf"));
+}
+
+TEST(DriverOptions, RenderQuotesOnlyWhatNeedsIt) {
+  EXPECT_EQ(render_modprobe_conf({}), "");
+  EXPECT_EQ(render_modprobe_conf({{"NVreg_A", "1"}, {"NVreg_B", "\"x=1;y=2\""}}),
+            "# Written by p2pnode from the profile's driver.options; `p2pnode apply` rewrites it.\n"
+            "options nvidia NVreg_A=1 NVreg_B=\"x=1;y=2\"\n");
 }
 
 TEST(DriverOptions, WritesOneFileAndRefusesAWrongP2PType) {

@@ -124,3 +124,40 @@ TEST(Artifact, Basenames) {
 
 }  // namespace
 }  // namespace p2pnode::nvidia
+
+namespace p2pnode::nvidia {
+namespace {
+
+// A git source pinned by its tree sha256: cloned with --depth 1 --branch, .git left out of the digest.
+TEST(Artifact, GitCheckoutOfABranch) {
+  if (std::system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "git is not installed";
+  TempRoot t;
+  t.write("repo/Makefile", "obj-m += a.o\n");
+  t.write("repo/a.c", "int a;\n");
+  const std::string repo = (t.dir / "repo").string();
+  const std::string setup = "cd " + repo + " && git init -q -b main && git add -A && "
+                            "git -c user.email=t@t -c user.name=t commit -q -m init && git branch -q 550.90.07-p2p";
+  ASSERT_EQ(std::system(setup.c_str()), 0);
+  sys::SysRoot root(t.dir / "box");
+  std::filesystem::create_directories(t.dir / "box");
+  sys::ProcessRunner runner;
+  Artifact a;
+  a.git = "file://" + repo;
+  a.branch = "550.90.07-p2p";
+  a.sha256 = sha256_hex(sha256_hex("obj-m += a.o\n") + "  ./Makefile\n" + sha256_hex("int a;\n") + "  ./a.c\n");
+  auto f = fetch_artifact(root, runner, a, "source", [](std::string_view) {});
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_TRUE(f->is_dir);
+  EXPECT_TRUE(f->fetched);
+  EXPECT_TRUE(root.exists(f->path + "/.git"));
+  auto again = fetch_artifact(root, runner, a, "source", [](std::string_view) {});
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->fetched);  // present and matching: no second clone
+  a.sha256 = std::string(64, 'f');
+  auto bad = fetch_artifact(root, runner, a, "source", [](std::string_view) {});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("sha256 mismatch"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace p2pnode::nvidia
