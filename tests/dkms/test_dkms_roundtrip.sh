@@ -150,7 +150,6 @@ grep -q "^'make'" <(grep '^MAKE' "/usr/src/$NAME-$VER/dkms.conf" | cut -d'"' -f2
 [ -f "/usr/src/$NAME-$VER/patches/01-0001-mark.patch" ] || fail "the patch is not in /usr/src/$NAME-$VER/patches/"
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "   first apply (fetch, stage, dkms add/build/install): %.1f s wall\n", b - a }'
 echo "   built module: $KOFILE"
-grep -o '\[dkms build [^]]*\] exit 0 after [0-9.]* s' "$TMP/1.json.log" | sed 's/^/   /' || true
 if [ -n "${P2PNODE_DKMS_KEEP_KO:-}" ]; then  # for the VM harness: keep a copy of the built module
   mkdir -p "$P2PNODE_DKMS_KEEP_KO" && cp "$KOFILE" "$P2PNODE_DKMS_KEEP_KO/" && echo "   kept a copy in $P2PNODE_DKMS_KEEP_KO"
 fi
