@@ -33,7 +33,8 @@ struct RebarEntry {
 struct AcsInfo {
   std::uint16_t capability = 0, control = 0;
   int offset = 0;
-  bool redirects() const { return control & (0x4 | 0x8 | 0x20); }  // P2P req/cpl redirect, egress ctl
+  // P2P request/completion redirect, upstream forwarding, egress control: what the ACS fix clears.
+  bool redirects() const { return control & 0x3C; }
 };
 
 enum class DeviceKind { gpu, gpu_function, nvme, bridge, host_bridge, other };
