@@ -3,8 +3,10 @@
 # node (tests/fixtures/epyc-8x4090-4nvme) holding a full 8-GPU self-test result, beside Debian's
 # prometheus-node-exporter serving its own /metrics in the same run. Prints a Markdown table.
 #   latency at 500 req/s: wrk has no constant-rate mode (that is wrk2, not in Debian), so each of
-#     10 connections waits 20 ms between requests (wrk's Lua delay()): about 500 req/s offered.
-#   saturation: 2 threads, 16 connections, keep-alive, as fast as it answers.
+#     8 connections waits 16 ms between requests (wrk's Lua delay()): about 500 req/s offered.
+#   saturation: 2 threads, 8 connections (the daemon's 8 workers; with cpp-httplib 0.11 a
+#     keep-alive connection holds its worker, so more connections than workers queue), as fast
+#     as it answers.
 #   RSS from /proc/PID/status; idle CPU from /proc/PID/stat (utime+stime) over 10 s of no requests.
 # usage: scripts/bench-serve.sh [PATH-TO-p2pnode]   (BENCH_SECONDS=10 per run)
 set -euo pipefail
@@ -28,7 +30,7 @@ cp -a "$SRC/tests/fixtures/epyc-8x4090-4nvme" "$ROOT"
 mkdir -p "$ROOT/etc/p2pnode/profiles" "$ROOT/var/lib/p2pnode"
 cp "$SRC/profiles/epyc-8x4090.yaml" "$ROOT/etc/p2pnode/profiles/"
 GPUS=$("$BIN" check --root "$ROOT" --json | python3 -c 'import json,sys; print(" ".join(g["bdf"] for g in json.load(sys.stdin)["node"]["gpus"]))')
-python3 "$SRC/tests/serve/synth_agent_result.py" "$SRC/tests/gpu/results/h200x4-first/h200x4-rounds.json" $GPUS > "$WORK/result.json"
+python3 "$SRC/tests/serve/synth_agent_result.py" "$SRC/tests/gpu/results/h200x4-rounds.json" $GPUS > "$WORK/result.json"
 cat > "$WORK/p2pnode.yaml" <<YAML
 listen: 127.0.0.1:0
 agent:
@@ -55,15 +57,15 @@ else
 fi
 
 cat > "$WORK/pace.lua" <<'LUA'
--- About 500 requests/s in total: 10 connections, each waiting 20 ms between requests.
-function delay() return 20 end
+-- About 500 requests/s in total: 8 connections, each waiting 16 ms between requests.
+function delay() return 16 end
 LUA
 
 # run URL MODE -> "p50 p90 p99 max req/s"
 run() {
   local out
-  if [ "$2" = paced ]; then out=$(wrk -t2 -c10 -d"${SECS}s" --latency -s "$WORK/pace.lua" "$1")
-  else out=$(wrk -t2 -c16 -d"${SECS}s" --latency "$1"); fi
+  if [ "$2" = paced ]; then out=$(wrk -t2 -c8 -d"${SECS}s" --latency -s "$WORK/pace.lua" "$1")
+  else out=$(wrk -t2 -c8 -d"${SECS}s" --latency "$1"); fi
   echo "$out" >> "$WORK/wrk.log"
   python3 - "$out" <<'PY'
 import re, sys
@@ -108,7 +110,7 @@ f() { echo "${R[$1]:-- - - - - -}" | awk -v i=$2 '{print $i}'; }
 echo
 echo "Node: epyc-8x4090-4nvme fixture (8 GPUs, 56 pairs, full self-test), node state: $STATE; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)."
 echo
-echo "| endpoint | body bytes | p50 / p90 / p99 / max ms at ~500 req/s | achieved req/s | p99 ms at saturation | req/s at saturation (16 conns) | non-2xx |"
+echo "| endpoint | body bytes | p50 / p90 / p99 / max ms at ~500 req/s | achieved req/s | p99 ms at saturation | req/s at saturation (8 conns) | non-2xx |"
 echo "|---|---|---|---|---|---|---|"
 for t in p2p_metrics p2p_status ne_metrics; do
   [ -n "${R[$t.paced]:-}" ] || continue

@@ -1,5 +1,6 @@
 #include "engine/config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -46,6 +47,18 @@ std::optional<ListenAddress> parse_listen(std::string_view text, std::string* wh
 }
 
 namespace {
+bool only_comments(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto eol = std::min(text.find('\n', i), text.size());
+    const auto line = text.substr(i, eol - i);
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first != std::string_view::npos && line[first] != '#') return false;
+    i = eol + 1;
+  }
+  return true;
+}
+
 void absolute_path(MapReader& m, std::string_view key, std::string& out) {
   if (auto v = m.string(key)) {
     if (v->empty() || v->front() != '/') m.diag().add(m.get(key), m.child_path(key), "expected an absolute path, found '" + *v + "'");
@@ -56,14 +69,14 @@ void absolute_path(MapReader& m, std::string_view key, std::string& out) {
 
 ConfigLoad load_config_text(std::string_view text, const std::string& file_name) {
   ConfigLoad out{std::nullopt, profile::Diagnostics(file_name)};
-  auto doc = profile::parse_yaml_text(text, out.diagnostics, 256 * 1024);
-  if (!doc) return out;
   DaemonConfig c;
   c.source_file = file_name;
-  if (doc->IsNull()) {  // an empty file: every default
+  if (only_comments(text)) {  // an empty file: every default
     out.config = c;
     return out;
   }
+  auto doc = profile::parse_yaml_text(text, out.diagnostics, 256 * 1024);
+  if (!doc) return out;
   MapReader root(*doc, "", out.diagnostics,
                  {"apiVersion", "kind", "listen", "allow_non_loopback", "token_file", "profiles_dir", "state_dir",
                   "agent", "selftest", "apply", "http", "device_monitor"});

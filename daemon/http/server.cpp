@@ -1,6 +1,9 @@
 #include "http/server.hpp"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -135,10 +138,16 @@ Result<std::string> read_token_file(const std::filesystem::path& path) {
   return token;
 }
 
+// Gives access to the listening socket, to set options httplib 0.11 has no setter for.
+class Server final : public httplib::Server {
+ public:
+  int listen_fd() const { return svr_sock_; }
+};
+
 struct ApiServer::Impl {
   engine::Engine& engine;
   ServerOptions opt;
-  httplib::Server svr;
+  Server svr;
   std::thread thread;
   std::mutex token_mu;
   std::string token, token_problem = "no token file was read";
@@ -225,6 +234,7 @@ struct ApiServer::Impl {
     svr.set_keep_alive_timeout(opt.keep_alive_timeout_s);
     svr.set_keep_alive_max_count(opt.keep_alive_max);
     svr.set_tcp_nodelay(true);
+
     svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (req.headers.size() > opt.max_headers) {
         problem(res, 431, "more than " + std::to_string(opt.max_headers) + " header fields");
@@ -287,7 +297,20 @@ Result<int> ApiServer::bind() {
   return o.listen.port;
 }
 
+namespace {
+// Idle connections (connected, nothing sent) stay in the kernel until their first bytes arrive
+// (TCP_DEFER_ACCEPT), so they never hold one of the fixed workers.
+// httplib 0.11 listens with a backlog of 5, under which the kernel gives up deferring at once;
+// listen() again on the bound socket raises it.
+void defer_accept(int fd) {
+  int defer_s = 10;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof defer_s);
+  ::listen(fd, 256);
+}
+}  // namespace
+
 void ApiServer::start() {
+  defer_accept(impl_->svr.listen_fd());
   impl_->thread = std::thread([this] { impl_->svr.listen_after_bind(); });
 }
 

@@ -19,7 +19,7 @@ struct ServerOptions {
   std::size_t queue = 64;          // accepted connections waiting for a worker; accept blocks beyond
   std::size_t max_body = 64 * 1024;
   std::size_t max_headers = 64;
-  int read_timeout_s = 5, write_timeout_s = 5;
+  int read_timeout_s = 3, write_timeout_s = 5;  // per read/write; a client that sends nothing is gone in 3 s
   int keep_alive_timeout_s = 2;
   std::size_t keep_alive_max = 100;
 };

@@ -7,7 +7,7 @@ BIN=${1:?usage: test_serve.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
 for tool in curl jq python3; do command -v $tool >/dev/null || skip "$tool is not installed"; done
 
-RESULT="$SRC/tests/gpu/results/h200x4-first/h200x4-rounds.json"
+RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
 make_node h200 h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
 write_config h200 "$SRC/tests/serve/agents/replay.sh" "[\"$RESULT\", \"0\", \"0.5\"]"
 start_daemon h200 || exit 1
