@@ -1,0 +1,70 @@
+// The nvme.binding check (daemon/checks/nvme.cpp) on hand-built inventories: the seed's D3hot trap.
+#include <gtest/gtest.h>
+
+#include "checks/check.hpp"
+
+namespace p2pnode::checks {
+namespace {
+
+PciDevice nvme_dev(const std::string& bdf, const std::string& driver, const std::string& state,
+                   const std::string& control, std::uint16_t command, int d_state) {
+  PciDevice d;
+  d.bdf = bdf;
+  d.kind = DeviceKind::nvme;
+  d.driver = driver;
+  d.power_state = state;
+  d.power_control = control;
+  d.config.assign(256, 0);
+  d.config[0x04] = static_cast<std::uint8_t>(command & 0xFF);
+  d.config[0x05] = static_cast<std::uint8_t>(command >> 8);
+  d.config[0x06] = 0x10;  // capability list
+  d.config[0x34] = 0x60;
+  d.config[0x60] = 0x01;  // PM, last in the list
+  d.config[0x64] = static_cast<std::uint8_t>(d_state);
+  return d;
+}
+
+Profile wants(int drives) {
+  Profile p;
+  p.nvme = NvmeSpec{};
+  for (int i = 0; i < drives; ++i) {
+    NvmeDrive d;
+    d.serial = "S" + std::to_string(i);
+    p.nvme->drives.push_back(d);
+  }
+  return p;
+}
+
+TEST(NvmeBindingCheck, VfioInD3hotIsAnError) {
+  Inventory inv;
+  inv.devices = {nvme_dev("0000:0b:00.0", "vfio-pci", "D3hot", "auto", 0x0103, 3)};
+  const auto f = check_nvme_binding(Profile{}, inv);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::error);
+  EXPECT_EQ(f[0].summary,
+            "on vfio-pci but in D3 (BAR0 reads all-Fs there); power/control is auto (it will drop to D3hot when idle); "
+            "COMMAND 0x0103 lacks Memory+BusMaster");
+  EXPECT_EQ(f[0].observed["pmcsr"], "D3");
+}
+
+TEST(NvmeBindingCheck, FixedUpIsOkAndMissingDrivesAreAWarning) {
+  Inventory inv;
+  inv.devices = {nvme_dev("0000:01:00.0", "nvme", "D0", "on", 0x0406, 0),
+                 nvme_dev("0000:0b:00.0", "vfio-pci", "D0", "on", 0x0107, 0)};
+  const auto f = check_nvme_binding(wants(2), inv);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].summary, "on nvme");
+  EXPECT_EQ(f[1].severity, Severity::ok);
+  EXPECT_EQ(f[1].summary, "on vfio-pci, D0, power/control on, Memory+BusMaster");
+  EXPECT_EQ(f[2].subject, "node");
+  EXPECT_EQ(f[2].severity, Severity::warning);
+}
+
+TEST(NvmeBindingCheck, SilentWithoutProfileOrVfio) {
+  Inventory inv;
+  inv.devices = {nvme_dev("0000:01:00.0", "nvme", "D0", "on", 0x0406, 0)};
+  EXPECT_TRUE(check_nvme_binding(Profile{}, inv).empty());
+}
+
+}  // namespace
+}  // namespace p2pnode::checks
