@@ -149,7 +149,8 @@ int run_serve(const ServeOptions& o) {
   }
 
   const auto ping = service::watchdog_ping_interval();
-  const auto tick = ping ? std::min<std::chrono::microseconds>(*ping, std::chrono::seconds(1)) : std::chrono::seconds(1);
+  // Wake only to ping the watchdog (none without one): an idle daemon uses no CPU.
+  const std::chrono::microseconds tick = ping ? *ping : std::chrono::hours(1);
   for (;;) {
     timespec ts{static_cast<time_t>(tick.count() / 1000000), static_cast<long>((tick.count() % 1000000) * 1000)};
     const int sig = sigtimedwait(&mask, nullptr, &ts);

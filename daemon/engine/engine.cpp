@@ -21,7 +21,6 @@ Engine::Engine(EngineDeps deps, DaemonConfig config, std::string version)
     : deps_(std::move(deps)), version_(std::move(version)), config_(std::move(config)) {
   runtime_.version = version_;
   runtime_.started_unix = static_cast<std::int64_t>(std::time(nullptr));
-  heartbeat_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
 }
 
 Engine::~Engine() { stop(); }
@@ -103,10 +102,6 @@ std::shared_ptr<const Snapshot> Engine::snapshot() const {
   return snapshot_;
 }
 
-std::chrono::steady_clock::time_point Engine::heartbeat() const {
-  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(heartbeat_ns_.load()));
-}
-
 std::optional<std::chrono::system_clock::time_point> Engine::next_selftest_locked() const {
   const auto interval = selftest_interval(config_, state_);
   if (!interval) return std::nullopt;
@@ -144,17 +139,17 @@ void Engine::publish() {
 void Engine::worker() {
   std::unique_lock lk(mu_);
   for (;;) {
-    heartbeat_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
     if (stopping_) return;
     if (!pending_) {
-      // Sleep until a request, the next scheduled self-test, or a heartbeat tick.
-      auto wake = std::chrono::system_clock::now() + std::chrono::seconds(1);
+      // Sleep until a request or the next scheduled self-test: an idle daemon uses no CPU.
       auto next = decided_ ? next_selftest_locked() : std::nullopt;
       if (next && *next <= std::chrono::system_clock::now()) {
         pending_ = true;
         pending_trigger_ = "schedule";
         pending_selftest_ = true;
       } else {
+        // Bounded, so a wall-clock jump cannot push the schedule out by more than an hour.
+        auto wake = std::chrono::system_clock::now() + std::chrono::hours(1);
         if (next && *next < wake) wake = *next;
         cv_.wait_until(lk, wake);
         continue;

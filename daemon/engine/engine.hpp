@@ -58,8 +58,6 @@ class Engine {
   DaemonConfig config() const;
 
   std::shared_ptr<const Snapshot> snapshot() const;
-  // The worker's last sign of life (for the systemd watchdog): steady clock.
-  std::chrono::steady_clock::time_point heartbeat() const;
   bool pass_running() const { return running_.load(); }
 
  private:
@@ -79,7 +77,6 @@ class Engine {
   bool pending_ = false, pending_selftest_ = false, stopping_ = false;
   std::string pending_trigger_;
   std::atomic<bool> running_{false};
-  std::atomic<std::int64_t> heartbeat_ns_{0};
   std::shared_ptr<const Snapshot> snapshot_;
   std::thread thread_;
 };
