@@ -50,6 +50,14 @@ class DriverModule final : public Action {
     if (gaps.empty()) return steps;
     const auto t = nvidia::module_target(*p.driver);
     const auto kernels = nvidia::kernels_with_headers(root);
+    if (kernels.empty()) {
+      const std::string k = running_kernel(root, inv);
+      steps.push_back({"driver.module", t.name + "/" + t.version,
+                       "no kernel in /lib/modules has headers: install linux-headers-" + (k.empty() ? "<running kernel>" : k) +
+                           ", then apply builds " + t.name + "/" + t.version + " through DKMS",
+                       false, true, {{"gaps", gaps}, {"running_kernel", k}}});
+      return steps;
+    }
     Step s{"driver.module", t.name + "/" + t.version,
            "verify the source's sha256, place it in " + t.src_dir + " with a generated dkms.conf, then dkms add, "
            "build and install for " + json(kernels).dump(),
