@@ -99,7 +99,7 @@ TEST(ConfigSpace, RootPortAcsOnAndOff) {
 
 TEST(ConfigSpace, AcsRedirectBits) {
   EXPECT_FALSE((AcsInfo{0x1f, 0x01, 0}).redirects());  // source validation alone is harmless
-  EXPECT_FALSE((AcsInfo{0x1f, 0x10, 0}).redirects());  // upstream forwarding alone
+  EXPECT_TRUE((AcsInfo{0x1f, 0x10, 0}).redirects());   // upstream forwarding: the fix clears it too
   EXPECT_TRUE((AcsInfo{0x1f, 0x04, 0}).redirects());   // P2P request redirect
   EXPECT_TRUE((AcsInfo{0x1f, 0x08, 0}).redirects());   // P2P completion redirect
   EXPECT_TRUE((AcsInfo{0x7f, 0x20, 0}).redirects());   // egress control
