@@ -28,8 +28,11 @@ if grep -q '^P2P-CHECK FAIL' "$log" || ! grep -q '^P2P-END bench' "$log"; then
   exit 1
 fi
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
-p=$(grep '^P2P-BENCH p2pnode' "$log" | tr -d '\r' | awk '{print $3}' | median)
+p=$(grep '^P2P-BENCH p2pnode ' "$log" | tr -d '\r' | awk '{print $3}' | median)
 s=$(grep '^P2P-BENCH shell' "$log" | tr -d '\r' | awk '{print $3}' | median)
-awk -v p="$p" -v s="$s" -v n="$rounds" -v kv="$VM_KV" 'BEGIN {
+z=$(grep '^P2P-BENCH p2pnode_noop' "$log" | tr -d '\r' | awk '{print $3}' | median)
+v=$(grep '^P2P-BENCH p2pnode_start' "$log" | tr -d '\r' | awk '{print $3}' | median)
+awk -v p="$p" -v s="$s" -v z="$z" -v v="$v" -v n="$rounds" -v kv="$VM_KV" 'BEGIN {
   printf "bench (QEMU TCG, kernel %s, %d rounds, medians): p2pnode %.1f ms, seed shell procedure %.1f ms, ratio p2pnode/shell %.2f\n",
-         kv, n, p / 1e6, s / 1e6, p / s }'
+         kv, n, p / 1e6, s / 1e6, p / s
+  printf "  p2pnode apply with nothing to do (process start + probing the box): %.1f ms; p2pnode --version alone: %.1f ms\n", z / 1e6, v / 1e6 }'

@@ -199,7 +199,7 @@ class NvmeBind final : public Action {
                                                  std::to_string(attempt) + " remove+rescan attempt(s); power-cycle the box)");
         std::this_thread::sleep_for(t_.backoff * (1 << attempt));
         run.log("remove+rescan, attempt " + std::to_string(attempt + 1));
-        if (auto rec = remove_rescan(run, d.driver); !rec)
+        if (auto rec = remove_rescan(run, d); !rec)
           return finish(StepOutcome::failed, "recovering " + s.bdf + " by remove+rescan: " + rec.error().message);
       }
     }
@@ -318,9 +318,10 @@ class NvmeBind final : public Action {
     return {};
   }
 
-  // driver_override is lost on remove; a drivers_autoprobe=0 window keeps nvme from taking the
-  // device back before the override is written again.
-  Status remove_rescan(Run& run, const std::string& target) const {
+  // driver_override is lost on remove: a drivers_autoprobe=0 window around the rescan, the override
+  // written again, and whatever driver still took the device unbound (after the safety check).
+  Status remove_rescan(Run& run, const NvmeDrive& drive) const {
+    const std::string& target = drive.driver;
     const auto& root = run.root();
     if (auto ok = root.write_attr("/sys/bus/pci/drivers_autoprobe", "0"); !ok) return ok.context("closing drivers_autoprobe");
     auto result = [&]() -> Status {
@@ -333,6 +334,16 @@ class NvmeBind final : public Action {
     }();
     if (auto ok = root.write_attr("/sys/bus/pci/drivers_autoprobe", "1"); !ok && result) result = ok.context("reopening drivers_autoprobe");
     if (!result) return result;
+    // The window is not enough on 6.1 (verified in tests/vm): pci_bus_add_device() calls
+    // device_attach() itself, so nvme can take the rescanned drive before the override is back.
+    if (const std::string grabbed = driver_now(run); !grabbed.empty() && grabbed != target) {
+      const auto use = probe::probe_nvme_usage(root, run.bdf);
+      if (const auto dec = nvme::decide_unbind_safety(use, drive.wipe_ok); grabbed == "nvme" && !dec.safe)
+        return Error{"after the rescan " + nvme::describe_refusal(use, dec)};
+      run.log("the rescan gave the device to " + grabbed + " before the override was back; unbinding it");
+      if (auto ok = root.write_attr(join("/sys/bus/pci/drivers", grabbed, "unbind"), run.bdf); !ok)
+        return ok.context("unbinding " + grabbed + " after the rescan");
+    }
     if (auto ok = root.write_attr("/sys/bus/pci/drivers_probe", run.bdf); !ok) return ok.context("writing drivers_probe");
     if (!wait_for([&] { return driver_now(run) == target; })) return Error{"the device came back but " + target + " did not bind"};
     return {};

@@ -126,6 +126,25 @@ scenario_iommu() {
   check "4: power_state D0" eq "$(cat $(dev $b)/power_state)" D0
   check "4: PMCSR D0" eq "$(pmcsr_state $b)" D0
   check "4: COMMAND has Memory+BusMaster" has_mem_bm $b
+
+  # Recovery: put the drive in D3hot through PMCSR behind the kernel's back (the kernel still says
+  # D0, power/control is already on): the fix-ups cannot reach D0, so apply removes and rescans it
+  # with the override re-applied, and the fresh bind plus fix-ups bring it back.
+  local pm
+  pm=$(pm_cap $b)
+  printf '\003\000' | dd of=$(dev $b)/config bs=1 seek=$((pm + 4)) conv=notrunc 2>/dev/null
+  state $b
+  check "4b: PMCSR forced to D3 while the kernel says $(cat $(dev $b)/power_state)" eq "$(pmcsr_state $b)" D3
+  $P2P apply --once --profile $PROFILES/iommu.yaml >/tmp/recover.out 2>&1
+  echo $? >/tmp/recover.rc
+  sed 's/^/P2P-OUT /' /tmp/recover.out
+  state $b
+  check "4b: apply exits 0" eq "$(cat /tmp/recover.rc)" 0
+  check "4b: it recovered by remove+rescan" grep -q "remove+rescan, attempt 1" /tmp/recover.out
+  check "4b: on vfio-pci with the override re-applied" eq "$(driver $b):$(cat $(dev $b)/driver_override)" vfio-pci:vfio-pci
+  check "4b: PMCSR D0" eq "$(pmcsr_state $b)" D0
+  check "4b: power_state D0" eq "$(cat $(dev $b)/power_state)" D0
+  check "4b: COMMAND has Memory+BusMaster" has_mem_bm $b
 }
 
 # 2: two drives, one with a mounted filesystem holding a file: refused with every reason, still on
@@ -219,6 +238,14 @@ scenario_bench() {
     t1=$(nsclock)
     check "bench round $i: p2pnode reached vfio-pci/D0" on_vfio_d0 $b
     echo "P2P-BENCH p2pnode $(( t1 - t0 ))"
+    t0=$(nsclock)
+    $P2P apply --once --profile $PROFILES/iommu.yaml >/tmp/bench.out 2>&1
+    t1=$(nsclock)
+    echo "P2P-BENCH p2pnode_noop $(( t1 - t0 ))"
+    t0=$(nsclock)
+    $P2P --version >/dev/null 2>&1
+    t1=$(nsclock)
+    echo "P2P-BENCH p2pnode_start $(( t1 - t0 ))"
     to_nvme $b
     t0=$(nsclock)
     seed_procedure $b >/tmp/seed.out 2>&1
