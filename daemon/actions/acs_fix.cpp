@@ -2,6 +2,7 @@
 #include <set>
 
 #include "actions/platform_fixes.hpp"
+#include "core/peers.hpp"
 #include "pci/config_space.hpp"
 #include "pci/topology.hpp"
 #include "probe/probe.hpp"
@@ -17,14 +18,12 @@ std::string hex4(std::uint16_t v) {
   return b;
 }
 
-// Bridges between GPU peers whose ACS control redirects peer traffic.
-std::vector<const PciDevice*> redirecting_bridges(const Inventory& inv) {
+// Bridges between peers (as the pcie.acs check judges them) whose ACS control redirects.
+std::vector<const PciDevice*> redirecting_bridges(const Profile& p, const Inventory& inv) {
   std::set<std::string> seen;
   std::vector<const PciDevice*> out;
-  const auto gpus = inv.gpus();
-  for (std::size_t i = 0; i < gpus.size(); ++i)
-    for (std::size_t j = i + 1; j < gpus.size(); ++j)
-      for (const auto& bdf : pci::bridges_between(*gpus[i], *gpus[j]))
+  for (const auto& [a, b] : peer_pairs(p, inv))
+      for (const auto& bdf : pci::bridges_between(*a, *b))
         if (const PciDevice* br = inv.find(bdf); br && br->acs && (br->acs->control & kRedirectBits) &&
                                                   seen.insert(bdf).second)
           out.push_back(br);
@@ -38,7 +37,7 @@ class AcsFix final : public Action {
   std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot&) const override {
     std::vector<Step> steps;
     if (!p.platform.fix_acs || p.platform.acs != AcsPolicy::disabled) return steps;
-    for (const PciDevice* br : redirecting_bridges(inv)) {
+    for (const PciDevice* br : redirecting_bridges(p, inv)) {
       const std::uint16_t want = br->acs->control & static_cast<std::uint16_t>(~kRedirectBits);
       steps.push_back({"pcie.acs", br->bdf,
                        "clear ACS P2P redirect and egress control: control " + hex4(br->acs->control) + " -> " + hex4(want),
@@ -50,7 +49,7 @@ class AcsFix final : public Action {
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
     std::vector<StepResult> results;
     if (!ctx.profile.platform.fix_acs) return results;
-    for (const PciDevice* br : redirecting_bridges(inv)) results.push_back(apply_one(ctx, *br));
+    for (const PciDevice* br : redirecting_bridges(ctx.profile, inv)) results.push_back(apply_one(ctx, *br));
     return results;
   }
 

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "checks/check.hpp"
+#include "core/peers.hpp"
 #include "pci/topology.hpp"
 
 namespace p2pnode::checks {
@@ -14,19 +15,6 @@ std::string gts(double v) {
   return b;
 }
 int gen_of(double v) { return v >= 64 ? 6 : v >= 32 ? 5 : v >= 16 ? 4 : v >= 8 ? 3 : v >= 5 ? 2 : 1; }
-
-// GPU pairs, plus (NVMe, GPU) pairs the profile declares.
-std::vector<std::pair<const PciDevice*, const PciDevice*>> peer_pairs(const Profile& p, const Inventory& inv) {
-  std::vector<std::pair<const PciDevice*, const PciDevice*>> pairs;
-  const auto gpus = inv.gpus();
-  for (std::size_t i = 0; i < gpus.size(); ++i)
-    for (std::size_t j = i + 1; j < gpus.size(); ++j) pairs.emplace_back(gpus[i], gpus[j]);
-  if (p.nvme)
-    for (const auto& d : p.nvme->drives)
-      if (d.pair_gpu && d.address)
-        if (const auto *n = inv.find(*d.address), *g = inv.find(*d.pair_gpu); n && g) pairs.emplace_back(n, g);
-  return pairs;
-}
 
 std::string acs_bits(std::uint16_t ctl) {
   std::string s;

@@ -225,6 +225,52 @@ seed_procedure() {  # seed 002, with this device's PMCSR offset (0x60 + 4 here, 
   setpci -s $b $pmcsr.W=0x0008
   setpci -s $b COMMAND=0x0006
 }
+# Issue 3: QEMU's pcie-root-port has an ACS capability and Linux turns its redirect bits on when
+# the (virtual) IOMMU is on; apply must clear them on the real kernel, and the read-back shows it.
+acs_cap() {  # walk the extended capability list from 0x100 to ACS (ID 0x000d)
+  local p=256 h
+  while [ "$p" -ne 0 ]; do
+    h=$(od -An -tu4 -j $p -N 4 "$(dev $1)/config" | tr -d ' ')
+    [ $(( h & 65535 )) -eq 13 ] && { echo $p; return 0; }
+    p=$(( (h >> 20) & 4092 ))
+  done
+  return 1
+}
+acs_ctl() { cfg_u16 $1 $(( $(acs_cap $1) + 6 )); }
+port_of() { basename "$(dirname "$(readlink -f $(dev $1))")"; }
+
+scenario_acs() {
+  load_nvme 2
+  local a b ra rb
+  a=$(bdf_of_serial P2PVM-A)
+  b=$(bdf_of_serial P2PVM-B)
+  ra=$(port_of $a)
+  rb=$(port_of $b)
+  show "drives $a under $ra, $b under $rb"
+  check "acs: the drives sit behind two root ports" sh -c "[ -n '$ra' ] && [ '$ra' != '$rb' ]"
+  check "acs: the root port has an ACS capability" acs_cap $ra
+  show "ACS control before: $ra=$(printf 0x%04x $(acs_ctl $ra)) $rb=$(printf 0x%04x $(acs_ctl $rb))"
+  check "acs: Linux set P2P request+completion redirect (IOMMU on)" sh -c "[ $(( $(acs_ctl $ra) & 12 )) -eq 12 ]"
+  sed "s/@A@/$a/; s/@B@/$b/" $PROFILES/acs.yaml >/tmp/acs.yaml
+  $P2P check --profile /tmp/acs.yaml >/tmp/acs-check.txt 2>&1
+  sed 's/^/P2P-OUT /' /tmp/acs-check.txt
+  check "acs: check names the redirect on $ra" grep -q "ERROR *pcie.acs *$ra" /tmp/acs-check.txt
+  $P2P plan --profile /tmp/acs.yaml >/tmp/acs-plan.txt 2>&1
+  sed 's/^/P2P-OUT /' /tmp/acs-plan.txt
+  check "acs: plan clears ACS on $ra" grep -q "pcie.acs  $ra" /tmp/acs-plan.txt
+  apply_json /tmp/acs.json /tmp/acs.yaml
+  show "ACS control after: $ra=$(printf 0x%04x $(acs_ctl $ra)) $rb=$(printf 0x%04x $(acs_ctl $rb))"
+  check "acs: apply exits 0" eq "$(cat /tmp/acs.json.rc)" 0
+  check "acs: redirect and egress bits clear on $ra (read back)" sh -c "[ $(( $(acs_ctl $ra) & 60 )) -eq 0 ]"
+  check "acs: redirect and egress bits clear on $rb (read back)" sh -c "[ $(( $(acs_ctl $rb) & 60 )) -eq 0 ]"
+  check "acs: source validation left as it was" sh -c "[ $(( $(acs_ctl $ra) & 1 )) -eq 1 ]"
+  check "acs: the drives stay on nvme" eq "$(driver $a) $(driver $b)" "nvme nvme"
+  $P2P check --profile /tmp/acs.yaml >/tmp/acs-check2.txt 2>&1
+  check "acs: check no longer reports ACS" sh -c "! grep -q 'ERROR *pcie.acs' /tmp/acs-check2.txt"
+  apply_json /tmp/acs2.json /tmp/acs.yaml
+  check "acs: second apply performs no write" grep -q '"writes": 0' /tmp/acs2.json
+}
+
 scenario_bench() {
   load_nvme 1
   modprobe vfio-pci
