@@ -64,7 +64,7 @@ TEST(ProfileLoader, NvmeProfileValues) {
   ASSERT_TRUE(p.nvme);
   EXPECT_TRUE(p.nvme->noiommu);
   ASSERT_EQ(p.nvme->drives.size(), 1u);
-  EXPECT_EQ(p.nvme->drives[0].serial, "23414E800123");
+  EXPECT_EQ(p.nvme->drives[0].serial, "21165N801234");
   EXPECT_EQ(p.nvme->drives[0].driver, "vfio-pci");
   EXPECT_EQ(p.nvme->drives[0].pair_gpu, "0000:0a:00.0");
   EXPECT_EQ(p.platform.iommu, IommuPolicy::off);
