@@ -72,7 +72,7 @@ PciDevice probe_pci_device(const sys::SysRoot& root, const std::string& bdf) {
   PciDevice d;
   d.bdf = bdf;
   const std::string link = join(kDevices, bdf);
-  if (auto real = root.resolve(link)) d.sysfs_path = *real;
+  if (auto real = root.resolve_link(link)) d.sysfs_path = *real;
   else d.problems.push_back("path: " + real.error().message);
   const std::string dir = d.sysfs_path.empty() ? link : d.sysfs_path;
   split_path(d);

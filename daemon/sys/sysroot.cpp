@@ -112,6 +112,21 @@ Result<std::string> SysRoot::resolve(std::string_view path) const {
   return cs.substr(rs.size());
 }
 
+Result<std::string> SysRoot::resolve_link(std::string_view path) const {
+  auto target = read_link(path);
+  if (!target) return resolve(path);  // not a link: the slow, general way
+  fs::path in_root = fs::path(*target).is_absolute()
+                         ? fs::path(*target)
+                         : (fs::path(std::string(path)).parent_path() / *target);
+  in_root = in_root.lexically_normal();
+  const std::string s = in_root.string();
+  if (s.rfind("/..", 0) == 0 || s.empty() || s[0] != '/')
+    return Error{"link " + std::string(path) + " leaves the root (" + *target + ")", 0};
+  // An absolute target of a recorded tree would point outside it: take the general way.
+  if (fs::path(*target).is_absolute() && !is_real_root_) return resolve(path);
+  return s;
+}
+
 std::vector<std::string> SysRoot::list_dir(std::string_view path) const {
   std::vector<std::string> names;
   std::error_code ec;

@@ -34,6 +34,10 @@ class SysRoot {
   Result<std::string> read_link(std::string_view path) const;
   // Canonical in-root path with every link resolved; an error if it leaves the root.
   Result<std::string> resolve(std::string_view path) const;
+  // One symlink followed lexically: its target joined to the link's directory and normalised.
+  // For sysfs device links (/sys/bus/pci/devices/<bdf> -> ../../../devices/…), whose targets
+  // hold no further links; one readlink instead of canonical()'s one per component.
+  Result<std::string> resolve_link(std::string_view path) const;
   // Entry names of a directory, sorted; empty when it does not exist.
   std::vector<std::string> list_dir(std::string_view path) const;
 
