@@ -20,7 +20,9 @@ build: deps
 
 # `p2pnode check` of a recorded 6x RTX 4090 box as its BIOS left it, against the bundled
 # profiles, then the same box after the fix. Reads only; changes nothing on this host.
-run: build
+run: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target p2pnode | grep -E "error|warning|Built target" || true
 	@echo "== $(RUN_FIXTURE) (before the BIOS fix)"
 	@$(BUILD)/daemon/p2pnode check --root $(RUN_FIXTURE) --profiles profiles; echo "(exit status $$?: 1 means errors were found)"
 	@echo
