@@ -1,3 +1,4 @@
+#include "core/hex.hpp"
 #include <cstdio>
 #include <set>
 
@@ -11,12 +12,6 @@ namespace p2pnode::actions {
 namespace {
 
 constexpr std::uint16_t kRedirectBits = 0x003C;  // P2P req/cpl redirect, upstream fwd, egress ctl
-
-std::string hex4(std::uint16_t v) {
-  char b[8];
-  std::snprintf(b, sizeof b, "0x%04x", v);
-  return b;
-}
 
 // Bridges between peers (as the pcie.acs check judges them) whose ACS control redirects.
 std::vector<const PciDevice*> redirecting_bridges(const Profile& p, const Inventory& inv) {

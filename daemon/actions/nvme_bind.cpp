@@ -1,3 +1,4 @@
+#include "core/hex.hpp"
 #include "actions/nvme_bind.hpp"
 
 #include <cstdio>
@@ -19,11 +20,6 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kNoiommuParam = "/sys/module/vfio/parameters/enable_unsafe_noiommu_mode";
 constexpr std::uint16_t kCmdWanted = pci::kCmdMemory | pci::kCmdBusMaster;
 
-std::string hex4(std::uint16_t v) {
-  char b[8];
-  std::snprintf(b, sizeof b, "0x%04x", v);
-  return b;
-}
 std::string dstate(std::optional<int> s) { return s ? "D" + std::to_string(*s) : "unknown"; }
 
 bool wants_fixups(const NvmeDrive& d) { return d.driver == "vfio-pci" && d.power_fixups; }

@@ -1,3 +1,4 @@
+#include "core/hex.hpp"
 #include <algorithm>
 #include <map>
 #include <set>
@@ -8,15 +9,10 @@
 namespace p2pnode::checks {
 
 namespace {
-std::string hex4(std::uint16_t v) {
-  char b[8];
-  std::snprintf(b, sizeof b, "%04x", v);
-  return b;
-}
 std::string model_name(const PciDevice& d) {
   auto m = nvidia::find_gpu_model(d.device);
-  return m ? std::string(m->name) + " (" + hex4(d.vendor) + ":" + hex4(d.device) + ")"
-           : hex4(d.vendor) + ":" + hex4(d.device);
+  return m ? std::string(m->name) + " (" + hex4_bare(d.vendor) + ":" + hex4_bare(d.device) + ")"
+           : hex4_bare(d.vendor) + ":" + hex4_bare(d.device);
 }
 }  // namespace
 
@@ -74,7 +70,7 @@ std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
   }
   if (p.match.gpus && !p.match.gpus->devices.empty()) {
     std::vector<std::string> ids;
-    for (auto id : p.match.gpus->devices) ids.push_back("0x" + hex4(id));
+    for (auto id : p.match.gpus->devices) ids.push_back("0x" + hex4_bare(id));
     f.expected["device_ids"] = ids;
   }
   if (gpus.empty() && !(p.match.gpus && p.match.gpus->count == 0)) {

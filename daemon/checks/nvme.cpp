@@ -1,19 +1,13 @@
 // nvme.binding: the NVMe controllers the seed binds to vfio-pci by hand, as the kernel shows them.
 // The trap it exists for: vfio-pci (>= 5.19) lets an idle device fall to D3hot, where BAR0 reads
 // all-Fs; a drive on vfio-pci must be D0 with power/control "on" and Memory+BusMaster set.
+#include "core/hex.hpp"
 #include <cstdio>
 
 #include "checks/check.hpp"
 #include "pci/config_space.hpp"
 
 namespace p2pnode::checks {
-namespace {
-std::string hex4(std::uint16_t v) {
-  char b[8];
-  std::snprintf(b, sizeof b, "0x%04x", v);
-  return b;
-}
-}  // namespace
 
 std::vector<Finding> check_nvme_binding(const Profile& p, const Inventory& inv) {
   std::vector<Finding> out;

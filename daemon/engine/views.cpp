@@ -1,3 +1,4 @@
+#include "core/hex.hpp"
 #include "engine/views.hpp"
 
 #include <cstdio>
@@ -11,12 +12,6 @@ namespace p2pnode::engine {
 
 namespace {
 using json = nlohmann::json;
-
-std::string hex4(std::uint16_t v) {
-  char b[8];
-  std::snprintf(b, sizeof b, "0x%04x", v);
-  return b;
-}
 
 json link_json(const LinkInfo& l) {
   json j = json::object();

@@ -1,3 +1,4 @@
+#include "core/hex.hpp"
 #include "profile/select.hpp"
 
 #include <fnmatch.h>
@@ -7,13 +8,6 @@
 
 namespace p2pnode::profile {
 
-namespace {
-std::string hex4(std::uint16_t v) {
-  char b[8];
-  std::snprintf(b, sizeof b, "0x%04x", v);
-  return b;
-}
-}  // namespace
 
 std::vector<std::string> match_mismatches(const Profile& p, const Inventory& inv) {
   std::vector<std::string> why;

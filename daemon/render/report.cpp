@@ -1,3 +1,4 @@
+#include "core/hex.hpp"
 #include "render/report.hpp"
 
 #include <cstdio>
@@ -8,14 +9,8 @@
 namespace p2pnode::render {
 
 namespace {
-std::string hex4(std::uint16_t v) {
-  char b[8];
-  std::snprintf(b, sizeof b, "%04x", v);
-  return b;
-}
-
 nlohmann::json device_json(const PciDevice& d) {
-  nlohmann::json j = {{"bdf", d.bdf}, {"vendor_id", "0x" + hex4(d.vendor)}, {"device_id", "0x" + hex4(d.device)},
+  nlohmann::json j = {{"bdf", d.bdf}, {"vendor_id", "0x" + hex4_bare(d.vendor)}, {"device_id", "0x" + hex4_bare(d.device)},
                       {"driver", d.driver}, {"numa_node", d.numa_node}, {"root_complex", d.root_complex},
                       {"upstream_bridges", d.upstream}};
   if (d.link.current_gts) j["link_speed_gts"] = *d.link.current_gts;
