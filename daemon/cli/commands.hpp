@@ -23,6 +23,10 @@ void add_profile_options(CLI::App& cmd, ProfileChoice& choice);
 // Prints what went wrong to stderr and returns nullopt on failure.
 std::optional<Profile> choose_profile(const ProfileChoice& choice, const Inventory& inv);
 
+// Parses argv into `app` and runs the chosen command; returns the process exit status
+// (kUsage for bad arguments, a command's own status otherwise).
+int run_app(CLI::App& app, int argc, char** argv);
+
 void register_check(CLI::App& app);
 void register_profiles(CLI::App& app);
 void register_plan_apply(CLI::App& app);

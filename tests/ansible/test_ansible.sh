@@ -5,7 +5,9 @@ set -uo pipefail
 bin=${1:?usage: test_ansible.sh path/to/p2pnode}
 command -v ansible-playbook >/dev/null || { echo "SKIP: ansible-playbook is not installed (apt-get install ansible-core)"; exit 77; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/build/daemon" && cp "$bin" "$work/build/daemon/p2pnode"
+serve_bin="$(dirname "$bin")/p2pnode-serve"
+[ -x "$serve_bin" ] || { echo "FAIL: $serve_bin is missing (build the p2pnode-serve target)"; exit 1; }
+mkdir -p "$work/build/daemon" && cp "$bin" "$work/build/daemon/p2pnode" && cp "$serve_bin" "$work/build/daemon/p2pnode-serve"
 # The prefix is a copy of a recorded node, so `check` inside the play reads a real tree.
 cp -a tests/fixtures/tinybox-6x4090 "$work/root"
 printf '[gpu_nodes]\nlocalhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n' > "$work/inv.ini"
@@ -16,6 +18,8 @@ bad() { echo "FAIL: $1"; fail=$((fail+1)); }
 ansible-playbook -i "$work/inv.ini" ansible/site.yml --syntax-check >/dev/null && ok "syntax" || bad "syntax"
 if ANSIBLE_NOCOLOR=1 ansible-playbook -i "$work/inv.ini" ansible/site.yml "${vars[@]}" > "$work/run1.log" 2>&1; then ok "first run"; else bad "first run"; tail -30 "$work/run1.log"; fi
 [ -x "$work/root/usr/local/bin/p2pnode" ] && ok "binary installed" || bad "binary installed"
+# p2pnode finds the daemon program in ../libexec/p2pnode: run the installed pair, not the build tree's.
+"$work/root/usr/local/bin/p2pnode" status --help 2>&1 | grep -q -- '--url\|--config' && ok "p2pnode status reaches the installed p2pnode-serve" || bad "p2pnode status reaches the installed p2pnode-serve: $("$work/root/usr/local/bin/p2pnode" status --help 2>&1 | head -3)"
 [ -f "$work/root/etc/p2pnode/profiles/tinybox-6x4090.yaml" ] && ok "profiles installed" || bad "profiles installed"
 [ "$(stat -c %a "$work/root/etc/p2pnode/token" 2>/dev/null)" = 600 ] && ok "token is root-only" || bad "token is root-only"
 grep -q 'listen: "127.0.0.1:9470"' "$work/root/etc/p2pnode/p2pnode.yaml" && ok "config rendered" || bad "config rendered"

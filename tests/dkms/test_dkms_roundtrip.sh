@@ -6,8 +6,8 @@
 #  - a corrupted sha256 refuses and changes nothing;
 #  - a patch that does not apply fails with DKMS's exit code (6) and leaves the install intact;
 #  - a patch that does not compile fails with exit 10 and the compiler's first error, install intact.
-# P2PNODE_DKMS_KEEP_KO=<dir> keeps a copy of the built .ko (for loading it in the VM harness).
-# Modules are never loaded here (this machine's kernel cannot); the VM harness does that.
+# Modules are never loaded here (this machine's kernel cannot): tests/vm/test_driver_reload.sh has
+# p2pnode load a DKMS-built tree in the VM.
 # Usage: bash tests/dkms/test_dkms_roundtrip.sh <path-to-p2pnode>     (root; exit 77 = skipped)
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
@@ -150,9 +150,6 @@ grep -q "^'make'" <(grep '^MAKE' "/usr/src/$NAME-$VER/dkms.conf" | cut -d'"' -f2
 [ -f "/usr/src/$NAME-$VER/patches/01-0001-mark.patch" ] || fail "the patch is not in /usr/src/$NAME-$VER/patches/"
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "   first apply (fetch, stage, dkms add/build/install): %.1f s wall\n", b - a }'
 echo "   built module: $KOFILE"
-if [ -n "${P2PNODE_DKMS_KEEP_KO:-}" ]; then  # for the VM harness: keep a copy of the built module
-  mkdir -p "$P2PNODE_DKMS_KEEP_KO" && cp "$KOFILE" "$P2PNODE_DKMS_KEEP_KO/" && echo "   kept a copy in $P2PNODE_DKMS_KEEP_KO"
-fi
 
 say "2. second apply builds nothing"
 before_builds=$(builds)

@@ -81,3 +81,31 @@ vm_drive() {
   truncate -s 64M $VM_TMP/$1.img
   echo "-drive file=$VM_TMP/$1.img,if=none,id=$1,format=raw -device nvme,serial=$2,drive=$1"
 }
+
+# vm_report BOOT...: prints each boot's P2P-CHECK/INFO lines (and p2pnode's output where a check
+# failed); exits 0 when every boot finished and passed at least one check with none failing.
+vm_report() {
+  local failed=0 s log pass fail
+  for s in "$@"; do
+    log=$VM_TMP/$s.log
+    echo "=== scenario boot '$s' (qemu exit $(cat $VM_TMP/$s.rc))"
+    grep -E '^P2P-(CHECK|INFO)' "$log" | tr -d '\r'
+    if ! grep -q "^P2P-END $s" "$log"; then
+      echo "FAIL: boot '$s' did not finish; the console said:"
+      tail -40 "$log"
+      failed=1
+    fi
+    if grep -q '^P2P-CHECK FAIL' "$log"; then
+      failed=1
+      echo "--- p2pnode output of '$s':"
+      grep -E '^P2P-(OUT|ERR)' "$log" | tr -d '\r' | head -150
+    fi
+    [ "$(grep -c '^P2P-CHECK PASS' "$log")" -gt 0 ] || failed=1
+  done
+  pass=$(cat $VM_TMP/*.log | grep -c '^P2P-CHECK PASS')
+  fail=$(cat $VM_TMP/*.log | grep -c '^P2P-CHECK FAIL')
+  echo "vm: $pass checks passed, $fail failed"
+  [ $failed -eq 0 ] && [ "$fail" -eq 0 ] && exit 0
+  [ -n "${P2P_VM_KEEP:-}" ] && { trap - EXIT; echo "kept $VM_TMP"; }
+  exit 1
+}

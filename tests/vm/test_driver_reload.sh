@@ -1,0 +1,114 @@
+#!/bin/bash
+# Issue 5 in a real kernel: `p2pnode apply` builds the miniature open-gpu-kernel-modules tree
+# (tests/vm/nvidia-mini) through real DKMS on this machine, for the kernel the VM boots; the VM
+# (QEMU/TCG, Debian's kernel, busybox initramfs carrying the DKMS state, kmod, dkms and p2pnode)
+# then has p2pnode swap a "stock" build of another version for it (tests/vm/guest/driver.sh):
+# reboot required without reload.allow, refused while a process holds /dev/nvidiactl, unload in
+# order + load + verify when free, nothing on a second apply. Modules are never loaded here.
+# Usage: bash tests/vm/test_driver_reload.sh path/to/p2pnode   (root; exit 77 = skipped, reason printed)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+P2PNODE=$(readlink -f "${1:-build/daemon/p2pnode}")
+
+[ "$(id -u)" -eq 0 ] || vm_skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
+# This test installs modules named nvidia through DKMS: never on a box that has a real one.
+[ -d /sys/module/nvidia ] && vm_skip "an NVIDIA module is loaded on this machine; the test would shadow it"
+ls /lib/modules/*/updates/dkms/nvidia.ko* /lib/modules/*/kernel/drivers/video/nvidia.ko* >/dev/null 2>&1 &&
+  vm_skip "an nvidia.ko is installed on this machine; the test would shadow it"
+export DEBIAN_FRONTEND=noninteractive
+for p in dkms:dkms jq:jq kmod:kmod; do
+  command -v ${p%%:*} >/dev/null || apt-get install -y -qq --no-install-recommends ${p#*:} >/dev/null 2>&1 ||
+    vm_skip "${p%%:*} is not installed and apt-get could not install it"
+done
+DKMS_BIN=$(command -v dkms)
+vm_prepare "$P2PNODE"
+KV=$VM_KV
+if [ ! -d "/lib/modules/$KV/build" ]; then
+  apt-get install -y -qq --no-install-recommends "linux-headers-$KV" >/dev/null 2>&1 ||
+    vm_skip "no headers for the VM's kernel $KV and apt-get could not install linux-headers-$KV"
+fi
+
+RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+NAME=nvidia-p2ptest-$RND
+VER=$(sed -n 's/^NVIDIA_VERSION *= *//p' "$here/nvidia-mini/version.mk")
+STOCK=535.183.01
+TMP=$(mktemp -d /tmp/p2pnode-drv.XXXXXX)
+cleanup() {
+  "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1
+  rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
+         /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \
+         /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* "$TMP" "$VM_TMP"
+  depmod "$KV" 2>/dev/null
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# The source, and a stock build of another version (plain Kbuild, outside DKMS) for the VM to start from.
+cp -r "$here/nvidia-mini" "$TMP/src"
+cp -r "$here/nvidia-mini" "$TMP/stock"
+sed -i "s/^NVIDIA_VERSION.*/NVIDIA_VERSION = $STOCK/" "$TMP/stock/version.mk"
+make -s -C "$TMP/stock" modules KERNEL_UNAME="$KV" >"$TMP/stock.log" 2>&1 || { tail -20 "$TMP/stock.log"; fail "building the stock modules"; }
+SRC_SHA=$(cd "$TMP/src" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+
+profile() {  # profile FILE ALLOW-RELOAD
+  cat >"$1" <<Y
+apiVersion: p2pnode/v1
+kind: NodeProfile
+metadata:
+  name: driver-reload-vm
+  description: the miniature open-gpu-kernel-modules tree, loaded in the VM
+driver:
+  version: "$VER"
+  kernel_module:
+    name: $NAME
+    source:
+      path: $TMP/src
+      sha256: $SRC_SHA
+  reload:
+    allow: $2
+Y
+}
+profile "$TMP/noreload.yaml" false
+profile "$TMP/reload.yaml" true
+
+echo "== host: p2pnode apply builds $NAME/$VER through DKMS for $KV (reload not allowed here)"
+t0=$(date +%s)
+"$P2PNODE" apply --root / --profile "$TMP/noreload.yaml" --json >"$TMP/host.json" 2>"$TMP/host.err"
+rc=$?
+step() { jq -r --arg a "$2" '[.steps[] | select(.action == $a)][0].outcome' "$1"; }
+[ $rc = 0 ] || { cat "$TMP/host.err"; fail "host apply exited $rc: $(cat "$TMP/host.json")"; }
+[ "$(step "$TMP/host.json" driver.module)" = changed ] || fail "host: driver.module not changed: $(cat "$TMP/host.json")"
+[ "$(step "$TMP/host.json" driver.reload)" = reboot_required ] || fail "host: driver.reload is not reboot_required: $(cat "$TMP/host.json")"
+"$DKMS_BIN" status -m "$NAME" | grep -q "$NAME/$VER, $KV, .*: installed" || fail "dkms status: $("$DKMS_BIN" status -m "$NAME")"
+echo "   built and installed in $(( $(date +%s) - t0 )) s; five modules: $(ls /lib/modules/$KV/updates/dkms/ | grep -c '^nvidia')"
+
+# Into the initramfs: DKMS's state, p2pnode's stamp, the installed modules, the stock build,
+# kmod, jq and dkms (a bash script), and the profiles. build/ is an empty directory: p2pnode
+# counts a kernel as one DKMS serves by its headers' directory; the guest never builds.
+r=$VM_TMP/root
+mkdir -p "$r/usr/src" "$r/var/lib/dkms" "$r/var/lib/p2pnode/dkms" "$r/lib/modules/$KV/updates/dkms" \
+         "$r/lib/modules/$KV/build" "$r/stock" "$r/guest/drv" "$r/etc" "$r$TMP"
+cp -a "/usr/src/$NAME-$VER" "$r/usr/src/"
+cp -a "/var/lib/dkms/$NAME" "$r/var/lib/dkms/"
+cp "/var/lib/p2pnode/dkms/$NAME-$VER.json" "$r/var/lib/p2pnode/dkms/"
+cp /lib/modules/$KV/updates/dkms/nvidia*.ko* "$r/lib/modules/$KV/updates/dkms/"
+cp "$TMP"/stock/kernel-open/*.ko "$r/stock/"
+cp -a "$TMP/src" "$r$TMP/"
+cp -a /etc/dkms "$r/etc/"
+cp -L /etc/os-release "$r/etc/os-release"  # dkms picks updates/dkms by the distribution
+depmod -b "$r" "$KV"
+vm_add_program /bin/bash /bin/bash
+vm_add_program "$(command -v kmod)" /sbin/kmod
+vm_add_program "$(command -v jq)" /sbin/jq
+cp "$DKMS_BIN" "$r/sbin/dkms"
+for t in modprobe modinfo insmod rmmod lsmod depmod; do ln -sf kmod "$r/sbin/$t"; done
+cp "$TMP/noreload.yaml" "$TMP/reload.yaml" "$r/guest/drv/"
+echo "$VER" >"$r/guest/drv/want-version"
+echo "$STOCK" >"$r/guest/drv/stock-version"
+vm_pack
+echo "== vm: kernel $KV, initramfs $(du -h "$VM_INITRD" | cut -f1)"
+t0=$(date +%s)
+vm_boot driver ""
+echo "   one boot in $(( $(date +%s) - t0 )) s"
+vm_report driver
