@@ -4,12 +4,10 @@
 #include <chrono>
 #include <thread>
 
-#include "checks/check.hpp"
 #include "nvidia/artifact.hpp"
 #include "nvidia/module_install.hpp"
 #include "nvidia/reload.hpp"
 #include "nvidia/verify.hpp"
-#include "nvidia/version.hpp"
 
 namespace p2pnode::actions {
 namespace {
@@ -143,103 +141,6 @@ class DriverUserspace final : public Action {
     if (!ctx.root.is_dir("/lib/firmware/nvidia/" + d.version))
       r.message += "; note: no GSP firmware in /lib/firmware/nvidia/" + d.version;
     ctx.log("driver.userspace", d.version, r.message);
-    return {r};
-  }
-};
-
-// ---------------------------------------------------------------------------------------------
-// driver.options: one modprobe.d file owned by p2pnode.
-
-struct OptionsState {
-  std::string want, have;
-  bool exists = false;
-  std::vector<std::string> others;  // other files with nvidia options or blacklists
-};
-
-OptionsState options_state(const Profile& p, const sys::SysRoot& root) {
-  OptionsState s;
-  s.want = render_modprobe_conf(p.driver->module_options);
-  if (auto t = root.read_text(kModprobeConf)) {
-    s.exists = true;
-    s.have = *t;
-  }
-  const std::string own = std::string(kModprobeConf).substr(std::string("/etc/modprobe.d/").size());
-  for (const auto& f : root.list_dir("/etc/modprobe.d")) {
-    if (f == own || f.size() < 5 || f.substr(f.size() - 5) != ".conf") continue;
-    auto text = root.read_text("/etc/modprobe.d/" + f);
-    if (!text) continue;
-    const auto opts = nvidia::parse_modprobe_options(*text, "nvidia");
-    for (const auto& [k, v] : opts) {
-      auto it = p.driver->module_options.find(k);
-      if (it == p.driver->module_options.end() || it->second != v)
-        s.others.push_back("/etc/modprobe.d/" + f + " sets " + k + "=" + v);
-    }
-    if (text->find("blacklist nvidia\n") != std::string::npos || text->find("blacklist nvidia ") != std::string::npos)
-      s.others.push_back("/etc/modprobe.d/" + f + " blacklists nvidia");
-  }
-  return s;
-}
-
-class DriverOptions final : public Action {
- public:
-  std::string_view id() const override { return "driver.options"; }
-
-  std::vector<Step> plan(const Profile& p, const Inventory&, const sys::SysRoot& root) const override {
-    if (!p.driver) return {};
-    const auto s = options_state(p, root);
-    if (s.want == s.have && (s.exists || s.want.empty())) return {};
-    if (s.want.empty() && !s.exists) return {};
-    return {Step{"driver.options", kModprobeConf,
-                 s.want.empty() ? "remove " + std::string(kModprobeConf) + " (the profile sets no options)"
-                                : "write the profile's options to " + std::string(kModprobeConf) +
-                                      " (takes effect at the next load of nvidia)",
-                 false, false, {{"before", s.have}, {"wanted", s.want}, {"other_files", s.others}}}};
-  }
-
-  std::vector<StepResult> apply(ApplyContext& ctx, const Inventory&) const override {
-    const DriverSpec& d = *ctx.profile.driver;
-    StepResult r{"driver.options", kModprobeConf, StepOutcome::failed, "", json::object(), json::object(), 0};
-    const auto s = options_state(ctx.profile, ctx.root);
-    r.before = {{"content", s.have}, {"other_files", s.others}};
-    if (auto problem = checks::p2p_type_problem(d.module_options, d.version)) {
-      r.outcome = StepOutcome::refused;
-      r.message = "the profile's options would disable BAR1 P2P: " + *problem;
-      return {r};
-    }
-    const auto w0 = ctx.root.write_count();
-    if (s.want == s.have && (s.exists || s.want.empty())) {
-      r.outcome = StepOutcome::unchanged;
-      r.message = "options already in place";
-    } else if (s.want.empty()) {
-      if (auto st = ctx.root.remove_file(kModprobeConf); !st) {
-        r.message = "removing " + std::string(kModprobeConf) + ": " + st.error().message;
-        return {r};
-      }
-      r.outcome = StepOutcome::changed;
-      r.message = "removed " + std::string(kModprobeConf);
-    } else {
-      (void)ctx.root.make_dirs("/etc/modprobe.d");
-      if (auto st = ctx.root.write_file_atomic(kModprobeConf, s.want); !st) {
-        r.message = "writing " + std::string(kModprobeConf) + ": " + st.error().message;
-        r.writes = ctx.root.write_count() - w0;
-        return {r};
-      }
-      const auto back = ctx.root.read_text(kModprobeConf);
-      if (!back || *back != s.want) {
-        r.message = "wrote " + std::string(kModprobeConf) + " but it reads back differently";
-        r.writes = ctx.root.write_count() - w0;
-        return {r};
-      }
-      r.outcome = StepOutcome::changed;
-      r.message = "wrote " + std::string(kModprobeConf) + "; takes effect at the next load of nvidia";
-    }
-    r.after = {{"content", ctx.root.read_text(kModprobeConf).value_or("")}};
-    if (!s.others.empty()) {
-      r.message += "; other files also configure nvidia (left alone): ";
-      for (std::size_t i = 0; i < s.others.size(); ++i) r.message += (i ? "; " : "") + s.others[i];
-    }
-    r.writes = ctx.root.write_count() - w0;
-    if (r.outcome == StepOutcome::changed) ctx.log("driver.options", kModprobeConf, r.message);
     return {r};
   }
 };
@@ -382,25 +283,10 @@ class DriverReload final : public Action {
   }
 };
 
-std::string option_value(std::string v) {
-  v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
-  const bool plain = !v.empty() && v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,:-+") ==
-                                       std::string::npos;
-  return plain ? v : "\"" + v + "\"";
-}
-
 }  // namespace
-
-std::string render_modprobe_conf(const std::map<std::string, std::string>& options) {
-  if (options.empty()) return {};
-  std::string s = "# Written by p2pnode from the profile's driver.options; `p2pnode apply` rewrites it.\noptions nvidia";
-  for (const auto& [k, v] : options) s += " " + k + "=" + option_value(v);
-  return s + "\n";
-}
 
 std::unique_ptr<Action> make_driver_module() { return std::make_unique<DriverModule>(); }
 std::unique_ptr<Action> make_driver_userspace() { return std::make_unique<DriverUserspace>(); }
-std::unique_ptr<Action> make_driver_options() { return std::make_unique<DriverOptions>(); }
 std::unique_ptr<Action> make_driver_reload() { return std::make_unique<DriverReload>(); }
 
 }  // namespace p2pnode::actions

@@ -42,6 +42,28 @@ std::vector<std::string> userspace_versions(const sys::SysRoot& root) {
   return out;
 }
 
+// nvidia-smi talks to the loaded module through the installed NVML: it reports the kernel
+// driver's version, or NVML's "Driver/library version mismatch" when the two halves differ.
+void check_nvidia_smi(sys::CommandRunner& runner, const std::string& wanted, DriverVerification& v) {
+  const auto smi = run(runner, {"nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"});
+  if (!smi.exited) {
+    v.notes.push_back("nvidia-smi not run (" + smi.describe() + "): checked libcuda.so only");
+    return;
+  }
+  const auto rep = parse_smi_driver_versions(smi.out + smi.err);
+  v.observed["nvidia_smi"] = rep.versions;
+  if (rep.problem.find("version mismatch") != std::string::npos) {
+    v.problems.push_back("nvidia-smi: " + rep.problem);
+  } else if (!smi.success() || !rep.problem.empty()) {
+    v.notes.push_back("nvidia-smi " + smi.describe() + ": " + rep.problem);  // no GPU visible, …
+  }
+  for (const auto& got : rep.versions)
+    if (got != wanted) {
+      v.problems.push_back("nvidia-smi reports driver " + got + ", the profile wants " + wanted);
+      break;
+    }
+}
+
 DriverVerification verify_driver(const sys::SysRoot& root, sys::CommandRunner& runner, const std::string& wanted,
                                  bool check_userspace) {
   DriverVerification v;
@@ -64,6 +86,7 @@ DriverVerification verify_driver(const sys::SysRoot& root, sys::CommandRunner& r
     v.observed["userspace_versions"] = us;
     if (std::find(us.begin(), us.end(), wanted) == us.end())
       v.problems.push_back("no libcuda.so." + wanted + ": the userspace driver does not match the module");
+    check_nvidia_smi(runner, wanted, v);
   }
 
   const auto path = run(runner, {"modinfo", "-n", "nvidia"});

@@ -59,4 +59,21 @@ std::map<std::string, std::string> parse_modprobe_options(std::string_view text,
   return out;
 }
 
+SmiReport parse_smi_driver_versions(std::string_view out) {
+  SmiReport r;
+  std::istringstream in{std::string(out)};
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) continue;
+    if (looks_like_version(line)) {
+      r.versions.push_back(line);
+    } else if (r.problem.empty()) {
+      r.problem = line.substr(0, 200);
+    }
+  }
+  if (r.versions.empty() && r.problem.empty()) r.problem = "no output";
+  return r;
+}
+
 }  // namespace p2pnode::nvidia

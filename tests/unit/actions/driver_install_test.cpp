@@ -319,6 +319,49 @@ TEST(DriverOptions, WritesOneFileAndRefusesAWrongP2PType) {
   EXPECT_NE(r[0].message.find("MAILBOXP2P"), std::string::npos) << r[0].message;
 }
 
+TEST(DriverOptions, BlacklistsAreReportedOrCommentedOutAsTheProfileSays) {
+  Box box;
+  const std::string file = "blacklist nouveau\nblacklist nvidia\ninstall nvidia_uvm /bin/false\n";
+  box.write("etc/modprobe.d/leftover.conf", file);
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  Profile p;
+  DriverSpec d;
+  d.version = "550.90.07";
+  p.driver = d;
+  Inventory inv;
+  auto action = make_driver_options();
+
+  // report (the default): no step, the file untouched, the apply message names each line.
+  EXPECT_TRUE(action->plan(p, inv, root).empty());
+  ApplyContext ctx{root, runner, p};
+  auto r = action->apply(ctx, inv);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].outcome, StepOutcome::unchanged);
+  EXPECT_NE(r[0].message.find("leftover.conf:2 'blacklist nvidia' keeps nvidia from loading"), std::string::npos)
+      << r[0].message;
+  EXPECT_EQ(*root.read_text("/etc/modprobe.d/leftover.conf"), file);
+
+  // remove: one step for the file; apply comments out the two lines, keeps nouveau's.
+  p.driver->conflicts = ConflictPolicy::remove;
+  const auto steps = action->plan(p, inv, root);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].subject, "/etc/modprobe.d/leftover.conf");
+  EXPECT_EQ(steps[0].details["lines"].size(), 2u);
+  ApplyContext ctx2{root, runner, p};
+  r = action->apply(ctx2, inv);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].outcome, StepOutcome::changed) << r[1].message;
+  EXPECT_EQ(*root.read_text("/etc/modprobe.d/leftover.conf"),
+            "blacklist nouveau\n# disabled by p2pnode (driver.conflicts: remove): blacklist nvidia\n"
+            "# disabled by p2pnode (driver.conflicts: remove): install nvidia_uvm /bin/false\n");
+  EXPECT_TRUE(action->plan(p, inv, root).empty());  // idempotent
+  ApplyContext ctx3{root, runner, p};
+  r = action->apply(ctx3, inv);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].writes, 0u);
+}
+
 TEST(DriverUserspace, RunsTheInstallerOnceWithItsFlags) {
   Box box;
   box.write("srv/NVIDIA-Linux-x86_64-550.90.07.run", "#!/bin/sh\n");
