@@ -176,6 +176,28 @@ grep -q 'TLS certificate reloaded for new connections: .*p2pnode-rotated' "$WORK
 check "the reload cleared the problem" bash -c \
   "curl -s --cacert '$TLS/cert.pem' '$URL/v1/status' | jq -e '.daemon.config_problem == null' >/dev/null"
 
+# --- a certificate from a CA: status trusts the configured certificate itself, without the CA ---
+CA="$WORK/ca"; mkdir -p "$CA"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=p2pnode-test-ca \
+  -keyout "$CA/ca.key" -out "$CA/ca.crt" 2>/dev/null
+(umask 077; openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=p2pnode-issued \
+  -keyout "$TLS/key.pem" -out "$CA/leaf.csr" 2>/dev/null)
+printf 'subjectAltName=IP:127.0.0.1\n' > "$CA/ext"
+openssl x509 -req -in "$CA/leaf.csr" -CA "$CA/ca.crt" -CAkey "$CA/ca.key" -CAcreateserial -days 2 \
+  -extfile "$CA/ext" -out "$TLS/cert.pem" 2>/dev/null
+LEAF_FP=$(file_fingerprint "$TLS/cert.pem")
+kill -HUP "$(cat "$WORK/h200/pid")"
+wait_until 20 bash -c "[ \"\$(openssl s_client -connect 127.0.0.1:$PORT </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256 2>/dev/null)\" = '$LEAF_FP' ]" &&
+  pass "after SIGHUP the CA-issued certificate is served" || fail "after SIGHUP the CA-issued certificate is served"
+check "curl trusts it through the CA" curl -sf --cacert "$CA/ca.crt" "$URL/livez" -o /dev/null
+"$BIN" status --root "$ROOT" --config "$WORK/h200/p2pnode.yaml" --url "$URL" >/dev/null 2>&1; RC=$?
+check "status trusts the configured certificate without its CA (exit $RC)" test "$RC" = "$EXPECT_RC"
+"$BIN" status --url "$URL" --cacert "$CA/ca.crt" --config "$WORK/empty.yaml" >/dev/null 2>&1; RC=$?
+check "status --cacert with the CA works (exit $RC)" test "$RC" = "$EXPECT_RC"
+# --cacert names CAs: the leaf alone is no CA, so the chain to a root is required there.
+"$BIN" status --url "$URL" --cacert "$TLS/cert.pem" --config "$WORK/empty.yaml" >/dev/null 2>&1; RC=$?
+check "status --cacert with only the leaf exits 2 (it is not a CA)" test "$RC" = 2
+
 # --- a daemon whose TLS files are broken does not start ---
 stop_daemon h200
 chmod 644 "$TLS/key.pem"
