@@ -12,7 +12,6 @@
 #include <fstream>
 #include <mutex>
 #include <set>
-#include <sstream>
 
 #include "engine/metrics.hpp"
 #include "sys/private_file.hpp"
@@ -126,7 +125,8 @@ bool token_equal(std::string_view a, std::string_view b) {
 Result<std::string> read_token_file(const std::filesystem::path& path) {
   if (auto st = sys::check_owner_only(path, "token file"); !st) return st.error();
   std::error_code ec;
-  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > 4096) return Error{"token file " + path.string() + " is larger than 4096 bytes"};
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > 4096)
+    return Error{"token file " + path.string() + " is larger than 4096 bytes"};
   std::ifstream in(path, std::ios::binary);
   std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
@@ -160,7 +160,7 @@ struct ApiServer::Impl {
       svr = std::move(plain);
       return;
     }
-    identity = std::make_unique<tls::CurrentIdentity>(opt.tls);
+    identity = std::make_unique<tls::CurrentIdentity>(std::move(opt.tls));  // the key lives in one place
     // The same hardening applies: SSLServer only wraps each accepted socket in a TLS session,
     // whose handshake is bounded by the read timeout.
     auto secure = std::make_unique<Listening<httplib::SSLServer>>(std::function<bool(SSL_CTX&)>([this](SSL_CTX& ctx) {

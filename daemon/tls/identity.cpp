@@ -99,13 +99,13 @@ Result<KeyPtr> read_private_key(const std::filesystem::path& file) {
   auto bio = memory_bio(*text);
   KeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr));
   if (!key) {
-    const bool encrypted = text->find("ENCRYPTED") != std::string::npos;
+    const std::string name = what + " " + file.string();
+    constexpr const char* kExpected = "; expected '-----BEGIN PRIVATE KEY-----' or an RSA/EC key in PEM";
+    if (text->find("ENCRYPTED") != std::string::npos)
+      return Error{name + " is encrypted; the daemon cannot ask for a passphrase, so store it unencrypted (0600)"};
     if (text->find("-----BEGIN") == std::string::npos)
-      return Error{what + " " + file.string() + " holds no PEM private key (no '-----BEGIN' line); expected "
-                   "'-----BEGIN PRIVATE KEY-----' or an RSA/EC key in PEM"};
-    return Error{what + " " + file.string() + (encrypted ? " is encrypted; the daemon cannot ask for a passphrase, so store it unencrypted (0600)"
-                                                         : " holds no PEM private key (" + openssl_reason() +
-                                                               "); expected '-----BEGIN PRIVATE KEY-----' or an RSA/EC key in PEM")};
+      return Error{name + " holds no PEM private key (no '-----BEGIN' line)" + kExpected};
+    return Error{name + " holds no PEM private key (" + openssl_reason() + ")" + kExpected};
   }
   ERR_clear_error();
   return key;
