@@ -4,11 +4,11 @@
 set -euo pipefail
 want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev
       prometheus-cpp-dev libsystemd-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev
-      python3)
+      libssl-dev python3)
 if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-14-dev python3-jsonschema python3-yaml jq
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
-         prometheus systemd wrk ansible-core)
+         prometheus systemd wrk ansible-core openssl)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -47,21 +47,30 @@ std::string status_line(const engine::Snapshot& s) {
   return line;
 }
 
-std::optional<engine::DaemonConfig> load_config(const ServeOptions& o, const sys::SysRoot& root, const engine::LogFn& log,
-                                                std::string* problem) {
+// The configuration and what it names on this machine, checked together: a bad TLS file refuses
+// the whole configuration, at start and on SIGHUP alike.
+struct LoadedConfig {
+  engine::DaemonConfig config;
+  std::shared_ptr<const tls::Identity> tls;  // null: plain HTTP
+};
+
+std::optional<LoadedConfig> load_config(const ServeOptions& o, const sys::SysRoot& root, const engine::LogFn& log,
+                                        std::string* problem) {
   const bool explicit_file = !o.config.empty();
   const std::string file = explicit_file ? o.config : root.host_path("/etc/p2pnode/p2pnode.yaml").string();
   std::error_code ec;
   if (!explicit_file && !std::filesystem::exists(file, ec)) {
     log({engine::LogLevel::notice, "no " + file + ": using the built-in defaults", "", "config", ""});
-    return engine::DaemonConfig{};
+    return LoadedConfig{};
   }
   auto loaded = engine::load_config_file(file);
-  if (!loaded.config) {
+  std::shared_ptr<const tls::Identity> identity;
+  if (loaded.config) identity = engine::read_tls_identity(*loaded.config, root, loaded.diagnostics);
+  if (!loaded.config || !loaded.diagnostics.empty()) {
     *problem = "the configuration is not valid:\n" + loaded.diagnostics.format();
     return std::nullopt;
   }
-  return loaded.config;
+  return LoadedConfig{std::move(*loaded.config), std::move(identity)};
 }
 
 void apply_listen_override(const ServeOptions& o, engine::DaemonConfig& c) {
@@ -82,16 +91,29 @@ void load_token(const sys::SysRoot& root, const engine::DaemonConfig& c, http::A
   log({engine::LogLevel::warning, t.error().message + "; POST /v1/reconcile and /v1/selftest are disabled", "", "config", ""});
 }
 
+// A new certificate and key reach new connections at once; turning TLS on or off needs a restart,
+// like a new listen address.
+void reload_tls(const LoadedConfig& fresh, http::ApiServer& server, const engine::LogFn& log) {
+  if (fresh.tls && server.set_tls_identity(fresh.tls)) {
+    log({engine::LogLevel::notice, "TLS certificate reloaded for new connections: " + fresh.tls->describe(), "", "tls", ""});
+    return;
+  }
+  if (fresh.tls || server.serves_tls())
+    log({engine::LogLevel::warning, std::string("tls was ") + (fresh.tls ? "added to" : "removed from") +
+                                        " the configuration; it takes effect on restart", "", "config", ""});
+}
+
 int run_serve(const ServeOptions& o) {
   const sys::SysRoot root(o.root);
   const engine::LogFn log = service::make_logger(o.verbose);
   std::string problem;
-  auto config = load_config(o, root, log, &problem);
-  if (!config) {
+  auto loaded = load_config(o, root, log, &problem);
+  if (!loaded) {
     std::cerr << "p2pnode serve: " << problem;
     log({engine::LogLevel::error, problem, "", "config", ""});
     return kUsage;
   }
+  std::optional<engine::DaemonConfig> config = loaded->config;
   apply_listen_override(o, *config);
   if (!config->listen.is_loopback() && !config->allow_non_loopback) {
     std::cerr << "p2pnode serve: " << config->listen.display()
@@ -123,6 +145,7 @@ int run_serve(const ServeOptions& o) {
   hopt.listen = config->listen;
   hopt.threads = config->http_threads;
   hopt.max_body = config->http_max_body;
+  hopt.tls = loaded->tls;
   http::ApiServer server(engine, hopt);
   auto port = server.bind();
   if (!port) {
@@ -133,8 +156,12 @@ int run_serve(const ServeOptions& o) {
   engine::ListenAddress bound = config->listen;
   bound.port = *port;
   if (!o.port_file.empty()) std::ofstream(o.port_file) << *port << "\n";
-  log({engine::LogLevel::notice, "listening on " + bound.display() + " (profiles " + config->profiles_dir + ", state " +
-                                     config->state_file() + ")", "", "http", ""});
+  log({engine::LogLevel::notice, std::string("listening on ") + (hopt.tls ? "https://" : "http://") + bound.display() +
+                                     " (profiles " + config->profiles_dir + ", state " + config->state_file() + ")", "", "http", ""});
+  if (hopt.tls) log({engine::LogLevel::notice, "TLS certificate: " + hopt.tls->describe(), "", "tls", ""});
+  else if (!bound.is_loopback())
+    log({engine::LogLevel::warning, "serving plain HTTP beyond this host: the bearer token and every answer cross the network "
+                                    "unencrypted; set tls: {cert_file, key_file} in the configuration", "", "http", ""});
   load_token(root, *config, server, log);
   service::notify_status("reconciling: the first pass since start");
   engine.start();
@@ -162,8 +189,9 @@ int run_serve(const ServeOptions& o) {
     if (sig != SIGHUP) continue;
     service::notify_reloading();
     std::string why;
-    auto fresh = load_config(o, root, log, &why);
-    if (fresh) {
+    auto reloaded = load_config(o, root, log, &why);
+    if (reloaded) {
+      std::optional<engine::DaemonConfig> fresh = reloaded->config;
       try {
         apply_listen_override(o, *fresh);
       } catch (const CLI::Error&) {
@@ -171,6 +199,7 @@ int run_serve(const ServeOptions& o) {
       if (fresh->listen.display() != config->listen.display() && o.listen.empty())
         log({engine::LogLevel::warning, "the listen address changed to " + fresh->listen.display() +
                                             "; it takes effect on restart", "", "config", ""});
+      reload_tls(*reloaded, server, log);
       config = fresh;
       engine.set_config(*config);
       load_token(root, *config, server, log);

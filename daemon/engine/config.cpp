@@ -59,11 +59,45 @@ bool only_comments(std::string_view text) {
   return true;
 }
 
-void absolute_path(MapReader& m, std::string_view key, std::string& out) {
+bool absolute_path(MapReader& m, std::string_view key, std::string& out) {
   if (auto v = m.string(key)) {
     if (v->empty() || v->front() != '/') m.diag().add(m.get(key), m.child_path(key), "expected an absolute path, found '" + *v + "'");
-    else out = *v;
+    else {
+      out = *v;
+      return true;
+    }
   }
+  return false;
+}
+
+// 1-based line and column of a key's value, as Diagnostics counts them.
+void place(const YAML::Node& n, int& line, int& column) {
+  const YAML::Mark m = n.IsDefined() ? n.Mark() : YAML::Mark::null_mark();
+  line = m.line >= 0 ? m.line + 1 : 0;
+  column = m.column >= 0 ? m.column + 1 : 0;
+}
+
+void read_tls(MapReader& root, DaemonConfig& c) {
+  auto t = root.map("tls", {"cert_file", "key_file"});
+  if (!t) return;
+  TlsFiles f;
+  const bool cert = absolute_path(*t, "cert_file", f.cert_file);
+  const bool key = absolute_path(*t, "key_file", f.key_file);
+  if (!t->has("cert_file") || !t->has("key_file")) {
+    const char* missing = !t->has("cert_file") && !t->has("key_file") ? "cert_file and key_file"
+                          : !t->has("cert_file")                      ? "cert_file"
+                                                                      : "key_file";
+    t->diag().add(t->node(), "tls", std::string("expected both cert_file and key_file (PEM files), missing ") + missing +
+                                        "; leave tls out to serve plain HTTP");
+    return;
+  }
+  if (!cert || !key) return;
+  if (f.cert_file == f.key_file)
+    t->diag().add(t->get("key_file"), t->child_path("key_file"),
+                  "expected a file apart from cert_file: the key must be 0600, the certificate need not be");
+  place(t->get("cert_file"), f.cert_line, f.cert_column);
+  place(t->get("key_file"), f.key_line, f.key_column);
+  c.tls = std::move(f);
 }
 }  // namespace
 
@@ -79,7 +113,7 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
   if (!doc) return out;
   MapReader root(*doc, "", out.diagnostics,
                  {"apiVersion", "kind", "listen", "allow_non_loopback", "token_file", "profiles_dir", "state_dir",
-                  "agent", "selftest", "apply", "http", "device_monitor"});
+                  "agent", "selftest", "apply", "http", "device_monitor", "tls"});
   if (!root.valid()) return out;
   if (auto v = root.string("apiVersion"); v && *v != "p2pnode/v1")
     out.diagnostics.add(root.get("apiVersion"), "apiVersion", "expected 'p2pnode/v1', found '" + *v + "'");
@@ -114,6 +148,7 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
     }
     if (auto v = s->boolean("on_start")) c.selftest_on_start = *v;
   }
+  read_tls(root, c);
   if (auto h = root.map("http", {"threads", "max_body"})) {
     if (auto v = h->integer("threads", 1, 64)) c.http_threads = static_cast<int>(*v);
     if (auto v = h->size("max_body")) {
@@ -141,6 +176,25 @@ ConfigLoad load_config_file(const std::filesystem::path& file) {
     return r;
   }
   return load_config_text(ss.str(), file.string());
+}
+
+std::shared_ptr<const tls::Identity> read_tls_identity(const DaemonConfig& c, const sys::SysRoot& root,
+                                                       profile::Diagnostics& diag) {
+  if (!c.tls) return nullptr;
+  const auto& f = *c.tls;
+  auto chain = tls::read_certificate_chain(root.host_path(f.cert_file));
+  if (!chain) diag.add(f.cert_line, f.cert_column, "tls.cert_file", chain.error().message);
+  auto key = tls::read_private_key(root.host_path(f.key_file));
+  if (!key) diag.add(f.key_line, f.key_column, "tls.key_file", key.error().message);
+  if (!chain || !key) return nullptr;
+  auto id = tls::make_identity(std::move(chain).value(), std::move(key).value());
+  if (!id) {
+    diag.add(f.key_line, f.key_column, "tls.key_file",
+             "TLS key file " + f.key_file + " does not belong to the certificate in " + f.cert_file + " (" + id.error().message +
+                 "); expected the key the certificate was made for");
+    return nullptr;
+  }
+  return *id;
 }
 
 }  // namespace p2pnode::engine

@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "profile/yaml_reader.hpp"
+#include "sys/sysroot.hpp"
+#include "tls/identity.hpp"
 
 namespace p2pnode::engine {
 
@@ -21,6 +24,13 @@ struct ListenAddress {
 };
 // "127.0.0.1:9470", "[::1]:9470", "0.0.0.0:9470"; nullopt with the reason in *why.
 std::optional<ListenAddress> parse_listen(std::string_view text, std::string* why = nullptr);
+
+// HTTPS for the API and /metrics: PEM files inside the SysRoot.
+struct TlsFiles {
+  std::string cert_file;  // the server's certificate, then any intermediates
+  std::string key_file;   // its private key, 0600 or 0400
+  int cert_line = 0, cert_column = 0, key_line = 0, key_column = 0;  // where the configuration names them
+};
 
 struct DaemonConfig {
   std::string source_file;  // where it was read from; empty: built-in defaults
@@ -39,6 +49,7 @@ struct DaemonConfig {
   std::uint64_t http_max_body = 64 * 1024;
   bool allow_non_loopback = false;  // listening beyond loopback must be said twice
   bool device_monitor = true;       // reconcile on PCI add/remove of devices the profile names
+  std::optional<TlsFiles> tls;      // absent: plain HTTP
 
   std::string state_file() const { return state_dir + "/state.json"; }
 };
@@ -50,5 +61,11 @@ struct ConfigLoad {
 
 ConfigLoad load_config_text(std::string_view text, const std::string& file_name);
 ConfigLoad load_config_file(const std::filesystem::path& file);
+
+// Only reads: the TLS files `c` names, inside `root`, checked as the daemon will use them (the
+// key owner-only, both valid PEM, the key the certificate's). Problems go to `diag` at the line
+// of the key naming the file. nullptr when `c` has no tls or on a problem.
+std::shared_ptr<const tls::Identity> read_tls_identity(const DaemonConfig& c, const sys::SysRoot& root,
+                                                       profile::Diagnostics& diag);
 
 }  // namespace p2pnode::engine

@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <condition_variable>
@@ -13,9 +12,10 @@
 #include <fstream>
 #include <mutex>
 #include <set>
-#include <sstream>
 
 #include "engine/metrics.hpp"
+#include "sys/private_file.hpp"
+#include "tls/server_context.hpp"
 
 namespace p2pnode::http {
 
@@ -123,14 +123,10 @@ bool token_equal(std::string_view a, std::string_view b) {
 }
 
 Result<std::string> read_token_file(const std::filesystem::path& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Error{"token file " + path.string() + ": " + std::strerror(errno), errno};
-  if (!S_ISREG(st.st_mode)) return Error{"token file " + path.string() + " is not a regular file"};
-  if (st.st_mode & 077)
-    return Error{"token file " + path.string() + " is readable by group or others (mode " +
-                 [&] { std::ostringstream o; o << std::oct << (st.st_mode & 0777); return o.str(); }() +
-                 "); make it 0600 or 0400"};
-  if (st.st_size > 4096) return Error{"token file " + path.string() + " is larger than 4096 bytes"};
+  if (auto st = sys::check_owner_only(path, "token file"); !st) return st.error();
+  std::error_code ec;
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > 4096)
+    return Error{"token file " + path.string() + " is larger than 4096 bytes"};
   std::ifstream in(path, std::ios::binary);
   std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
@@ -139,20 +135,42 @@ Result<std::string> read_token_file(const std::filesystem::path& path) {
 }
 
 // Gives access to the listening socket, to set options httplib 0.11 has no setter for.
-class Server final : public httplib::Server {
+template <class Base>
+class Listening final : public Base {
  public:
-  int listen_fd() const { return svr_sock_; }
+  using Base::Base;
+  int listen_fd() const { return this->svr_sock_; }
 };
 
 struct ApiServer::Impl {
   engine::Engine& engine;
   ServerOptions opt;
-  Server svr;
+  std::unique_ptr<tls::CurrentIdentity> identity;  // HTTPS only; outlives svr, whose TLS context points at it
+  std::string tls_problem;
+  std::unique_ptr<httplib::Server> svr;
+  std::function<int()> listen_fd;
   std::thread thread;
   std::mutex token_mu;
   std::string token, token_problem = "no token file was read";
 
-  Impl(engine::Engine& e, ServerOptions o) : engine(e), opt(std::move(o)) {}
+  Impl(engine::Engine& e, ServerOptions o) : engine(e), opt(std::move(o)) {
+    if (!opt.tls) {
+      auto plain = std::make_unique<Listening<httplib::Server>>();
+      listen_fd = [s = plain.get()] { return s->listen_fd(); };
+      svr = std::move(plain);
+      return;
+    }
+    identity = std::make_unique<tls::CurrentIdentity>(std::move(opt.tls));  // the key lives in one place
+    // The same hardening applies: SSLServer only wraps each accepted socket in a TLS session,
+    // whose handshake is bounded by the read timeout.
+    auto secure = std::make_unique<Listening<httplib::SSLServer>>(std::function<bool(SSL_CTX&)>([this](SSL_CTX& ctx) {
+      auto st = tls::configure_server_context(ctx, *identity);
+      if (!st) tls_problem = st.error().message;
+      return st.ok();
+    }));
+    listen_fd = [s = secure.get()] { return s->listen_fd(); };
+    svr = std::move(secure);
+  }
 
   bool authorized(const httplib::Request& req, httplib::Response& res) {
     std::string t, why;
@@ -188,17 +206,17 @@ struct ApiServer::Impl {
   }
 
   void get(const char* path, std::string engine::Snapshot::*body, const char* type) {
-    svr.Get(path, [this, body, type](const httplib::Request&, httplib::Response& res) {
+    svr->Get(path, [this, body, type](const httplib::Request&, httplib::Response& res) {
       auto snap = engine.snapshot();
       res.set_content((*snap).*body, type);
     });
   }
 
   void routes() {
-    svr.Get("/livez", [](const httplib::Request&, httplib::Response& res) {
+    svr->Get("/livez", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(R"({"status":"alive"})", kJson);
     });
-    svr.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    svr->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
       auto snap = engine.snapshot();
       if (snap->ready) {
         res.set_content(snap->readyz, kJson);
@@ -209,7 +227,7 @@ struct ApiServer::Impl {
               {{"state", engine::to_string(st.state)}, {"ready", false}, {"reasons", st.reasons}});
     });
     get("/v1/status", &engine::Snapshot::status, kJson);
-    svr.Get("/v1/findings", [this](const httplib::Request& req, httplib::Response& res) {
+    svr->Get("/v1/findings", [this](const httplib::Request& req, httplib::Response& res) {
       auto snap = engine.snapshot();
       const std::string accept = req.get_header_value("Accept");
       if (accept.find("text/plain") != std::string::npos && accept.find("json") == std::string::npos)
@@ -222,20 +240,20 @@ struct ApiServer::Impl {
     get("/v1/plan", &engine::Snapshot::plan, kJson);
     get("/v1/selftest", &engine::Snapshot::selftest, kJson);
     get("/metrics", &engine::Snapshot::metrics, engine::kMetricsContentType);
-    svr.Post("/v1/reconcile", [this](const httplib::Request& req, httplib::Response& res) { post(req, res, false); });
-    svr.Post("/v1/selftest", [this](const httplib::Request& req, httplib::Response& res) { post(req, res, true); });
+    svr->Post("/v1/reconcile", [this](const httplib::Request& req, httplib::Response& res) { post(req, res, false); });
+    svr->Post("/v1/selftest", [this](const httplib::Request& req, httplib::Response& res) { post(req, res, true); });
   }
 
   void limits() {
-    svr.new_task_queue = [this] { return new BoundedPool(static_cast<std::size_t>(opt.threads), opt.queue); };
-    svr.set_payload_max_length(opt.max_body);
-    svr.set_read_timeout(opt.read_timeout_s, 0);
-    svr.set_write_timeout(opt.write_timeout_s, 0);
-    svr.set_keep_alive_timeout(opt.keep_alive_timeout_s);
-    svr.set_keep_alive_max_count(opt.keep_alive_max);
-    svr.set_tcp_nodelay(true);
+    svr->new_task_queue = [this] { return new BoundedPool(static_cast<std::size_t>(opt.threads), opt.queue); };
+    svr->set_payload_max_length(opt.max_body);
+    svr->set_read_timeout(opt.read_timeout_s, 0);
+    svr->set_write_timeout(opt.write_timeout_s, 0);
+    svr->set_keep_alive_timeout(opt.keep_alive_timeout_s);
+    svr->set_keep_alive_max_count(opt.keep_alive_max);
+    svr->set_tcp_nodelay(true);
 
-    svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    svr->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (req.headers.size() > opt.max_headers) {
         problem(res, 431, "more than " + std::to_string(opt.max_headers) + " header fields");
         return httplib::Server::HandlerResponse::Handled;
@@ -249,7 +267,7 @@ struct ApiServer::Impl {
       }
       return httplib::Server::HandlerResponse::Unhandled;
     });
-    svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    svr->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;  // a handler already wrote its problem document
       if (res.status == 404) {
         auto it = known_paths().find(req.path);
@@ -265,7 +283,7 @@ struct ApiServer::Impl {
                                : res.status == 400 ? "the request could not be parsed as HTTP/1.1"
                                                    : "the request was refused");
     });
-    svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    svr->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "unknown exception";
       try {
         if (ep) std::rethrow_exception(ep);
@@ -287,12 +305,13 @@ ApiServer::~ApiServer() { stop(); }
 
 Result<int> ApiServer::bind() {
   auto& o = impl_->opt;
+  if (!impl_->svr->is_valid()) return Error{"cannot set up TLS: " + impl_->tls_problem};
   if (o.listen.port == 0) {
-    const int port = impl_->svr.bind_to_any_port(o.listen.host);
+    const int port = impl_->svr->bind_to_any_port(o.listen.host);
     if (port <= 0) return Error{"cannot listen on " + o.listen.host + " (any port)"};
     return port;
   }
-  if (!impl_->svr.bind_to_port(o.listen.host, o.listen.port))
+  if (!impl_->svr->bind_to_port(o.listen.host, o.listen.port))
     return Error{"cannot listen on " + o.listen.display() + ": " + std::strerror(errno), errno};
   return o.listen.port;
 }
@@ -310,15 +329,23 @@ void defer_accept(int fd) {
 }  // namespace
 
 void ApiServer::start() {
-  defer_accept(impl_->svr.listen_fd());
-  impl_->thread = std::thread([this] { impl_->svr.listen_after_bind(); });
+  defer_accept(impl_->listen_fd());
+  impl_->thread = std::thread([this] { impl_->svr->listen_after_bind(); });
 }
 
 void ApiServer::stop() {
   if (!impl_) return;
-  impl_->svr.stop();
+  impl_->svr->stop();
   if (impl_->thread.joinable()) impl_->thread.join();
 }
+
+bool ApiServer::set_tls_identity(std::shared_ptr<const tls::Identity> identity) {
+  if (!impl_->identity || !identity) return false;
+  impl_->identity->set(std::move(identity));
+  return true;
+}
+
+bool ApiServer::serves_tls() const { return impl_->identity != nullptr; }
 
 void ApiServer::set_token(std::string token, std::string problem_text) {
   std::lock_guard lk(impl_->token_mu);

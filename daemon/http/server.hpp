@@ -1,11 +1,12 @@
 #pragma once
-// One cpp-httplib server for the REST API and /metrics. GET handlers only copy a published
-// Snapshot; POST handlers need the bearer token and only queue work for the engine.
+// One cpp-httplib server for the REST API and /metrics, plain HTTP or HTTPS. GET handlers only
+// copy a published Snapshot; POST handlers need the bearer token and only queue work for the engine.
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "engine/engine.hpp"
+#include "tls/identity.hpp"
 
 namespace httplib {
 class Server;
@@ -22,6 +23,7 @@ struct ServerOptions {
   int read_timeout_s = 3, write_timeout_s = 5;  // per read/write; a client that sends nothing is gone in 3 s
   int keep_alive_timeout_s = 2;
   std::size_t keep_alive_max = 100;
+  std::shared_ptr<const tls::Identity> tls;  // set: HTTPS only (TLS 1.2 or later); null: plain HTTP
 };
 
 // Constant-time comparison (the time depends on the lengths only).
@@ -37,6 +39,10 @@ class ApiServer {
   Result<int> bind();
   void start();  // serves on a thread
   void stop();
+  // Serve new connections with another certificate and key (SIGHUP); false when serving plain
+  // HTTP, which only a restart changes.
+  bool set_tls_identity(std::shared_ptr<const tls::Identity> identity);
+  bool serves_tls() const;
   // Swap the token (SIGHUP); empty: POST endpoints answer 503 until a token is configured.
   void set_token(std::string token, std::string problem);
 

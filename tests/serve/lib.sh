@@ -9,6 +9,9 @@ mkdir -p "$RESP"
 TOKEN=0123456789abcdef0123456789abcdef
 FAILS=0
 PIDS=()
+# HTTPS (test_tls.sh): SCHEME=https and CURL_TLS=(--cacert CERT) before start_daemon.
+SCHEME=http
+CURL_TLS=()
 
 cleanup() {
   local p
@@ -80,13 +83,13 @@ start_daemon() {
     fail "$name: the daemon did not listen within 20 s"; cat "$WORK/$name/log"; return 1
   fi
   PORT=$(cat "$WORK/$name/port")
-  URL="http://127.0.0.1:$PORT"
+  URL="$SCHEME://127.0.0.1:$PORT"
   eval "URL_$name=\$URL"
   if ! wait_until 60 decided "$URL"; then
     fail "$name: no reconcile decided within 60 s"; cat "$WORK/$name/log"; return 1
   fi
 }
-decided() { curl -sf "$1/v1/status" | jq -e '.state != "starting" and .reconcile.running == false and .reconcile.queued == false' >/dev/null; }
+decided() { curl -sf "${CURL_TLS[@]}" "$1/v1/status" | jq -e '.state != "starting" and .reconcile.running == false and .reconcile.queued == false' >/dev/null; }
 stop_daemon() {
   local pid; pid=$(cat "$WORK/$1/pid")
   kill -TERM "$pid"
@@ -99,7 +102,7 @@ record() {
   local name=$1 method=$2 path=$3; shift 3
   local out="$RESP/$name"
   local meta
-  meta=$(curl -s -o "$out.body" -w '%{http_code} %{content_type}' -X "$method" "$@" "$URL$path")
+  meta=$(curl -s "${CURL_TLS[@]}" -o "$out.body" -w '%{http_code} %{content_type}' -X "$method" "$@" "$URL$path")
   echo "$method $path $meta" > "$out.meta"
   STATUS=${meta%% *}
   BODY=$(cat "$out.body" 2>/dev/null)

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/config.hpp"
+#include "unit/tls/test_pki.hpp"
 
 using namespace p2pnode::engine;
 
@@ -100,4 +101,105 @@ TEST(DaemonConfig, ShippedExampleIsValid) {
   auto r = load_config_file(std::filesystem::path(P2PNODE_SOURCE_DIR) / "systemd/p2pnode.yaml");
   ASSERT_TRUE(r.config) << r.diagnostics.format();
   EXPECT_EQ(r.config->listen.display(), "127.0.0.1:9470");
+}
+
+// ---- tls ----
+
+TEST(DaemonConfig, TlsIsOptionalAndNeedsBothFiles) {
+  auto none = load_config_text("listen: 127.0.0.1:9470\n", "c");
+  ASSERT_TRUE(none.config);
+  EXPECT_FALSE(none.config->tls);
+
+  auto both = load_config_text("listen: 127.0.0.1:9470\ntls:\n  cert_file: /etc/p2pnode/tls/cert.pem\n  key_file: /etc/p2pnode/tls/key.pem\n", "c");
+  ASSERT_TRUE(both.config) << both.diagnostics.format();
+  ASSERT_TRUE(both.config->tls);
+  EXPECT_EQ(both.config->tls->cert_file, "/etc/p2pnode/tls/cert.pem");
+  EXPECT_EQ(both.config->tls->key_file, "/etc/p2pnode/tls/key.pem");
+  EXPECT_EQ(both.config->tls->cert_line, 3);
+  EXPECT_EQ(both.config->tls->key_line, 4);
+  EXPECT_EQ(both.config->tls->key_column, 13);
+
+  auto flow = load_config_text("tls: { cert_file: /c.pem, key_file: /k.pem }\n", "c");
+  ASSERT_TRUE(flow.config) << flow.diagnostics.format();
+  EXPECT_EQ(flow.config->tls->key_file, "/k.pem");
+}
+
+TEST(DaemonConfig, TlsBadCombinationsNameTheLine) {
+  struct Case {
+    const char* text;
+    const char* where;
+    const char* says;
+  } cases[] = {
+      {"apply: true\ntls:\n  cert_file: /c.pem\n", "c.yaml:3:", "missing key_file"},
+      {"tls:\n  key_file: /k.pem\n", "c.yaml:2:", "missing cert_file"},
+      {"tls: {}\n", "c.yaml:1:", "missing cert_file and key_file"},
+      {"tls:\n  cert_file: c.pem\n  key_file: /k.pem\n", "c.yaml:2:", "absolute path"},
+      {"tls:\n  cert_file: /same.pem\n  key_file: /same.pem\n", "c.yaml:3:", "apart from cert_file"},
+      {"tls:\n  cert_file: /c.pem\n  key_file: /k.pem\n  ca_file: /ca.pem\n", "c.yaml:4:", "ca_file"},
+      {"tls: true\n", "c.yaml:1:", "tls"},
+  };
+  for (const auto& c : cases) {
+    auto r = load_config_text(c.text, "c.yaml");
+    EXPECT_FALSE(r.config) << c.text;
+    const std::string text = r.diagnostics.format();
+    EXPECT_NE(text.find(c.where), std::string::npos) << c.text << "\n" << text;
+    EXPECT_NE(text.find(c.says), std::string::npos) << c.text << "\n" << text;
+  }
+}
+
+namespace {
+namespace fs = std::filesystem;
+constexpr auto kOwnerOnly = fs::perms::owner_read | fs::perms::owner_write;
+constexpr auto kWorldReadable = kOwnerOnly | fs::perms::group_read | fs::perms::others_read;
+constexpr const char* kTlsConfig = "listen: 127.0.0.1:0\ntls:\n  cert_file: /etc/p2pnode/tls/cert.pem\n  key_file: /etc/p2pnode/tls/key.pem\n";
+
+// Loads kTlsConfig against a root holding the given cert and key texts; the diagnostics text.
+std::string tls_problems(const std::string& cert, const std::string& key, fs::perms key_mode = kOwnerOnly,
+                         bool* got_identity = nullptr) {
+  p2pnode::test::TempDir root("config-tls");
+  if (!cert.empty()) p2pnode::test::write_file(root.path / "etc/p2pnode/tls/cert.pem", cert, kWorldReadable);
+  if (!key.empty()) p2pnode::test::write_file(root.path / "etc/p2pnode/tls/key.pem", key, key_mode);
+  auto loaded = load_config_text(kTlsConfig, "p2pnode.yaml");
+  EXPECT_TRUE(loaded.config) << loaded.diagnostics.format();
+  if (!loaded.config) return "no config";
+  auto id = read_tls_identity(*loaded.config, p2pnode::sys::SysRoot(root.path), loaded.diagnostics);
+  if (got_identity) *got_identity = id != nullptr;
+  EXPECT_EQ(id == nullptr, !loaded.diagnostics.empty());
+  return loaded.diagnostics.format();
+}
+}  // namespace
+
+TEST(DaemonConfig, TlsFilesAreCheckedWhereTheConfigNamesThem) {
+  const auto pem = p2pnode::test::make_pem("node");
+  bool got = false;
+  EXPECT_EQ(tls_problems(pem.cert, pem.key, kOwnerOnly, &got), "");
+  EXPECT_TRUE(got);
+
+  const std::string open = tls_problems(pem.cert, pem.key, kOwnerOnly | fs::perms::group_read);
+  EXPECT_NE(open.find("p2pnode.yaml:4:13: tls.key_file: TLS key file"), std::string::npos) << open;
+  EXPECT_NE(open.find("readable by group or others (mode 640); make it 0600 or 0400"), std::string::npos) << open;
+
+  const std::string mismatch = tls_problems(pem.cert, p2pnode::test::make_pem("other").key);
+  EXPECT_NE(mismatch.find("p2pnode.yaml:4:13: tls.key_file:"), std::string::npos) << mismatch;
+  EXPECT_NE(mismatch.find("does not belong to the certificate in /etc/p2pnode/tls/cert.pem"), std::string::npos) << mismatch;
+
+  const std::string garbage = tls_problems("-----BEGIN CERTIFICATE-----\n@@@\n-----END CERTIFICATE-----\n", pem.key);
+  EXPECT_NE(garbage.find("p2pnode.yaml:3:14: tls.cert_file: TLS certificate file"), std::string::npos) << garbage;
+  EXPECT_NE(garbage.find("holds no PEM certificate"), std::string::npos) << garbage;
+
+  const std::string garbage_key = tls_problems(pem.cert, "not a key\n");
+  EXPECT_NE(garbage_key.find("p2pnode.yaml:4:13:"), std::string::npos) << garbage_key;
+  EXPECT_NE(garbage_key.find("holds no PEM private key"), std::string::npos) << garbage_key;
+
+  const std::string missing = tls_problems("", "");  // both reported at once
+  EXPECT_NE(missing.find("p2pnode.yaml:3:14:"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("p2pnode.yaml:4:13:"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("No such file"), std::string::npos) << missing;
+}
+
+TEST(DaemonConfig, NoTlsReadsNoFiles) {
+  auto loaded = load_config_text("listen: 127.0.0.1:0\n", "c");
+  ASSERT_TRUE(loaded.config);
+  EXPECT_EQ(read_tls_identity(*loaded.config, p2pnode::sys::SysRoot("/nonexistent"), loaded.diagnostics), nullptr);
+  EXPECT_TRUE(loaded.diagnostics.empty());
 }
