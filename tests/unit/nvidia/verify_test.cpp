@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "nvidia/version.hpp"
 
@@ -42,6 +43,14 @@ struct LoadedBox {
   }
 };
 
+// Recorded on a lent H200 (tests/fixtures/_recorded/nvidia-smi-h200/README.md).
+std::string recorded(const std::string& name) {
+  std::ifstream in(std::string(P2PNODE_SOURCE_DIR) + "/tests/fixtures/_recorded/nvidia-smi-h200/" + name, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += x + " | ";
@@ -49,6 +58,15 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+TEST(SmiDriverVersions, RecordedH200) {
+  auto r = parse_smi_driver_versions(recorded("query-driver_version.out"));
+  EXPECT_EQ(r.versions, (std::vector<std::string>{"580.159.04"}));
+  EXPECT_EQ(r.problem, "");
+  r = parse_smi_driver_versions(recorded("no-devices.out"));
+  EXPECT_TRUE(r.versions.empty());
+  EXPECT_EQ(r.problem, "No devices were found");
+}
 
 TEST(SmiDriverVersions, OneLinePerGpu) {
   const auto r = parse_smi_driver_versions("550.90.07\n550.90.07\n");
