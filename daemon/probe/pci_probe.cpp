@@ -26,8 +26,25 @@ T read_hex_attr(const sys::SysRoot& root, const std::string& dir, const char* na
   return static_cast<T>(*v);
 }
 
-void read_link_attrs(const sys::SysRoot& root, const std::string& dir, PciDevice& d) {
+// The names in a device's sysfs directory: one listing instead of an open() per optional
+// attribute that a kernel or device lacks (resourceN_resize, link attributes, driver, …).
+struct Entries {
+  std::vector<std::string> names;  // sorted
+  bool has(std::string_view n) const { return std::binary_search(names.begin(), names.end(), n); }
+};
+
+// The target's last component of a symlink in dir ("driver" -> "nvidia"), or "" when absent.
+std::string link_name(const sys::SysRoot& root, const std::string& dir, const Entries& e, const char* name) {
+  if (!e.has(name)) return {};
+  auto target = root.read_link(join(dir, name));
+  if (!target) return {};
+  const auto slash = target->rfind('/');
+  return slash == std::string::npos ? *target : target->substr(slash + 1);
+}
+
+void read_link_attrs(const sys::SysRoot& root, const std::string& dir, const Entries& e, PciDevice& d) {
   auto speed = [&](const char* name, std::optional<double>& out) {
+    if (!e.has(name)) return;
     if (auto t = root.read_attr(join(dir, name))) {
       out = pci::parse_link_speed(*t);
       if (!out && *t != "Unknown" && t->rfind("Unknown", 0) != 0)
@@ -35,6 +52,7 @@ void read_link_attrs(const sys::SysRoot& root, const std::string& dir, PciDevice
     }
   };
   auto width = [&](const char* name, std::optional<int>& out) {
+    if (!e.has(name)) return;
     if (auto t = root.read_attr(join(dir, name))) {
       out = pci::parse_int(*t);
       if (!out) d.problems.push_back(std::string(name) + ": '" + t->substr(0, 40) + "' is not a width");
@@ -76,13 +94,14 @@ PciDevice probe_pci_device(const sys::SysRoot& root, const std::string& bdf) {
   else d.problems.push_back("path: " + real.error().message);
   const std::string dir = d.sysfs_path.empty() ? link : d.sysfs_path;
   split_path(d);
+  const Entries e{root.list_dir(dir)};
 
   d.vendor = read_hex_attr<std::uint16_t>(root, dir, "vendor", d);
   d.device = read_hex_attr<std::uint16_t>(root, dir, "device", d);
   d.class_code = read_hex_attr<std::uint32_t>(root, dir, "class", d);
   d.subsystem_vendor = read_hex_attr<std::uint16_t>(root, dir, "subsystem_vendor", d);
   d.subsystem_device = read_hex_attr<std::uint16_t>(root, dir, "subsystem_device", d);
-  if (root.exists(join(dir, "revision"))) d.revision = read_hex_attr<std::uint8_t>(root, dir, "revision", d);
+  if (e.has("revision")) d.revision = read_hex_attr<std::uint8_t>(root, dir, "revision", d);
   d.kind = pci::classify(d.vendor, d.class_code);
 
   if (auto text = root.read_text(join(dir, "resource"))) {
@@ -92,19 +111,16 @@ PciDevice probe_pci_device(const sys::SysRoot& root, const std::string& bdf) {
     d.problems.push_back("resource: " + text.error().message);
   }
   for (int i = 0; i < 6; ++i) {
-    const std::string attr = join(dir, "resource" + std::to_string(i) + "_resize");
-    if (auto t = root.read_attr(attr)) d.resize_attrs[i] = *t;
+    const std::string name = "resource" + std::to_string(i) + "_resize";
+    if (!e.has(name)) continue;
+    if (auto t = root.read_attr(join(dir, name))) d.resize_attrs[i] = *t;
   }
-  read_link_attrs(root, dir, d);
-  if (auto t = root.read_attr(join(dir, "numa_node"))) d.numa_node = pci::parse_int(*t).value_or(-1);
-  if (auto drv = root.read_link(join(dir, "driver"))) {
-    const auto slash = drv->rfind('/');
-    d.driver = slash == std::string::npos ? *drv : drv->substr(slash + 1);
+  read_link_attrs(root, dir, e, d);
+  if (e.has("numa_node")) {
+    if (auto t = root.read_attr(join(dir, "numa_node"))) d.numa_node = pci::parse_int(*t).value_or(-1);
   }
-  if (auto grp = root.read_link(join(dir, "iommu_group"))) {
-    const auto slash = grp->rfind('/');
-    d.iommu_group = slash == std::string::npos ? *grp : grp->substr(slash + 1);
-  }
+  d.driver = link_name(root, dir, e, "driver");
+  if (auto g = link_name(root, dir, e, "iommu_group"); !g.empty()) d.iommu_group = g;
   d.power_state = root.read_attr(join(dir, "power_state")).value_or("");
   d.power_control = root.read_attr(join(dir, "power/control")).value_or("");
 

@@ -58,24 +58,34 @@ bool SysRoot::is_dir(std::string_view path) const {
   return fs::is_directory(host_path(path), ec);
 }
 
-Result<std::vector<std::uint8_t>> SysRoot::read_bytes(std::string_view path,
-                                                      std::size_t max_bytes) const {
-  const fs::path p = host_path(path);
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return errno_error("cannot open", path, errno);
+namespace {
+// Reads up to max_bytes. short_read_is_eof: a read that returns less than asked ends the file.
+// True of sysfs attributes (the kernel formats the whole value in one go, at most a page) and
+// of regular files; it saves the second read() that only finds EOF (~1,700 syscalls per check).
+Result<std::vector<std::uint8_t>> read_fd(int fd, std::string_view path, std::size_t max_bytes, bool short_read_is_eof) {
   std::vector<std::uint8_t> out;
   std::uint8_t buf[8192];
   while (out.size() < max_bytes) {
     const std::size_t want = std::min(sizeof buf, max_bytes - out.size());
-    const ssize_t n = ::read(fd.get(), buf, want);
+    const ssize_t n = ::read(fd, buf, want);
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno_error("cannot read", path, errno);
     }
     if (n == 0) break;
     out.insert(out.end(), buf, buf + n);
+    if (short_read_is_eof && static_cast<std::size_t>(n) < want) break;
   }
   return out;
+}
+}  // namespace
+
+Result<std::vector<std::uint8_t>> SysRoot::read_bytes(std::string_view path,
+                                                      std::size_t max_bytes) const {
+  const fs::path p = host_path(path);
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return errno_error("cannot open", path, errno);
+  return read_fd(fd.get(), path, max_bytes, false);
 }
 
 Result<std::string> SysRoot::read_text(std::string_view path, std::size_t max_bytes) const {
@@ -85,9 +95,12 @@ Result<std::string> SysRoot::read_text(std::string_view path, std::size_t max_by
 }
 
 Result<std::string> SysRoot::read_attr(std::string_view path) const {
-  auto text = read_text(path, 64 * 1024);
-  if (!text) return text.error();
-  std::string s = std::move(text).value();
+  const fs::path p = host_path(path);
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return errno_error("cannot open", path, errno);
+  auto bytes = read_fd(fd.get(), path, 64 * 1024, path.substr(0, 5) == "/sys/");
+  if (!bytes) return bytes.error();
+  std::string s(bytes->begin(), bytes->end());
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t' || s.back() == '\0'))
     s.pop_back();
   return s;
