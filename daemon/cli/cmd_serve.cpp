@@ -145,6 +145,7 @@ int run_serve(const ServeOptions& o) {
   hopt.listen = config->listen;
   hopt.threads = config->http_threads;
   hopt.max_body = config->http_max_body;
+  hopt.max_connection_time = config->http_max_connection_time;
   hopt.tls = loaded->tls;
   http::ApiServer server(engine, hopt);
   auto port = server.bind();

@@ -280,7 +280,8 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
 }
 
 AgentRun run_agent(sys::CommandRunner& runner, const std::string& path, const std::vector<std::string>& args,
-                   std::chrono::nanoseconds time_limit, const SelftestSpec& spec, const Inventory& inv) {
+                   std::chrono::nanoseconds time_limit, const SelftestSpec& spec, const Inventory& inv,
+                   const std::atomic<bool>* cancel) {
   AgentRun run;
   run.started_unix = static_cast<std::int64_t>(std::time(nullptr));
   sys::Command cmd;
@@ -288,6 +289,7 @@ AgentRun run_agent(sys::CommandRunner& runner, const std::string& path, const st
   cmd.argv.insert(cmd.argv.end(), args.begin(), args.end());
   cmd.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(time_limit);
   cmd.max_output_bytes = kMaxAgentOutputBytes + 1;  // one more byte tells "too big" from "just fits"
+  cmd.cancel = cancel;
   const auto t0 = std::chrono::steady_clock::now();
   run.process = runner.run(cmd);
   run.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -86,7 +86,9 @@ struct AgentRun {
   double duration_s = 0;
 };
 // Runs `<path> --json <args…>` with the time limit, then parses and judges what it printed.
+// cancel: when it turns true (the daemon is stopping) the agent is killed and run.process.cancelled set.
 AgentRun run_agent(sys::CommandRunner& runner, const std::string& path, const std::vector<std::string>& args,
-                   std::chrono::nanoseconds time_limit, const SelftestSpec& spec, const Inventory& inv);
+                   std::chrono::nanoseconds time_limit, const SelftestSpec& spec, const Inventory& inv,
+                   const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace p2pnode::engine

@@ -149,11 +149,16 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
     if (auto v = s->boolean("on_start")) c.selftest_on_start = *v;
   }
   read_tls(root, c);
-  if (auto h = root.map("http", {"threads", "max_body"})) {
+  if (auto h = root.map("http", {"threads", "max_body", "max_connection_time"})) {
     if (auto v = h->integer("threads", 1, 64)) c.http_threads = static_cast<int>(*v);
     if (auto v = h->size("max_body")) {
       if (*v < 1024 || *v > (16u << 20)) h->diag().add(h->get("max_body"), h->child_path("max_body"), "expected 1KiB to 16MiB");
       else c.http_max_body = *v;
+    }
+    if (auto v = h->duration("max_connection_time")) {
+      if (*v < std::chrono::seconds(5) || *v > std::chrono::hours(1))
+        h->diag().add(h->get("max_connection_time"), h->child_path("max_connection_time"), "expected 5s to 1h");
+      else c.http_max_connection_time = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
     }
   }
   if (out.diagnostics.empty()) out.config = std::move(c);

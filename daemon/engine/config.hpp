@@ -47,6 +47,7 @@ struct DaemonConfig {
   bool apply = true;  // false: check and plan only, never change the box
   int http_threads = 8;
   std::uint64_t http_max_body = 64 * 1024;
+  std::chrono::milliseconds http_max_connection_time{std::chrono::seconds(60)};  // slow clients are cut off
   bool allow_non_loopback = false;  // listening beyond loopback must be said twice
   bool device_monitor = true;       // reconcile on PCI add/remove of devices the profile names
   std::optional<TlsFiles> tls;      // absent: plain HTTP

@@ -56,6 +56,7 @@ void Engine::stop() {
     std::lock_guard lk(mu_);
     stopping_ = true;
   }
+  cancel_ = true;  // a running self-test is killed rather than waited for
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
@@ -166,7 +167,7 @@ void Engine::worker() {
     publish();
     lk.unlock();
 
-    PassContext ctx{deps_.root, deps_.action_runner, deps_.agent_runner, config, deps_.log, trigger, selftest};
+    PassContext ctx{deps_.root, deps_.action_runner, deps_.agent_runner, config, deps_.log, trigger, selftest, &cancel_};
     try {
       reconcile_pass(ctx, working);
     } catch (const std::exception& e) {  // a bug in a step must not take the daemon down

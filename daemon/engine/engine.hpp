@@ -77,6 +77,7 @@ class Engine {
   bool pending_ = false, pending_selftest_ = false, stopping_ = false;
   std::string pending_trigger_;
   std::atomic<bool> running_{false};
+  std::atomic<bool> cancel_{false};  // stop(): kills a running agent (PassContext::cancel)
   std::shared_ptr<const Snapshot> snapshot_;
   std::thread thread_;
 };

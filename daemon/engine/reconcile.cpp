@@ -52,7 +52,13 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
   }
   log(ctx, LogLevel::info, "self-test: running " + ctx.config.agent_path + " (time limit " + format_duration(limit) + ")",
       "selftest");
-  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv);
+  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv, ctx.cancel);
+  if (run.process.cancelled) {  // not a verdict on the box: keep the last result for the next start
+    log(ctx, LogLevel::warning, "self-test " + run.process.describe() + " after " +
+                                    std::to_string(static_cast<int>(run.duration_s)) + " s; the previous result is kept",
+        "selftest");
+    return;
+  }
   SelftestRecord rec;
   rec.verdict = run.judgement.verdict;
   rec.reasons = run.judgement.reasons;

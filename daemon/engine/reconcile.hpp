@@ -20,6 +20,7 @@ struct PassContext {
   LogFn log;
   std::string trigger;         // start, reload, api, schedule, device, selftest
   bool want_selftest = false;  // run the agent in this pass (when the platform allows it)
+  const std::atomic<bool>* cancel = nullptr;  // true: the daemon is stopping; the agent is killed
 };
 
 // Updates state in place (counters and the last self-test carry over from the previous pass).

@@ -1,4 +1,5 @@
 #include "http/server.hpp"
+#include "http/connection_reaper.hpp"
 
 #include <httplib.h>
 #include <netinet/in.h>
@@ -149,6 +150,8 @@ struct ApiServer::Impl {
   std::string tls_problem;
   std::unique_ptr<httplib::Server> svr;
   std::function<int()> listen_fd;
+  int bound_port = 0;
+  std::unique_ptr<ConnectionReaper> reaper;  // the lifetime limit httplib lacks
   std::thread thread;
   std::mutex token_mu;
   std::string token, token_problem = "no token file was read";
@@ -309,10 +312,12 @@ Result<int> ApiServer::bind() {
   if (o.listen.port == 0) {
     const int port = impl_->svr->bind_to_any_port(o.listen.host);
     if (port <= 0) return Error{"cannot listen on " + o.listen.host + " (any port)"};
+    impl_->bound_port = port;
     return port;
   }
   if (!impl_->svr->bind_to_port(o.listen.host, o.listen.port))
     return Error{"cannot listen on " + o.listen.display() + ": " + std::strerror(errno), errno};
+  impl_->bound_port = o.listen.port;
   return o.listen.port;
 }
 
@@ -330,11 +335,14 @@ void defer_accept(int fd) {
 
 void ApiServer::start() {
   defer_accept(impl_->listen_fd());
+  impl_->reaper = std::make_unique<ConnectionReaper>(impl_->bound_port, impl_->opt.max_connection_time);
+  impl_->reaper->start();
   impl_->thread = std::thread([this] { impl_->svr->listen_after_bind(); });
 }
 
 void ApiServer::stop() {
   if (!impl_) return;
+  if (impl_->reaper) impl_->reaper->stop();
   impl_->svr->stop();
   if (impl_->thread.joinable()) impl_->thread.join();
 }

@@ -23,6 +23,7 @@ struct ServerOptions {
   int read_timeout_s = 3, write_timeout_s = 5;  // per read/write; a client that sends nothing is gone in 3 s
   int keep_alive_timeout_s = 2;
   std::size_t keep_alive_max = 100;
+  std::chrono::milliseconds max_connection_time{std::chrono::seconds(60)};  // then shut down (slow clients)
   std::shared_ptr<const tls::Identity> tls;  // set: HTTPS only (TLS 1.2 or later); null: plain HTTP
 };
 

@@ -34,6 +34,7 @@ std::string CommandResult::describe() const {
     std::snprintf(buf, sizeof buf, "timed out after %.1f s", static_cast<double>(elapsed.count()) / 1000.0);
     return buf;
   }
+  if (cancelled) return "cancelled (the daemon is stopping)";
   if (!exited) return "killed by signal " + std::to_string(signal);
   return "exit " + std::to_string(exit_code);
 }
@@ -145,6 +146,11 @@ CommandResult ProcessRunner::run(const Command& cmd) {
       ::kill(-pid, SIGKILL);
       break;
     }
+    if (cmd.cancel && cmd.cancel->load()) {
+      res.cancelled = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
     std::array<pollfd, 2> pfds{};
     for (std::size_t i = 0; i < 2; ++i) pfds[i] = {streams[i].fd, POLLIN, 0};
     const int n = ::poll(pfds.data(), 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
@@ -174,12 +180,17 @@ CommandResult ProcessRunner::run(const Command& cmd) {
   }
   // A child may close its output and keep running (a daemonising script): the time limit still
   // holds, so wait on a pidfd with the time left rather than blocking in waitpid.
-  if (!res.timed_out) {
+  if (!res.timed_out && !res.cancelled) {
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) {
         res.timed_out = true;
+        ::kill(-pid, SIGKILL);
+        break;
+      }
+      if (cmd.cancel && cmd.cancel->load()) {
+        res.cancelled = true;
         ::kill(-pid, SIGKILL);
         break;
       }
@@ -202,7 +213,7 @@ CommandResult ProcessRunner::run(const Command& cmd) {
   }
   // A timed-out child's group may still hold the pipe; it was killed above.
   res.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-  if (WIFEXITED(status) && !res.timed_out) {
+  if (WIFEXITED(status) && !res.timed_out && !res.cancelled) {
     res.exited = true;
     res.exit_code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {

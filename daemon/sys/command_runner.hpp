@@ -2,6 +2,7 @@
 // CommandRunner: every external program p2pnode runs (dkms, modprobe, the agent, update-grub)
 // goes through one of these: an argv (never a shell), a time limit, captured output, an exit
 // status. Tests substitute a ScriptedRunner that records what would have run.
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -20,6 +21,8 @@ struct Command {
   std::size_t max_output_bytes = 8 << 20;  // each of stdout and stderr is cut beyond this
   // Called with each complete line of stdout and stderr as it arrives (DKMS builds take minutes).
   std::function<void(std::string_view line, bool is_stderr)> on_line;
+  // When this turns true the process group is killed within a second (the daemon is stopping).
+  const std::atomic<bool>* cancel = nullptr;
 
   std::string display() const;  // argv joined for messages
 };
@@ -29,6 +32,7 @@ struct CommandResult {
   bool exited = false;         // false: killed by a signal, timed out or never started
   int signal = 0;
   bool timed_out = false;
+  bool cancelled = false;      // killed because Command::cancel turned true
   bool start_failed = false;   // exec failed (program missing?)
   std::string out, err;
   bool out_truncated = false;

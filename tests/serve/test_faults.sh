@@ -1,7 +1,8 @@
 #!/bin/bash
 # Faults the daemon must answer clearly and survive: a config that does not parse, a listen
 # address beyond loopback, no profile that matches, an agent that hangs, crashes, prints garbage,
-# lies or is missing, a missing token file, and idle connections that try to starve the server.
+# lies or is missing, a stop during a self-test, a missing token file, idle connections that
+# try to starve the server, and a client that trickles its request.
 BIN=${1:?usage: test_faults.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
 for tool in curl jq python3; do command -v $tool >/dev/null || skip "$tool is not installed"; done
@@ -58,6 +59,26 @@ agent_case liar "$AGENTS/liar.sh" "[\"$RESULT\"]" error "exit"
 agent_case missing "/nonexistent/p2pnode-agent" "[]" error "could not be started"
 agent_case corrupt "$AGENTS/replay.sh" "[\"$SRC/tests/gpu/results/h200x4-inject.json\", \"1\"]" failed "integrity"
 
+# --- SIGTERM while a self-test runs: the agent is killed, the daemon exits at once ---
+make_node stopdur h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
+write_config stopdur "$AGENTS/hang.sh" "[]" $'selftest:\n  time_limit: 10m'
+"$BIN" serve --root "$WORK/stopdur/root" --config "$WORK/stopdur/p2pnode.yaml" --listen 127.0.0.1:0 \
+  --port-file "$WORK/stopdur/port" >>"$WORK/stopdur/log" 2>&1 &
+SPID=$!
+PIDS+=("$SPID")
+if wait_until 60 grep -q 'self-test: running' "$WORK/stopdur/log" && wait_until 10 pgrep -f '[s]leep 600' >/dev/null; then
+  T0=$(date +%s%N)
+  kill -TERM "$SPID"
+  wait_until 20 bash -c "! kill -0 $SPID"
+  MS=$(( ($(date +%s%N) - T0) / 1000000 ))
+  check "stop during a 10-minute self-test: exited in $MS ms (under 5 s)" test "$MS" -lt 5000
+  check "the agent's process group is gone" bash -c "! pgrep -f '[s]leep 600'"
+  check "the log says the self-test was cancelled and the last result kept" \
+    grep -q 'self-test cancelled (the daemon is stopping).*previous result is kept' "$WORK/stopdur/log"
+else
+  fail "stop during a self-test: the self-test did not start"; tail -20 "$WORK/stopdur/log"
+fi
+
 # --- no token file: POSTs are refused with 503 and why ---
 rm -f "$WORK/crash/root/etc/p2pnode/token"
 kill -HUP "$(cat "$WORK/crash/pid")"
@@ -90,6 +111,33 @@ MS=$(( ($(date +%s%N) - T0) / 1000000 ))
 # until the 3 s read timeout, not for the 12 s they stay connected.
 check "answered in $MS ms, before the 12 s the clients hold on" test "$MS" -lt 7000
 kill "$STARVER" 2>/dev/null
+
+# --- a client trickling a header line a second: cut off at http.max_connection_time (5 s here) ---
+make_node trickle h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
+write_config trickle "$AGENTS/replay.sh" "[\"$RESULT\"]" "  max_connection_time: 5s"
+if start_daemon trickle; then
+  CUT=$(python3 - "${URL_trickle##*:}" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: x\r\n")
+t0 = time.monotonic()
+s.settimeout(1.0)
+while time.monotonic() - t0 < 20:
+    try:
+        s.sendall(b"X-Slow: 1\r\n")       # every read arrives within the 3 s read timeout
+        if s.recv(1) == b"":
+            break
+    except socket.timeout:
+        continue
+    except OSError:
+        break
+print("%.1f" % (time.monotonic() - t0))
+PY
+)
+  check "a trickling client is cut off after ${CUT} s (between 4 and 9 s for a 5 s limit)" \
+    python3 -c "import sys; sys.exit(0 if 4 <= float('$CUT') <= 9 else 1)"
+  check "the daemon still serves after it" curl -sf "$URL_trickle/livez" -o /dev/null
+fi
 
 if ensure_validator; then
   validate_responses > "$WORK/validate.out"; RC=$?

@@ -33,6 +33,7 @@ selftest:
 http:
   threads: 4
   max_body: 8KiB
+  max_connection_time: 2m
 )",
                             "c.yaml");
   ASSERT_TRUE(r.config) << r.diagnostics.format();
@@ -51,6 +52,17 @@ http:
   EXPECT_FALSE(c.selftest_on_start);
   EXPECT_EQ(c.http_threads, 4);
   EXPECT_EQ(c.http_max_body, 8u * 1024);
+  EXPECT_EQ(c.http_max_connection_time, std::chrono::minutes(2));
+}
+
+TEST(DaemonConfig, MaxConnectionTimeBounds) {
+  EXPECT_EQ(load_config_text("", "d.yaml").config->http_max_connection_time, std::chrono::seconds(60));
+  for (const char* bad : {"1s", "2h", "soon"}) {
+    auto r = load_config_text(std::string("http:\n  max_connection_time: ") + bad + "\n", "c.yaml");
+    EXPECT_FALSE(r.config) << bad;
+    EXPECT_NE(r.diagnostics.format().find("c.yaml:2:"), std::string::npos) << r.diagnostics.format();
+    EXPECT_NE(r.diagnostics.format().find("http.max_connection_time"), std::string::npos) << r.diagnostics.format();
+  }
 }
 
 TEST(DaemonConfig, ErrorsNameLineAndKey) {

@@ -111,6 +111,27 @@ TEST(ProcessRunner, TimeoutHoldsWhenTheChildClosesItsOutput) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
 }
 
+TEST(ProcessRunner, CancelKillsTheGroupWithinASecondBothWhileWritingAndAfterClosingOutput) {
+  for (const char* script : {"sleep 30 & sleep 30", "exec >/dev/null 2>&1; sleep 30"}) {
+    ProcessRunner r;
+    std::atomic<bool> cancel{false};
+    auto cmd = sh(script, 60s);
+    cmd.cancel = &cancel;
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(300ms);
+      cancel = true;
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto res = r.run(cmd);
+    stopper.join();
+    EXPECT_TRUE(res.cancelled) << script;
+    EXPECT_FALSE(res.timed_out) << script;
+    EXPECT_FALSE(res.success()) << script;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << script;
+    EXPECT_EQ(res.describe(), "cancelled (the daemon is stopping)");
+  }
+}
+
 TEST(ProcessRunner, OutputIsCappedAndMarked) {
   ProcessRunner r;
   Command c = sh("head -c 200000 /dev/zero | tr '\\0' x; echo done >&2");
