@@ -1,0 +1,456 @@
+// p2pnode-agent: runs the peer-to-peer self-tests on every visible GPU and prints one JSON
+// document (or tables). This file: set-up and release of the GPUs, the timing latch, the run of
+// the cases and the entry point; the cases are in cases.cpp, the kernels in kernels.cu.
+#include "agent.hpp"
+
+namespace p2pnode::agent {
+
+std::string budget_reason(double budget_s) {
+  std::ostringstream ss;
+  ss << "time budget of " << budget_s << " s spent";
+  return ss.str();
+}
+
+std::uint64_t current_rss_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) {
+    return 0;
+  }
+  unsigned long long pages_total = 0;
+  unsigned long long pages_resident = 0;
+  const int got = std::fscanf(f, "%llu %llu", &pages_total, &pages_resident);
+  std::fclose(f);
+  return got == 2 ? pages_resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+void Agent::mark(const char* name) {
+  phases_.push_back({name, std::chrono::duration<double>(Clock::now() - t0_).count(), current_rss_bytes()});
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void Agent::time_ops(std::vector<TimedOp>& ops, int iterations) {
+  for (auto& op : ops) {
+    set_device(op.gpu);
+    if (op.start == nullptr) {
+      CK(cudaEventCreate(&op.start));
+      CK(cudaEventCreate(&op.stop));
+    }
+  }
+  struct Release {
+    int* latch;
+    std::vector<TimedOp>& ops;
+    Agent& agent;
+    bool armed = true;
+    ~Release() {
+      if (armed) {  // an enqueue failed: let the held streams go before unwinding
+        __atomic_store_n(&latch[0], 1, __ATOMIC_SEQ_CST);
+        for (auto& op : ops) {
+          cudaSetDevice(agent.gpu(op.gpu).ordinal);
+          cudaStreamSynchronize(op.stream);
+        }
+      }
+    }
+  };
+  for (int it = 0; it < iterations; ++it) {
+    __atomic_store_n(&latch_[0], 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&latch_[1], 0, __ATOMIC_SEQ_CST);
+    Release guard{latch_, ops, *this};
+    for (auto& op : ops) {
+      set_device(op.gpu);
+      if (!opt_.no_hold) {
+        CK(gpu::launch_spin(latch_, &latch_[1], kSpinTimeoutNs, op.stream));
+      }
+      op.warm(op.stream);
+      CK(cudaEventRecord(op.start, op.stream));
+      op.timed(op.stream);
+      CK(cudaEventRecord(op.stop, op.stream));
+    }
+    guard.armed = false;
+    __atomic_store_n(&latch_[0], 1, __ATOMIC_SEQ_CST);
+    for (auto& op : ops) {
+      set_device(op.gpu);
+      CK(cudaStreamSynchronize(op.stream));
+    }
+    if (__atomic_load_n(&latch_[1], __ATOMIC_SEQ_CST) != 0) {
+      throw CudaError("spin kernel timed out: enqueueing the timed copies took longer than 10 s");
+    }
+    for (auto& op : ops) {
+      float ms = 0.0F;
+      CK(cudaEventElapsedTime(&ms, op.start, op.stop));
+      op.ms.push_back(static_cast<double>(ms));
+    }
+  }
+  for (auto& op : ops) {
+    set_device(op.gpu);
+    cudaEventDestroy(op.start);
+    cudaEventDestroy(op.stop);
+    op.start = op.stop = nullptr;
+  }
+}
+
+void Agent::run_pair_steps(CaseResult& cr, const std::vector<Round>& steps, bool need_peer,
+                           const std::function<std::vector<Cell>(const Round&, int)>& fn) {
+  int step_index = 0;
+  for (const auto& step : steps) {
+    Round active;
+    for (const auto& p : step) {
+      Cell waived;
+      waived.src = p.src;
+      waived.dst = p.dst;
+      waived.status = Status::waived;
+      if (need_peer && (!peer_ok(p.src, p.dst) || !peer_ok(p.dst, p.src))) {
+        waived.reason = "no peer access between GPU " + std::to_string(p.src) + " and GPU " + std::to_string(p.dst) +
+                        " (see peer_access)";
+        cr.cells.push_back(waived);
+      } else if (budget_spent()) {
+        waived.reason = budget_reason(opt_.time_budget_s);
+        cr.cells.push_back(waived);
+      } else {
+        active.push_back(p);
+      }
+    }
+    if (active.empty()) {
+      continue;
+    }
+    try {
+      auto cells = fn(active, step_index);
+      for (auto& c : cells) {
+        c.step = step_index;
+        c.concurrent_pairs = static_cast<int>(active.size());
+        cr.cells.push_back(std::move(c));
+      }
+    } catch (const std::exception& e) {
+      for (const auto& p : active) {
+        Cell c;
+        c.src = p.src;
+        c.dst = p.dst;
+        c.status = Status::failed;
+        c.reason = e.what();
+        c.step = step_index;
+        c.concurrent_pairs = static_cast<int>(active.size());
+        cr.cells.push_back(std::move(c));
+      }
+      // Clear a non-sticky error so that later pairs can run.
+      cudaGetLastError();
+    }
+    ++step_index;
+  }
+  cr.steps = step_index;
+}
+
+std::string uuid_string(const cudaUUID_t& u) {
+  char out[64];
+  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  std::snprintf(out, sizeof out, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return out;
+}
+
+std::string bdf_string(const cudaDeviceProp& p) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%04x:%02x:%02x.0", static_cast<unsigned>(p.pciDomainID),
+                static_cast<unsigned>(p.pciBusID), static_cast<unsigned>(p.pciDeviceID));
+  return out;
+}
+
+
+std::string Agent::setup() {
+  size_ = std::max<std::size_t>(round_down(opt_.size_bytes, 4096), 4096);
+  host_size_ = std::max<std::size_t>(round_down(opt_.host_size_bytes, 4096), 4096);
+  integrity_size_ = std::max<std::size_t>(round_down(opt_.integrity_size_bytes, 4096), 64 * 1024);
+  buf_bytes_ = std::max({size_, host_size_, integrity_size_});
+  seed_ = opt_.seed ? static_cast<std::uint32_t>(*opt_.seed) : static_cast<std::uint32_t>(std::random_device{}());
+
+  const int n = gpu_count();
+  std::string err;
+  if (auto sel = parse_pairs(opt_.pairs, n, &err)) {
+    selected_ = *sel;
+  } else {
+    return "--pairs: " + err;
+  }
+  if (opt_.inject_corruption) {
+    auto p = parse_pairs(*opt_.inject_corruption, n, &err);
+    if (!p) {
+      return "--inject-corruption: " + err;
+    }
+    inject_ = p->front();
+  }
+
+  // Contexts, streams and buffers, one thread per GPU (context creation dominates start-up).
+  std::vector<std::thread> threads;
+  for (auto& g : gpus_) {
+    threads.emplace_back([this, &g] {
+      try {
+        CK(cudaSetDevice(g.ordinal));
+        CK(cudaFree(nullptr));
+        for (auto& s : g.stream) {
+          CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        }
+        CK(cudaMalloc(reinterpret_cast<void**>(&g.buf_a), buf_bytes_));
+        CK(cudaMalloc(reinterpret_cast<void**>(&g.buf_b), buf_bytes_));
+        CK(cudaMalloc(reinterpret_cast<void**>(&g.lat), kLatencyBytes));
+        CK(cudaMalloc(reinterpret_cast<void**>(&g.verify), sizeof(gpu::VerifyResult)));
+        CK(cudaMalloc(reinterpret_cast<void**>(&g.sink), sizeof(unsigned long long)));
+        CK(gpu::launch_chain_init(g.lat, kLatencyBytes, g.stream[0]));
+        CK(cudaStreamSynchronize(g.stream[0]));
+      } catch (const std::exception& e) {
+        g.setup_error = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  for (const auto& g : gpus_) {
+    if (!g.setup_error.empty()) {
+      return "GPU " + std::to_string(g.index) + ": " + g.setup_error;
+    }
+  }
+  mark("contexts_and_buffers");
+  CK(cudaSetDevice(gpus_[0].ordinal));
+  CK(cudaHostAlloc(reinterpret_cast<void**>(&latch_), 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
+  CK(cudaHostAlloc(reinterpret_cast<void**>(&host_buf_), host_size_, cudaHostAllocPortable));
+
+  mark("host_buffers");
+  // Peer access, every ordered pair; one thread per accessing GPU (enabling maps the peer's
+  // memory into the GPU's page tables, which takes a while per pair).
+  peers_.assign(n, std::vector<PeerInfo>(n));
+  std::vector<std::thread> peer_threads;
+  for (int a = 0; a < n; ++a) {
+    peer_threads.emplace_back([this, a, n] {
+      if (cudaSetDevice(gpus_[a].ordinal) != cudaSuccess) {
+        return;
+      }
+      for (int b = 0; b < n; ++b) {
+        if (a == b) {
+          continue;
+        }
+        PeerInfo& pi = peers_[a][b];
+        int can = 0;
+        const cudaError_t e = cudaDeviceCanAccessPeer(&can, gpus_[a].ordinal, gpus_[b].ordinal);
+        if (e != cudaSuccess) {
+          pi.error = std::string("cudaDeviceCanAccessPeer: ") + cudaGetErrorName(e);
+          continue;
+        }
+        int rank = -1;
+        int atomics = -1;
+        if (cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, gpus_[a].ordinal, gpus_[b].ordinal) ==
+            cudaSuccess) {
+          pi.performance_rank = rank;
+        }
+        if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, gpus_[a].ordinal,
+                                      gpus_[b].ordinal) == cudaSuccess) {
+          pi.native_atomics = atomics;
+        }
+        if (can == 0) {
+          pi.error = "cudaDeviceCanAccessPeer reports no peer access";
+          continue;
+        }
+        const cudaError_t en = cudaDeviceEnablePeerAccess(gpus_[b].ordinal, 0);
+        if (en != cudaSuccess && en != cudaErrorPeerAccessAlreadyEnabled) {
+          pi.error = std::string("cudaDeviceEnablePeerAccess: ") + cudaGetErrorName(en) + " (" +
+                     cudaGetErrorString(en) + ")";
+          cudaGetLastError();
+          continue;
+        }
+        cudaGetLastError();
+        pi.can_access = true;
+      }
+    });
+  }
+  for (auto& t : peer_threads) {
+    t.join();
+  }
+  mark("peer_access_enabled");
+  return {};
+}
+
+void Agent::release() {
+  for (auto& g : gpus_) {
+    if (cudaSetDevice(g.ordinal) != cudaSuccess) {
+      continue;
+    }
+    cudaDeviceSynchronize();
+    cudaFree(g.buf_a);
+    cudaFree(g.buf_b);
+    cudaFree(g.lat);
+    cudaFree(g.verify);
+    cudaFree(g.sink);
+    for (auto& s : g.stream) {
+      if (s != nullptr) {
+        cudaStreamDestroy(s);
+      }
+    }
+    g = Gpu{};
+  }
+  if (latch_ != nullptr) {
+    cudaFreeHost(latch_);
+    latch_ = nullptr;
+  }
+  if (host_buf_ != nullptr) {
+    cudaFreeHost(host_buf_);
+    host_buf_ = nullptr;
+  }
+}
+
+namespace {
+std::uint64_t peak_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<std::uint64_t>(ru.ru_maxrss) * 1024ULL;
+}
+
+}  // namespace
+
+int Agent::main(const std::vector<CaseDef>& cases) {
+  Report rep;
+  rep.agent_version = P2PNODE_AGENT_VERSION;
+  rep.started_at = rfc3339_utc(std::chrono::duration_cast<std::chrono::seconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+  rep.mode = opt_.mode;
+  rep.iterations = opt_.iterations;
+  rep.copies = opt_.copies;
+  rep.warmup = opt_.warmup;
+  rep.latency_accesses = opt_.latency_accesses;
+  rep.latency_sms = opt_.latency_sms;
+  rep.time_budget_s = opt_.time_budget_s;
+  rep.inject_corruption = opt_.inject_corruption;
+  for (const char* var : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MODULE_LOADING"}) {
+    if (const char* v = std::getenv(var)) {
+      rep.environment.emplace_back(var, v);
+    }
+  }
+
+  auto emit = [&]() {
+    rep.duration_s = std::chrono::duration<double>(Clock::now() - t0_).count();
+    rep.peak_rss_bytes = peak_rss_bytes();
+    rep.phases = phases_;
+    finalize(rep);
+    if (opt_.format == Format::table) {
+      std::cout << render_table(rep);
+    } else {
+      std::cout << to_json(rep).dump(1) << "\n";
+    }
+    std::cout.flush();
+    return rep.exit_code;
+  };
+
+  mark("start");
+  int count = 0;
+  const cudaError_t ce = cudaGetDeviceCount(&count);
+  mark("driver_initialized");
+  cudaDriverGetVersion(&rep.driver_version);
+  cudaRuntimeGetVersion(&rep.runtime_version);
+  if (ce != cudaSuccess || count == 0) {
+    rep.error = ce != cudaSuccess ? std::string("no usable GPU or driver: ") + cudaGetErrorName(ce) + " (" +
+                                        cudaGetErrorString(ce) + ")"
+                                  : std::string("no GPU found");
+    return emit();
+  }
+  for (int i = 0; i < count; ++i) {
+    Gpu g;
+    g.index = i;
+    g.ordinal = i;
+    if (cudaGetDeviceProperties(&g.prop, i) != cudaSuccess) {
+      rep.error = "cudaGetDeviceProperties failed for device " + std::to_string(i);
+      return emit();
+    }
+    DeviceInfo d;
+    d.index = i;
+    d.cuda_ordinal = i;
+    d.name = g.prop.name;
+    d.uuid = uuid_string(g.prop.uuid);
+    d.pci_bus_id = bdf_string(g.prop);
+    d.memory_bytes = g.prop.totalGlobalMem;
+    d.compute_capability_major = g.prop.major;
+    d.compute_capability_minor = g.prop.minor;
+    d.multiprocessor_count = g.prop.multiProcessorCount;
+    d.pcie_link = read_link_info("/sys", d.pci_bus_id);
+    rep.devices.push_back(std::move(d));
+    gpus_.push_back(std::move(g));
+  }
+  try {
+    const std::string err = setup();
+    if (!err.empty()) {
+      rep.error = err;
+      rep.seed = seed_;
+      return emit();
+    }
+  } catch (const std::exception& e) {
+    rep.error = std::string("setup: ") + e.what();
+    return emit();
+  }
+  rep.seed = seed_;
+  rep.setup_s = std::chrono::duration<double>(Clock::now() - t0_).count();
+  rep.size_bytes = size_;
+  rep.host_size_bytes = host_size_;
+  rep.integrity_size_bytes = integrity_size_;
+  if (opt_.mode == Mode::rounds) {
+    rep.rounds = filter_rounds(circle_rounds(gpu_count()), [&](int a, int b) {
+      return std::find(selected_.begin(), selected_.end(), Pair{a, b}) != selected_.end();
+    });
+  }
+
+  for (const auto& c : cases) {
+    if (!opt_.cases.empty() && std::find(opt_.cases.begin(), opt_.cases.end(), c.key) == opt_.cases.end()) {
+      continue;
+    }
+    CaseResult cr;
+    cr.key = c.key;
+    cr.description = c.description;
+    const auto t = Clock::now();
+    std::string why = c.filter(*this);
+    if (why.empty() && budget_spent()) {
+      why = budget_reason(opt_.time_budget_s);
+    }
+    if (!why.empty()) {
+      cr.status = Status::waived;
+      cr.reason = why;
+    } else {
+      try {
+        c.run(*this, cr);
+      } catch (const std::exception& e) {
+        cr.status = Status::failed;
+        cr.reason = e.what();
+        cudaGetLastError();
+      }
+    }
+    cr.duration_s = std::chrono::duration<double>(Clock::now() - t).count();
+    rep.cases.push_back(std::move(cr));
+    mark(("after_" + std::string(c.key)).c_str());
+  }
+  release();
+  mark("released");
+  return emit();
+}
+
+int run_agent(int argc, char** argv) {
+  std::vector<std::string> keys;
+  for (const auto& c : case_list()) {
+    keys.emplace_back(c.key);
+  }
+  const auto parsed = parse_options(argc, argv, keys, P2PNODE_AGENT_VERSION);
+  if (!parsed.options) {
+    (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.message << "\n";
+    return parsed.exit_code;
+  }
+  if (parsed.options->list) {
+    for (const auto& c : case_list()) {
+      std::cout << c.key << "\n    " << c.description << "\n";
+    }
+    return 0;
+  }
+  // Before the driver starts (the caller's own settings win):
+  // - one hardware work queue per GPU: each GPU runs one timed stream at a time here, and every
+  //   extra queue costs about 7 MB of pinned host memory per GPU (94 -> 45 MB per GPU on H200,
+  //   bandwidth unchanged; tests/gpu/results/h200x4-diag);
+  // - load kernels lazily.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0);
+  setenv("CUDA_MODULE_LOADING", "LAZY", 0);
+  Agent agent(*parsed.options);
+  return agent.main(case_list());
+}
+
+}  // namespace p2pnode::agent
