@@ -1,4 +1,7 @@
 #include "actions/action.hpp"
+
+#include <algorithm>
+
 #include "actions/driver_install.hpp"
 #include "actions/nvme_bind.hpp"
 #include "actions/platform_fixes.hpp"
@@ -33,11 +36,17 @@ Plan plan_all(const Profile& profile, const Inventory& inv, const sys::SysRoot& 
 
 std::vector<StepResult> apply_all(ApplyContext& ctx) {
   std::vector<StepResult> results;
+  // Each action plans against the machine as the actions before it left it: probe again after
+  // one that may have changed it (it wrote, changed or failed half-way), not after every action.
+  Inventory inv = probe::probe_inventory(ctx.root);
   for (const auto& a : all_actions()) {
-    const Inventory inv = probe::probe_inventory(ctx.root);
     if (a->plan(ctx.profile, inv, ctx.root).empty()) continue;
     auto r = a->apply(ctx, inv);
+    const bool touched = std::any_of(r.begin(), r.end(), [](const StepResult& s) {
+      return s.writes > 0 || s.outcome == StepOutcome::changed || s.outcome == StepOutcome::failed;
+    });
     results.insert(results.end(), r.begin(), r.end());
+    if (touched) inv = probe::probe_inventory(ctx.root);
   }
   return results;
 }
