@@ -24,6 +24,7 @@ struct ServeOptions {
   std::string listen;
   std::string port_file;
   bool verbose = false;
+  bool check_config = false;  // validate and exit (Ansible's template validate, `nginx -t`)
 };
 
 // Against a recorded tree (--root) the daemon must not run dkms or update-grub on this host.
@@ -119,6 +120,11 @@ int run_serve(const ServeOptions& o) {
     std::cerr << "p2pnode serve: " << config->listen.display()
               << " is not a loopback address; set allow_non_loopback: true in the configuration to listen beyond this host\n";
     return kUsage;
+  }
+  if (o.check_config) {
+    std::cout << "p2pnode serve: the configuration " << (o.config.empty() ? "(built-in defaults)" : o.config)
+              << " is valid\n";
+    return kOk;
   }
 
   // Signals go to this thread only: block them before any other thread starts.
@@ -229,6 +235,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--listen", o->listen, "HOST:PORT to listen on (port 0: any free port), overrides the configuration");
   cmd->add_option("--port-file", o->port_file, "Write the bound port to this file once listening");
   cmd->add_flag("-v,--verbose", o->verbose, "Log debug messages too");
+  cmd->add_flag("--check-config", o->check_config,
+                "Validate the configuration (TLS files included) and exit: 0 valid, 2 not; serves nothing");
   cmd->callback([o] { throw CLI::RuntimeError(run_serve(*o)); });
 }
 
