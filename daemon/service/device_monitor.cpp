@@ -22,6 +22,47 @@ bool pci_event_matters(std::string_view bdf, std::string_view pci_class, const e
   return false;
 }
 
+std::optional<std::string> reconcile_reason(const DeviceEvent& e, const engine::RecordedState& state) {
+  if (e.bdf.empty() || !pci_event_matters(e.bdf, e.pci_class, state)) return std::nullopt;
+  if (e.subsystem == "pci") {
+    if (e.action == "add") return "PCI device " + e.bdf + " added";
+    if (e.action == "remove") return "PCI device " + e.bdf + " removed";
+    if (e.action == "bind") return "PCI device " + e.bdf + " bound to " + (e.driver.empty() ? "a driver" : e.driver);
+    if (e.action == "unbind") return "PCI device " + e.bdf + " unbound from its driver";
+    return std::nullopt;
+  }
+  if (e.subsystem == "nvme" && e.action == "change" && e.nvme_event == "connected")
+    return "NVMe controller " + e.name + " on " + e.bdf + " connected";
+  return std::nullopt;
+}
+
+namespace {
+std::string action_of(sd_device* dev) {
+  sd_device_action_t a{};
+  if (sd_device_get_action(dev, &a) < 0) return "";
+  switch (a) {
+    case SD_DEVICE_ADD: return "add";
+    case SD_DEVICE_REMOVE: return "remove";
+    case SD_DEVICE_CHANGE: return "change";
+    case SD_DEVICE_BIND: return "bind";
+    case SD_DEVICE_UNBIND: return "unbind";
+    default: return "other";
+  }
+}
+std::string property(sd_device* dev, const char* key) {
+  const char* v = nullptr;
+  return sd_device_get_property_value(dev, key, &v) >= 0 && v ? v : "";
+}
+std::string subsystem_of(sd_device* dev) {
+  const char* v = nullptr;
+  return sd_device_get_subsystem(dev, &v) >= 0 && v ? v : "";
+}
+std::string sysname_of(sd_device* dev) {
+  const char* v = nullptr;
+  return sd_device_get_sysname(dev, &v) >= 0 && v ? v : "";
+}
+}  // namespace
+
 struct DeviceMonitor::Impl {
   engine::Engine& engine;
   engine::LogFn log;
@@ -34,19 +75,26 @@ struct DeviceMonitor::Impl {
 
   static int on_device(sd_device_monitor*, sd_device* dev, void* userdata) {
     auto* self = static_cast<Impl*>(userdata);
-    sd_device_action_t action{};
-    if (sd_device_get_action(dev, &action) < 0) return 0;
-    if (action != SD_DEVICE_ADD && action != SD_DEVICE_REMOVE) return 0;
-    const char* sysname = nullptr;
-    const char* cls = nullptr;
-    sd_device_get_sysname(dev, &sysname);
-    sd_device_get_property_value(dev, "PCI_CLASS", &cls);
-    if (!sysname) return 0;
+    DeviceEvent e;
+    e.subsystem = subsystem_of(dev);
+    e.action = action_of(dev);
+    e.name = sysname_of(dev);
+    if (e.subsystem == "pci") {
+      e.bdf = e.name;
+      e.pci_class = property(dev, "PCI_CLASS");
+      e.driver = property(dev, "DRIVER");
+    } else if (e.subsystem == "nvme") {
+      e.nvme_event = property(dev, "NVME_EVENT");
+      sd_device* parent = nullptr;  // owned by dev
+      if (e.action == "change" && sd_device_get_parent_with_subsystem_devtype(dev, "pci", nullptr, &parent) >= 0) {
+        e.bdf = sysname_of(parent);
+        e.pci_class = property(parent, "PCI_CLASS");
+      }
+    }
     auto snap = self->engine.snapshot();
-    if (!pci_event_matters(sysname, cls ? cls : "", snap->state)) return 0;
-    const std::string what = std::string(action == SD_DEVICE_ADD ? "added" : "removed");
-    self->log({engine::LogLevel::notice, "PCI device " + std::string(sysname) + " " + what + ": reconciling", "",
-               "monitor", sysname});
+    const auto why = reconcile_reason(e, snap->state);
+    if (!why) return 0;
+    self->log({engine::LogLevel::notice, *why + ": reconciling", "", "monitor", e.bdf});
     self->engine.request("device", false);
     return 0;
   }
@@ -73,8 +121,10 @@ Status DeviceMonitor::start() {
   if (r < 0) return Error{std::string("sd_event_new: ") + std::strerror(-r), -r};
   r = sd_device_monitor_new(&m.monitor);
   if (r < 0) return Error{std::string("sd_device_monitor_new: ") + std::strerror(-r), -r};
-  r = sd_device_monitor_filter_add_match_subsystem_devtype(m.monitor, "pci", nullptr);
-  if (r < 0) return Error{std::string("filtering on pci: ") + std::strerror(-r), -r};
+  for (const char* subsystem : {"pci", "nvme"}) {
+    r = sd_device_monitor_filter_add_match_subsystem_devtype(m.monitor, subsystem, nullptr);
+    if (r < 0) return Error{std::string("filtering on ") + subsystem + ": " + std::strerror(-r), -r};
+  }
   r = sd_device_monitor_attach_event(m.monitor, m.event);
   if (r < 0) return Error{std::string("attaching the monitor: ") + std::strerror(-r), -r};
   r = sd_device_monitor_start(m.monitor, &Impl::on_device, &m);

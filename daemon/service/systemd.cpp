@@ -1,8 +1,12 @@
 #include "service/systemd.hpp"
 
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <syslog.h>
 #include <systemd/sd-daemon.h>
+// Otherwise sd_journal_sendv is a macro that adds CODE_FILE/CODE_LINE/CODE_FUNC, which would
+// name the logger's lambda on every entry.
+#define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
 
 #include <cstdio>
@@ -10,6 +14,7 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace p2pnode::service {
 
@@ -49,6 +54,15 @@ std::optional<std::chrono::microseconds> watchdog_ping_interval() {
   return std::nullopt;
 }
 
+std::vector<std::string> journal_fields(const engine::LogEvent& e) {
+  std::vector<std::string> f = {"MESSAGE=" + e.message, "PRIORITY=" + std::to_string(priority(e.level)),
+                                "SYSLOG_IDENTIFIER=p2pnode"};
+  if (!e.check.empty()) f.push_back("CHECK=" + e.check);
+  if (!e.step.empty()) f.push_back("STEP=" + e.step);
+  if (!e.device.empty()) f.push_back("DEVICE=" + e.device);
+  return f;
+}
+
 bool stderr_is_journal() {
   const char* js = std::getenv("JOURNAL_STREAM");
   if (!js) return false;
@@ -63,8 +77,11 @@ engine::LogFn make_logger(bool verbose) {
   if (stderr_is_journal()) {
     return [verbose](const engine::LogEvent& e) {
       if (e.level == engine::LogLevel::debug && !verbose) return;
-      sd_journal_send("MESSAGE=%s", e.message.c_str(), "PRIORITY=%i", priority(e.level), "SYSLOG_IDENTIFIER=p2pnode",
-                      "CHECK=%s", e.check.c_str(), "STEP=%s", e.step.c_str(), "DEVICE=%s", e.device.c_str(), nullptr);
+      // An iovec per field, so that empty ones can be left out (sd_journal_send takes a fixed list).
+      const auto fields = journal_fields(e);
+      std::vector<iovec> iov;
+      for (const auto& f : fields) iov.push_back({const_cast<char*>(f.data()), f.size()});
+      sd_journal_sendv(iov.data(), static_cast<int>(iov.size()));
     };
   }
   auto mu = std::make_shared<std::mutex>();

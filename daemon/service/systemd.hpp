@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/log.hpp"
 
@@ -17,6 +18,10 @@ void notify_stopping();
 // Half of WatchdogSec= when the unit has one (the interval to ping at), else nullopt.
 std::optional<std::chrono::microseconds> watchdog_ping_interval();
 
+// The journal entry for one event, as FIELD=value strings: MESSAGE, PRIORITY (syslog level),
+// SYSLOG_IDENTIFIER=p2pnode, and CHECK/STEP/DEVICE only where the event has them (journalctl
+// DEVICE=0000:0b:00.0 then lists just the lines about that device).
+std::vector<std::string> journal_fields(const engine::LogEvent& e);
 // True when stderr is the journal's stream (JOURNAL_STREAM matches): send structured entries.
 bool stderr_is_journal();
 // The log sink the engine and the CLI use: journald when under it, else one line on stderr.
