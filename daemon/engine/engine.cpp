@@ -13,6 +13,7 @@ const char* to_string(RequestResult r) {
     case RequestResult::started: return "started";
     case RequestResult::queued: return "queued";
     case RequestResult::already_queued: return "already_queued";
+    case RequestResult::ignored: return "ignored";
   }
   return "?";
 }
@@ -65,6 +66,7 @@ RequestResult Engine::request(const std::string& trigger, bool selftest) {
   RequestResult r;
   {
     std::lock_guard lk(mu_);
+    if (!device_guard_.allows(trigger)) return RequestResult::ignored;
     if (pending_) {
       r = RequestResult::already_queued;
     } else {
@@ -180,7 +182,10 @@ void Engine::worker() {
     const Status saved = store.save(working);
     if (!saved && deps_.log) deps_.log({LogLevel::error, saved.error().message, "", "record", ""});
 
+    bool changed_box = false;
+    for (const auto& step : working.applied) changed_box = changed_box || step.value("writes", 0) > 0;
     lk.lock();
+    device_guard_.after_pass(trigger, changed_box);
     state_ = std::move(working);
     runtime_.state_file = config.state_file();
     if (!saved) runtime_.state_problem = saved.error().message;

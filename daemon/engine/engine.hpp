@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "engine/config.hpp"
+#include "engine/device_guard.hpp"
 #include "engine/log.hpp"
 #include "engine/state.hpp"
 #include "engine/views.hpp"
@@ -37,7 +38,7 @@ struct EngineDeps {
   std::function<void(const Snapshot&)> on_record;
 };
 
-enum class RequestResult { started, queued, already_queued };
+enum class RequestResult { started, queued, already_queued, ignored };  // ignored: DeviceLoopGuard
 const char* to_string(RequestResult r);
 
 class Engine {
@@ -77,7 +78,8 @@ class Engine {
   bool pending_ = false, pending_selftest_ = false, stopping_ = false;
   std::string pending_trigger_;
   std::atomic<bool> running_{false};
-  std::atomic<bool> cancel_{false};  // stop(): kills a running agent (PassContext::cancel)
+  std::atomic<bool> cancel_{false};
+  DeviceLoopGuard device_guard_;  // stop(): kills a running agent (PassContext::cancel)
   std::shared_ptr<const Snapshot> snapshot_;
   std::thread thread_;
 };

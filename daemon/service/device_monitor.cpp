@@ -94,8 +94,15 @@ struct DeviceMonitor::Impl {
     auto snap = self->engine.snapshot();
     const auto why = reconcile_reason(e, snap->state);
     if (!why) return 0;
+    if (self->engine.request("device", false) == engine::RequestResult::ignored) {
+      self->log({engine::LogLevel::warning,
+                 *why + ": not reconciling: the last " + std::to_string(engine::DeviceLoopGuard::kMaxStreak) +
+                     " reconciles started by PCI events each changed the box again (p2pnode may be answering its own "
+                     "changes); POST /v1/reconcile, SIGHUP or the schedule reconcile and re-arm the monitor",
+                 "", "monitor", e.bdf});
+      return 0;
+    }
     self->log({engine::LogLevel::notice, *why + ": reconciling", "", "monitor", e.bdf});
-    self->engine.request("device", false);
     return 0;
   }
   static int on_stop(sd_event_source*, int, uint32_t, void* userdata) {
