@@ -1,6 +1,9 @@
 #include "nvidia/artifact.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -62,16 +65,35 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
   const auto have = fs::exists(root.host_path(part)) ? fs::file_size(root.host_path(part), ec) : 0;
   log("downloading " + *a.url + " to " + dest + (have ? " (resuming at " + std::to_string(have) + " bytes)" : ""));
   sys::Command cmd;
-  cmd.argv = {"curl", "--fail", "--location", "--silent", "--show-error", "--retry", "3", "--continue-at", "-",
+  cmd.argv = {"curl", "--fail", "--location", "--progress-bar", "--show-error", "--retry", "3", "--continue-at", "-",
               "--output", root.host_path(part).string(), "--write-out",
               "downloaded %{size_download} bytes in %{time_total} s (%{speed_download} B/s)\n", *a.url};
   cmd.timeout = std::chrono::hours(1);
-  cmd.on_line = [&](std::string_view line, bool) { log(line); };
+  cmd.cr_ends_line = true;  // the bar redraws with \r: one progress line every 5 s, and at 100 %
+  auto last_progress = std::chrono::steady_clock::now();
+  double last_pct = -1;
+  cmd.on_line = [&](std::string_view line, bool) {
+    if (auto pct = curl_progress_percent(line)) {
+      const auto now = std::chrono::steady_clock::now();
+      const bool done = *pct >= 100.0 && last_pct < 100.0;
+      if (done || (now - last_progress >= std::chrono::seconds(5) && *pct != last_pct)) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f %%", *pct);
+        log(artifact_basename(a) + ": " + buf + (have ? " (resumed)" : ""));
+        last_progress = now;
+        last_pct = *pct;
+      }
+    } else if (!line.empty()) {
+      log(line);
+    }
+  };
   const auto r = runner.run(cmd);
-  if (!r.success())
+  if (!r.success()) {
+    const std::string why = curl_error_lines(r.err);
     return Error{std::string(label) + ": downloading " + *a.url + ": curl " + r.describe() +
-                     (r.err.empty() ? "" : ": " + r.err) + " (the partial file " + part + " is kept for a resume)",
+                     (why.empty() ? "" : ": " + why) + " (the partial file " + part + " is kept for a resume)",
                  r.exit_code};
+  }
   auto h = sha256_file(root, part);
   if (!h) return h.error().with_context(std::string(label));
   if (*h != a.sha256) {
@@ -166,6 +188,33 @@ Result<Fetched> fetch_artifact(const sys::SysRoot& root, sys::CommandRunner& run
   if (a.url) return download(root, runner, a, label, log);
   if (a.git) return clone(root, runner, a, label, log);
   return Error{std::string(label) + ": the profile names no path, url or git"};
+}
+
+std::optional<double> curl_progress_percent(std::string_view line) {
+  while (!line.empty() && line.back() == ' ') line.remove_suffix(1);
+  if (line.size() < 2 || line.back() != '%') return std::nullopt;
+  line.remove_suffix(1);
+  const auto sp = line.find_last_of(' ');
+  const std::string_view num = sp == std::string_view::npos ? line : line.substr(sp + 1);
+  const std::string_view bar = sp == std::string_view::npos ? std::string_view() : line.substr(0, sp);
+  if (bar.find_first_not_of("#=-O ") != std::string_view::npos) return std::nullopt;  // not a bar
+  double v = 0;
+  const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+  if (ec != std::errc() || end != num.data() + num.size() || v < 0 || v > 100) return std::nullopt;
+  return v;
+}
+
+std::string curl_error_lines(std::string_view err) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= err.size()) {
+    const auto end = err.find_first_of("\r\n", start);
+    const auto line = err.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (line.rfind("curl:", 0) == 0) out += (out.empty() ? "" : "; ") + std::string(line);
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return out;
 }
 
 }  // namespace p2pnode::nvidia

@@ -2,6 +2,7 @@
 // Artifacts of the profile's driver section (the .run installer, the module source, patches):
 // fetched or found, and always checked against their sha256 before anything uses them.
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,5 +43,11 @@ Result<Fetched> fetch_artifact(const sys::SysRoot& root, sys::CommandRunner& run
 
 // The file name an artifact will have ("NVIDIA-Linux-x86_64-550.90.07.run", "0001-fix.patch").
 std::string artifact_basename(const Artifact& a);
+
+// Decoders of curl's stderr (pure). `--progress-bar` redraws "#####      34.1%" in place: the
+// percentage of one redraw, or nullopt for any other line.
+std::optional<double> curl_progress_percent(std::string_view line);
+// The "curl: (22) The requested URL returned error: 404" lines among the redraws, joined by "; ".
+std::string curl_error_lines(std::string_view err);
 
 }  // namespace p2pnode::nvidia

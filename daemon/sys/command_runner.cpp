@@ -59,8 +59,9 @@ struct Stream {
 void emit_lines(Stream& s, const Command& cmd, bool flush) {
   if (!cmd.on_line) return;
   std::size_t pos;
-  while ((pos = s.partial.find('\n')) != std::string::npos) {
-    cmd.on_line(std::string_view(s.partial).substr(0, pos), s.is_stderr);
+  const char* ends = cmd.cr_ends_line ? "\n\r" : "\n";
+  while ((pos = s.partial.find_first_of(ends)) != std::string::npos) {
+    if (pos > 0 || s.partial[0] == '\n') cmd.on_line(std::string_view(s.partial).substr(0, pos), s.is_stderr);
     s.partial.erase(0, pos + 1);
   }
   if (flush && !s.partial.empty()) {

@@ -21,6 +21,7 @@ struct Command {
   std::size_t max_output_bytes = 8 << 20;  // each of stdout and stderr is cut beyond this
   // Called with each complete line of stdout and stderr as it arrives (DKMS builds take minutes).
   std::function<void(std::string_view line, bool is_stderr)> on_line;
+  bool cr_ends_line = false;  // '\r' ends a line too (progress meters that redraw in place)
   // When this turns true the process group is killed within a second (the daemon is stopping).
   const std::atomic<bool>* cancel = nullptr;
 

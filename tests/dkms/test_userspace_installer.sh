@@ -2,7 +2,9 @@
 # The userspace half of issue 5 with a fake .run installer (a shell script made here), in a temp
 # root: p2pnode runs it with --silent --no-kernel-modules and the profile's flags only when
 # libcuda.so.<version> is missing; a wrong-version installer fails; a corrupted sha256 refuses;
-# the modprobe.d file is written once and a wrong RMForceP2PType is refused.
+# the modprobe.d file is written once and a wrong RMForceP2PType is refused; an installer URL is
+# downloaded by the real curl from a local HTTP server that cuts the first transfer half-way: the
+# apply fails and keeps the part, the next one resumes it with a Range request, with progress lines.
 # Usage: bash tests/dkms/test_userspace_installer.sh <path-to-p2pnode>
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
@@ -111,5 +113,87 @@ rc=$(apply "$TMP/root4" "$TMP/p2ptype.yaml" "$TMP/5.json")
 s=$(step "$TMP/5.json" driver.options)
 [ "$rc" != 0 ] && [ "$(jq -r .outcome <<<"$s")" = refused ] || fail "RMForceP2PType=1 not refused: $s"
 [ ! -e "$TMP/root4/etc/modprobe.d/p2pnode-nvidia.conf" ] || fail "refused options were written"
+
+say "6. a download cut half-way is kept, resumed with a Range request, verified, then installed"
+command -v curl >/dev/null || skip "curl is missing (scripts/install-deps.sh test installs it)"
+BIG="$TMP/srv6/NVIDIA-Linux-x86_64-$VER.run"
+mkdir -p "$TMP/srv6" "$TMP/root6"
+cp "$TMP/NVIDIA-Linux-x86_64-$VER.run" "$BIG"
+head -c 3000000 /dev/urandom | od -An -tx1 | sed 's/^/#/' >> "$BIG"  # ~9 MB of comments after the script
+BIG_SHA=$(sha256sum "$BIG" | cut -d' ' -f1)
+cat > "$TMP/server.py" <<'PY'
+# Serves one directory; the first full GET of a file is cut after 1 MiB (a dropped connection);
+# Range requests get 206 with the rest. Every request's path and Range go to requests.log.
+import http.server, os, sys
+root, portfile, log = sys.argv[1], sys.argv[2], sys.argv[3]
+cut_done = set()
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        rng = self.headers.get("Range", "")
+        open(log, "a").write("%s %s\n" % (self.path, rng or "-"))
+        path = os.path.join(root, os.path.basename(self.path))
+        if not os.path.isfile(path):
+            self.send_error(404); return
+        data = open(path, "rb").read()
+        if rng.startswith("bytes="):
+            start = int(rng[6:].split("-")[0])
+            self.send_response(206)
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))
+            self.send_header("Content-Length", str(len(data) - start)); self.end_headers()
+            self.wfile.write(data[start:]); return
+        self.send_response(200); self.send_header("Content-Length", str(len(data))); self.end_headers()
+        if self.path not in cut_done:
+            cut_done.add(self.path); self.wfile.write(data[:1 << 20]); self.wfile.flush()
+            self.close_connection = True; return
+        self.wfile.write(data)
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(portfile, "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+python3 "$TMP/server.py" "$TMP/srv6" "$TMP/port6" "$TMP/requests.log" &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
+for _ in $(seq 50); do [ -s "$TMP/port6" ] && break; sleep 0.1; done
+URL="http://127.0.0.1:$(cat "$TMP/port6")/NVIDIA-Linux-x86_64-$VER.run"
+url_profile() {  # url_profile <file> <url>
+  cat > "$1" <<Y
+apiVersion: p2pnode/v1
+kind: NodeProfile
+metadata:
+  name: userspace-download
+driver:
+  version: "$VER"
+  userspace:
+    installer:
+      url: $2
+      sha256: $BIG_SHA
+    flags: ["--opengl-prefix=$TMP/root6/usr"]
+Y
+}
+url_profile "$TMP/url.yaml" "$URL"
+n=$(calls)
+rc=0; "$P2PNODE" apply --root "$TMP/root6" --profile "$TMP/url.yaml" > "$TMP/6a.out" 2> "$TMP/6a.err" || rc=$?
+PART="$TMP/root6/var/lib/p2pnode/artifacts/NVIDIA-Linux-x86_64-$VER.run.part"
+[ "$rc" != 0 ] || fail "a cut download did not fail the apply: $(cat "$TMP/6a.out")"
+grep -q "refused  driver.userspace .*curl: (18)" "$TMP/6a.out" || fail "the cut download's message lacks curl's own error: $(cat "$TMP/6a.out")"
+grep -q "is kept for a resume" "$TMP/6a.out" || fail "the message does not say the part is kept: $(cat "$TMP/6a.out")"
+grep -q '#####' "$TMP/6a.out" && fail "progress-bar redraws leaked into the message: $(cat "$TMP/6a.out")"
+[ "$(stat -c %s "$PART")" = 1048576 ] || fail "the part file is not the 1 MiB received: $(stat -c %s "$PART" 2>&1)"
+[ "$(calls)" = "$n" ] || fail "the installer ran after a failed download"
+rc=0; "$P2PNODE" apply --root "$TMP/root6" --profile "$TMP/url.yaml" > "$TMP/6b.out" 2> "$TMP/6b.err" || rc=$?
+[ "$rc" = 0 ] || fail "the resumed apply exited $rc: $(cat "$TMP/6b.out" "$TMP/6b.err")"
+grep -q "bytes=1048576-" "$TMP/requests.log" || fail "no Range request for the rest: $(cat "$TMP/requests.log")"
+grep -q "resuming at 1048576 bytes" "$TMP/6b.err" || fail "the log does not say it resumed: $(cat "$TMP/6b.err")"
+grep -q "NVIDIA-Linux-x86_64-$VER.run: 100.0 % (resumed)" "$TMP/6b.err" || fail "no progress line: $(cat "$TMP/6b.err")"
+[ "$(sha256sum "$TMP/root6/var/lib/p2pnode/artifacts/NVIDIA-Linux-x86_64-$VER.run" | cut -d' ' -f1)" = "$BIG_SHA" ] || fail "the resumed file's digest"
+[ ! -e "$PART" ] || fail "the part file was left behind"
+[ -e "$TMP/root6/usr/lib/x86_64-linux-gnu/libcuda.so.$VER" ] || fail "the downloaded installer did not install"
+echo "   $(grep -c . "$TMP/requests.log") requests: $(tr '\n' ' ' < "$TMP/requests.log")"
+url_profile "$TMP/404.yaml" "${URL%/*}/NVIDIA-Linux-x86_64-999.99.99.run"
+mkdir -p "$TMP/root7"  # a box without the userspace yet
+rc=0; "$P2PNODE" apply --root "$TMP/root7" --profile "$TMP/404.yaml" > "$TMP/6c.out" 2>&1 || rc=$?
+[ "$rc" != 0 ] && grep -q "curl: (22) The requested URL returned error: 404" "$TMP/6c.out" ||
+  fail "a 404 is not reported as such: $(cat "$TMP/6c.out")"
 
 echo "PASS: userspace installer and modprobe options"

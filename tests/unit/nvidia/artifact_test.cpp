@@ -161,3 +161,36 @@ TEST(Artifact, GitCheckoutOfABranch) {
 
 }  // namespace
 }  // namespace p2pnode::nvidia
+
+namespace p2pnode::nvidia {
+
+// curl --progress-bar as recorded (tests/fixtures/_recorded/curl/README.md): redraws split on \r.
+TEST(CurlProgress, RecordedBarGivesEachPercentage) {
+  std::ifstream in(std::string(P2PNODE_SOURCE_DIR) + "/tests/fixtures/_recorded/curl/progress-bar-30MB.stderr",
+                   std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<double> got;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find_first_of("\r\n", start);
+    if (end == std::string::npos) end = text.size();
+    if (auto p = curl_progress_percent(std::string_view(text).substr(start, end - start))) got.push_back(*p);
+    start = end + 1;
+  }
+  EXPECT_EQ(got, (std::vector<double>{34.1, 68.6, 100.0}));
+}
+
+TEST(CurlProgress, OtherLinesAreNotProgress) {
+  for (const char* l : {"", "%", "downloaded 15 bytes in 0.1 s (150 B/s)", "curl: (22) The requested URL returned error: 404",
+                        "abc 12.5%", "##### 150.0%", "##### x%"})
+    EXPECT_FALSE(curl_progress_percent(l)) << l;
+  EXPECT_EQ(curl_progress_percent("#=O  0.0%"), 0.0);
+}
+
+TEST(CurlProgress, ErrorLinesAmongRedraws) {
+  EXPECT_EQ(curl_error_lines("\r####   12.0%\r#######   20.0%\ncurl: (18) transfer closed with 100 bytes remaining to read\n"),
+            "curl: (18) transfer closed with 100 bytes remaining to read");
+  EXPECT_EQ(curl_error_lines("\r####   12.0%"), "");
+}
+
+}  // namespace p2pnode::nvidia

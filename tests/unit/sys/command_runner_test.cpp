@@ -157,6 +157,23 @@ TEST(ProcessRunner, OnLineStreamsEachLineAsItArrives) {
   EXPECT_EQ(res.out, "one\nthree\nfour");
 }
 
+TEST(ProcessRunner, CarriageReturnEndsALineOnlyWhenAsked) {
+  for (const bool cr : {false, true}) {
+    ProcessRunner r;
+    std::vector<std::string> lines;
+    Command c = sh("printf '\\r##  10.0%%\\r####  50.0%%\\r######## 100.0%%\\ndone\\n' >&2");
+    c.cr_ends_line = cr;
+    c.on_line = [&](std::string_view line, bool) { lines.emplace_back(line); };
+    ASSERT_TRUE(r.run(c).success());
+    if (cr) {
+      EXPECT_EQ(lines, (std::vector<std::string>{"##  10.0%", "####  50.0%", "######## 100.0%", "done"}));
+    } else {
+      ASSERT_EQ(lines.size(), 2u);
+      EXPECT_EQ(lines[1], "done");
+    }
+  }
+}
+
 TEST(ProcessRunner, EnvironmentWorkingDirectoryAndStdin) {
   ProcessRunner r;
   Command c = sh("echo \"$P2PNODE_TEST_VAR\"; pwd; cat; echo eof");
