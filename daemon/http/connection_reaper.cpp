@@ -40,6 +40,8 @@ void ConnectionReaper::start() {
   thread_ = std::thread([this] {
     std::unique_lock lk(mu_);
     while (!stopping_) {
+      cv_.wait(lk, [this] { return stopping_ || active_ > 0; });  // idle: no wake-ups at all
+      if (stopping_) break;
       lk.unlock();
       sweep();
       lk.lock();
@@ -55,6 +57,19 @@ void ConnectionReaper::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+}
+
+void ConnectionReaper::connection_started() {
+  {
+    std::lock_guard lk(mu_);
+    ++active_;
+  }
+  cv_.notify_all();
+}
+
+void ConnectionReaper::connection_finished() {
+  std::lock_guard lk(mu_);
+  --active_;
 }
 
 int ConnectionReaper::sweep() {

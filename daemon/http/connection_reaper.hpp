@@ -5,6 +5,8 @@
 // whose local port is the API's (/proc/self/fd, getsockname) and shuts down those accepted more
 // than max_age ago; the worker's next read fails and httplib closes the socket as usual.
 // Legitimate clients are unaffected: keep-alive connections close after 2 s idle or 100 requests.
+// It sleeps while no worker holds a connection (the pool calls connection_started/finished), so an
+// idle daemon wakes for nothing.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -25,6 +27,8 @@ class ConnectionReaper {
   // connections it shut down.
   int sweep();
   std::uint64_t reaped() const { return reaped_; }
+  void connection_started();   // a worker took a connection
+  void connection_finished();  // and closed it
 
  private:
   int port_;
@@ -38,6 +42,7 @@ class ConnectionReaper {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  int active_ = 0;  // connections held by workers
   std::thread thread_;
 };
 

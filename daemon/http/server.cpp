@@ -29,7 +29,8 @@ constexpr const char* kProblem = "application/problem+json";
 // loop waits here (the kernel's listen backlog holds the rest) instead of piling up memory.
 class BoundedPool final : public httplib::TaskQueue {
  public:
-  BoundedPool(std::size_t threads, std::size_t max_queue) : max_queue_(max_queue) {
+  BoundedPool(std::size_t threads, std::size_t max_queue, ConnectionReaper* reaper)
+      : max_queue_(max_queue), reaper_(reaper) {
     for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
   }
   ~BoundedPool() override = default;
@@ -66,10 +67,13 @@ class BoundedPool final : public httplib::TaskQueue {
         jobs_.pop_front();
       }
       space_.notify_one();
+      if (reaper_) reaper_->connection_started();
       fn();
+      if (reaper_) reaper_->connection_finished();
     }
   }
   std::size_t max_queue_;
+  ConnectionReaper* reaper_;  // told when a worker holds a connection
   std::mutex mu_;
   std::condition_variable work_, space_;
   std::deque<std::function<void()>> jobs_;
@@ -248,7 +252,9 @@ struct ApiServer::Impl {
   }
 
   void limits() {
-    svr->new_task_queue = [this] { return new BoundedPool(static_cast<std::size_t>(opt.threads), opt.queue); };
+    svr->new_task_queue = [this] {
+      return new BoundedPool(static_cast<std::size_t>(opt.threads), opt.queue, reaper.get());
+    };
     svr->set_payload_max_length(opt.max_body);
     svr->set_read_timeout(opt.read_timeout_s, 0);
     svr->set_write_timeout(opt.write_timeout_s, 0);

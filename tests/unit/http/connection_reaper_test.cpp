@@ -73,6 +73,7 @@ TEST(ConnectionReaper, ItsThreadReapsATricklingClientWhileTheListenerStays) {
   ConnectionReaper reaper(lo.port, 500ms);
   reaper.start();
   auto [client, conn] = lo.connect();
+  reaper.connection_started();  // as the worker pool does when a worker takes it
   const auto t0 = std::chrono::steady_clock::now();
   bool closed = false;
   while (!closed && std::chrono::steady_clock::now() - t0 < 5s) {  // one byte every 200 ms
@@ -81,12 +82,29 @@ TEST(ConnectionReaper, ItsThreadReapsATricklingClientWhileTheListenerStays) {
     char b;
     closed = ::recv(conn, &b, 1, MSG_DONTWAIT) == 0;
   }
+  reaper.connection_finished();
   reaper.stop();
   EXPECT_TRUE(closed) << "the trickling connection was not shut down";
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s);
   auto [c2, a2] = lo.connect();  // the listener was not touched
   EXPECT_GE(a2, 0);
   for (int fd : {client, conn, c2, a2}) ::close(fd);
+}
+
+TEST(ConnectionReaper, SleepsWhileNoWorkerHoldsAConnection) {
+  Loopback lo;
+  ConnectionReaper reaper(lo.port, 100ms);
+  auto [client, conn] = lo.connect();  // accepted, but no worker said it took it
+  reaper.start();
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(reaper.reaped(), 0u);  // it never swept: an idle daemon wakes for nothing
+  reaper.connection_started();
+  const auto t0 = std::chrono::steady_clock::now();
+  while (reaper.reaped() == 0 && std::chrono::steady_clock::now() - t0 < 4s) std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(reaper.reaped(), 1u);  // first seen on the first sweep, shut on the next
+  reaper.connection_finished();
+  reaper.stop();
+  for (int fd : {client, conn}) ::close(fd);
 }
 
 }  // namespace p2pnode::http
