@@ -138,20 +138,19 @@ CommandResult ProcessRunner::run(const Command& cmd) {
   std::array<Stream, 2> streams{Stream{out_pipe[0], false, &res.out, {}},
                                 Stream{err_pipe[0], true, &res.err, {}}};
   const auto deadline = start + cmd.timeout;
+  // Kills the whole group when the time is up or the command was cancelled; true when it did.
+  auto killed_for = [&](std::chrono::milliseconds left) {
+    if (left.count() <= 0) res.timed_out = true;
+    else if (cmd.cancel && cmd.cancel->load()) res.cancelled = true;
+    else return false;
+    ::kill(-pid, SIGKILL);
+    return true;
+  };
   int open_streams = 2;
   char buf[16384];
   while (open_streams > 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      res.timed_out = true;
-      ::kill(-pid, SIGKILL);
-      break;
-    }
-    if (cmd.cancel && cmd.cancel->load()) {
-      res.cancelled = true;
-      ::kill(-pid, SIGKILL);
-      break;
-    }
+    if (killed_for(left)) break;
     std::array<pollfd, 2> pfds{};
     for (std::size_t i = 0; i < 2; ++i) pfds[i] = {streams[i].fd, POLLIN, 0};
     const int n = ::poll(pfds.data(), 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
@@ -185,16 +184,7 @@ CommandResult ProcessRunner::run(const Command& cmd) {
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
-        res.timed_out = true;
-        ::kill(-pid, SIGKILL);
-        break;
-      }
-      if (cmd.cancel && cmd.cancel->load()) {
-        res.cancelled = true;
-        ::kill(-pid, SIGKILL);
-        break;
-      }
+      if (killed_for(left)) break;
       if (pidfd >= 0) {
         pollfd p{pidfd, POLLIN, 0};
         const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
