@@ -25,24 +25,11 @@ wait_until() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # --- the node: 8x RTX 4090 fixture, its profile, a synthesised 8-GPU self-test result ---
-ROOT="$WORK/root"
-cp -a "$SRC/tests/fixtures/epyc-8x4090-4nvme" "$ROOT"
-mkdir -p "$ROOT/etc/p2pnode/profiles" "$ROOT/var/lib/p2pnode"
-cp "$SRC/profiles/epyc-8x4090.yaml" "$ROOT/etc/p2pnode/profiles/"
-GPUS=$("$BIN" check --root "$ROOT" --json | python3 -c 'import json,sys; print(" ".join(g["bdf"] for g in json.load(sys.stdin)["node"]["gpus"]))')
-python3 "$SRC/tests/serve/synth_agent_result.py" "$SRC/tests/gpu/results/h200x4-rounds.json" $GPUS > "$WORK/result.json"
-cat > "$WORK/p2pnode.yaml" <<YAML
-listen: 127.0.0.1:0
-agent:
-  path: $SRC/tests/serve/agents/replay.sh
-  args: ["$WORK/result.json"]
-YAML
-"$BIN" serve --root "$ROOT" --config "$WORK/p2pnode.yaml" --port-file "$WORK/port" > "$WORK/daemon.log" 2>&1 &
-DPID=$!; PIDS+=($DPID)
-wait_until 20 test -s "$WORK/port"
-P2P="http://127.0.0.1:$(cat "$WORK/port")"
-decided() { curl -sf "$P2P/v1/status" | python3 -c 'import json,sys; s=json.load(sys.stdin); sys.exit(s["state"] == "starting" or s["reconcile"]["running"] or s["reconcile"]["queued"])'; }
-wait_until 60 decided || echo "bench-serve: the first reconcile did not finish in 60 s" >&2
+source "$SRC/tests/serve/eight_gpu_node.sh"
+rc=0; start_eight_gpu_node "$BIN" "$SRC" "$WORK" || rc=$?
+DPID=$NODE_PID; PIDS+=($DPID)
+[ $rc -eq 0 ] || { echo "bench-serve: the node did not come up" >&2; exit 1; }
+P2P="http://$NODE_ADDR"
 STATE=$(curl -s "$P2P/v1/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
 
 NE=""

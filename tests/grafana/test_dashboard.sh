@@ -59,19 +59,11 @@ promtool check rules "$WORK/rules.yml" > "$WORK/promtool.out" 2>&1 && pass "prom
   || { fail "promtool check rules"; cat "$WORK/promtool.out"; }
 
 # 2. a node: the 8x 4090 fixture with a synthesised 8-GPU self-test result, as scripts/bench-serve.sh
-ROOT="$WORK/root"
-cp -a "$SRC/tests/fixtures/epyc-8x4090-4nvme" "$ROOT"
-mkdir -p "$ROOT/etc/p2pnode/profiles" "$ROOT/var/lib/p2pnode"
-cp "$SRC/profiles/epyc-8x4090.yaml" "$ROOT/etc/p2pnode/profiles/"
-GPUS=$("$BIN" check --root "$ROOT" --json | python3 -c 'import json,sys; print(" ".join(g["bdf"] for g in json.load(sys.stdin)["node"]["gpus"]))')
-python3 "$SRC/tests/serve/synth_agent_result.py" "$SRC/tests/gpu/results/h200x4-rounds.json" $GPUS > "$WORK/result.json"
-printf 'listen: 127.0.0.1:0\nagent:\n  path: %s\n  args: ["%s"]\n' "$SRC/tests/serve/agents/replay.sh" "$WORK/result.json" > "$WORK/p2pnode.yaml"
-"$BIN" serve --root "$ROOT" --config "$WORK/p2pnode.yaml" --port-file "$WORK/port" > "$WORK/daemon.log" 2>&1 &
-PIDS+=($!)
-wait_until 20 test -s "$WORK/port" || { fail "the daemon did not listen"; cat "$WORK/daemon.log"; exit 1; }
-P2P="127.0.0.1:$(cat "$WORK/port")"
-decided() { curl -sf "http://$P2P/v1/status" | python3 -c 'import json,sys; s=json.load(sys.stdin); sys.exit(s["state"] == "starting" or s["reconcile"]["running"] or s["reconcile"]["queued"])'; }
-wait_until 60 decided || fail "the daemon's first reconcile did not finish in 60 s"
+source "$SRC/tests/serve/eight_gpu_node.sh"
+rc=0; start_eight_gpu_node "$BIN" "$SRC" "$WORK" || rc=$?
+PIDS+=($NODE_PID)
+[ $rc -eq 0 ] || { fail "the 8-GPU node did not come up"; exit 1; }
+P2P=$NODE_ADDR
 curl -sf "http://$P2P/metrics" > "$WORK/scrape.txt"
 missing=$(python3 - "$DASH" "$WORK/scrape.txt" <<'PY'
 import json, re, sys

@@ -1,0 +1,27 @@
+# Sourced by scripts/bench-serve.sh and tests/grafana/test_dashboard.sh: `p2pnode serve` on the
+# 8x RTX 4090 fixture (tests/fixtures/epyc-8x4090-4nvme) holding a synthesised 8-GPU self-test.
+# start_eight_gpu_node BIN SRC WORK: starts it under WORK and waits for its first reconcile.
+# Sets NODE_ADDR (127.0.0.1:port) and NODE_PID; returns 1 (after saying why on stderr) when the
+# daemon does not listen within 20 s or decide within 60 s.
+start_eight_gpu_node() {
+  local bin=$1 src=$2 work=$3 root=$3/root gpus i
+  cp -a "$src/tests/fixtures/epyc-8x4090-4nvme" "$root"
+  mkdir -p "$root/etc/p2pnode/profiles" "$root/var/lib/p2pnode"
+  cp "$src/profiles/epyc-8x4090.yaml" "$root/etc/p2pnode/profiles/"
+  gpus=$("$bin" check --root "$root" --json | python3 -c 'import json,sys; print(" ".join(g["bdf"] for g in json.load(sys.stdin)["node"]["gpus"]))')
+  python3 "$src/tests/serve/synth_agent_result.py" "$src/tests/gpu/results/h200x4-rounds.json" $gpus > "$work/result.json"
+  printf 'listen: 127.0.0.1:0\nagent:\n  path: %s\n  args: ["%s"]\n' "$src/tests/serve/agents/replay.sh" "$work/result.json" \
+    > "$work/p2pnode.yaml"
+  "$bin" serve --root "$root" --config "$work/p2pnode.yaml" --port-file "$work/port" > "$work/daemon.log" 2>&1 &
+  NODE_PID=$!
+  for i in $(seq 200); do [ -s "$work/port" ] && break; sleep 0.1; done
+  [ -s "$work/port" ] || { echo "the daemon did not listen within 20 s:" >&2; cat "$work/daemon.log" >&2; return 1; }
+  NODE_ADDR="127.0.0.1:$(cat "$work/port")"
+  for i in $(seq 600); do
+    curl -sf "http://$NODE_ADDR/v1/status" | python3 -c 'import json,sys; s=json.load(sys.stdin); sys.exit(s["state"] == "starting" or s["reconcile"]["running"] or s["reconcile"]["queued"])' \
+      2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "the daemon's first reconcile did not finish in 60 s" >&2
+  return 1
+}
