@@ -155,6 +155,10 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
         .Add({})
         .Set(s.selftest_last_success_duration_s);
   }
+  if (rt.selftest_schedule_s)
+    gauge(reg, "p2pnode_selftest_schedule_seconds", "How often the self-test runs (the config's schedule, else the profile's)")
+        .Add({})
+        .Set(*rt.selftest_schedule_s);
   if (s.selftest) {
     gauge(reg, "p2pnode_selftest_last_run_timestamp_seconds", "When the last self-test started (Unix time)")
         .Add({})
