@@ -5,7 +5,8 @@
 # `apt-get install ./p2pnode_*.deb` into a fresh Debian 12 root (debootstrap --variant=minbase
 # bookworm, cached in /var/cache/p2pnode-tests: tests/package/debian_root.sh) whose apt fetches
 # the libraries from Debian's archive; `p2pnode --version` and `p2pnode check --root <fixture>`
-# run there; a purge removes the configuration and keeps /var/lib/p2pnode, saying so.
+# run there; the maintainer scripts enable both units, start (upgrade: restart) only the daemon,
+# stop it at removal; a purge removes the configuration and keeps /var/lib/p2pnode, saying so.
 # Cost: ~1 min with the cached root (the first run adds debootstrap, ~2-4 min).
 set -uo pipefail
 bin=${1:?usage: test_package.sh path/to/p2pnode}
@@ -98,6 +99,35 @@ chroot "$root" p2pnode check --root /srv/fixed --profiles /usr/share/p2pnode/pro
 [ $rc = 0 ] && ok "p2pnode check --root <the tinybox after the fix> there: exit 0" || { bad "check of the fixed tinybox there (exit $rc)"; head -20 "$work/check2"; }
 chroot "$root" p2pnode serve --check-config --config /etc/p2pnode/p2pnode.yaml > "$work/cc" 2>&1 \
   && ok "the shipped config passes serve --check-config there" || { bad "shipped config: serve --check-config"; cat "$work/cc"; }
+
+# The maintainer scripts against systemd: a chroot has no systemd, so /run/systemd/system is made
+# and systemctl is a stand-in that records its arguments (deb-systemd-invoke calls it); the
+# enable symlinks are deb-systemd-helper's own, made whether systemd runs or not.
+wants=$root/etc/systemd/system/multi-user.target.wants
+[ -L "$wants/p2pnode.service" ] && [ -L "$wants/p2pnode-apply.service" ] && ok "install enabled both units" || bad "install enabled both units"
+# (apt runs dpkg with PATH=/usr/sbin:/usr/bin:/sbin:/bin, so the stand-in goes in /usr/sbin; the
+# units count as enabled, as deb-systemd-helper just made them.)
+mkdir -p "$root/run/systemd/system"
+printf '#!/bin/sh\necho "$*" >> /var/log/systemctl.calls\ncase "$*" in *is-enabled*) echo enabled;; esac\nexit 0\n' > "$root/usr/sbin/systemctl"
+chmod +x "$root/usr/sbin/systemctl"
+next="$work/p2pnode_${version}+1_${arch}.deb"
+dpkg-deb -R "$deb" "$work/next" && sed -i "s/^Version: .*/Version: ${version}+1/" "$work/next/DEBIAN/control" &&
+  dpkg-deb --root-owner-group -b "$work/next" "$next" >/dev/null && cp "$next" "$root/tmp/"
+calls() { cat "$root/var/log/systemctl.calls" 2>/dev/null; : > "$root/var/log/systemctl.calls"; }
+chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq p2pnode >/dev/null 2>&1; calls >/dev/null
+chroot "$root" sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./$(basename "$deb")" >/dev/null 2>&1
+c=$(calls); echo "systemctl at install: $(echo "$c" | tr '\n' ';')"
+echo "$c" | grep -q 'start.*p2pnode.service' && ! echo "$c" | grep -q 'start.*p2pnode-apply' \
+  && ok "install starts p2pnode.service (held back by its profile condition), never p2pnode-apply" || bad "install: systemctl calls"
+chroot "$root" sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./$(basename "$next")" >/dev/null 2>&1
+c=$(calls); echo "systemctl at upgrade: $(echo "$c" | tr '\n' ';')"
+echo "$c" | grep -q 'restart.*p2pnode.service' && ok "upgrade restarts p2pnode.service" || bad "upgrade: systemctl calls"
+echo "$c" | grep -qE '(^| )(re)?start .*p2pnode-apply' && bad "upgrade (re)started p2pnode-apply" || ok "upgrade leaves p2pnode-apply alone"
+chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq p2pnode >/dev/null 2>&1
+c=$(calls); echo "systemctl at remove: $(echo "$c" | tr '\n' ';')"
+echo "$c" | grep -q 'stop.*p2pnode.service' && ok "remove stops p2pnode.service" || bad "remove: systemctl calls"
+rm -rf "$root/run/systemd/system" "$root/usr/sbin/systemctl"
+chroot "$root" sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./$(basename "$deb")" >/dev/null 2>&1 || bad "reinstall"
 
 # Purge: the configuration goes, /var/lib/p2pnode stays and the purge says so.
 echo '{}' > "$root/var/lib/p2pnode/state.json"
