@@ -1,4 +1,4 @@
-#include "nvidia/verify.hpp"
+#include "lifecycle/verify.hpp"
 
 #include <algorithm>
 #include <sstream>
