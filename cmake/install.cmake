@@ -12,7 +12,5 @@ install(DIRECTORY DESTINATION ${P2PNODE_CONFDIR}/profiles)
 
 install(DIRECTORY profiles/ DESTINATION share/p2pnode/profiles FILES_MATCHING PATTERN "*.yaml")
 install(FILES grafana/p2pnode-cluster.json DESTINATION share/p2pnode/grafana)
-if(EXISTS ${PROJECT_SOURCE_DIR}/prometheus/p2pnode-alerts.yml)
-  install(FILES prometheus/p2pnode-alerts.yml DESTINATION share/p2pnode/prometheus)
-endif()
+install(FILES prometheus/p2pnode-alerts.yml DESTINATION share/p2pnode/prometheus)
 install(FILES api/profile.schema.json DESTINATION share/p2pnode/api)

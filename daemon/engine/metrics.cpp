@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/agent.hpp"
+#include "engine/gpu_info.hpp"
 
 namespace p2pnode::engine {
 
@@ -73,6 +74,17 @@ void pair_metrics(Registry& reg, const AgentResult& r) {
     }
   }
   for (const auto& [k, v] : bad) integ.Add({{"gpu", k.first}, {"peer_gpu", k.second}}).Set(v);
+}
+
+void gpu_info_metric(Registry& reg, const RecordedState& s) {
+  std::optional<AgentResult> last;
+  if (s.selftest && s.selftest->result.is_object())
+    if (auto r = check_agent_document(s.selftest->result)) last = std::move(*r);
+  auto& info = gauge(reg, "p2pnode_gpu_info",
+                     "Maps p2pnode's gpu (PCI address) to dcgm-exporter's labels: gpu_index (NVML index), UUID, pci_bus_id, Hostname");
+  for (const auto& g : gpu_info(s.devices.value("gpus", json::array()), last ? &*last : nullptr, str_or(s.node, "hostname")))
+    info.Add({{"gpu", g.gpu}, {"gpu_index", g.gpu_index}, {"UUID", g.uuid}, {"pci_bus_id", g.pci_bus_id}, {"Hostname", g.hostname}})
+        .Set(1);
 }
 
 void device_metrics(Registry& reg, const RecordedState& s) {
@@ -155,6 +167,10 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
         .Add({})
         .Set(s.selftest_last_success_duration_s);
   }
+  if (rt.selftest_schedule_s)
+    gauge(reg, "p2pnode_selftest_schedule_seconds", "How often the self-test runs (the config's schedule, else the profile's)")
+        .Add({})
+        .Set(*rt.selftest_schedule_s);
   if (s.selftest) {
     gauge(reg, "p2pnode_selftest_last_run_timestamp_seconds", "When the last self-test started (Unix time)")
         .Add({})
@@ -164,6 +180,7 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
       if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r);
   }
   device_metrics(reg, s);
+  gpu_info_metric(reg, s);
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, reg.Collect());
   return out.str();
