@@ -101,6 +101,14 @@ struct NvidiaDriverState {
   std::vector<std::string> gsp_firmware_versions;       // /lib/firmware/nvidia/<ver>/
 };
 
+// How the driver connects two GPUs, beyond what sysfs shows: NVLink (direct or through NVSwitch),
+// as the self-test agent read it through NVML. Empty when no agent result says so.
+struct GpuInterconnect {
+  std::string a, b;            // the two GPUs' BDFs, a < b
+  int nvlinks = 0;             // active NVLinks between them; 0: PCIe only
+  int nvlink_generation = 0;   // 1 … 5; 0 unknown
+};
+
 struct Inventory {
   std::string hostname;
   std::map<std::string, std::string> dmi;
@@ -109,8 +117,11 @@ struct Inventory {
   NvidiaDriverState nvidia;
   std::vector<PciDevice> devices;  // sorted by BDF
   std::vector<std::string> problems;
+  std::vector<GpuInterconnect> interconnects;  // merged from the last agent result (engine)
+  std::string interconnect_source;             // "nvml (agent …)", or why there is none
 
   std::vector<const PciDevice*> gpus() const;
+  const GpuInterconnect* interconnect(const std::string& a, const std::string& b) const;
   std::vector<const PciDevice*> nvme_controllers() const;
   const PciDevice* find(const std::string& bdf) const;
 };
