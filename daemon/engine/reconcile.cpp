@@ -50,9 +50,9 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
     args.push_back("--cases");
     args.push_back(list);
   }
-  log(ctx, LogLevel::info, "self-test: running " + ctx.config.agent_path + " (time limit " + format_duration(limit) + ")",
-      "selftest");
-  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv, ctx.cancel);
+  const std::string agent = host_paths(ctx.config, ctx.root).agent_path.string();
+  log(ctx, LogLevel::info, "self-test: running " + agent + " (time limit " + format_duration(limit) + ")", "selftest");
+  AgentRun run = run_agent(ctx.agent_runner, agent, args, limit, spec, inv, ctx.cancel);
   if (run.process.cancelled) {  // not a verdict on the box: keep the last result for the next start
     log(ctx, LogLevel::warning, "self-test " + run.process.describe() + " after " +
                                     std::to_string(static_cast<int>(run.duration_s)) + " s; the previous result is kept",
@@ -98,7 +98,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
   for (const auto& p : inv.problems) log(ctx, LogLevel::warning, "discovery: " + p, "discover");
 
   // 2. the profile that matches this box
-  const auto dir = ctx.root.host_path(ctx.config.profiles_dir);
+  const auto dir = host_paths(ctx.config, ctx.root).profiles_dir;
   auto loaded = profile::load_profiles_dir(dir);
   for (const auto& f : loaded.failures)
     log(ctx, LogLevel::warning, "skipping an invalid profile: " + f.format(), "profile");
