@@ -96,6 +96,8 @@ struct NvidiaDriverState {
   std::optional<bool> open_module;
   std::optional<std::string> builder;         // user@host
   std::optional<std::string> userspace_version;  // libcuda.so.X.Y.Z found
+  std::string userspace_source;  // which source answered: ld.so.cache, libdir, ldconfig -p, nvidia-smi (nvidia/userspace.hpp)
+  std::string userspace_path;    // the libcuda file that answered, when a file did
   std::vector<std::string> modules_loaded;    // nvidia, nvidia_uvm, …
   std::map<std::string, std::string> modprobe_options;  // NVreg_* -> value, from /etc/modprobe.d
   std::vector<std::string> gsp_firmware_versions;       // /lib/firmware/nvidia/<ver>/
