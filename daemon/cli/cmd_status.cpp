@@ -65,7 +65,7 @@ std::optional<Target> resolve_target(const StatusOptions& o) {
   if (!o.cacert.empty()) {
     t.ca_file = o.cacert;
   } else if (c.tls) {
-    t.ca_file = root.host_path(c.tls->cert_file).string();
+    t.ca_file = engine::host_paths(c, root).cert_file.string();
     t.pin_ca_file = true;
   }
   return t;

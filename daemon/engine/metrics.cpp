@@ -119,9 +119,10 @@ void device_metrics(Registry& reg, const RecordedState& s) {
     for (const char* m : {"off", "passthrough", "translating", "unknown"}) iommu.Add({{"mode", m}}).Set(cur == m ? 1 : 0);
   }
   if (!s.driver.empty()) {
-    gauge(reg, "p2pnode_driver_info", "NVIDIA driver versions: loaded kernel module, userspace library, the profile's")
+    gauge(reg, "p2pnode_driver_info",
+          "NVIDIA driver versions: loaded kernel module, userspace library (and which source found it), the profile's")
         .Add({{"loaded", str_or(s.driver, "loaded_version")}, {"userspace", str_or(s.driver, "userspace_version")},
-              {"wanted", str_or(s.driver, "wanted_version")}})
+              {"userspace_source", str_or(s.driver, "userspace_source")}, {"wanted", str_or(s.driver, "wanted_version")}})
         .Set(1);
     gauge(reg, "p2pnode_driver_versions_match", "1 when the loaded module, the userspace driver and the profile agree")
         .Add({})

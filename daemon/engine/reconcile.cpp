@@ -40,6 +40,14 @@ void record_inventory(RecordedState& st, const Inventory& inv, const Profile* pr
   st.driver = driver_view(inv, profile);
 }
 
+// The box as the probes read it; the userspace driver through ldconfig and nvidia-smi too when
+// its files did not name one (the action runner refuses every command under --root).
+Inventory discover(const PassContext& ctx) {
+  Inventory inv = probe::probe_inventory(ctx.root);
+  probe::probe_userspace_by_commands(ctx.root, ctx.action_runner, inv.nvidia);
+  return inv;
+}
+
 void run_selftest(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
   const SelftestSpec spec = *profile.selftest;
   const auto limit = ctx.config.selftest_time_limit.value_or(spec.time_limit);
@@ -50,9 +58,9 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
     args.push_back("--cases");
     args.push_back(list);
   }
-  log(ctx, LogLevel::info, "self-test: running " + ctx.config.agent_path + " (time limit " + format_duration(limit) + ")",
-      "selftest");
-  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv, ctx.cancel);
+  const std::string agent = host_paths(ctx.config, ctx.root).agent_path.string();
+  log(ctx, LogLevel::info, "self-test: running " + agent + " (time limit " + format_duration(limit) + ")", "selftest");
+  AgentRun run = run_agent(ctx.agent_runner, agent, args, limit, spec, inv, ctx.cancel);
   if (run.process.cancelled) {  // not a verdict on the box: keep the last result for the next start
     log(ctx, LogLevel::warning, "self-test " + run.process.describe() + " after " +
                                     std::to_string(static_cast<int>(run.duration_s)) + " s; the previous result is kept",
@@ -94,11 +102,11 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
 
   // 1. discover
   log(ctx, LogLevel::info, "reconcile (" + ctx.trigger + "): discovering the box", "discover");
-  Inventory inv = probe::probe_inventory(ctx.root);
+  Inventory inv = discover(ctx);
   for (const auto& p : inv.problems) log(ctx, LogLevel::warning, "discovery: " + p, "discover");
 
   // 2. the profile that matches this box
-  const auto dir = ctx.root.host_path(ctx.config.profiles_dir);
+  const auto dir = host_paths(ctx.config, ctx.root).profiles_dir;
   auto loaded = profile::load_profiles_dir(dir);
   for (const auto& f : loaded.failures)
     log(ctx, LogLevel::warning, "skipping an invalid profile: " + f.format(), "profile");
@@ -144,7 +152,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
         if (r.outcome == StepOutcome::reboot_required)
           d.raise(NodeState::reboot_required, r.action + " " + r.subject + ": takes effect after a reboot");
       }
-      inv = probe::probe_inventory(ctx.root);
+      inv = discover(ctx);
       findings = checks::run_all_checks(*profile, inv);
       plan = actions::plan_all(*profile, inv, ctx.root);
     }

@@ -91,6 +91,7 @@ json driver_view(const Inventory& inv, const Profile* profile) {
   const auto& n = inv.nvidia;
   json j = {{"loaded_version", n.loaded_version ? json(*n.loaded_version) : json(nullptr)},
             {"userspace_version", n.userspace_version ? json(*n.userspace_version) : json(nullptr)},
+            {"userspace_source", n.userspace_source},
             {"wanted_version", profile && profile->driver ? json(profile->driver->version) : json(nullptr)},
             {"open_module", n.open_module ? json(*n.open_module) : json(nullptr)}};
   bool match = n.loaded_version.has_value();
@@ -121,6 +122,7 @@ json status_body(const RecordedState& s, const Runtime& rt) {
       {"versions", {{"p2pnode", rt.version},
                     {"driver_loaded", s.driver.value("loaded_version", json(nullptr))},
                     {"driver_userspace", s.driver.value("userspace_version", json(nullptr))},
+                    {"driver_userspace_source", s.driver.value("userspace_source", std::string())},
                     {"driver_wanted", s.driver.value("wanted_version", json(nullptr))},
                     {"driver_match", s.driver.value("match", false)}}},
       {"counts", {{"gpus", s.devices.value("gpus", json::array()).size()},
