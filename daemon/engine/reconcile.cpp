@@ -94,7 +94,9 @@ void run_nvme_doorbell(const PassContext& ctx, const Profile& profile, const Inv
   const auto limit = ctx.config.selftest_time_limit.value_or(spec.time_limit);
   log(ctx, LogLevel::info, "NVMe doorbell test: " + std::to_string(t.targets.size()) + " drive(s), GPU and host writers",
       "selftest");
-  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, doorbell_args(t.targets), limit, spec, inv, ctx.cancel);
+  std::vector<std::string> args = ctx.config.agent_args;
+  for (auto& a : doorbell_args(t.targets)) args.push_back(std::move(a));
+  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv, ctx.cancel);
   if (run.process.cancelled) return;
   DoorbellRecord rec = judge_doorbell(run, t.targets);
   rec.trigger = ctx.trigger;
