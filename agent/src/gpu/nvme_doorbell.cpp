@@ -35,6 +35,11 @@ class GpuDoorbellWriter final : public nvme::DoorbellWriter {
       return nullptr;
     }
     w->host_ = const_cast<std::uint8_t*>(dev.bar0()) + kDoorbellPage;
+    // vfio-pci fills a BAR mapping's page tables on first touch; the driver resolves the PFN of
+    // the registered range from them, so touch the page from the CPU first. A CPU read of a
+    // doorbell returns a vendor-specific value and changes nothing (only GPU reads of a peer BAR
+    // are the hazard on AMD root complexes).
+    (void)*reinterpret_cast<const volatile std::uint32_t*>(w->host_);
     const cudaError_t e =
         cudaHostRegister(w->host_, 4096, cudaHostRegisterIoMemory | cudaHostRegisterMapped);
     if (e != cudaSuccess) {
