@@ -133,6 +133,11 @@ int run_status(const StatusOptions& o) {
   if (st.contains("selftest") && st["selftest"].is_object())
     std::cout << ", self-test " << st["selftest"].value("verdict", "?");
   std::cout << "\n";
+  // Issue 13: one line per NVMe drive, GPU and doorbell writer.
+  if (st.contains("nvme_doorbell") && st["nvme_doorbell"].is_object() && st["nvme_doorbell"].contains("lines") &&
+      st["nvme_doorbell"]["lines"].is_array())
+    for (const auto& l : st["nvme_doorbell"]["lines"])
+      if (l.is_string()) std::cout << "NVMe doorbell: " << l.get<std::string>() << "\n";
   if (st.contains("reasons") && st["reasons"].is_array())
     for (const auto& r : st["reasons"])
       if (r.is_string()) std::cout << "  - " << r.get<std::string>() << "\n";

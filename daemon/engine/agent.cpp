@@ -66,6 +66,11 @@ AgentCell parse_cell(const json& c, const std::string& path, std::size_t n_devic
   if (shape == "pair") {
     cell.src = static_cast<int>(get_int(c, path, "src", 0, max_index));
     cell.dst = static_cast<int>(get_int(c, path, "dst", 0, max_index));
+  } else if (shape == "nvme") {
+    cell.nvme = get_string(c, path, "nvme");
+    if (cell.nvme.size() > 300) throw Bad{sub(path, "nvme") + ": longer than 300 characters"};
+    cell.writer = one_of(get_string(c, path, "writer"), sub(path, "writer"), {"host", "gpu", "none"});
+    if (c.contains("pair_gpu")) cell.pair_gpu = get_string(c, path, "pair_gpu");
   } else {
     cell.gpu = static_cast<int>(get_int(c, path, "gpu", 0, max_index));
   }
@@ -173,7 +178,7 @@ Result<AgentResult> check_agent_document(nlohmann::json j) {
       AgentCase c;
       c.key = get_string(cases[i], p, "key");
       c.status = one_of(get_string(cases[i], p, "status"), p + ".status", {"passed", "failed", "waived"});
-      c.shape = one_of(get_string(cases[i], p, "shape"), p + ".shape", {"pair", "gpu"});
+      c.shape = one_of(get_string(cases[i], p, "shape"), p + ".shape", {"pair", "gpu", "nvme"});
       if (cases[i].contains("reason")) c.reason = get_string(cases[i], p, "reason");
       c.duration_s = get_number(cases[i], p, "duration_s");
       const json& cells = field(cases[i], p, "cells");
@@ -235,8 +240,9 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
       cell_bad += cell.integrity_bad_bytes;
       if (cell.status == "failed" && c.status != "failed") {
         worse("failed");
-        j.reasons.push_back(c.key + " " + addr(cell.src ? cell.src : cell.gpu) + (cell.dst ? "→" + addr(cell.dst) : "") +
-                            " failed" + (cell.reason.empty() ? "" : ": " + cell.reason));
+        const std::string who = !cell.nvme.empty() ? cell.nvme + " (" + cell.writer + " writer)"
+                                                   : addr(cell.src ? cell.src : cell.gpu) + (cell.dst ? "→" + addr(cell.dst) : "");
+        j.reasons.push_back(c.key + " " + who + " failed" + (cell.reason.empty() ? "" : ": " + cell.reason));
       }
       if (!cell.src || !cell.dst) continue;
       const bool bw_case = c.key == "ce_write_bandwidth" || c.key == "ce_read_bandwidth" ||

@@ -30,6 +30,7 @@ struct AgentSummary {  // statistics over the timed samples; the median is the f
 
 struct AgentCell {
   std::optional<int> src, dst, gpu;  // pair cells: src/dst; gpu cells: gpu
+  std::string nvme, writer, pair_gpu;  // nvme cells (nvme_doorbell): the drive, host|gpu|none, its GPU
   std::string status;                // passed, failed, waived
   std::string reason;
   std::optional<double> bandwidth_gbps, direction_bandwidth_gbps, latency_ns;

@@ -180,6 +180,14 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
     if (s.selftest->result.is_object())
       if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r);
   }
+  if (s.nvme_doorbell) {
+    // 1: the writer rang the drive's admin SQ tail doorbell and the drive answered Identify with the
+    // recorded serial; 0: it failed or could not be tested (the reason is in /v1/selftest).
+    auto& ok = gauge(reg, "p2pnode_nvme_doorbell_ok",
+                     "1 when the writer (gpu or host) rang the NVMe drive's doorbell and Identify came back right");
+    for (const auto& d : s.nvme_doorbell->results)
+      if (d.writer == "host" || d.writer == "gpu") ok.Add({{"nvme", d.nvme}, {"gpu", d.gpu}, {"writer", d.writer}}).Set(d.ok ? 1 : 0);
+  }
   device_metrics(reg, s);
   gpu_info_metric(reg, s);
   std::ostringstream out;

@@ -6,7 +6,9 @@
 #include "actions/action.hpp"
 #include "checks/check.hpp"
 #include "engine/agent.hpp"
+#include "engine/nvme_doorbell.hpp"
 #include "engine/views.hpp"
+#include "probe/nvme.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
 #include "profile/select.hpp"
@@ -85,6 +87,31 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
   for (const auto& r : rec.reasons) msg += "; " + r;
   log(ctx, level, msg, "selftest");
   st.selftest = std::move(rec);
+}
+
+// Issue 13: the GPU and then the host ring each paired drive's admin SQ tail doorbell. Not run
+// when no profile drive on vfio-pci names a pair_gpu.
+void run_nvme_doorbell(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
+  const auto t = doorbell_targets(profile, probe::probe_nvme_identities(ctx.root));
+  for (const auto& why : t.skipped) log(ctx, LogLevel::warning, "NVMe doorbell: " + why, "selftest");
+  if (t.targets.empty()) {
+    st.nvme_doorbell.reset();  // nothing paired any more: no stale result, no stale metric
+    return;
+  }
+  const SelftestSpec spec = *profile.selftest;
+  const auto limit = ctx.config.selftest_time_limit.value_or(spec.time_limit);
+  log(ctx, LogLevel::info, "NVMe doorbell test: " + std::to_string(t.targets.size()) + " drive(s), GPU and host writers",
+      "selftest");
+  std::vector<std::string> args = ctx.config.agent_args;
+  for (auto& a : doorbell_args(t.targets)) args.push_back(std::move(a));
+  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv, ctx.cancel);
+  if (run.process.cancelled) return;
+  DoorbellRecord rec = judge_doorbell(run, t.targets);
+  rec.trigger = ctx.trigger;
+  for (const auto& l : doorbell_lines(rec))
+    log(ctx, rec.verdict == "failed" || rec.verdict == "error" ? LogLevel::error : LogLevel::info, "NVMe doorbell: " + l,
+        "selftest");
+  st.nvme_doorbell = std::move(rec);
 }
 }  // namespace
 
@@ -182,9 +209,13 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
       if (ctx.want_selftest) {
         if (severity_rank(d.state) > severity_rank(NodeState::degraded))
           log(ctx, LogLevel::warning, std::string("self-test skipped: the node is ") + to_string(d.state), "selftest");
-        else
+        else {
           run_selftest(ctx, *profile, inv, st);
+          run_nvme_doorbell(ctx, *profile, inv, st);
+        }
       }
+      if (st.nvme_doorbell && (st.nvme_doorbell->verdict == "failed" || st.nvme_doorbell->verdict == "error"))
+        for (const auto& r : st.nvme_doorbell->reasons) d.raise(NodeState::failed, "NVMe doorbell: " + r);
       if (!st.selftest) d.raise(NodeState::degraded, "no self-test has run yet");
       else if (st.selftest->verdict == "error" || st.selftest->verdict == "failed")
         for (const auto& r : st.selftest->reasons) d.raise(NodeState::failed, "self-test " + st.selftest->verdict + ": " + r);

@@ -79,7 +79,8 @@ json to_json(const RecordedState& s) {
              s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr)},
             {"selftest_last_success_duration_s", s.selftest_last_success_duration_s},
             {"reconcile_runs", s.reconcile_runs},
-            {"selftest_runs", s.selftest_runs}};
+            {"selftest_runs", s.selftest_runs},
+            {"nvme_doorbell", s.nvme_doorbell ? to_json(*s.nvme_doorbell) : json(nullptr)}};
   return j;
 }
 
@@ -125,6 +126,12 @@ Result<RecordedState> state_from_json(const json& j) {
     s.selftest_last_success_duration_s = at(j, "selftest_last_success_duration_s", json::value_t::number_float).get<double>();
     s.reconcile_runs = counters(j, "reconcile_runs");
     s.selftest_runs = counters(j, "selftest_runs");
+    // Absent in state files written before the doorbell test existed.
+    if (j.contains("nvme_doorbell") && !j["nvme_doorbell"].is_null()) {
+      auto d = doorbell_record_from_json(at(j, "nvme_doorbell", json::value_t::object));
+      if (!d) throw Bad{d.error().message};
+      s.nvme_doorbell = std::move(d).value();
+    }
     return s;
   } catch (const Bad& b) {
     return Error{b.message};

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
+#include "engine/nvme_doorbell.hpp"
 #include "sys/sysroot.hpp"
 
 namespace p2pnode::engine {
@@ -55,6 +56,7 @@ struct RecordedState {
   double selftest_last_success_duration_s = 0;
   std::map<std::string, std::uint64_t> reconcile_runs;  // by resulting node state
   std::map<std::string, std::uint64_t> selftest_runs;   // by verdict
+  std::optional<DoorbellRecord> nvme_doorbell;          // the last NVMe doorbell test (issue 13)
   // Not persisted: the matched profile's self-test schedule (re-read on every pass).
   std::optional<std::chrono::nanoseconds> profile_selftest_schedule;
 };

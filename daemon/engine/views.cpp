@@ -138,6 +138,10 @@ json status_body(const RecordedState& s, const Runtime& rt) {
                      {"last_duration_s", s.reconcile_duration_s},
                      {"runs", s.reconcile_runs}}},
       {"selftest", selftest},
+      {"nvme_doorbell", s.nvme_doorbell ? json{{"verdict", s.nvme_doorbell->verdict},
+                                               {"lines", doorbell_lines(*s.nvme_doorbell)},
+                                               {"started_unix", s.nvme_doorbell->started_unix}}
+                                        : json(nullptr)},
       {"selftest_last_success_unix",
        s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr)},
       {"next_selftest_unix", rt.next_selftest_unix ? json(*rt.next_selftest_unix) : json(nullptr)},
@@ -187,12 +191,14 @@ json plan_body(const RecordedState& s) {
 }
 
 json selftest_body(const RecordedState& s) {
+  const json doorbell = s.nvme_doorbell ? to_json(*s.nvme_doorbell) : json(nullptr);
   if (!s.selftest)
     return with_version({{"verdict", nullptr}, {"reasons", json::array()}, {"trigger", nullptr},
                          {"started_unix", nullptr}, {"duration_s", nullptr}, {"result", nullptr},
-                         {"last_success_unix", nullptr}});
+                         {"last_success_unix", nullptr}, {"nvme_doorbell", doorbell}});
   json j = to_json(*s.selftest);
   j["last_success_unix"] = s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr);
+  j["nvme_doorbell"] = doorbell;
   return with_version(std::move(j));
 }
 

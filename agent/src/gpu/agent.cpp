@@ -397,6 +397,9 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     if (!opt_.cases.empty() && std::find(opt_.cases.begin(), opt_.cases.end(), c.key) == opt_.cases.end()) {
       continue;
     }
+    if (opt_.cases.empty() && c.opt_in) {
+      continue;
+    }
     CaseResult cr;
     cr.key = c.key;
     cr.description = c.description;
@@ -438,7 +441,7 @@ int run_agent(int argc, char** argv) {
   }
   if (parsed.options->list) {
     for (const auto& c : case_list()) {
-      std::cout << c.key << "\n    " << c.description << "\n";
+      std::cout << c.key << (c.opt_in ? " (only when --cases names it)" : "") << "\n    " << c.description << "\n";
     }
     return 0;
   }
@@ -449,6 +452,13 @@ int run_agent(int argc, char** argv) {
   // - load kernels lazily.
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0);
   setenv("CUDA_MODULE_LOADING", "LAZY", 0);
+  for (const auto& spec : parsed.options->nvme) {
+    std::string err;
+    if (!nvme::parse_drive_spec(spec, err)) {
+      std::cerr << err << "\n";
+      return 2;
+    }
+  }
   Agent agent(*parsed.options);
   return agent.main(case_list());
 }

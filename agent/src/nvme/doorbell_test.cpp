@@ -163,9 +163,11 @@ DoorbellOutcome run_identify_doorbell(RegisterFile& bar, const DmaBuffer& dma, D
     fail("check", p);
     return o;
   }
-  if (dma.host == nullptr || dma.bytes < layout.total_bytes || dma.iova % 4096 != 0) {
+  bool pages_ok = dma.pages.size() * 4096 >= layout.total_bytes;
+  for (auto a : dma.pages) pages_ok = pages_ok && a % 4096 == 0 && a != 0;
+  if (dma.host == nullptr || dma.bytes < layout.total_bytes || !pages_ok) {
     fail("check", "the DMA buffer is missing, shorter than " + std::to_string(layout.total_bytes) +
-                      " bytes or not 4 KiB aligned");
+                      " bytes, or a page has no 4 KiB aligned device address");
     return o;
   }
   const auto deadline = ready_deadline(cap, timing.ready_limit);
@@ -212,19 +214,19 @@ DoorbellOutcome run_identify_doorbell(RegisterFile& bar, const DmaBuffer& dma, D
   //    poisoned data page (so stale bytes cannot pass for the controller's answer).
   std::memset(dma.host, 0, layout.total_bytes);
   std::memset(dma.host + layout.identify_offset, 0xA5, kIdentifyBytes);
-  const SubmissionEntry cmd = identify_controller(kIdentifyCid, dma.iova + layout.identify_offset);
+  const SubmissionEntry cmd = identify_controller(kIdentifyCid, dma.iova(layout.identify_offset));
   cmd.store(std::span<std::uint8_t, kSqEntryBytes>(dma.host + layout.sq_offset, kSqEntryBytes));
   bar.write32(kRegAqa, encode_aqa(layout.sq_entries, layout.cq_entries));
-  bar.write64(kRegAsq, dma.iova + layout.sq_offset);
-  bar.write64(kRegAcq, dma.iova + layout.cq_offset);
-  if (bar.read64(kRegAsq) != dma.iova + layout.sq_offset || bar.read64(kRegAcq) != dma.iova + layout.cq_offset) {
+  bar.write64(kRegAsq, dma.iova(layout.sq_offset));
+  bar.write64(kRegAcq, dma.iova(layout.cq_offset));
+  if (bar.read64(kRegAsq) != dma.iova(layout.sq_offset) || bar.read64(kRegAcq) != dma.iova(layout.cq_offset)) {
     fail("setup", "ASQ/ACQ read back " + hex64(bar.read64(kRegAsq)) + "/" + hex64(bar.read64(kRegAcq)) +
-                      " after writing " + hex64(dma.iova + layout.sq_offset) + "/" + hex64(dma.iova + layout.cq_offset));
+                      " after writing " + hex64(dma.iova(layout.sq_offset)) + "/" + hex64(dma.iova(layout.cq_offset)));
     restore();
     return o;
   }
-  o.log.push_back("admin queues: SQ at IOVA " + hex64(dma.iova + layout.sq_offset) + ", CQ at " +
-                  hex64(dma.iova + layout.cq_offset) + ", " + std::to_string(layout.sq_entries) + " entries each");
+  o.log.push_back("admin queues: SQ at IOVA " + hex64(dma.iova(layout.sq_offset)) + ", CQ at " +
+                  hex64(dma.iova(layout.cq_offset)) + ", " + std::to_string(layout.sq_entries) + " entries each");
 
   // 4. Enable and wait for RDY=1.
   bar.write32(kRegCc, ec.cc);

@@ -26,9 +26,7 @@ struct Rig {
     // A page-aligned window of the vector, at a made-up IOVA.
     auto base = reinterpret_cast<std::uintptr_t>(mem.data());
     auto aligned = (base + 4095) & ~std::uintptr_t{4095};
-    dma.host = reinterpret_cast<std::uint8_t*>(aligned);
-    dma.iova = 0x0000'0010'0000'0000ULL;
-    dma.bytes = 3 * 4096;
+    dma = DmaBuffer::contiguous(reinterpret_cast<std::uint8_t*>(aligned), 0x0000'0010'0000'0000ULL, 3 * 4096);
     sim.dma = dma;
     sim.cap = kCap;
     // As the VM found the drive after vfio-pci's reset: disabled, not ready, AQA/ASQ/ACQ 0.
@@ -219,4 +217,37 @@ TEST(AgentNvmeDoorbell, AllFsTouchesNothing) {
   EXPECT_EQ(o.step, "check");
   EXPECT_NE(o.reason.find("all-Fs"), std::string::npos);
   EXPECT_TRUE(r.sim.writes.empty());
+}
+
+TEST(AgentNvmeDoorbell, ScatteredPagesAsInNoiommuMode) {
+  Rig r;
+  // Physical pages out of order, as /proc/self/pagemap gives them in noiommu mode.
+  r.dma.pages = {0x7'0000'3000ULL, 0x7'0000'1000ULL, 0x5'0000'8000ULL};
+  r.sim.dma = r.dma;
+  SimHostWriter w(r.sim);
+  const auto o = run_identify_doorbell(r.sim, r.dma, w, {"P2PVM-A", ""}, fast());
+  EXPECT_TRUE(o.passed) << o.reason;
+  EXPECT_EQ(o.left.asq, 0U);
+  EXPECT_EQ(r.sim.identify_commands, 1);
+  r.dma.pages = {0x1000, 0};
+  const auto bad = run_identify_doorbell(r.sim, r.dma, w, {"P2PVM-A", ""}, fast());
+  EXPECT_EQ(bad.step, "check");
+}
+
+TEST(AgentNvmeDoorbell, DriveLeftShutDownByTheNvmeDriverWithoutAReset) {
+  // A drive whose function VFIO cannot reset (no FLR) is found as Linux's nvme driver left it:
+  // CC 0x00464061 (EN=1, SHN normal), CSTS 0x9 (RDY, shutdown complete), as recorded in the VM.
+  Rig r;
+  r.sim.cap = 0x004018200f0107ffULL;  // QEMU's CAP, recorded
+  r.sim.cc = 0x00464061;
+  r.sim.csts = 0x9;
+  r.sim.aqa = 0x001f001f;
+  SimHostWriter w(r.sim);
+  const auto o = run_identify_doorbell(r.sim, r.dma, w, {"P2PVM-A", ""}, fast());
+  EXPECT_TRUE(o.passed) << o.reason;
+  EXPECT_TRUE(o.enabled_when_found());
+  EXPECT_EQ(r.sim.cc, 0x00464060U);  // CC as found, EN=0: left disabled
+  EXPECT_EQ(r.sim.csts & 1, 0U);
+  EXPECT_EQ(r.sim.aqa, 0x001f001fU);
+  EXPECT_TRUE(o.cc_as_found());
 }

@@ -118,3 +118,26 @@ TEST(AgentNvmeRegs, Hex) {
   EXPECT_EQ(hex32(0x10400), "0x00010400");
   EXPECT_EQ(hex64(0x303c033fffULL), "0x000000303c033fff");
 }
+
+TEST(AgentNvmeRegs, RecordedFromQemusNvmeInTheVm) {
+  // tests/unit/agent/data/nvme-doorbell-vm.json (QEMU 7.2 -device nvme, kernel 6.1 guest).
+  const Cap c = decode_cap(0x004018200f0107ffULL);
+  EXPECT_EQ(c.mqes, 2048);
+  EXPECT_TRUE(c.cqr);
+  EXPECT_EQ(c.timeout_ms, 7500);
+  EXPECT_EQ(c.dstrd, 0);
+  EXPECT_EQ(c.css, 0xC1);  // NVM, I/O command sets, admin-only
+  EXPECT_EQ(c.mpsmin, 0);
+  EXPECT_EQ(c.mpsmax, 4);
+  EXPECT_EQ(enable_config(c).cc, 0x00460001U);  // the NVM set: CC.CSS 0
+  // What Linux's nvme driver left after its shutdown on unbind (read by devmem before VFIO's FLR):
+  // CC 0x00464061 = EN, CSS 110b (all I/O sets), SHN normal, IOSQES 6, IOCQES 4; CSTS 9 = RDY,
+  // shutdown complete.
+  const Cc cc = decode_cc(0x00464061);
+  EXPECT_TRUE(cc.en);
+  EXPECT_EQ(cc.css, 6);
+  EXPECT_EQ(cc.shn, 1);
+  const Csts cs = decode_csts(0x9);
+  EXPECT_TRUE(cs.rdy);
+  EXPECT_EQ(cs.shst, 2);
+}

@@ -104,9 +104,10 @@ class SimController final : public RegisterFile {
     return csts;
   }
 
-  std::uint8_t* at(std::uint64_t iova, std::size_t bytes) {
-    if (iova < dma.iova || iova + bytes > dma.iova + dma.bytes) return nullptr;  // an IOMMU fault
-    return dma.host + (iova - dma.iova);
+  std::uint8_t* at(std::uint64_t iova, std::size_t bytes) {  // nullptr: an IOMMU fault
+    for (std::size_t i = 0; i < dma.pages.size(); ++i)
+      if (iova >= dma.pages[i] && iova + bytes <= dma.pages[i] + 4096) return dma.host + i * 4096 + (iova - dma.pages[i]);
+    return nullptr;
   }
 
   void process(std::uint32_t tail) {

@@ -39,9 +39,11 @@ struct Cell {
   std::vector<IntegrityCheck> integrity;
   std::optional<int> step;          // index of the step (round) it ran in
   int concurrent_pairs = 1;         // pairs that ran at the same time as this one, itself included
+  nlohmann::json extra = nlohmann::json::object();  // nvme cells: nvme, writer, pair_gpu, doorbell
 };
 
-enum class CellShape { pair, gpu };
+// pair: src -> dst; gpu: one GPU (src); nvme: one drive and one doorbell writer (extra).
+enum class CellShape { pair, gpu, nvme };
 
 struct CaseResult {
   std::string key;

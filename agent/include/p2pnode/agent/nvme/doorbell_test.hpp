@@ -38,10 +38,18 @@ class RegisterFile {
 
 // Host memory the controller can DMA to: `host` as the CPU sees it, `iova` as the device does
 // (an IOMMU address from VFIO_IOMMU_MAP_DMA, or the physical address in noiommu mode).
+// Each 4 KiB page has its own device address (contiguous under an IOMMU mapping, scattered in
+// noiommu mode); no queue or data region of the test crosses a page.
 struct DmaBuffer {
   std::uint8_t* host = nullptr;
-  std::uint64_t iova = 0;
   std::size_t bytes = 0;
+  std::vector<std::uint64_t> pages;  // device address of each page
+  std::uint64_t iova(std::size_t offset) const { return pages.at(offset / 4096) + offset % 4096; }
+  static DmaBuffer contiguous(std::uint8_t* host, std::uint64_t iova, std::size_t bytes) {
+    DmaBuffer d{host, bytes, {}};
+    for (std::size_t off = 0; off < bytes; off += 4096) d.pages.push_back(iova + off);
+    return d;
+  }
 };
 
 // Who writes the SQ tail doorbell.
