@@ -210,6 +210,9 @@ nlohmann::json to_json(const Report& r) {
     devices.push_back(std::move(jd));
   }
   j["devices"] = std::move(devices);
+  if (r.interconnect) {
+    j["interconnect"] = to_json(*r.interconnect);
+  }
   const int n = static_cast<int>(r.devices.size());
   auto cases = nlohmann::json::array();
   int passed = 0;
