@@ -288,6 +288,16 @@ std::string render_table(const Report& r) {
     }
     out << "\n";
   }
+  if (r.interconnect) {
+    out << "Interconnect (" << r.interconnect->source << "):";
+    if (!r.interconnect->reason.empty()) {
+      out << " " << r.interconnect->reason;
+    }
+    for (const auto& p : r.interconnect->pairs) {
+      out << "  " << p.a << "-" << p.b << " " << (p.nvlinks > 0 ? "NV" + std::to_string(p.nvlinks) : std::string("PCIe"));
+    }
+    out << "\n";
+  }
   for (const auto& c : r.cases) {
     out << "\n== " << c.key << " [" << to_string(c.status) << "] " << std::fixed << std::setprecision(3)
         << c.duration_s << " s, " << c.steps << " step(s)\n   " << c.description << "\n";

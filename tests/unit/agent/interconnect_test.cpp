@@ -1,6 +1,7 @@
 // NVML's per-link records turned into pairs: direct NVLinks, NVSwitch boxes, PCIe-only pairs,
 // bus id spelling, and the JSON the daemon reads.
 #include "p2pnode/agent/interconnect.hpp"
+#include "p2pnode/agent/report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -77,4 +78,20 @@ TEST(Interconnect, StatusNamesAndJson) {
   none.reason = "NVML not available: libnvidia-ml.so.1: cannot open shared object file; PCIe assumed for every pair";
   EXPECT_EQ(to_json(none)["source"], "none");
   EXPECT_EQ(to_json(none)["pairs"].size(), 0u);
+}
+
+TEST(Interconnect, ReportCarriesIt) {
+  Report r;
+  r.devices.resize(2);
+  Interconnect ic;
+  ic.source = "nvml";
+  PairInterconnect p;
+  p.b = 1;
+  p.nvlinks = 18;
+  ic.pairs.push_back(p);
+  r.interconnect = ic;
+  EXPECT_EQ(to_json(r)["interconnect"]["pairs"][0]["link"], "NV18");
+  EXPECT_NE(render_table(r).find("Interconnect (nvml):  0-1 NV18"), std::string::npos) << render_table(r);
+  r.interconnect.reset();
+  EXPECT_FALSE(to_json(r).contains("interconnect"));  // before the agent looked (no GPU): absent
 }
