@@ -36,14 +36,15 @@ Status merge_agent_interconnect(Inventory& inv, const nlohmann::json& doc) {
     int cc_a = 0, cc_b = 0;
     const std::string a = bdf(p["gpus"][0], cc_a), b = bdf(p["gpus"][1], cc_b);
     if (a.empty() || b.empty() || a == b) return Error{where + ".gpus: not two of the document's devices"};
-    if (!p.contains("nvlinks") || !p["nvlinks"].is_number_integer() || p["nvlinks"].get<long long>() < 0)
-      return Error{where + ".nvlinks: expected a non-negative integer"};
+    if (!p.contains("nvlinks") || !p["nvlinks"].is_number_integer() || p["nvlinks"].get<long long>() < 0 ||
+        p["nvlinks"].get<long long>() > 1024)
+      return Error{where + ".nvlinks: expected an integer from 0 to 1024"};
     GpuInterconnect g;
     g.a = std::min(a, b);
     g.b = std::max(a, b);
     g.nvlinks = p["nvlinks"].get<int>();
     const json v = p.value("nvlink_version", json());
-    if (g.nvlinks > 0 && v.is_number_integer() && v.get<long long>() >= 0)
+    if (g.nvlinks > 0 && v.is_number_integer() && v.get<long long>() >= 0 && v.get<long long>() <= 255)
       g.nvlink_generation = nvlink_generation(v.get<unsigned>(), cc_a);
     out.push_back(std::move(g));
   }

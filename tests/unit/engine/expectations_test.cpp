@@ -11,6 +11,7 @@
 
 #include "checks/check.hpp"
 #include "engine/agent.hpp"
+#include "probe/agent_links.hpp"
 #include "probe/probe.hpp"
 
 namespace fs = std::filesystem;
@@ -148,4 +149,24 @@ TEST(Expectations, EveryRecordedH200RunPassesWithoutHandSetThresholds) {
     ++n;
   }
   EXPECT_EQ(n, 8);
+}
+
+TEST(Expectations, CheckAgentResultRefusesNonsense) {
+  json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
+  Inventory inv = h200();
+  d["interconnect"]["pairs"][0]["nvlinks"] = 1LL << 40;
+  auto st = probe::merge_agent_interconnect(inv, d);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message, "interconnect.pairs[0].nvlinks: expected an integer from 0 to 1024");
+  d["interconnect"]["pairs"][0]["nvlinks"] = 18;
+  d["interconnect"]["pairs"][0]["gpus"] = {0, 7};
+  st = probe::merge_agent_interconnect(inv, d);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message, "interconnect.pairs[0].gpus: not two of the document's devices");
+  EXPECT_TRUE(inv.interconnects.empty());  // nothing merged from a bad document
+  // The daemon's parser says where, too.
+  auto r = parse_agent_result(d.dump());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("interconnect.pairs[0].gpus[1]: expected a device index 0..1"), std::string::npos)
+      << r.error().message;
 }
