@@ -186,6 +186,14 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
           }
         }
       }
+      // The self-test's figures beside their expectations, as one more finding (it decides nothing:
+      // the verdict and the regressions below do).
+      if (st.selftest && st.selftest->expectations.is_array() && !st.selftest->expectations.empty()) {
+        findings.push_back(expectation_finding(*st.selftest));
+        st.findings = json::array();
+        for (const auto& f : findings) st.findings.push_back(to_json(f));
+        st.findings_table = render::render_check_table(inv, profile->name, findings);
+      }
       if (!st.selftest) d.raise(NodeState::degraded, "no self-test has run yet");
       else if (st.selftest->verdict == "error" || st.selftest->verdict == "failed")
         for (const auto& r : st.selftest->reasons) d.raise(NodeState::failed, "self-test " + st.selftest->verdict + ": " + r);

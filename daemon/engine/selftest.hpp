@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/finding.hpp"
 #include "core/inventory.hpp"
 #include "core/profile.hpp"
 #include "engine/agent.hpp"
@@ -20,5 +21,10 @@ struct RecordNotes {
 // st.selftest_runs, the last success and st.baselines.
 RecordNotes record_selftest(RecordedState& st, const AgentRun& run, const SelftestSpec& spec, const Inventory& inv,
                             const std::string& trigger);
+
+// The self-test's bandwidth beside its expectations as one finding (check selftest.bandwidth):
+// the range of measured / expected, the lowest cell, cells below their threshold or regressed.
+// ok, or warning when any cell is below its threshold or regressed.
+Finding expectation_finding(const SelftestRecord& rec);
 
 }  // namespace p2pnode::engine

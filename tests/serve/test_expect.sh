@@ -57,6 +57,9 @@ S=$(curl -s "$URL/v1/status")
 check "88 % of the baseline still passes the 0.85 threshold" test "$(jq -r .selftest.verdict <<<"$S")" = passed
 check "the regression is a warning naming both figures" \
   jq -e '.selftest.warnings | any(test("ce_write_bandwidth 0000:00:06.0->0000:00:07.0 \\(NV18\\): 348.8 GB/s, 12 % below its baseline of 396.4 GB/s"))' <<<"$S"
+check "/v1/findings: selftest.bandwidth warns with the lowest cell" \
+  jq -e '.findings[] | select(.check == "selftest.bandwidth") | .severity == "warning" and (.summary | test("at 0.88-1.01 of expected; lowest ce_read_bandwidth .*: 346.6 of 393.8 GB/s; 10 regressed"))' \
+  <(curl -s "$URL/v1/findings")
 check "the node is degraded by it" jq -e '.state == "degraded" and (.reasons | any(test("^self-test regression: ")))' <<<"$S"
 check "p2pnode_p2p_regressed is 1 for the pair" \
   grep -q 'p2pnode_p2p_regressed{direction="write",engine="ce",gpu="0000:00:06.0",peer_gpu="0000:00:07.0"} 1' <(curl -s "$URL/metrics")

@@ -135,6 +135,15 @@ TEST(Baseline, APlantedRegressionIsAWarningAboveTheThresholdAndSurvivesARestart)
   for (const auto& e : rec.expectations) regressed += e.value("regressed", false) ? 1 : 0;
   EXPECT_EQ(regressed, 1);
 
+  // One finding sums it up, for /v1/findings and the status table.
+  const auto f = expectation_finding(rec);
+  EXPECT_EQ(f.check, "selftest.bandwidth");
+  EXPECT_EQ(f.severity, Severity::warning);
+  EXPECT_NE(f.summary.find("14 cell(s) at 0.89-1.01 of expected; lowest ce_write_bandwidth 0000:00:06.0->0000:00:07.0 (NV18): 348.8 of 393.8 GB/s"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("; 1 regressed against the baseline"), std::string::npos) << f.summary;
+  EXPECT_FALSE(f.remediation.empty());
+  EXPECT_EQ(expectation_finding(*st.selftest).severity, Severity::ok);
+
   // The metrics of that state.
   restarted.topology = topology_view([] {
     Inventory inv = h200();
