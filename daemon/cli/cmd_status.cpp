@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "engine/views.hpp"
 #include "engine/config.hpp"
 #include "sys/sysroot.hpp"
 
@@ -141,6 +142,8 @@ int run_status(const StatusOptions& o) {
   if (st.contains("reasons") && st["reasons"].is_array())
     for (const auto& r : st["reasons"])
       if (r.is_string()) std::cout << "  - " << r.get<std::string>() << "\n";
+  if (st.contains("selftest") && st["selftest"].is_object())
+    std::cout << engine::expectations_table(st["selftest"].value("expectations", nlohmann::json::array()));
   return ready ? kOk : kFindings;
 }
 }  // namespace

@@ -7,6 +7,8 @@
 #include "checks/check.hpp"
 #include "engine/agent.hpp"
 #include "engine/nvme_doorbell.hpp"
+#include "engine/expectations.hpp"
+#include "engine/selftest.hpp"
 #include "engine/views.hpp"
 #include "probe/nvme.hpp"
 #include "probe/probe.hpp"
@@ -69,24 +71,15 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
         "selftest");
     return;
   }
-  SelftestRecord rec;
-  rec.verdict = run.judgement.verdict;
-  rec.reasons = run.judgement.reasons;
-  rec.trigger = ctx.trigger;
-  rec.started_unix = run.started_unix;
-  rec.duration_s = run.duration_s;
-  if (run.result) rec.result = run.result->raw;
-  st.selftest_runs[rec.verdict]++;
-  if (rec.verdict == "passed") {
-    st.selftest_last_success_unix = run.started_unix + static_cast<std::int64_t>(run.duration_s);
-    st.selftest_last_success_duration_s = run.duration_s;
-  }
+  const auto notes = record_selftest(st, run, spec, inv, ctx.trigger);
+  if (!notes.baseline_reset.empty()) log(ctx, LogLevel::notice, "self-test baseline reset: " + notes.baseline_reset, "selftest");
+  const SelftestRecord& rec = *st.selftest;
   const LogLevel level = rec.verdict == "passed" ? LogLevel::info
                          : rec.verdict == "below_threshold" ? LogLevel::warning : LogLevel::error;
   std::string msg = "self-test " + rec.verdict;
   for (const auto& r : rec.reasons) msg += "; " + r;
   log(ctx, level, msg, "selftest");
-  st.selftest = std::move(rec);
+  for (const auto& w : rec.warnings) log(ctx, LogLevel::warning, "self-test regression: " + w, "selftest");
 }
 
 // Issue 13: the GPU and then the host ring each paired drive's admin SQ tail doorbell. Not run
@@ -130,6 +123,8 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
   // 1. discover
   log(ctx, LogLevel::info, "reconcile (" + ctx.trigger + "): discovering the box", "discover");
   Inventory inv = discover(ctx);
+  // The driver's view of the pairs (NVLink), from the last self-test: NV<n> in check and topology.
+  if (st.selftest) merge_interconnects(inv, st.selftest->result);
   for (const auto& p : inv.problems) log(ctx, LogLevel::warning, "discovery: " + p, "discover");
 
   // 2. the profile that matches this box
@@ -180,6 +175,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
           d.raise(NodeState::reboot_required, r.action + " " + r.subject + ": takes effect after a reboot");
       }
       inv = discover(ctx);
+      if (st.selftest) merge_interconnects(inv, st.selftest->result);
       findings = checks::run_all_checks(*profile, inv);
       plan = actions::plan_all(*profile, inv, ctx.root);
     }
@@ -212,7 +208,27 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
         else {
           run_selftest(ctx, *profile, inv, st);
           run_nvme_doorbell(ctx, *profile, inv, st);
+          // A fresh result may say more about the pairs than the last one (NVLink): show it.
+          if (st.selftest && st.selftest->result.is_object()) {
+            const bool had = !inv.interconnects.empty();
+            merge_interconnects(inv, st.selftest->result);
+            if (had || !inv.interconnects.empty()) {
+              findings = checks::run_all_checks(*profile, inv);
+              st.findings = json::array();
+              for (const auto& f : findings) st.findings.push_back(to_json(f));
+              st.findings_table = render::render_check_table(inv, profile->name, findings);
+              record_inventory(st, inv, profile);
+            }
+          }
         }
+      }
+      // The self-test's figures beside their expectations, as one more finding (it decides nothing:
+      // the verdict and the regressions below do).
+      if (st.selftest && st.selftest->expectations.is_array() && !st.selftest->expectations.empty()) {
+        findings.push_back(expectation_finding(*st.selftest));
+        st.findings = json::array();
+        for (const auto& f : findings) st.findings.push_back(to_json(f));
+        st.findings_table = render::render_check_table(inv, profile->name, findings);
       }
       if (st.nvme_doorbell && (st.nvme_doorbell->verdict == "failed" || st.nvme_doorbell->verdict == "error"))
         for (const auto& r : st.nvme_doorbell->reasons) d.raise(NodeState::failed, "NVMe doorbell: " + r);
@@ -221,6 +237,8 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
         for (const auto& r : st.selftest->reasons) d.raise(NodeState::failed, "self-test " + st.selftest->verdict + ": " + r);
       else if (st.selftest->verdict == "below_threshold")
         for (const auto& r : st.selftest->reasons) d.raise(NodeState::degraded, "self-test: " + r);
+      if (st.selftest)
+        for (const auto& w : st.selftest->warnings) d.raise(NodeState::degraded, "self-test regression: " + w);
     }
   }
 

@@ -121,5 +121,10 @@ title_id() { python3 -c 'import json,sys; print([p["id"] for p in json.load(open
 [ "$(count "$(title_id 'VRAM aperture per GPU')")" = 8 ] && pass "VRAM aperture per GPU: 8 GPUs" || fail "aperture panel"
 [ "$(count "$(title_id 'NVMe controllers not healthy')")" = 0 ] && [ "$(q 'count(p2pnode_nvme_bar0_ok)')" = 4 ] \
   && pass "NVMe: 4 controllers known, none unhealthy" || fail "NVMe panel"
+[ "$(count "$(title_id 'CE write: measured over expected, every pair')")" = 56 ] && pass "ratio matrix: 56 pairs of 8 GPUs" \
+  || fail "ratio matrix: $(count "$(title_id 'CE write: measured over expected, every pair')") series, wanted 56"
+[ "$(count "$(title_id 'How each pair is connected')")" = 56 ] && pass "pair links: 56 pairs" || fail "pair links panel"
+[ "$(count "$(title_id 'Pairs regressed against their baseline')")" = 0 ] && pass "no regressed pair on a first self-test" \
+  || fail "regressed panel"
 echo "$FAILS failure(s)"
 [ "$FAILS" -eq 0 ]

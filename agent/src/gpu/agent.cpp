@@ -2,6 +2,7 @@
 // document (or tables). This file: set-up and release of the GPUs, the timing latch, the run of
 // the cases and the entry point; the cases are in cases.cpp, the kernels in kernels.cu.
 #include "agent.hpp"
+#include "nvml.hpp"
 
 namespace p2pnode::agent {
 
@@ -370,6 +371,14 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     d.pcie_link = read_link_info("/sys", d.pci_bus_id);
     rep.devices.push_back(std::move(d));
     gpus_.push_back(std::move(g));
+  }
+  {
+    std::vector<std::string> bus_ids;
+    for (const auto& d : rep.devices) {
+      bus_ids.push_back(d.pci_bus_id);
+    }
+    rep.interconnect = read_interconnect(bus_ids);
+    mark("interconnect_read");
   }
   try {
     const std::string err = setup();

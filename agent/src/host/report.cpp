@@ -213,6 +213,9 @@ nlohmann::json to_json(const Report& r) {
     devices.push_back(std::move(jd));
   }
   j["devices"] = std::move(devices);
+  if (r.interconnect) {
+    j["interconnect"] = to_json(*r.interconnect);
+  }
   const int n = static_cast<int>(r.devices.size());
   auto cases = nlohmann::json::array();
   int passed = 0;
@@ -285,6 +288,16 @@ std::string render_table(const Report& r) {
         << (d.memory_bytes / (1024 * 1024)) << " MiB";
     if (d.pcie_link) {
       out << std::defaultfloat << "  PCIe " << d.pcie_link->current_speed_gts << " GT/s x" << d.pcie_link->current_width;
+    }
+    out << "\n";
+  }
+  if (r.interconnect) {
+    out << "Interconnect (" << r.interconnect->source << "):";
+    if (!r.interconnect->reason.empty()) {
+      out << " " << r.interconnect->reason;
+    }
+    for (const auto& p : r.interconnect->pairs) {
+      out << "  " << p.a << "-" << p.b << " " << (p.nvlinks > 0 ? "NV" + std::to_string(p.nvlinks) : std::string("PCIe"));
     }
     out << "\n";
   }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "p2pnode/agent/interconnect.hpp"
 #include "p2pnode/agent/link.hpp"
 #include "p2pnode/agent/schedule.hpp"
 #include "p2pnode/agent/stats.hpp"
@@ -84,6 +85,7 @@ struct Report {
   int driver_version = 0;
   int runtime_version = 0;
   std::vector<DeviceInfo> devices;
+  std::optional<Interconnect> interconnect;  // how the driver connects the pairs (NVML)
   Mode mode = Mode::serial;
   std::vector<Round> rounds;  // the circle rounds in rounds mode
   std::uint64_t seed = 0;
