@@ -2,7 +2,7 @@
 // document (or tables). This file: set-up and release of the GPUs, the timing latch, the run of
 // the cases and the entry point; the cases are in cases.cpp, the kernels in kernels.cu.
 #include "agent.hpp"
-#include "nvml.hpp"
+#include "p2pnode/agent/nvml.hpp"
 
 namespace p2pnode::agent {
 

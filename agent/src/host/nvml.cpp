@@ -1,4 +1,4 @@
-#include "nvml.hpp"
+#include "p2pnode/agent/nvml.hpp"
 
 #include <dlfcn.h>
 
@@ -52,7 +52,7 @@ struct Nvml {
 };
 }  // namespace
 
-Interconnect read_interconnect(const std::vector<std::string>& bus_ids) {
+Interconnect read_interconnect(const std::vector<std::string>& bus_ids, const char* library) {
   Interconnect ic;
   auto none = [&](std::string why) {
     ic.source = "none";
@@ -61,10 +61,10 @@ Interconnect read_interconnect(const std::vector<std::string>& bus_ids) {
     return ic;
   };
   Nvml n;
-  n.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  n.lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   if (!n.lib) {
     const char* e = dlerror();
-    return none(std::string("NVML not available: ") + (e ? e : "libnvidia-ml.so.1 not found"));
+    return none(std::string("NVML not available: ") + (e ? e : std::string(library) + " not found"));
   }
   const bool ok = n.sym(n.init, "nvmlInit_v2") && n.sym(n.shutdown, "nvmlShutdown") &&
                   n.sym(n.error_string, "nvmlErrorString") && n.sym(n.by_bus_id, "nvmlDeviceGetHandleByPciBusId_v2") &&

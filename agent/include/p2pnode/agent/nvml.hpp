@@ -12,6 +12,7 @@ namespace p2pnode::agent {
 
 // bus_ids: the devices' normalized PCI bus ids, in device index order. Never fails: when NVML
 // is missing or refuses, source is "none" and reason says why (PCIe is then assumed).
-Interconnect read_interconnect(const std::vector<std::string>& bus_ids);
+// library: what to dlopen (tests pass a stand-in's path).
+Interconnect read_interconnect(const std::vector<std::string>& bus_ids, const char* library = "libnvidia-ml.so.1");
 
 }  // namespace p2pnode::agent
