@@ -1,5 +1,6 @@
 // Admin queue entries, the Identify Controller command, completion decoding and phase polling,
-// and Identify data parsing.
+// Identify data parsing, --nvme specs and drive discovery.
+#include "p2pnode/agent/nvme/doorbell_case.hpp"
 #include "p2pnode/agent/nvme/identify.hpp"
 #include "p2pnode/agent/nvme/queue.hpp"
 
@@ -7,6 +8,8 @@
 
 #include <array>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <vector>
 
 using namespace p2pnode::agent::nvme;
@@ -125,4 +128,76 @@ TEST(AgentNvmeIdentify, TextFieldsAreSanitised) {
   EXPECT_EQ(identify_text(poison), "??x");
   EXPECT_EQ(trim_blanks("  S5GXNF0R123456   \n"), "S5GXNF0R123456");
   EXPECT_EQ(trim_blanks("   "), "");
+}
+
+TEST(AgentNvmeCase, DriveSpecs) {
+  std::string err;
+  const auto d = parse_drive_spec("bdf=0000:0b:00.0,serial=21165N801234,model=WDC PC SN530 SDBPNPZ-1T00-1002,gpu=0000:0a:00.0", err);
+  ASSERT_TRUE(d.has_value()) << err;
+  EXPECT_EQ(d->bdf, "0000:0b:00.0");
+  EXPECT_EQ(d->serial, "21165N801234");
+  EXPECT_EQ(d->model, "WDC PC SN530 SDBPNPZ-1T00-1002");
+  EXPECT_EQ(d->pair_gpu, "0000:0a:00.0");
+  EXPECT_FALSE(parse_drive_spec("bdf=0000:0b:00.0", err).has_value());
+  EXPECT_NE(err.find("serial= is required"), std::string::npos);
+  EXPECT_FALSE(parse_drive_spec("bdf=0b:00.0,serial=X", err).has_value());
+  EXPECT_NE(err.find("like 0000:0b:00.0"), std::string::npos);
+  EXPECT_FALSE(parse_drive_spec("bdf=0000:0b:00.0,serial=X,colour=red", err).has_value());
+  EXPECT_NE(err.find("unknown key 'colour'"), std::string::npos);
+  EXPECT_FALSE(parse_drive_spec("bdf=0000:0b:00.0,serial=X,gpu=GPU0", err).has_value());
+  EXPECT_FALSE(parse_drive_spec("0000:0b:00.0", err).has_value());
+  EXPECT_NE(err.find("not key=value"), std::string::npos);
+  EXPECT_EQ(parse_writers("both"), (std::vector<Writer>{Writer::gpu, Writer::host}));  // GPU first
+  EXPECT_FALSE(parse_writers("cpu").has_value());
+}
+
+TEST(AgentNvmeCase, DiscoveryFromSysfsAndRememberedSerials) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("p2pnode-nvme-disc-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  auto dev = [&](const std::string& bdf, const std::string& cls, const std::string& driver) {
+    const fs::path d = root / "sys/bus/pci/devices" / bdf;
+    fs::create_directories(d);
+    std::ofstream(d / "class") << cls << "\n";
+    if (!driver.empty()) {
+      fs::create_directories(root / "sys/bus/pci/drivers" / driver);
+      fs::create_directory_symlink(root / "sys/bus/pci/drivers" / driver, d / "driver");
+    }
+  };
+  dev("0000:87:00.0", "0x010802", "vfio-pci");  // remembered
+  dev("0000:88:00.0", "0x010802", "vfio-pci");  // not remembered
+  dev("0000:42:00.0", "0x010802", "nvme");      // on nvme: never a target
+  dev("0000:83:00.0", "0x030000", "vfio-pci");  // a GPU on vfio-pci: not NVMe
+  fs::create_directories(root / "var");
+  std::ofstream(root / "var/nvme-serials.json")
+      << R"({"schema_version": 1, "drives": [{"serial": "S64F", "model": "PM9A3", "address": "0000:87:00.0"}]})";
+  const auto disc = discover_vfio_drives((root / "sys").string(), (root / "var/nvme-serials.json").string());
+  ASSERT_EQ(disc.drives.size(), 1u);
+  EXPECT_EQ(disc.drives[0].bdf, "0000:87:00.0");
+  EXPECT_EQ(disc.drives[0].serial, "S64F");
+  EXPECT_EQ(disc.drives[0].model, "PM9A3");
+  ASSERT_EQ(disc.unknown.size(), 1u);
+  EXPECT_NE(disc.unknown[0].find("0000:88:00.0 is on vfio-pci but"), std::string::npos);
+  // Nothing on vfio-pci: the case is waived with the reason, and nothing is opened.
+  fs::remove_all(root / "sys/bus/pci/devices/0000:87:00.0");
+  fs::remove_all(root / "sys/bus/pci/devices/0000:88:00.0");
+  CaseEnv env;
+  env.sysfs = (root / "sys").string();
+  env.serials_json = (root / "var/nvme-serials.json").string();
+  int factories = 0;
+  const auto cr = run_doorbell_case({}, {Writer::host}, [&](Writer) -> WriterFactory {
+    ++factories;
+    return nullptr;
+  }, env);
+  EXPECT_EQ(cr.status, p2pnode::agent::Status::waived);
+  EXPECT_NE(cr.reason.find("no NVMe drive is bound to vfio-pci"), std::string::npos);
+  EXPECT_EQ(factories, 0);
+  // A named drive that is on nvme: waived, never opened.
+  const auto named = run_doorbell_case({{"0000:42:00.0", "S", "", ""}}, {Writer::host}, [&](Writer) -> WriterFactory {
+    return [&](VfioNvme&, const DriveSpec&, std::string&) -> std::unique_ptr<DoorbellWriter> { ++factories; return nullptr; };
+  }, env);
+  ASSERT_EQ(named.cells.size(), 1u);
+  EXPECT_EQ(named.cells[0].status, p2pnode::agent::Status::waived);
+  EXPECT_NE(named.cells[0].reason.find("0000:42:00.0 is on nvme, not vfio-pci: not touched"), std::string::npos);
+  EXPECT_EQ(factories, 0);
+  fs::remove_all(root);
 }
