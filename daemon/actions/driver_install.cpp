@@ -4,10 +4,10 @@
 #include <chrono>
 #include <thread>
 
-#include "nvidia/artifact.hpp"
-#include "nvidia/module_install.hpp"
-#include "nvidia/reload.hpp"
-#include "nvidia/verify.hpp"
+#include "lifecycle/artifact.hpp"
+#include "lifecycle/module_install.hpp"
+#include "lifecycle/reload.hpp"
+#include "lifecycle/verify.hpp"
 
 namespace p2pnode::actions {
 namespace {

@@ -83,7 +83,7 @@ void apply_listen_override(const ServeOptions& o, engine::DaemonConfig& c) {
 }
 
 void load_token(const sys::SysRoot& root, const engine::DaemonConfig& c, http::ApiServer& server, const engine::LogFn& log) {
-  auto t = http::read_token_file(root.host_path(c.token_file));
+  auto t = http::read_token_file(engine::host_paths(c, root).token_file);
   if (t) {
     server.set_token(*t, "");
     return;

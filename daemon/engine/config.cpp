@@ -101,6 +101,16 @@ void read_tls(MapReader& root, DaemonConfig& c) {
 }
 }  // namespace
 
+HostPaths host_paths(const DaemonConfig& c, const sys::SysRoot& root) {
+  HostPaths h{root.host_path(c.token_file), root.host_path(c.profiles_dir), root.host_path(c.state_dir),
+              root.host_path(c.agent_path), {}, {}};
+  if (c.tls) {
+    h.cert_file = root.host_path(c.tls->cert_file);
+    h.key_file = root.host_path(c.tls->key_file);
+  }
+  return h;
+}
+
 ConfigLoad load_config_text(std::string_view text, const std::string& file_name) {
   ConfigLoad out{std::nullopt, profile::Diagnostics(file_name)};
   DaemonConfig c;
@@ -187,9 +197,10 @@ std::shared_ptr<const tls::Identity> read_tls_identity(const DaemonConfig& c, co
                                                        profile::Diagnostics& diag) {
   if (!c.tls) return nullptr;
   const auto& f = *c.tls;
-  auto chain = tls::read_certificate_chain(root.host_path(f.cert_file));
+  const HostPaths paths = host_paths(c, root);
+  auto chain = tls::read_certificate_chain(paths.cert_file);
   if (!chain) diag.add(f.cert_line, f.cert_column, "tls.cert_file", chain.error().message);
-  auto key = tls::read_private_key(root.host_path(f.key_file));
+  auto key = tls::read_private_key(paths.key_file);
   if (!key) diag.add(f.key_line, f.key_column, "tls.key_file", key.error().message);
   if (!chain || !key) return nullptr;
   auto id = tls::make_identity(std::move(chain).value(), std::move(key).value());

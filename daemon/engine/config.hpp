@@ -1,7 +1,7 @@
 #pragma once
 // The daemon's own settings (/etc/p2pnode/p2pnode.yaml), read as strictly as profiles: every
-// problem names the file, line and column. Paths are inside the SysRoot, except agent.path,
-// which is a program on the host.
+// problem names the file, line and column. Every path in it is inside the SysRoot (see
+// host_paths below).
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -59,6 +59,17 @@ struct ConfigLoad {
   std::optional<DaemonConfig> config;  // set only when there are no diagnostics
   profile::Diagnostics diagnostics;
 };
+
+// The one rule for `--root R`: every absolute path in the configuration (token_file, profiles_dir,
+// state_dir, agent.path, tls.cert_file, tls.key_file) is a path inside R, exactly as SysRoot treats
+// every other path the daemon reads or writes; with the default root "/" they are the paths as
+// written. Every user of a configured path goes through this function (the state store takes
+// state_dir through the SysRoot itself, which is the same rule).
+struct HostPaths {
+  std::filesystem::path token_file, profiles_dir, state_dir, agent_path;
+  std::filesystem::path cert_file, key_file;  // empty without tls
+};
+HostPaths host_paths(const DaemonConfig& c, const sys::SysRoot& root);
 
 ConfigLoad load_config_text(std::string_view text, const std::string& file_name);
 ConfigLoad load_config_file(const std::filesystem::path& file);

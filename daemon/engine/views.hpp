@@ -36,5 +36,7 @@ nlohmann::json devices_body(const RecordedState& s);
 nlohmann::json topology_body(const RecordedState& s);
 nlohmann::json plan_body(const RecordedState& s);
 nlohmann::json selftest_body(const RecordedState& s);
+// The self-test's bandwidth cells as text: measured / expected (ratio), threshold, baseline.
+std::string expectations_table(const nlohmann::json& rows);
 
 }  // namespace p2pnode::engine

@@ -13,9 +13,9 @@ for t in prometheus/tests/*.yml; do promtool test rules "$t" || fail=1; done
 for a in $(sed -n 's/^ *- alert: *//p' "$rules"); do
   grep -q "alertname: $a\b" prometheus/tests/*.yml || { echo "FAIL: alert $a has no promtool test case"; fail=1; }
 done
-# Names agreed in the brief and exported by other branches (kernel lifecycle, expectations, NVMe
-# doorbells); once they land in daemon/ they are found there like the rest.
-pending="p2pnode_kernel_module_installed p2pnode_p2p_threshold_bytes_per_second p2pnode_nvme_doorbell_ok"
+# Names agreed in the brief that another branch exports (the kernel lifecycle, issue 16); once they
+# land in daemon/ they are found there like the rest.
+pending="p2pnode_kernel_module_installed"
 for m in $(grep -o 'p2pnode_[a-z0-9_]*' "$rules" | sort -u); do
   if grep -rq "\"$m\"" daemon/; then continue; fi
   if [[ " $pending " == *" $m "* ]]; then echo "note: $m is not exported yet (agreed name, another branch)"; continue; fi

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "actions/driver_install.hpp"
-#include "nvidia/artifact.hpp"
-#include "nvidia/module_install.hpp"
+#include "lifecycle/artifact.hpp"
+#include "lifecycle/module_install.hpp"
 
 namespace p2pnode::actions {
 namespace {

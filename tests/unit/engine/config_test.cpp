@@ -215,3 +215,36 @@ TEST(DaemonConfig, NoTlsReadsNoFiles) {
   EXPECT_EQ(read_tls_identity(*loaded.config, p2pnode::sys::SysRoot("/nonexistent"), loaded.diagnostics), nullptr);
   EXPECT_TRUE(loaded.diagnostics.empty());
 }
+
+// --root R: every path the configuration names is inside R, the agent and the TLS files included.
+TEST(DaemonConfig, EveryConfiguredPathIsInsideTheRoot) {
+  auto r = load_config_text(R"(token_file: /etc/p2pnode/t
+profiles_dir: /p
+state_dir: /s
+agent: {path: /opt/agent}
+tls: {cert_file: /tls/c.pem, key_file: /tls/k.pem}
+)",
+                            "c.yaml");
+  ASSERT_TRUE(r.config) << r.diagnostics.format();
+  const auto in_r = host_paths(*r.config, p2pnode::sys::SysRoot("/r"));
+  EXPECT_EQ(in_r.token_file, "/r/etc/p2pnode/t");
+  EXPECT_EQ(in_r.profiles_dir, "/r/p");
+  EXPECT_EQ(in_r.state_dir, "/r/s");
+  EXPECT_EQ(in_r.agent_path, "/r/opt/agent");
+  EXPECT_EQ(in_r.cert_file, "/r/tls/c.pem");
+  EXPECT_EQ(in_r.key_file, "/r/tls/k.pem");
+  const auto real = host_paths(*r.config, p2pnode::sys::SysRoot("/"));
+  EXPECT_EQ(real.token_file, "/etc/p2pnode/t");
+  EXPECT_EQ(real.state_dir, "/s");
+  EXPECT_EQ(real.agent_path, "/opt/agent");
+  EXPECT_EQ(real.cert_file, "/tls/c.pem");
+}
+
+TEST(DaemonConfig, HostPathsWithoutTlsLeaveTheTlsFilesEmpty) {
+  auto r = load_config_text("", "c.yaml");
+  ASSERT_TRUE(r.config);
+  const auto h = host_paths(*r.config, p2pnode::sys::SysRoot("/r"));
+  EXPECT_EQ(h.agent_path, "/r/usr/libexec/p2pnode/p2pnode-agent");
+  EXPECT_TRUE(h.cert_file.empty());
+  EXPECT_TRUE(h.key_file.empty());
+}

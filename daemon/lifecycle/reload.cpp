@@ -1,4 +1,4 @@
-#include "nvidia/reload.hpp"
+#include "lifecycle/reload.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "nvidia/artifact.hpp"
+#include "lifecycle/artifact.hpp"
 
 #include <algorithm>
 #include <charconv>

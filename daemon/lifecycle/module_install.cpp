@@ -1,4 +1,4 @@
-#include "nvidia/module_install.hpp"
+#include "lifecycle/module_install.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 
 #include "dkms/conf.hpp"
 #include "dkms/status.hpp"
-#include "nvidia/artifact.hpp"
+#include "lifecycle/artifact.hpp"
 #include "nvidia/sha256.hpp"
 
 namespace p2pnode::nvidia {

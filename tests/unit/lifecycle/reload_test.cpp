@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "nvidia/reload.hpp"
-#include "nvidia/verify.hpp"
+#include "lifecycle/reload.hpp"
+#include "lifecycle/verify.hpp"
 
 namespace p2pnode::nvidia {
 namespace {

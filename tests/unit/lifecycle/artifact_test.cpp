@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "nvidia/artifact.hpp"
+#include "lifecycle/artifact.hpp"
 #include "nvidia/sha256.hpp"
 
 namespace p2pnode::nvidia {

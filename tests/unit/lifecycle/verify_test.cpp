@@ -1,6 +1,6 @@
 // verify_driver after a load: a temp-dir root with /proc and /sys as the module leaves them, and a
 // ScriptedRunner answering modinfo, nvidia-smi and dmesg as they answer on a real box.
-#include "nvidia/verify.hpp"
+#include "lifecycle/verify.hpp"
 
 #include <gtest/gtest.h>
 
