@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages p2pnode builds and tests with; does nothing when all are present.
 # Usage: scripts/install-deps.sh [build|test]   (test adds QEMU, DKMS, promtool and friends)
 set -euo pipefail
-want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev
+want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libmicrohttpd-dev libcpp-httplib-dev
       prometheus-cpp-dev libsystemd-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev
       libssl-dev python3)
 if [ "${1:-build}" = test ]; then
