@@ -4,7 +4,7 @@
 #   deb adds the Debian packaging tools; test adds those, QEMU, DKMS, promtool, debootstrap,
 #   Ansible with its collections (the chroot connection) and friends.
 set -euo pipefail
-want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev
+want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libmicrohttpd-dev libcpp-httplib-dev
       prometheus-cpp-dev libsystemd-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev
       libssl-dev python3)
 if [ "${1:-build}" = deb ] || [ "${1:-build}" = test ]; then

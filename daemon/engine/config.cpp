@@ -159,7 +159,8 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
     if (auto v = s->boolean("on_start")) c.selftest_on_start = *v;
   }
   read_tls(root, c);
-  if (auto h = root.map("http", {"threads", "max_body", "max_connection_time"})) {
+  if (auto h = root.map("http", {"threads", "max_body", "max_connection_time", "max_connections",
+                                 "max_connections_per_client", "request_timeout", "idle_timeout"})) {
     if (auto v = h->integer("threads", 1, 64)) c.http_threads = static_cast<int>(*v);
     if (auto v = h->size("max_body")) {
       if (*v < 1024 || *v > (16u << 20)) h->diag().add(h->get("max_body"), h->child_path("max_body"), "expected 1KiB to 16MiB");
@@ -170,6 +171,23 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
         h->diag().add(h->get("max_connection_time"), h->child_path("max_connection_time"), "expected 5s to 1h");
       else c.http_max_connection_time = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
     }
+    if (auto v = h->integer("max_connections", 16, 100000)) c.http_max_connections = static_cast<std::uint64_t>(*v);
+    if (auto v = h->integer("max_connections_per_client", 1, 100000)) c.http_max_connections_per_client = static_cast<std::uint64_t>(*v);
+    if (c.http_max_connections_per_client > c.http_max_connections)
+      h->diag().add(h->get("max_connections_per_client"), h->child_path("max_connections_per_client"),
+                    "expected at most max_connections (" + std::to_string(c.http_max_connections) +
+                        "): one client cannot hold more than all of them");
+    auto seconds = [&](const char* key, std::chrono::milliseconds lo, std::chrono::milliseconds hi, const char* range,
+                       std::chrono::milliseconds& dest) {
+      if (auto v = h->duration(key)) {
+        if (*v < lo || *v > hi) h->diag().add(h->get(key), h->child_path(key), std::string("expected ") + range);
+        else dest = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+      }
+    };
+    seconds("request_timeout", std::chrono::seconds(1), std::chrono::minutes(1), "1s to 1m", c.http_request_timeout);
+    seconds("idle_timeout", std::chrono::seconds(1), std::chrono::minutes(10), "1s to 10m", c.http_idle_timeout);
+    if (c.http_request_timeout >= c.http_max_connection_time && h->has("request_timeout"))
+      h->diag().add(h->get("request_timeout"), h->child_path("request_timeout"), "expected less than max_connection_time");
   }
   if (out.diagnostics.empty()) out.config = std::move(c);
   return out;

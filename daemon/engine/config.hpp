@@ -45,9 +45,14 @@ struct DaemonConfig {
   std::optional<std::chrono::nanoseconds> selftest_time_limit;
   bool selftest_on_start = true;
   bool apply = true;  // false: check and plan only, never change the box
-  int http_threads = 8;
+  // The API server (http/server.hpp): event loops, and what keeps hostile clients from starving it.
+  int http_threads = 2;
   std::uint64_t http_max_body = 64 * 1024;
-  std::chrono::milliseconds http_max_connection_time{std::chrono::seconds(60)};  // slow clients are cut off
+  std::uint64_t http_max_connections = 256;            // in all; more are closed at accept
+  std::uint64_t http_max_connections_per_client = 32;  // from one address; more are closed at accept
+  std::chrono::milliseconds http_request_timeout{std::chrono::seconds(5)};  // a whole request, from connect or the last answer
+  std::chrono::milliseconds http_idle_timeout{std::chrono::seconds(10)};    // no byte either way
+  std::chrono::milliseconds http_max_connection_time{std::chrono::seconds(60)};  // then cut off
   bool allow_non_loopback = false;  // listening beyond loopback must be said twice
   bool device_monitor = true;       // reconcile on PCI add/remove of devices the profile names
   std::optional<TlsFiles> tls;      // absent: plain HTTP

@@ -248,3 +248,30 @@ TEST(DaemonConfig, HostPathsWithoutTlsLeaveTheTlsFilesEmpty) {
   EXPECT_TRUE(h.cert_file.empty());
   EXPECT_TRUE(h.key_file.empty());
 }
+
+// The API server's limits against hostile clients (issue 15): safe defaults, each settable, bad
+// values named with file:line:column.
+TEST(DaemonConfig, HttpLimitsHaveSafeDefaultsAndAreChecked) {
+  const auto d = *load_config_text("", "d.yaml").config;
+  EXPECT_EQ(d.http_threads, 2);
+  EXPECT_EQ(d.http_max_connections, 256u);
+  EXPECT_EQ(d.http_max_connections_per_client, 32u);
+  EXPECT_EQ(d.http_request_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(d.http_idle_timeout, std::chrono::seconds(10));
+  auto r = load_config_text("http:\n  max_connections: 1000\n  max_connections_per_client: 8\n  request_timeout: 2s\n"
+                            "  idle_timeout: 30s\n",
+                            "c.yaml");
+  ASSERT_TRUE(r.config) << r.diagnostics.format();
+  EXPECT_EQ(r.config->http_max_connections, 1000u);
+  EXPECT_EQ(r.config->http_max_connections_per_client, 8u);
+  EXPECT_EQ(r.config->http_request_timeout, std::chrono::seconds(2));
+  EXPECT_EQ(r.config->http_idle_timeout, std::chrono::seconds(30));
+  for (const char* bad : {"http:\n  max_connections: 4\n", "http:\n  max_connections_per_client: 0\n",
+                          "http:\n  max_connections: 64\n  max_connections_per_client: 65\n", "http:\n  request_timeout: 0s\n",
+                          "http:\n  request_timeout: 2m\n", "http:\n  idle_timeout: 20m\n",
+                          "http:\n  max_connection_time: 10s\n  request_timeout: 30s\n"}) {
+    auto b = load_config_text(bad, "c.yaml");
+    EXPECT_FALSE(b.config) << bad;
+    EXPECT_NE(b.diagnostics.format().find("c.yaml:"), std::string::npos) << b.diagnostics.format();
+  }
+}
