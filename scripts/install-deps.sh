@@ -8,7 +8,7 @@ want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libmicrohttpd
 if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-14-dev python3-jsonschema python3-yaml jq
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
-         prometheus systemd wrk ansible-core openssl)
+         prometheus prometheus-node-exporter systemd wrk ansible-core openssl)
 fi
 missing=()
 for p in "${want[@]}"; do
