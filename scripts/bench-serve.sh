@@ -67,7 +67,7 @@ rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
 errs = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", t)
 bad = (int(errs.group(1)) if errs else 0) + (sum(int(x) for x in sock.groups()) if sock else 0)
-if "50" not in pct or not mx:  # nothing answered
+if "50" not in pct or not mx or rps == 0:  # nothing answered
     print("- - - - %.0f %d" % (rps, bad))
 else:
     print("%.3f %.3f %.3f %.3f %.0f %d" % (ms(pct["50"]), ms(pct["90"]), ms(pct["99"]), ms(mx.group(1)), rps, bad))

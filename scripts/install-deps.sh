@@ -13,7 +13,7 @@ fi
 if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-14-dev python3-jsonschema python3-yaml jq
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
-         prometheus systemd wrk ansible-core openssl
+         prometheus prometheus-node-exporter systemd wrk ansible-core openssl
          debootstrap ansible)
 fi
 missing=()

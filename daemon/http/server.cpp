@@ -185,8 +185,9 @@ struct ApiServer::Impl {
     }
   }
 
-  // A libmicrohttpd daemon on the listening socket (shared with a running one during a reload).
-  MHD_Daemon* start_daemon(const tls::PemIdentity* pem, std::string* why) {
+  // A libmicrohttpd daemon on listening socket `fd` (a duplicate of the running one's during a
+  // reload). It owns fd once started; on failure fd is left alone (libmicrohttpd may have closed it).
+  MHD_Daemon* start_daemon(int fd, const tls::PemIdentity* pem, std::string* why) {
     // epoll for plain HTTP. With TLS, libmicrohttpd 0.9.75's epoll loop spins (recv EAGAIN, then
     // epoll_wait with a zero timeout, over and over) while a handshake waits for the client,
     // taking the CPU the client needs; its poll loop waits properly (measured: README, Serving).
@@ -198,7 +199,7 @@ struct ApiServer::Impl {
     };
     const auto threads = static_cast<std::size_t>(std::max(1, opt.threads));
     std::vector<MHD_OptionItem> o = {
-        {MHD_OPTION_LISTEN_SOCKET, listen_fd, nullptr},
+        {MHD_OPTION_LISTEN_SOCKET, fd, nullptr},
         // Backstops: the guard sheds first (counting why); these hold if it is raced.
         {MHD_OPTION_CONNECTION_LIMIT, static_cast<intptr_t>(opt.max_connections + threads), nullptr},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, static_cast<intptr_t>(opt.max_connections_per_client + threads), nullptr},
@@ -273,8 +274,9 @@ Status ApiServer::start() {
   if (impl_->opt.tls) pem = tls::to_pem(*impl_->opt.tls);
   std::string why;
   impl_->guard.start();
-  impl_->daemon = impl_->start_daemon(pem ? &*pem : nullptr, &why);
+  impl_->daemon = impl_->start_daemon(impl_->listen_fd, pem ? &*pem : nullptr, &why);
   if (!impl_->daemon) {
+    impl_->listen_fd = -1;  // libmicrohttpd may have closed it; the process is about to exit
     impl_->guard.stop();
     return Error{why};
   }
@@ -308,17 +310,25 @@ bool ApiServer::set_tls_identity(std::shared_ptr<const tls::Identity> identity, 
   if (!impl_->daemon) return false;
   const auto pem = tls::to_pem(*identity);
   std::string problem_text;
-  // The new server shares the listening socket with the old one while it starts, so no
-  // connection attempt is refused; then the old one stops accepting and goes.
-  MHD_Daemon* fresh = impl_->start_daemon(&pem, &problem_text);
+  // The new server listens on a duplicate of the socket while the old one still accepts, so no
+  // connection attempt is refused; then the old one stops accepting and goes. A failed start
+  // leaves the old server and its socket as they were.
+  const int fd = ::fcntl(impl_->listen_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) {
+    if (why) *why = std::string("cannot duplicate the listening socket: ") + std::strerror(errno);
+    return false;
+  }
+  MHD_Daemon* fresh = impl_->start_daemon(fd, &pem, &problem_text);
   if (!fresh) {
     if (why) *why = problem_text;
     return false;
   }
   MHD_Daemon* old = impl_->daemon;
-  MHD_quiesce_daemon(old);  // it no longer owns the listening socket
+  const MHD_socket old_fd = MHD_quiesce_daemon(old);  // it no longer accepts, nor owns the socket
   impl_->daemon = fresh;
+  impl_->listen_fd = fd;
   MHD_stop_daemon(old);
+  if (old_fd != MHD_INVALID_SOCKET) ::close(old_fd);
   impl_->opt.tls = std::move(identity);
   return true;
 }
