@@ -11,7 +11,7 @@
 #                       the baseline of the three runs
 #   expect-judge.txt    `p2pnode selftest judge` over the sequence with no hand-set thresholds: per
 #                       cell measured / expected (ratio), threshold, baseline, and the regression
-#   expect-judge.json   the same as JSON
+#   expect-judge-json.txt   the same as JSON
 # The judge runs twice, the planted run in a second call that reads the state file the first one
 # wrote: the baseline survives a restart as the daemon's does.
 set -u
@@ -74,7 +74,7 @@ cat "$J" >>"$LOG"
 # The same sequence as JSON, in one call over a fresh state.
 "$P2PNODE" selftest judge --root / --profile "$WORK/h200-expect.yaml" --state "$WORK/state2.json" --json \
   "$OUT/expect-1.json" "$OUT/expect-2.json" "$OUT/expect-3.json" "$OUT/expect-4mib.json" "$OUT/expect-1mib.json" \
-  >"$OUT/expect-judge.json" 2>>"$LOG"
+  >"$OUT/expect-judge-json.txt" 2>>"$LOG"
 say "judge --json rc=$?"
 rm -rf "$WORK"
 ls -la "$OUT" >>"$LOG"
