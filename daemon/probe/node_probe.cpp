@@ -55,6 +55,7 @@ Inventory probe_inventory(const sys::SysRoot& root) {
   inv.kernel = probe_kernel(root);
   inv.iommu = probe_iommu(root);
   inv.nvidia = probe_nvidia_driver(root);
+  inv.kernels = probe_kernels(root, inv.kernel.release);
   inv.devices = probe_pci_devices(root);
   if (!root.is_dir("/sys/bus/pci/devices"))
     inv.problems.push_back("/sys/bus/pci/devices does not exist under " + root.root().string() +
