@@ -4,7 +4,7 @@ JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?= -DP2PNODE_WERROR=ON
 RUN_FIXTURE ?= tests/fixtures/tinybox-6x4090-bios-default
 
-.PHONY: all deps test-deps build run test bench clean
+.PHONY: all deps test-deps build run test bench deb clean
 
 all: build
 
@@ -36,6 +36,11 @@ test: test-deps
 
 bench: build
 	@scripts/bench-check.sh $(BUILD)/daemon/p2pnode
+
+# p2pnode_<version>_<arch>.deb in $(BUILD)/deb (dpkg-buildpackage in a scratch copy; debian/).
+deb:
+	@scripts/install-deps.sh deb
+	@scripts/build-deb.sh $(BUILD)/deb
 
 clean:
 	rm -rf $(BUILD)

@@ -1,14 +1,21 @@
 #!/bin/bash
 # Installs the Debian 12 packages p2pnode builds and tests with; does nothing when all are present.
-# Usage: scripts/install-deps.sh [build|test]   (test adds QEMU, DKMS, promtool and friends)
+# Usage: scripts/install-deps.sh [build|deb|test]
+#   deb adds the Debian packaging tools; test adds those, QEMU, DKMS, promtool, debootstrap,
+#   Ansible with its collections (the chroot connection) and friends.
 set -euo pipefail
-want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev
+want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libmicrohttpd-dev libcpp-httplib-dev
       prometheus-cpp-dev libsystemd-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev
       libssl-dev python3)
+if [ "${1:-build}" = deb ] || [ "${1:-build}" = test ]; then
+  want+=(debhelper dpkg-dev fakeroot lintian)
+fi
 if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-14-dev python3-jsonschema python3-yaml jq
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
-         prometheus systemd wrk ansible-core openssl)
+         prometheus systemd wrk ansible-core openssl
+         debootstrap ansible
+         patch xz-utils)  # builtin DKMS patches against the real trees (tests/dkms/test_builtin_patches.sh)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -9,7 +9,8 @@
 # Read-only on ROOT: it only reads files and symlinks there, never writes, and never follows a symlink
 # whose target lies outside ROOT. Nothing secret: no board/product serials or UUIDs, mount options are
 # reduced to rw/ro, no block-device contents, module parameters only for the GPU/NVMe/vfio modules.
-# Configuration copied: /etc/default/grub (+ grub.d/*.cfg), /etc/modprobe.d/*.conf.
+# Configuration copied: /etc/default/grub (+ grub.d/*.cfg), /etc/modprobe.d/*.conf, /etc/ld.so.cache
+# (and the libcuda soname link it names).
 # Run as root for the full 4096-byte config spaces and the ACPI table headers (without root the kernel
 # returns 64 bytes of config and refuses the tables; the script says so and goes on).
 set -u -o pipefail
@@ -255,7 +256,7 @@ done
 
 # ---- kernel, node, NUMA --------------------------------------------------------------------------------
 for f in proc/cmdline proc/version proc/sys/kernel/osrelease proc/swaps proc/driver/nvidia/version \
-    proc/driver/nvidia/params etc/hostname etc/os-release etc/default/grub sys/devices/system/node/online; do
+    proc/driver/nvidia/params etc/hostname etc/os-release etc/default/grub etc/ld.so.cache sys/devices/system/node/online; do
     copy_node "$f"
 done
 # the configuration p2pnode reads and may edit: module options, GRUB drop-ins
@@ -308,6 +309,19 @@ for f in "$S"/usr/lib/x86_64-linux-gnu/libcuda.so.*.* "$S"/usr/lib/x86_64-linux-
     [ -f "$f" ] && [ ! -L "$f" ] && inside "$f" || continue
     marker "$DST/${f#"$S"/}"
 done
+
+# the dynamic loader's cache names the libcuda programs load, wherever it lives (p2pnode reads the
+# version from its soname link): the link and a marker for its target
+if [ -s "$DST/etc/ld.so.cache" ]; then
+    ldconfig -p -C "$DST/etc/ld.so.cache" 2>/dev/null |
+        sed -n 's/^[[:space:]]*libcuda\.so\.1 (libc6,x86-64[^)]*) => \(\/.*\)$/\1/p' |
+        while IFS= read -r l; do
+            [ -L "$S$l" ] && dir_inside "$(dirname -- "$S$l")" || continue
+            t=$(link_target "$S$l") || continue
+            mklink "${l#/}" "$(readlink -- "$S$l")"
+            [ -f "$S/$t" ] && [ ! -L "$S/$t" ] && marker "$DST/$t"
+        done
+fi
 
 echo "record-node: recorded ${SRC} into ${DST} ($WARNINGS warnings)" >&2
 exit 0

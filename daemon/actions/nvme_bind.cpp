@@ -232,8 +232,13 @@ class NvmeBind final : public Action {
         const auto again = root.read_attr(kNoiommuParam).value_or("");
         if (again != "Y" && again != "1") return Error{std::string("while enabling noiommu mode: ") + kNoiommuParam + " reads '" + again + "' after writing 1"};
       }
-    } else if (!root.exists("/sys/module/vfio")) {
-      if (auto ok = modprobe(run, {"vfio"}); !ok) return ok;
+    } else {
+      if (!root.exists("/sys/module/vfio"))
+        if (auto ok = modprobe(run, {"vfio"}); !ok) return ok;
+      // The IOMMU translates: whoever opens the drive through VFIO (the doorbell self-test, a
+      // GPU-direct application) needs the type1 IOMMU driver, which the kernel does not load by itself.
+      if (!root.exists("/sys/module/vfio_iommu_type1"))
+        if (auto ok = modprobe(run, {"vfio_iommu_type1"}); !ok) return ok;
     }
     if (!root.exists("/sys/bus/pci/drivers/vfio-pci")) {
       if (auto ok = modprobe(run, {"vfio-pci"}); !ok) return ok;

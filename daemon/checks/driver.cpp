@@ -60,6 +60,7 @@ std::vector<Finding> check_driver_state(const Profile& p, const Inventory& inv) 
                 {"open_module", s.open_module ? nlohmann::json(*s.open_module) : nlohmann::json(nullptr)},
                 {"builder", s.builder.value_or("")},
                 {"userspace_version", s.userspace_version.value_or("")},
+                {"userspace_source", s.userspace_source},
                 {"modules", s.modules_loaded},
                 {"gsp_firmware", s.gsp_firmware_versions},
                 {"options", s.modprobe_options}};

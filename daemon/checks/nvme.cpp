@@ -1,13 +1,51 @@
 // nvme.binding: the NVMe controllers the seed binds to vfio-pci by hand, as the kernel shows them.
 // The trap it exists for: vfio-pci (>= 5.19) lets an idle device fall to D3hot, where BAR0 reads
 // all-Fs; a drive on vfio-pci must be D0 with power/control "on" and Memory+BusMaster set.
+// A drive the profile wants on vfio-pci that is still on nvme is a finding on that drive: an error
+// when p2pnode refuses to unbind it (in use; the reasons named), else a warning `apply` closes.
 #include "core/hex.hpp"
+#include <cctype>
 #include <cstdio>
 
 #include "checks/check.hpp"
+#include "nvme/safety.hpp"
+#include "nvme/select.hpp"
 #include "pci/config_space.hpp"
 
 namespace p2pnode::checks {
+
+namespace {
+const NvmeControllerUse* usage_of(const Inventory& inv, const std::string& bdf) {
+  for (const auto& u : inv.nvme_usage)
+    if (u.bdf == bdf) return &u;
+  return nullptr;
+}
+
+// `f` for a controller the profile wants on vfio-pci and which is not there.
+void judge_wanted_elsewhere(const nvme::Selected& s, const PciDevice& d, const Inventory& inv, Finding& f) {
+  const std::string on = d.driver.empty() ? std::string("no driver") : d.driver;
+  f.expected = {{"driver", s.drive->driver}};
+  f.observed["selected_by"] = s.matched_by;
+  const NvmeControllerUse* use = d.driver == "nvme" ? usage_of(inv, d.bdf) : nullptr;
+  const auto decision = use ? nvme::decide_unbind_safety(*use, s.drive->wipe_ok) : nvme::SafetyDecision{};
+  if (!decision.safe) {
+    f.severity = Severity::error;
+    f.observed["refused"] = decision.reasons;
+    f.summary = "on " + on + ", the profile wants " + s.drive->driver + " (" + s.matched_by + "), refused: ";
+    for (std::size_t i = 0; i < decision.reasons.size(); ++i) f.summary += (i ? "; " : "") + decision.reasons[i];
+    const std::string refusal = nvme::describe_refusal(*use, decision);
+    const auto advice = refusal.rfind(" (");
+    f.remediation = (advice == std::string::npos ? refusal : refusal.substr(advice + 2, refusal.size() - advice - 3)) +
+                    ". Then `p2pnode apply` binds it; or take the drive out of the profile.";
+    f.remediation[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f.remediation[0])));
+    return;
+  }
+  f.severity = Severity::warning;
+  if (!decision.waived.empty()) f.observed["wipe_ok_waived"] = decision.waived;
+  f.summary = "on " + on + ", the profile wants " + s.drive->driver + " (" + s.matched_by + ")";
+  f.remediation = "Run `p2pnode apply` (it binds the drive" + std::string(decision.waived.empty() ? "" : "; wipe_ok allows losing its data") + ").";
+}
+}  // namespace
 
 std::vector<Finding> check_nvme_binding(const Profile& p, const Inventory& inv) {
   std::vector<Finding> out;
@@ -15,6 +53,8 @@ std::vector<Finding> check_nvme_binding(const Profile& p, const Inventory& inv) 
   std::size_t wanted_vfio = 0, on_vfio = 0;
   if (profile_wants)
     for (const auto& d : p.nvme->drives) wanted_vfio += d.driver == "vfio-pci";
+  std::vector<nvme::Selected> selected;
+  if (profile_wants) selected = nvme::select_nvme_drives(p.nvme->drives, inv.nvme_identities).selected;
   for (const PciDevice* d : inv.nvme_controllers()) {
     const bool vfio = d->driver == "vfio-pci";
     on_vfio += vfio;
@@ -28,6 +68,8 @@ std::vector<Finding> check_nvme_binding(const Profile& p, const Inventory& inv) 
                   {"command", cmd ? nlohmann::json(hex4(*cmd)) : nlohmann::json(nullptr)}};
     if (!vfio) {
       f.summary = "on " + (d->driver.empty() ? std::string("no driver") : d->driver);
+      for (const auto& s : selected)
+        if (s.bdf == d->bdf && s.drive->driver == "vfio-pci") judge_wanted_elsewhere(s, *d, inv, f);
       out.push_back(std::move(f));
       continue;
     }

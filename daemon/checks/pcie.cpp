@@ -4,6 +4,7 @@
 
 #include "checks/check.hpp"
 #include "core/peers.hpp"
+#include "pci/expectation.hpp"
 #include "pci/topology.hpp"
 
 namespace p2pnode::checks {
@@ -136,18 +137,22 @@ std::vector<Finding> check_pcie_topology(const Profile& p, const Inventory& inv)
     nlohmann::json row = nlohmann::json::array();
     for (std::size_t j = 0; j < gpus.size(); ++j) {
       const auto c = m.cls[i][j];
-      row.push_back(pci::to_string(c));
+      // An NVLink pair (the driver's view, merged from the self-test) is NV<n>, not its PCIe class.
+      const std::string label = i == j ? pci::to_string(c) : pci::pair_link(*gpus[i], *gpus[j], inv);
+      row.push_back(label);
       if (j <= i) continue;
-      ++counts[pci::to_string(c)];
-      const bool ok = p.platform.topology == TopologyPolicy::any ||
+      ++counts[label];
+      const bool nvlink = label.rfind("NV", 0) == 0;
+      const bool ok = p.platform.topology == TopologyPolicy::any || nvlink ||
                       (p.platform.topology == TopologyPolicy::same_switch && (c == pci::PairClass::pix || c == pci::PairClass::pxb)) ||
                       (p.platform.topology == TopologyPolicy::same_root_complex &&
                        (c == pci::PairClass::pix || c == pci::PairClass::pxb || c == pci::PairClass::phb));
-      if (!ok) bad.push_back(gpus[i]->bdf + "-" + gpus[j]->bdf + " " + pci::to_string(c));
+      if (!ok) bad.push_back(gpus[i]->bdf + "-" + gpus[j]->bdf + " " + label);
     }
     matrix.push_back(row);
   }
   f.observed = {{"devices", devices}, {"matrix", matrix}, {"pair_classes", counts}};
+  if (!inv.interconnect_source.empty()) f.observed["interconnect_source"] = inv.interconnect_source;
   f.expected = to_string(p.platform.topology);
   std::string dist;
   for (const auto& [c, n] : counts) dist += (dist.empty() ? "" : ", ") + std::to_string(n) + " " + c;

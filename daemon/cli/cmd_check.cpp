@@ -1,9 +1,12 @@
 #include <algorithm>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include "checks/check.hpp"
 #include "cli/commands.hpp"
+#include "probe/agent_links.hpp"
 #include "probe/probe.hpp"
 #include "render/report.hpp"
 
@@ -14,11 +17,26 @@ struct CheckOptions {
   ProfileChoice choice;
   bool json = false;
   std::vector<std::string> only;  // check ids; empty = every check
+  std::string agent_result;  // --agent-result: the driver's view of the pairs (NVLink)
 };
 
 int run_check(const CheckOptions& o) {
   const sys::SysRoot root(o.choice.root);
-  const Inventory inv = probe::probe_inventory(root);
+  Inventory inv = probe::probe_inventory(root);
+  if (!o.agent_result.empty()) {
+    std::ifstream in(o.agent_result, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    const auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+    if (!in || doc.is_discarded()) {
+      std::cerr << "p2pnode check: --agent-result " << o.agent_result << ": not a readable JSON document\n";
+      return kUsage;
+    }
+    if (auto st = probe::merge_agent_interconnect(inv, doc); !st) {
+      std::cerr << "p2pnode check: --agent-result " << o.agent_result << ": " << st.error().message << "\n";
+      return kUsage;
+    }
+  }
   auto profile = choose_profile(o.choice, inv);
   if (!profile) return kUsage;
   std::vector<Finding> findings;
@@ -48,6 +66,8 @@ void register_check(CLI::App& app) {
   add_profile_options(*cmd, opts->choice);
   cmd->add_flag("--json", opts->json, "Print the findings as JSON (api/check-report.schema.json)");
   cmd->add_option("--only", opts->only, "Run only this check (repeatable), e.g. driver.kernels");
+  cmd->add_option("--agent-result", opts->agent_result,
+                  "A p2pnode-agent JSON document of this box: its NVLink pairs show as NV<n> (sysfs sees only PCIe)");
   cmd->callback([opts] { throw CLI::RuntimeError(run_check(*opts)); });
 }
 

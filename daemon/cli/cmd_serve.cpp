@@ -83,7 +83,7 @@ void apply_listen_override(const ServeOptions& o, engine::DaemonConfig& c) {
 }
 
 void load_token(const sys::SysRoot& root, const engine::DaemonConfig& c, http::ApiServer& server, const engine::LogFn& log) {
-  auto t = http::read_token_file(root.host_path(c.token_file));
+  auto t = http::read_token_file(engine::host_paths(c, root).token_file);
   if (t) {
     server.set_token(*t, "");
     return;
@@ -95,8 +95,12 @@ void load_token(const sys::SysRoot& root, const engine::DaemonConfig& c, http::A
 // A new certificate and key reach new connections at once; turning TLS on or off needs a restart,
 // like a new listen address.
 void reload_tls(const LoadedConfig& fresh, http::ApiServer& server, const engine::LogFn& log) {
-  if (fresh.tls && server.set_tls_identity(fresh.tls)) {
-    log({engine::LogLevel::notice, "TLS certificate reloaded for new connections: " + fresh.tls->describe(), "", "tls", ""});
+  std::string why;
+  if (fresh.tls && server.serves_tls()) {
+    if (server.set_tls_identity(fresh.tls, &why))
+      log({engine::LogLevel::notice, "TLS certificate reloaded for new connections: " + fresh.tls->describe(), "", "tls", ""});
+    else
+      log({engine::LogLevel::error, "TLS certificate not reloaded, the previous one is served: " + why, "", "tls", ""});
     return;
   }
   if (fresh.tls || server.serves_tls())
@@ -151,8 +155,13 @@ int run_serve(const ServeOptions& o) {
   hopt.listen = config->listen;
   hopt.threads = config->http_threads;
   hopt.max_body = config->http_max_body;
+  hopt.max_connections = config->http_max_connections;
+  hopt.max_connections_per_client = config->http_max_connections_per_client;
+  hopt.request_timeout = config->http_request_timeout;
+  hopt.idle_timeout = config->http_idle_timeout;
   hopt.max_connection_time = config->http_max_connection_time;
   hopt.tls = loaded->tls;
+  hopt.log = log;
   http::ApiServer server(engine, hopt);
   auto port = server.bind();
   if (!port) {
@@ -171,8 +180,12 @@ int run_serve(const ServeOptions& o) {
                                     "unencrypted; set tls: {cert_file, key_file} in the configuration", "", "http", ""});
   load_token(root, *config, server, log);
   service::notify_status("reconciling: the first pass since start");
+  if (auto st = server.start(); !st) {
+    std::cerr << "p2pnode serve: " << st.error().message << "\n";
+    log({engine::LogLevel::error, st.error().message, "", "http", ""});
+    return 1;
+  }
   engine.start();
-  server.start();
   std::unique_ptr<service::DeviceMonitor> monitor;
   if (config->device_monitor && real_root) {
     monitor = std::make_unique<service::DeviceMonitor>(engine, log);

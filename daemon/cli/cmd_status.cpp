@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "engine/views.hpp"
 #include "engine/config.hpp"
 #include "sys/sysroot.hpp"
 
@@ -65,7 +66,7 @@ std::optional<Target> resolve_target(const StatusOptions& o) {
   if (!o.cacert.empty()) {
     t.ca_file = o.cacert;
   } else if (c.tls) {
-    t.ca_file = root.host_path(c.tls->cert_file).string();
+    t.ca_file = engine::host_paths(c, root).cert_file.string();
     t.pin_ca_file = true;
   }
   return t;
@@ -133,9 +134,16 @@ int run_status(const StatusOptions& o) {
   if (st.contains("selftest") && st["selftest"].is_object())
     std::cout << ", self-test " << st["selftest"].value("verdict", "?");
   std::cout << "\n";
+  // Issue 13: one line per NVMe drive, GPU and doorbell writer.
+  if (st.contains("nvme_doorbell") && st["nvme_doorbell"].is_object() && st["nvme_doorbell"].contains("lines") &&
+      st["nvme_doorbell"]["lines"].is_array())
+    for (const auto& l : st["nvme_doorbell"]["lines"])
+      if (l.is_string()) std::cout << "NVMe doorbell: " << l.get<std::string>() << "\n";
   if (st.contains("reasons") && st["reasons"].is_array())
     for (const auto& r : st["reasons"])
       if (r.is_string()) std::cout << "  - " << r.get<std::string>() << "\n";
+  if (st.contains("selftest") && st["selftest"].is_object())
+    std::cout << engine::expectations_table(st["selftest"].value("expectations", nlohmann::json::array()));
   return ready ? kOk : kFindings;
 }
 }  // namespace

@@ -32,5 +32,6 @@ void register_profiles(CLI::App& app);
 void register_plan_apply(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_status(CLI::App& app);
+void register_selftest(CLI::App& app);
 
 }  // namespace p2pnode::cli

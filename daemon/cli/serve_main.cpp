@@ -1,4 +1,4 @@
-// p2pnode-serve: `p2pnode serve` (the daemon) and `p2pnode status` (its client). p2pnode execs
+// p2pnode-serve: `p2pnode serve` (the daemon), `p2pnode status` (its client) and `p2pnode selftest`. p2pnode execs
 // this program for those two commands; it takes the same arguments.
 #include <CLI/CLI.hpp>
 
@@ -10,5 +10,6 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(P2PNODE_VERSION));
   p2pnode::cli::register_serve(app);
   p2pnode::cli::register_status(app);
+  p2pnode::cli::register_selftest(app);
   return p2pnode::cli::run_app(app, argc, argv);
 }

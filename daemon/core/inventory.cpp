@@ -46,4 +46,10 @@ const PciDevice* Inventory::find(const std::string& bdf) const {
   return nullptr;
 }
 
+const GpuInterconnect* Inventory::interconnect(const std::string& a, const std::string& b) const {
+  for (const auto& i : interconnects)
+    if ((i.a == a && i.b == b) || (i.a == b && i.b == a)) return &i;
+  return nullptr;
+}
+
 }  // namespace p2pnode

@@ -96,6 +96,8 @@ struct NvidiaDriverState {
   std::optional<bool> open_module;
   std::optional<std::string> builder;         // user@host
   std::optional<std::string> userspace_version;  // libcuda.so.X.Y.Z found
+  std::string userspace_source;  // which source answered: ld.so.cache, libdir, ldconfig -p, nvidia-smi (nvidia/userspace.hpp)
+  std::string userspace_path;    // the libcuda file that answered, when a file did
   std::vector<std::string> modules_loaded;    // nvidia, nvidia_uvm, …
   std::map<std::string, std::string> modprobe_options;  // NVreg_* -> value, from /etc/modprobe.d
   std::vector<std::string> gsp_firmware_versions;       // /lib/firmware/nvidia/<ver>/
@@ -132,6 +134,40 @@ struct KernelsState {
   std::string next_boot_how;             // how it was decided (grub.cfg default, newest vmlinuz)
 };
 
+// How the driver connects two GPUs, beyond what sysfs shows: NVLink (direct or through NVSwitch),
+// as the self-test agent read it through NVML. Empty when no agent result says so.
+struct GpuInterconnect {
+  std::string a, b;            // the two GPUs' BDFs, a < b
+  int nvlinks = 0;             // active NVLinks between them; 0: PCIe only
+  int nvlink_generation = 0;   // 1 … 5; 0 unknown
+};
+
+// An NVMe controller's identity (nvme/select.hpp matches the profile's drives against these).
+struct NvmeControllerIdentity {
+  std::string bdf;
+  std::string driver;                  // nvme, vfio-pci, "" when none
+  std::optional<std::string> serial;   // trimmed
+  std::optional<std::string> model;    // trimmed
+  bool remembered = false;             // serial/model from /var/lib/p2pnode/nvme-serials.json
+};
+
+// One namespace or partition of an NVMe controller and who uses it (probe_nvme_usage).
+struct BlockDeviceUse {
+  std::string name;                      // nvme1n1, nvme1n1p2, nvme0c0n1
+  std::vector<std::string> mountpoints;  // from /proc/self/mountinfo and /proc/mounts
+  std::vector<std::string> holders;      // /sys/class/block/<name>/holders: dm-0, md127
+  bool swap = false;                     // listed in /proc/swaps
+  std::optional<std::string> signature;  // decode_block_signature() of /dev/<name>
+  std::optional<std::string> unreadable; // why /dev/<name> could not be read (signature unknown)
+  bool hidden = false;                   // a multipath path node: no /dev entry of its own
+};
+
+struct NvmeControllerUse {
+  std::string bdf;
+  std::vector<std::string> controllers;  // nvme1 (several for odd multi-controller functions)
+  std::vector<BlockDeviceUse> block_devices;
+};
+
 struct Inventory {
   std::string hostname;
   std::map<std::string, std::string> dmi;
@@ -140,9 +176,16 @@ struct Inventory {
   NvidiaDriverState nvidia;
   KernelsState kernels;            // installed kernels, the next boot one, DKMS builds per kernel
   std::vector<PciDevice> devices;  // sorted by BDF
+  // NVMe controllers: every one's identity, and the use of the block devices of those on the
+  // nvme driver (what an unbind would take away; nvme.binding names it when the profile wants one).
+  std::vector<NvmeControllerIdentity> nvme_identities;
+  std::vector<NvmeControllerUse> nvme_usage;
   std::vector<std::string> problems;
+  std::vector<GpuInterconnect> interconnects;  // merged from the last agent result (engine)
+  std::string interconnect_source;             // "nvml (agent …)", or why there is none
 
   std::vector<const PciDevice*> gpus() const;
+  const GpuInterconnect* interconnect(const std::string& a, const std::string& b) const;
   std::vector<const PciDevice*> nvme_controllers() const;
   const PciDevice* find(const std::string& bdf) const;
 };

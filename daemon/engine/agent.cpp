@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
-#include "pci/topology.hpp"
+#include "engine/expectations.hpp"
+#include "engine/peer_denied.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -66,6 +68,11 @@ AgentCell parse_cell(const json& c, const std::string& path, std::size_t n_devic
   if (shape == "pair") {
     cell.src = static_cast<int>(get_int(c, path, "src", 0, max_index));
     cell.dst = static_cast<int>(get_int(c, path, "dst", 0, max_index));
+  } else if (shape == "nvme") {
+    cell.nvme = get_string(c, path, "nvme");
+    if (cell.nvme.size() > 300) throw Bad{sub(path, "nvme") + ": longer than 300 characters"};
+    cell.writer = one_of(get_string(c, path, "writer"), sub(path, "writer"), {"host", "gpu", "none"});
+    if (c.contains("pair_gpu")) cell.pair_gpu = get_string(c, path, "pair_gpu");
   } else {
     cell.gpu = static_cast<int>(get_int(c, path, "gpu", 0, max_index));
   }
@@ -86,12 +93,55 @@ AgentCell parse_cell(const json& c, const std::string& path, std::size_t n_devic
   return cell;
 }
 
+void parse_interconnect(const json& ic, AgentResult& r) {
+  const std::string p = "interconnect";
+  r.interconnect_source = one_of(get_string(ic, p, "source"), p + ".source", {"nvml", "none"});
+  const json& reason = field(ic, p, "reason");
+  if (!reason.is_null() && !reason.is_string()) throw Bad{p + ".reason: expected a string or null"};
+  if (reason.is_string()) r.interconnect_reason = reason.get<std::string>();
+  const json& pairs = field(ic, p, "pairs");
+  if (!pairs.is_array()) throw Bad{p + ".pairs: expected an array"};
+  const auto max_index = static_cast<std::int64_t>(r.devices.size()) - 1;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const std::string q = p + ".pairs[" + std::to_string(i) + "]";
+    const json& g = field(pairs[i], q, "gpus");
+    if (!g.is_array() || g.size() != 2) throw Bad{q + ".gpus: expected two device indices"};
+    AgentPairLink l;
+    for (int k = 0; k < 2; ++k) {
+      if (!g[k].is_number_integer() || g[k].get<std::int64_t>() < 0 || g[k].get<std::int64_t>() > max_index)
+        throw Bad{q + ".gpus[" + std::to_string(k) + "]: expected a device index 0.." + std::to_string(max_index)};
+    }
+    l.a = g[0].get<int>();
+    l.b = g[1].get<int>();
+    if (l.a == l.b) throw Bad{q + ".gpus: a GPU paired with itself"};
+    l.nvlinks = static_cast<int>(get_int(pairs[i], q, "nvlinks", 0, 1024));
+    if (auto v = pairs[i].find("nvlink_version"); v != pairs[i].end() && !v->is_null())
+      l.nvlink_version = static_cast<unsigned>(get_int(pairs[i], q, "nvlink_version", 0, 255));
+    if (auto v = pairs[i].find("nvlink_via"); v != pairs[i].end() && !v->is_null())
+      l.via = one_of(get_string(pairs[i], q, "nvlink_via"), q + ".nvlink_via", {"direct", "nvswitch"});
+    if (auto st = pairs[i].find("p2p_status"); st != pairs[i].end()) {
+      if (!st->is_object()) throw Bad{q + ".p2p_status: expected an object"};
+      for (auto kv = st->begin(); kv != st->end(); ++kv) {
+        if (!kv.value().is_string()) throw Bad{q + ".p2p_status." + kv.key() + ": expected a string"};
+        l.p2p_status[kv.key()] = kv.value().get<std::string>();
+      }
+    }
+    r.interconnect.push_back(std::move(l));
+  }
+}
+
 std::string gbps(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f GB/s", v);
   return b;
 }
 }  // namespace
+
+const AgentPairLink* AgentResult::pair_link(int a, int b) const {
+  for (const auto& l : interconnect)
+    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return &l;
+  return nullptr;
+}
 
 const AgentDevice* AgentResult::device(int index) const {
   for (const auto& d : devices)
@@ -164,8 +214,13 @@ Result<AgentResult> check_agent_document(nlohmann::json j) {
       d.uuid = get_string(devs[i], p, "uuid");
       d.pci_bus_id = get_string(devs[i], p, "pci_bus_id");
       if (d.index != static_cast<int>(i)) throw Bad{p + ".index: expected " + std::to_string(i)};
+      if (devs[i].contains("compute_capability")) {
+        const std::string cc = get_string(devs[i], p, "compute_capability");
+        d.compute_capability_major = std::atoi(cc.c_str());
+      }
       r.devices.push_back(std::move(d));
     }
+    if (auto it = j.find("interconnect"); it != j.end()) parse_interconnect(*it, r);
     const json& cases = field(j, "", "cases");
     if (!cases.is_array()) throw Bad{"cases: expected an array"};
     for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -173,7 +228,7 @@ Result<AgentResult> check_agent_document(nlohmann::json j) {
       AgentCase c;
       c.key = get_string(cases[i], p, "key");
       c.status = one_of(get_string(cases[i], p, "status"), p + ".status", {"passed", "failed", "waived"});
-      c.shape = one_of(get_string(cases[i], p, "shape"), p + ".shape", {"pair", "gpu"});
+      c.shape = one_of(get_string(cases[i], p, "shape"), p + ".shape", {"pair", "gpu", "nvme"});
       if (cases[i].contains("reason")) c.reason = get_string(cases[i], p, "reason");
       c.duration_s = get_number(cases[i], p, "duration_s");
       const json& cells = field(cases[i], p, "cells");
@@ -217,13 +272,10 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
     const AgentDevice* d = i ? r.device(*i) : nullptr;
     return d ? d->pci_bus_id : std::string("gpu ") + (i ? std::to_string(*i) : "?");
   };
-  auto pair_class = [&](int a, int b) -> std::string {
-    const AgentDevice *da = r.device(a), *db = r.device(b);
-    if (!da || !db) return "any";
-    const PciDevice *pa = inv.find(da->pci_bus_id), *pb = inv.find(db->pci_bus_id);
-    if (!pa || !pb) return "any";
-    return pci::to_string(pci::classify_pair(*pa, *pb));
-  };
+  // The pair's class as the driver sees it (NV18 …), and what each cell should reach.
+  Inventory merged = inv;
+  merge_interconnects(merged, r);
+  const auto cells = expectations(r, merged);
   std::uint64_t bad_bytes = r.integrity_bad_bytes;
   std::uint64_t cell_bad = 0;
   for (const auto& c : r.cases) {
@@ -235,23 +287,18 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
       cell_bad += cell.integrity_bad_bytes;
       if (cell.status == "failed" && c.status != "failed") {
         worse("failed");
-        j.reasons.push_back(c.key + " " + addr(cell.src ? cell.src : cell.gpu) + (cell.dst ? "→" + addr(cell.dst) : "") +
-                            " failed" + (cell.reason.empty() ? "" : ": " + cell.reason));
+        const std::string who = !cell.nvme.empty() ? cell.nvme + " (" + cell.writer + " writer)"
+                                                   : addr(cell.src ? cell.src : cell.gpu) + (cell.dst ? "→" + addr(cell.dst) : "");
+        j.reasons.push_back(c.key + " " + who + " failed" + (cell.reason.empty() ? "" : ": " + cell.reason));
       }
-      if (!cell.src || !cell.dst) continue;
-      const bool bw_case = c.key == "ce_write_bandwidth" || c.key == "ce_read_bandwidth" ||
-                           c.key == "sm_write_bandwidth" || c.key == "sm_read_bandwidth";
-      if (bw_case && cell.bandwidth_gbps && !spec.min_bandwidth.empty()) {
-        const std::string cls = pair_class(*cell.src, *cell.dst);
-        auto it = spec.min_bandwidth.find(cls);
-        if (it == spec.min_bandwidth.end()) it = spec.min_bandwidth.find("any");
-        if (it != spec.min_bandwidth.end() && *cell.bandwidth_gbps < it->second.gbps()) {
-          worse("below_threshold");
-          j.reasons.push_back(c.key + " " + addr(cell.src) + "→" + addr(cell.dst) + " (" + cls + "): " +
-                              gbps(*cell.bandwidth_gbps) + ", below the profile's " + gbps(it->second.gbps()));
-        }
+      if (c.key == "peer_access" && cell.src && cell.dst && cell.peer_access && *cell.peer_access == 0) {
+        const auto why = explain_denied_peer_access(r, *cell.src, *cell.dst, merged);
+        std::string line = "peer access " + addr(cell.src) + "→" + addr(cell.dst) + " denied: ";
+        if (why.empty()) line += "no cause found in the evidence (GPU models, IOMMU, BAR size, driver, root complex)";
+        for (std::size_t k = 0; k < why.size(); ++k) line += (k ? "; " : "") + why[k];
+        j.reasons.push_back(line);
       }
-      if (c.key == "latency" && cell.latency_ns && spec.max_latency) {
+      if (c.key == "latency" && cell.src && cell.dst && cell.latency_ns && spec.max_latency) {
         const double limit_ns = static_cast<double>(spec.max_latency->count());
         if (*cell.latency_ns > limit_ns) {
           worse("below_threshold");
@@ -261,6 +308,46 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
         }
       }
     }
+  }
+  for (const auto& e : cells) {
+    json row = to_json(e);
+    // The profile's figure for the pair's class (NV18, then NV; PHB …), then "any"; else a
+    // fraction of the expected figure. Host copies have only the fraction.
+    std::optional<double> threshold;
+    std::string source;
+    if (!e.peer_gpu.empty()) {
+      for (const std::string& k : {e.link, e.link.rfind("NV", 0) == 0 ? std::string("NV") : e.link, std::string("any")}) {
+        if (auto it = spec.min_bandwidth.find(k); it != spec.min_bandwidth.end()) {
+          // The bidirectional figure is two directions at once.
+          threshold = it->second.gbps() * (e.direction == "bidirectional" ? 2 : 1);
+          source = "the profile's min_bandwidth." + k;
+          break;
+        }
+      }
+    }
+    if (!threshold && e.expected_gbps) {
+      threshold = *e.expected_gbps * spec.min_fraction_of_expected;
+      char b[64];
+      std::snprintf(b, sizeof b, "%.2f of the expected", spec.min_fraction_of_expected);
+      source = b;
+    }
+    row["threshold_gbps"] = threshold ? json(std::round(*threshold * 1000) / 1000) : json();
+    row["threshold_source"] = threshold ? json(source) : json();
+    const bool below = threshold && e.measured_gbps < *threshold;
+    row["below_threshold"] = below;
+    if (below) {
+      worse("below_threshold");
+      std::string why = e.key() + " (" + e.link + "): " + gbps(e.measured_gbps);
+      if (e.expected_gbps) {
+        char b[96];
+        std::snprintf(b, sizeof b, ", %.0f %% of the expected %.1f GB/s", 100 * *e.ratio(), *e.expected_gbps);
+        why += b;
+      }
+      why += ", below " + gbps(*threshold) + " (" + source + ")";
+      if (!e.narrowest.empty()) why += "; narrowest link " + e.narrowest;
+      j.reasons.push_back(why);
+    }
+    j.expectations.push_back(std::move(row));
   }
   bad_bytes = std::max(bad_bytes, cell_bad);
   if (bad_bytes > spec.max_integrity_errors) {

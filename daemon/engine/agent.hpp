@@ -30,6 +30,7 @@ struct AgentSummary {  // statistics over the timed samples; the median is the f
 
 struct AgentCell {
   std::optional<int> src, dst, gpu;  // pair cells: src/dst; gpu cells: gpu
+  std::string nvme, writer, pair_gpu;  // nvme cells (nvme_doorbell): the drive, host|gpu|none, its GPU
   std::string status;                // passed, failed, waived
   std::string reason;
   std::optional<double> bandwidth_gbps, direction_bandwidth_gbps, latency_ns;
@@ -47,6 +48,16 @@ struct AgentCase {
 struct AgentDevice {
   int index = 0;
   std::string name, uuid, pci_bus_id;
+  int compute_capability_major = 0;  // 0 when the document does not say
+};
+
+// How the driver connects one unordered pair (the document's `interconnect`, read through NVML).
+struct AgentPairLink {
+  int a = 0, b = 0;
+  int nvlinks = 0;  // 0: PCIe
+  unsigned nvlink_version = 0;  // nvmlNvlinkVersion_t
+  std::string via;              // direct, nvswitch; empty for PCIe
+  std::map<std::string, std::string> p2p_status;  // read, write, nvlink, atomics -> ok, chipset_not_supported, …
 };
 
 struct AgentResult {
@@ -54,12 +65,16 @@ struct AgentResult {
   int exit_code = 0;
   double duration_s = 0;
   std::vector<AgentDevice> devices;
+  std::string interconnect_source;  // nvml, none; empty: an agent before issue 14
+  std::string interconnect_reason;  // source none: why
+  std::vector<AgentPairLink> interconnect;
   std::vector<AgentCase> cases;
   std::uint64_t cases_passed = 0, cases_failed = 0, cases_waived = 0;
   std::uint64_t integrity_checked_bytes = 0, integrity_bad_bytes = 0;
   nlohmann::json raw;  // the whole document, as checked
 
   const AgentDevice* device(int index) const;
+  const AgentPairLink* pair_link(int a, int b) const;  // either order
 };
 
 // Deepest nesting of arrays and objects outside strings; guards the recursive JSON parser.
@@ -73,9 +88,14 @@ Result<AgentResult> check_agent_document(nlohmann::json doc);
 struct Judgement {
   std::string verdict = "passed";  // passed, below_threshold, failed, error
   std::vector<std::string> reasons;
+  // Per bandwidth cell: measured, ceiling, expected, ratio, threshold and where it came from
+  // (engine/expectations to_json plus threshold_gbps, threshold_source, below_threshold).
+  nlohmann::json expectations = nlohmann::json::array();
 };
-// Bandwidth thresholds are per pair class (PIX, PXB, PHB, NODE, SYS; "any" otherwise), the class
-// taken from the inventory's PCI paths for the two GPUs' addresses.
+// Bandwidth thresholds are per pair class (NV<n>, then NV; PIX, PXB, PHB, NODE, SYS; then "any"):
+// the class from the document's interconnect (NVLink) merged with the inventory's PCI paths.
+// Where the profile names none for a cell, the threshold is spec.min_fraction_of_expected of the
+// cell's expected figure (pci/expectation).
 Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, const Inventory& inv);
 
 struct AgentRun {

@@ -101,6 +101,16 @@ void read_tls(MapReader& root, DaemonConfig& c) {
 }
 }  // namespace
 
+HostPaths host_paths(const DaemonConfig& c, const sys::SysRoot& root) {
+  HostPaths h{root.host_path(c.token_file), root.host_path(c.profiles_dir), root.host_path(c.state_dir),
+              root.host_path(c.agent_path), {}, {}};
+  if (c.tls) {
+    h.cert_file = root.host_path(c.tls->cert_file);
+    h.key_file = root.host_path(c.tls->key_file);
+  }
+  return h;
+}
+
 ConfigLoad load_config_text(std::string_view text, const std::string& file_name) {
   ConfigLoad out{std::nullopt, profile::Diagnostics(file_name)};
   DaemonConfig c;
@@ -149,7 +159,8 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
     if (auto v = s->boolean("on_start")) c.selftest_on_start = *v;
   }
   read_tls(root, c);
-  if (auto h = root.map("http", {"threads", "max_body", "max_connection_time"})) {
+  if (auto h = root.map("http", {"threads", "max_body", "max_connection_time", "max_connections",
+                                 "max_connections_per_client", "request_timeout", "idle_timeout"})) {
     if (auto v = h->integer("threads", 1, 64)) c.http_threads = static_cast<int>(*v);
     if (auto v = h->size("max_body")) {
       if (*v < 1024 || *v > (16u << 20)) h->diag().add(h->get("max_body"), h->child_path("max_body"), "expected 1KiB to 16MiB");
@@ -160,6 +171,23 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
         h->diag().add(h->get("max_connection_time"), h->child_path("max_connection_time"), "expected 5s to 1h");
       else c.http_max_connection_time = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
     }
+    if (auto v = h->integer("max_connections", 16, 100000)) c.http_max_connections = static_cast<std::uint64_t>(*v);
+    if (auto v = h->integer("max_connections_per_client", 1, 100000)) c.http_max_connections_per_client = static_cast<std::uint64_t>(*v);
+    if (c.http_max_connections_per_client > c.http_max_connections)
+      h->diag().add(h->get("max_connections_per_client"), h->child_path("max_connections_per_client"),
+                    "expected at most max_connections (" + std::to_string(c.http_max_connections) +
+                        "): one client cannot hold more than all of them");
+    auto seconds = [&](const char* key, std::chrono::milliseconds lo, std::chrono::milliseconds hi, const char* range,
+                       std::chrono::milliseconds& dest) {
+      if (auto v = h->duration(key)) {
+        if (*v < lo || *v > hi) h->diag().add(h->get(key), h->child_path(key), std::string("expected ") + range);
+        else dest = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+      }
+    };
+    seconds("request_timeout", std::chrono::seconds(1), std::chrono::minutes(1), "1s to 1m", c.http_request_timeout);
+    seconds("idle_timeout", std::chrono::seconds(1), std::chrono::minutes(10), "1s to 10m", c.http_idle_timeout);
+    if (c.http_request_timeout >= c.http_max_connection_time && h->has("request_timeout"))
+      h->diag().add(h->get("request_timeout"), h->child_path("request_timeout"), "expected less than max_connection_time");
   }
   if (out.diagnostics.empty()) out.config = std::move(c);
   return out;
@@ -187,9 +215,10 @@ std::shared_ptr<const tls::Identity> read_tls_identity(const DaemonConfig& c, co
                                                        profile::Diagnostics& diag) {
   if (!c.tls) return nullptr;
   const auto& f = *c.tls;
-  auto chain = tls::read_certificate_chain(root.host_path(f.cert_file));
+  const HostPaths paths = host_paths(c, root);
+  auto chain = tls::read_certificate_chain(paths.cert_file);
   if (!chain) diag.add(f.cert_line, f.cert_column, "tls.cert_file", chain.error().message);
-  auto key = tls::read_private_key(root.host_path(f.key_file));
+  auto key = tls::read_private_key(paths.key_file);
   if (!key) diag.add(f.key_line, f.key_column, "tls.key_file", key.error().message);
   if (!chain || !key) return nullptr;
   auto id = tls::make_identity(std::move(chain).value(), std::move(key).value());

@@ -1,7 +1,7 @@
 #pragma once
 // The daemon's own settings (/etc/p2pnode/p2pnode.yaml), read as strictly as profiles: every
-// problem names the file, line and column. Paths are inside the SysRoot, except agent.path,
-// which is a program on the host.
+// problem names the file, line and column. Every path in it is inside the SysRoot (see
+// host_paths below).
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -45,9 +45,14 @@ struct DaemonConfig {
   std::optional<std::chrono::nanoseconds> selftest_time_limit;
   bool selftest_on_start = true;
   bool apply = true;  // false: check and plan only, never change the box
-  int http_threads = 8;
+  // The API server (http/server.hpp): event loops, and what keeps hostile clients from starving it.
+  int http_threads = 2;
   std::uint64_t http_max_body = 64 * 1024;
-  std::chrono::milliseconds http_max_connection_time{std::chrono::seconds(60)};  // slow clients are cut off
+  std::uint64_t http_max_connections = 256;            // in all; more are closed at accept
+  std::uint64_t http_max_connections_per_client = 32;  // from one address; more are closed at accept
+  std::chrono::milliseconds http_request_timeout{std::chrono::seconds(5)};  // a whole request, from connect or the last answer
+  std::chrono::milliseconds http_idle_timeout{std::chrono::seconds(10)};    // no byte either way
+  std::chrono::milliseconds http_max_connection_time{std::chrono::seconds(60)};  // then cut off
   bool allow_non_loopback = false;  // listening beyond loopback must be said twice
   bool device_monitor = true;       // reconcile on PCI add/remove of devices the profile names
   std::optional<TlsFiles> tls;      // absent: plain HTTP
@@ -59,6 +64,17 @@ struct ConfigLoad {
   std::optional<DaemonConfig> config;  // set only when there are no diagnostics
   profile::Diagnostics diagnostics;
 };
+
+// The one rule for `--root R`: every absolute path in the configuration (token_file, profiles_dir,
+// state_dir, agent.path, tls.cert_file, tls.key_file) is a path inside R, exactly as SysRoot treats
+// every other path the daemon reads or writes; with the default root "/" they are the paths as
+// written. Every user of a configured path goes through this function (the state store takes
+// state_dir through the SysRoot itself, which is the same rule).
+struct HostPaths {
+  std::filesystem::path token_file, profiles_dir, state_dir, agent_path;
+  std::filesystem::path cert_file, key_file;  // empty without tls
+};
+HostPaths host_paths(const DaemonConfig& c, const sys::SysRoot& root);
 
 ConfigLoad load_config_text(std::string_view text, const std::string& file_name);
 ConfigLoad load_config_file(const std::filesystem::path& file);

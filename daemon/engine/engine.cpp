@@ -123,6 +123,10 @@ void Engine::publish() {
     runtime_.next_selftest_unix = static_cast<std::int64_t>(std::chrono::system_clock::to_time_t(*next));
   else
     runtime_.next_selftest_unix.reset();
+  if (auto interval = selftest_interval(config_, state_))
+    runtime_.selftest_schedule_s = std::chrono::duration<double>(*interval).count();
+  else
+    runtime_.selftest_schedule_s.reset();
   auto s = std::make_shared<Snapshot>();
   s->state = state_;
   s->ready = state_.state == NodeState::ready;

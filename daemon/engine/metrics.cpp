@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/agent.hpp"
+#include "engine/gpu_info.hpp"
 
 namespace p2pnode::engine {
 
@@ -75,6 +76,65 @@ void pair_metrics(Registry& reg, const AgentResult& r) {
   for (const auto& [k, v] : bad) integ.Add({{"gpu", k.first}, {"peer_gpu", k.second}}).Set(v);
 }
 
+void gpu_info_metric(Registry& reg, const RecordedState& s) {
+  std::optional<AgentResult> last;
+  if (s.selftest && s.selftest->result.is_object())
+    if (auto r = check_agent_document(s.selftest->result)) last = std::move(*r);
+  auto& info = gauge(reg, "p2pnode_gpu_info",
+                     "Maps p2pnode's gpu (PCI address) to dcgm-exporter's labels: gpu_index (NVML index), UUID, pci_bus_id, Hostname");
+  for (const auto& g : gpu_info(s.devices.value("gpus", json::array()), last ? &*last : nullptr, str_or(s.node, "hostname")))
+    info.Add({{"gpu", g.gpu}, {"gpu_index", g.gpu_index}, {"UUID", g.uuid}, {"pci_bus_id", g.pci_bus_id}, {"Hostname", g.hostname}})
+        .Set(1);
+}
+
+// The pair links as the daemon sees them (NV18 when the driver says NVLink, else the PCIe class).
+void link_metrics(Registry& reg, const RecordedState& s) {
+  const json devs = s.topology.value("devices", json::array()), kinds = s.topology.value("kinds", json::array()),
+             matrix = s.topology.value("matrix", json::array());
+  if (!devs.is_array() || !kinds.is_array() || !matrix.is_array()) return;
+  auto& info = gauge(reg, "p2pnode_p2p_link_info",
+                     "How gpu reaches peer_gpu: NV<n> (n NVLinks, as the driver reports them) or the PCIe class PIX, PXB, PHB, NODE, SYS");
+  for (std::size_t i = 0; i < devs.size() && i < matrix.size() && i < kinds.size(); ++i) {
+    if (kinds[i] != "gpu" || !matrix[i].is_array()) continue;
+    for (std::size_t j = 0; j < devs.size() && j < matrix[i].size() && j < kinds.size(); ++j) {
+      if (i == j || kinds[j] != "gpu" || !matrix[i][j].is_string() || !devs[i].is_string() || !devs[j].is_string()) continue;
+      info.Add({{"gpu", devs[i].get<std::string>()}, {"peer_gpu", devs[j].get<std::string>()}, {"link", matrix[i][j].get<std::string>()}})
+          .Set(1);
+    }
+  }
+}
+
+// Expected, threshold, baseline, ratio and regressed per bandwidth cell of the last self-test.
+void expectation_metrics(Registry& reg, const SelftestRecord& t) {
+  if (!t.expectations.is_array() || t.expectations.empty()) return;
+  auto& expected = gauge(reg, "p2pnode_p2p_expected_bandwidth_bytes_per_second",
+                         "What the pair should move: the narrowest link's rate x the efficiency healthy boxes reach on that path");
+  auto& threshold = gauge(reg, "p2pnode_p2p_threshold_bytes_per_second",
+                          "The self-test's pass mark for the pair: the profile's min_bandwidth, else a fraction of the expected figure");
+  auto& baseline = gauge(reg, "p2pnode_p2p_baseline_bandwidth_bytes_per_second",
+                         "The node's own baseline for the pair: median of its last self-tests (absent until enough runs)");
+  auto& ratio = gauge(reg, "p2pnode_p2p_bandwidth_ratio", "Measured over expected bandwidth in the last self-test");
+  auto& regressed = gauge(reg, "p2pnode_p2p_regressed",
+                          "1 when the pair's bandwidth dropped more than the profile allows below its baseline");
+  auto& host = gauge(reg, "p2pnode_gpu_host_expected_bandwidth_bytes_per_second",
+                     "What host<->device copies should move: the GPU's narrowest PCIe link x the host-copy efficiency");
+  for (const auto& e : t.expectations) {
+    if (!e.is_object()) continue;
+    const std::string gpu = str_or(e, "gpu"), peer = str_or(e, "peer_gpu"), direction = str_or(e, "direction");
+    if (peer.empty()) {
+      if (auto v = num(e, "expected_gbps")) host.Add({{"gpu", gpu}, {"direction", direction}}).Set(*v * 1e9);
+      continue;
+    }
+    const prometheus::Labels l = {{"gpu", gpu}, {"peer_gpu", peer}, {"engine", str_or(e, "engine")}, {"direction", direction}};
+    if (auto v = num(e, "expected_gbps")) expected.Add(l).Set(*v * 1e9);
+    if (auto v = num(e, "threshold_gbps")) threshold.Add(l).Set(*v * 1e9);
+    if (auto v = num(e, "baseline_gbps")) baseline.Add(l).Set(*v * 1e9);
+    if (auto v = num(e, "ratio")) ratio.Add(l).Set(*v);
+    const auto it = e.find("regressed");
+    regressed.Add(l).Set(it != e.end() && it->is_boolean() && it->get<bool>() ? 1 : 0);
+  }
+}
+
 void device_metrics(Registry& reg, const RecordedState& s) {
   auto& aperture = gauge(reg, "p2pnode_gpu_aperture_bytes", "Size of the GPU's VRAM aperture (the large prefetchable BAR)");
   auto& speed = gauge(reg, "p2pnode_gpu_link_speed_transfers_per_second", "Current PCIe link speed of the GPU");
@@ -107,9 +167,10 @@ void device_metrics(Registry& reg, const RecordedState& s) {
     for (const char* m : {"off", "passthrough", "translating", "unknown"}) iommu.Add({{"mode", m}}).Set(cur == m ? 1 : 0);
   }
   if (!s.driver.empty()) {
-    gauge(reg, "p2pnode_driver_info", "NVIDIA driver versions: loaded kernel module, userspace library, the profile's")
+    gauge(reg, "p2pnode_driver_info",
+          "NVIDIA driver versions: loaded kernel module, userspace library (and which source found it), the profile's")
         .Add({{"loaded", str_or(s.driver, "loaded_version")}, {"userspace", str_or(s.driver, "userspace_version")},
-              {"wanted", str_or(s.driver, "wanted_version")}})
+              {"userspace_source", str_or(s.driver, "userspace_source")}, {"wanted", str_or(s.driver, "wanted_version")}})
         .Set(1);
     gauge(reg, "p2pnode_driver_versions_match", "1 when the loaded module, the userspace driver and the profile agree")
         .Add({})
@@ -174,6 +235,10 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
         .Add({})
         .Set(s.selftest_last_success_duration_s);
   }
+  if (rt.selftest_schedule_s)
+    gauge(reg, "p2pnode_selftest_schedule_seconds", "How often the self-test runs (the config's schedule, else the profile's)")
+        .Add({})
+        .Set(*rt.selftest_schedule_s);
   if (s.selftest) {
     gauge(reg, "p2pnode_selftest_last_run_timestamp_seconds", "When the last self-test started (Unix time)")
         .Add({})
@@ -181,8 +246,19 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
     gauge(reg, "p2pnode_selftest_passed", "1 when the last self-test passed").Add({}).Set(s.selftest->verdict == "passed" ? 1 : 0);
     if (s.selftest->result.is_object())
       if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r);
+    expectation_metrics(reg, *s.selftest);
   }
+  if (s.nvme_doorbell) {
+    // 1: the writer rang the drive's admin SQ tail doorbell and the drive answered Identify with the
+    // recorded serial; 0: it failed or could not be tested (the reason is in /v1/selftest).
+    auto& ok = gauge(reg, "p2pnode_nvme_doorbell_ok",
+                     "1 when the writer (gpu or host) rang the NVMe drive's doorbell and Identify came back right");
+    for (const auto& d : s.nvme_doorbell->results)
+      if (d.writer == "host" || d.writer == "gpu") ok.Add({{"nvme", d.nvme}, {"gpu", d.gpu}, {"writer", d.writer}}).Set(d.ok ? 1 : 0);
+  }
+  link_metrics(reg, s);
   device_metrics(reg, s);
+  gpu_info_metric(reg, s);
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, reg.Collect());
   return out.str();

@@ -6,7 +6,11 @@
 #include "actions/action.hpp"
 #include "checks/check.hpp"
 #include "engine/agent.hpp"
+#include "engine/nvme_doorbell.hpp"
+#include "engine/expectations.hpp"
+#include "engine/selftest.hpp"
 #include "engine/views.hpp"
+#include "probe/nvme.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
 #include "profile/select.hpp"
@@ -40,6 +44,14 @@ void record_inventory(RecordedState& st, const Inventory& inv, const Profile* pr
   st.driver = driver_view(inv, profile);
 }
 
+// The box as the probes read it; the userspace driver through ldconfig and nvidia-smi too when
+// its files did not name one (the action runner refuses every command under --root).
+Inventory discover(const PassContext& ctx) {
+  Inventory inv = probe::probe_inventory(ctx.root);
+  probe::probe_userspace_by_commands(ctx.root, ctx.action_runner, inv.nvidia);
+  return inv;
+}
+
 void run_selftest(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
   const SelftestSpec spec = *profile.selftest;
   const auto limit = ctx.config.selftest_time_limit.value_or(spec.time_limit);
@@ -50,33 +62,49 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
     args.push_back("--cases");
     args.push_back(list);
   }
-  log(ctx, LogLevel::info, "self-test: running " + ctx.config.agent_path + " (time limit " + format_duration(limit) + ")",
-      "selftest");
-  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv, ctx.cancel);
+  const std::string agent = host_paths(ctx.config, ctx.root).agent_path.string();
+  log(ctx, LogLevel::info, "self-test: running " + agent + " (time limit " + format_duration(limit) + ")", "selftest");
+  AgentRun run = run_agent(ctx.agent_runner, agent, args, limit, spec, inv, ctx.cancel);
   if (run.process.cancelled) {  // not a verdict on the box: keep the last result for the next start
     log(ctx, LogLevel::warning, "self-test " + run.process.describe() + " after " +
                                     std::to_string(static_cast<int>(run.duration_s)) + " s; the previous result is kept",
         "selftest");
     return;
   }
-  SelftestRecord rec;
-  rec.verdict = run.judgement.verdict;
-  rec.reasons = run.judgement.reasons;
-  rec.trigger = ctx.trigger;
-  rec.started_unix = run.started_unix;
-  rec.duration_s = run.duration_s;
-  if (run.result) rec.result = run.result->raw;
-  st.selftest_runs[rec.verdict]++;
-  if (rec.verdict == "passed") {
-    st.selftest_last_success_unix = run.started_unix + static_cast<std::int64_t>(run.duration_s);
-    st.selftest_last_success_duration_s = run.duration_s;
-  }
+  const auto notes = record_selftest(st, run, spec, inv, ctx.trigger);
+  if (!notes.baseline_reset.empty()) log(ctx, LogLevel::notice, "self-test baseline reset: " + notes.baseline_reset, "selftest");
+  const SelftestRecord& rec = *st.selftest;
   const LogLevel level = rec.verdict == "passed" ? LogLevel::info
                          : rec.verdict == "below_threshold" ? LogLevel::warning : LogLevel::error;
   std::string msg = "self-test " + rec.verdict;
   for (const auto& r : rec.reasons) msg += "; " + r;
   log(ctx, level, msg, "selftest");
-  st.selftest = std::move(rec);
+  for (const auto& w : rec.warnings) log(ctx, LogLevel::warning, "self-test regression: " + w, "selftest");
+}
+
+// Issue 13: the GPU and then the host ring each paired drive's admin SQ tail doorbell. Not run
+// when no profile drive on vfio-pci names a pair_gpu.
+void run_nvme_doorbell(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
+  const auto t = doorbell_targets(profile, probe::probe_nvme_identities(ctx.root));
+  for (const auto& why : t.skipped) log(ctx, LogLevel::warning, "NVMe doorbell: " + why, "selftest");
+  if (t.targets.empty()) {
+    st.nvme_doorbell.reset();  // nothing paired any more: no stale result, no stale metric
+    return;
+  }
+  const SelftestSpec spec = *profile.selftest;
+  const auto limit = ctx.config.selftest_time_limit.value_or(spec.time_limit);
+  log(ctx, LogLevel::info, "NVMe doorbell test: " + std::to_string(t.targets.size()) + " drive(s), GPU and host writers",
+      "selftest");
+  std::vector<std::string> args = ctx.config.agent_args;
+  for (auto& a : doorbell_args(t.targets)) args.push_back(std::move(a));
+  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv, ctx.cancel);
+  if (run.process.cancelled) return;
+  DoorbellRecord rec = judge_doorbell(run, t.targets);
+  rec.trigger = ctx.trigger;
+  for (const auto& l : doorbell_lines(rec))
+    log(ctx, rec.verdict == "failed" || rec.verdict == "error" ? LogLevel::error : LogLevel::info, "NVMe doorbell: " + l,
+        "selftest");
+  st.nvme_doorbell = std::move(rec);
 }
 }  // namespace
 
@@ -94,11 +122,13 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
 
   // 1. discover
   log(ctx, LogLevel::info, "reconcile (" + ctx.trigger + "): discovering the box", "discover");
-  Inventory inv = probe::probe_inventory(ctx.root);
+  Inventory inv = discover(ctx);
+  // The driver's view of the pairs (NVLink), from the last self-test: NV<n> in check and topology.
+  if (st.selftest) merge_interconnects(inv, st.selftest->result);
   for (const auto& p : inv.problems) log(ctx, LogLevel::warning, "discovery: " + p, "discover");
 
   // 2. the profile that matches this box
-  const auto dir = ctx.root.host_path(ctx.config.profiles_dir);
+  const auto dir = host_paths(ctx.config, ctx.root).profiles_dir;
   auto loaded = profile::load_profiles_dir(dir);
   for (const auto& f : loaded.failures)
     log(ctx, LogLevel::warning, "skipping an invalid profile: " + f.format(), "profile");
@@ -144,7 +174,8 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
         if (r.outcome == StepOutcome::reboot_required)
           d.raise(NodeState::reboot_required, r.action + " " + r.subject + ": takes effect after a reboot");
       }
-      inv = probe::probe_inventory(ctx.root);
+      inv = discover(ctx);
+      if (st.selftest) merge_interconnects(inv, st.selftest->result);
       findings = checks::run_all_checks(*profile, inv);
       plan = actions::plan_all(*profile, inv, ctx.root);
     }
@@ -174,14 +205,40 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
       if (ctx.want_selftest) {
         if (severity_rank(d.state) > severity_rank(NodeState::degraded))
           log(ctx, LogLevel::warning, std::string("self-test skipped: the node is ") + to_string(d.state), "selftest");
-        else
+        else {
           run_selftest(ctx, *profile, inv, st);
+          run_nvme_doorbell(ctx, *profile, inv, st);
+          // A fresh result may say more about the pairs than the last one (NVLink): show it.
+          if (st.selftest && st.selftest->result.is_object()) {
+            const bool had = !inv.interconnects.empty();
+            merge_interconnects(inv, st.selftest->result);
+            if (had || !inv.interconnects.empty()) {
+              findings = checks::run_all_checks(*profile, inv);
+              st.findings = json::array();
+              for (const auto& f : findings) st.findings.push_back(to_json(f));
+              st.findings_table = render::render_check_table(inv, profile->name, findings);
+              record_inventory(st, inv, profile);
+            }
+          }
+        }
       }
+      // The self-test's figures beside their expectations, as one more finding (it decides nothing:
+      // the verdict and the regressions below do).
+      if (st.selftest && st.selftest->expectations.is_array() && !st.selftest->expectations.empty()) {
+        findings.push_back(expectation_finding(*st.selftest));
+        st.findings = json::array();
+        for (const auto& f : findings) st.findings.push_back(to_json(f));
+        st.findings_table = render::render_check_table(inv, profile->name, findings);
+      }
+      if (st.nvme_doorbell && (st.nvme_doorbell->verdict == "failed" || st.nvme_doorbell->verdict == "error"))
+        for (const auto& r : st.nvme_doorbell->reasons) d.raise(NodeState::failed, "NVMe doorbell: " + r);
       if (!st.selftest) d.raise(NodeState::degraded, "no self-test has run yet");
       else if (st.selftest->verdict == "error" || st.selftest->verdict == "failed")
         for (const auto& r : st.selftest->reasons) d.raise(NodeState::failed, "self-test " + st.selftest->verdict + ": " + r);
       else if (st.selftest->verdict == "below_threshold")
         for (const auto& r : st.selftest->reasons) d.raise(NodeState::degraded, "self-test: " + r);
+      if (st.selftest)
+        for (const auto& w : st.selftest->warnings) d.raise(NodeState::degraded, "self-test regression: " + w);
     }
   }
 

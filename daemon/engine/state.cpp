@@ -54,8 +54,9 @@ std::optional<NodeState> node_state_from(std::string_view s) {
 int severity_rank(NodeState s) { return s == NodeState::starting ? -1 : static_cast<int>(s) - 1; }
 
 json to_json(const SelftestRecord& s) {
-  return {{"verdict", s.verdict}, {"reasons", s.reasons}, {"trigger", s.trigger},
-          {"started_unix", s.started_unix}, {"duration_s", s.duration_s}, {"result", s.result}};
+  return {{"verdict", s.verdict},           {"reasons", s.reasons},   {"trigger", s.trigger},
+          {"started_unix", s.started_unix}, {"duration_s", s.duration_s}, {"result", s.result},
+          {"expectations", s.expectations}, {"warnings", s.warnings}};
 }
 
 json to_json(const RecordedState& s) {
@@ -79,7 +80,9 @@ json to_json(const RecordedState& s) {
              s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr)},
             {"selftest_last_success_duration_s", s.selftest_last_success_duration_s},
             {"reconcile_runs", s.reconcile_runs},
-            {"selftest_runs", s.selftest_runs}};
+            {"selftest_runs", s.selftest_runs},
+            {"nvme_doorbell", s.nvme_doorbell ? to_json(*s.nvme_doorbell) : json(nullptr)},
+            {"baselines", to_json(s.baselines)}};
   return j;
 }
 
@@ -117,6 +120,9 @@ Result<RecordedState> state_from_json(const json& j) {
       r.duration_s = at(t, "duration_s", json::value_t::number_float).get<double>();
       if (!t.contains("result")) throw Bad{"missing 'selftest.result'"};
       r.result = t["result"];
+      // Optional: states written before issue 14 have neither.
+      if (t.contains("expectations")) r.expectations = at(t, "expectations", json::value_t::array);
+      if (t.contains("warnings")) r.warnings = strs(t, "warnings");
       s.selftest = std::move(r);
     }
     if (!j.contains("selftest_last_success_unix")) throw Bad{"missing 'selftest_last_success_unix'"};
@@ -125,6 +131,17 @@ Result<RecordedState> state_from_json(const json& j) {
     s.selftest_last_success_duration_s = at(j, "selftest_last_success_duration_s", json::value_t::number_float).get<double>();
     s.reconcile_runs = counters(j, "reconcile_runs");
     s.selftest_runs = counters(j, "selftest_runs");
+    // Absent in state files written before the doorbell test existed.
+    if (j.contains("nvme_doorbell") && !j["nvme_doorbell"].is_null()) {
+      auto d = doorbell_record_from_json(at(j, "nvme_doorbell", json::value_t::object));
+      if (!d) throw Bad{d.error().message};
+      s.nvme_doorbell = std::move(d).value();
+    }
+    if (j.contains("baselines")) {
+      auto b = baselines_from_json(j["baselines"]);
+      if (!b) throw Bad{b.error().message};
+      s.baselines = std::move(b).value();
+    }
     return s;
   } catch (const Bad& b) {
     return Error{b.message};

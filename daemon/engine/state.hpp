@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
+#include "engine/nvme_doorbell.hpp"
+#include "engine/baseline.hpp"
 #include "sys/sysroot.hpp"
 
 namespace p2pnode::engine {
@@ -33,6 +35,9 @@ struct SelftestRecord {
   std::int64_t started_unix = 0;
   double duration_s = 0;
   nlohmann::json result;  // the validated agent document; null when there was none
+  // Per bandwidth cell: measured, ceiling, expected, ratio, threshold, baseline, regressed.
+  nlohmann::json expectations = nlohmann::json::array();
+  std::vector<std::string> warnings;  // regressions against the node's own baseline
 };
 
 struct RecordedState {
@@ -55,6 +60,8 @@ struct RecordedState {
   double selftest_last_success_duration_s = 0;
   std::map<std::string, std::uint64_t> reconcile_runs;  // by resulting node state
   std::map<std::string, std::uint64_t> selftest_runs;   // by verdict
+  std::optional<DoorbellRecord> nvme_doorbell;          // the last NVMe doorbell test (issue 13)
+  Baselines baselines;                                  // per pair and case, the last runs' figures
   // Not persisted: the matched profile's self-test schedule (re-read on every pass).
   std::optional<std::chrono::nanoseconds> profile_selftest_schedule;
 };

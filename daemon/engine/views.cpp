@@ -5,6 +5,7 @@
 #include <set>
 
 #include "nvidia/gpu_table.hpp"
+#include "pci/expectation.hpp"
 #include "pci/topology.hpp"
 #include "render/report.hpp"
 
@@ -77,9 +78,12 @@ json topology_view(const Inventory& inv) {
   for (const auto* n : inv.nvme_controllers()) devs.push_back(n);
   const auto m = pci::topology_matrix(devs);
   json rows = json::array();
-  for (const auto& row : m.cls) {
+  for (std::size_t i = 0; i < m.cls.size(); ++i) {
     json r = json::array();
-    for (auto c : row) r.push_back(pci::to_string(c));
+    for (std::size_t j = 0; j < m.cls[i].size(); ++j) {
+      const bool gpu_pair = i != j && devs[i]->kind != DeviceKind::nvme && devs[j]->kind != DeviceKind::nvme;
+      r.push_back(gpu_pair ? pci::pair_link(*devs[i], *devs[j], inv) : std::string(pci::to_string(m.cls[i][j])));
+    }
     rows.push_back(std::move(r));
   }
   json kinds = json::array();
@@ -91,6 +95,7 @@ json driver_view(const Inventory& inv, const Profile* profile) {
   const auto& n = inv.nvidia;
   json j = {{"loaded_version", n.loaded_version ? json(*n.loaded_version) : json(nullptr)},
             {"userspace_version", n.userspace_version ? json(*n.userspace_version) : json(nullptr)},
+            {"userspace_source", n.userspace_source},
             {"wanted_version", profile && profile->driver ? json(profile->driver->version) : json(nullptr)},
             {"open_module", n.open_module ? json(*n.open_module) : json(nullptr)}};
   bool match = n.loaded_version.has_value();
@@ -111,6 +116,8 @@ json status_body(const RecordedState& s, const Runtime& rt) {
     const json& r = s.selftest->result;
     if (r.is_object() && r.contains("summary")) selftest["summary"] = r["summary"];
     else selftest["summary"] = nullptr;
+    selftest["expectations"] = s.selftest->expectations;  // measured, expected, ratio per cell
+    selftest["warnings"] = s.selftest->warnings;
   }
   json j = {
       {"state", to_string(s.state)},
@@ -121,6 +128,7 @@ json status_body(const RecordedState& s, const Runtime& rt) {
       {"versions", {{"p2pnode", rt.version},
                     {"driver_loaded", s.driver.value("loaded_version", json(nullptr))},
                     {"driver_userspace", s.driver.value("userspace_version", json(nullptr))},
+                    {"driver_userspace_source", s.driver.value("userspace_source", std::string())},
                     {"driver_wanted", s.driver.value("wanted_version", json(nullptr))},
                     {"driver_match", s.driver.value("match", false)}}},
       {"counts", {{"gpus", s.devices.value("gpus", json::array()).size()},
@@ -136,6 +144,10 @@ json status_body(const RecordedState& s, const Runtime& rt) {
                      {"last_duration_s", s.reconcile_duration_s},
                      {"runs", s.reconcile_runs}}},
       {"selftest", selftest},
+      {"nvme_doorbell", s.nvme_doorbell ? json{{"verdict", s.nvme_doorbell->verdict},
+                                               {"lines", doorbell_lines(*s.nvme_doorbell)},
+                                               {"started_unix", s.nvme_doorbell->started_unix}}
+                                        : json(nullptr)},
       {"selftest_last_success_unix",
        s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr)},
       {"next_selftest_unix", rt.next_selftest_unix ? json(*rt.next_selftest_unix) : json(nullptr)},
@@ -145,6 +157,30 @@ json status_body(const RecordedState& s, const Runtime& rt) {
                   {"state_file", rt.state_file},
                   {"state_problem", rt.state_problem.empty() ? json(nullptr) : json(rt.state_problem)}}}};
   return with_version(std::move(j));
+}
+
+std::string expectations_table(const json& rows) {
+  if (!rows.is_array() || rows.empty()) return {};
+  std::string out = "self-test bandwidth (GB/s): measured / expected (ratio), threshold, baseline\n";
+  auto fmt = [](const json& e, const char* k, const char* f) -> std::string {
+    auto it = e.find(k);
+    if (it == e.end() || !it->is_number()) return "-";
+    char b[32];
+    std::snprintf(b, sizeof b, f, it->get<double>());
+    return b;
+  };
+  for (const auto& e : rows) {
+    if (!e.is_object()) continue;
+    const std::string peer = e.value("peer_gpu", json()).is_string() ? "->" + e["peer_gpu"].get<std::string>() : "";
+    char line[320];
+    std::snprintf(line, sizeof line, "  %-21s %-13s %s%s %-5s %8s / %8s (%s), threshold %s, baseline %s%s\n",
+                  e.value("case", "?").c_str(), e.value("direction", "?").c_str(), e.value("gpu", "?").c_str(), peer.c_str(),
+                  e.value("link", "?").c_str(), fmt(e, "measured_gbps", "%.1f").c_str(), fmt(e, "expected_gbps", "%.1f").c_str(),
+                  fmt(e, "ratio", "%.2f").c_str(), fmt(e, "threshold_gbps", "%.1f").c_str(), fmt(e, "baseline_gbps", "%.1f").c_str(),
+                  e.value("regressed", false) ? "  REGRESSED" : (e.value("below_threshold", false) ? "  BELOW" : ""));
+    out += line;
+  }
+  return out;
 }
 
 json readyz_body(const RecordedState& s) {
@@ -185,12 +221,14 @@ json plan_body(const RecordedState& s) {
 }
 
 json selftest_body(const RecordedState& s) {
+  const json doorbell = s.nvme_doorbell ? to_json(*s.nvme_doorbell) : json(nullptr);
   if (!s.selftest)
     return with_version({{"verdict", nullptr}, {"reasons", json::array()}, {"trigger", nullptr},
                          {"started_unix", nullptr}, {"duration_s", nullptr}, {"result", nullptr},
-                         {"last_success_unix", nullptr}});
+                         {"last_success_unix", nullptr}, {"nvme_doorbell", doorbell}});
   json j = to_json(*s.selftest);
   j["last_success_unix"] = s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr);
+  j["nvme_doorbell"] = doorbell;
   return with_version(std::move(j));
 }
 

@@ -26,6 +26,7 @@ struct Runtime {
   bool reconcile_running = false;
   bool reconcile_queued = false;
   std::optional<std::int64_t> next_selftest_unix;
+  std::optional<double> selftest_schedule_s;  // the schedule in effect; none: no scheduled self-test
 };
 
 nlohmann::json status_body(const RecordedState& s, const Runtime& rt);
@@ -35,5 +36,7 @@ nlohmann::json devices_body(const RecordedState& s);
 nlohmann::json topology_body(const RecordedState& s);
 nlohmann::json plan_body(const RecordedState& s);
 nlohmann::json selftest_body(const RecordedState& s);
+// The self-test's bandwidth cells as text: measured / expected (ratio), threshold, baseline.
+std::string expectations_table(const nlohmann::json& rows);
 
 }  // namespace p2pnode::engine

@@ -1,131 +1,26 @@
 #include "http/server.hpp"
-#include "http/connection_reaper.hpp"
 
-#include <httplib.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
-#include <deque>
 #include <fstream>
 #include <mutex>
-#include <set>
 
-#include "engine/metrics.hpp"
+#include "http/connection_guard.hpp"
 #include "sys/private_file.hpp"
-#include "tls/server_context.hpp"
+#include "tls/pem.hpp"
 
 namespace p2pnode::http {
-
-namespace {
-using json = nlohmann::json;
-constexpr const char* kJson = "application/json";
-constexpr const char* kProblem = "application/problem+json";
-
-// A fixed pool with a bounded queue: when every worker is busy and the queue is full, the accept
-// loop waits here (the kernel's listen backlog holds the rest) instead of piling up memory.
-class BoundedPool final : public httplib::TaskQueue {
- public:
-  BoundedPool(std::size_t threads, std::size_t max_queue, ConnectionReaper* reaper)
-      : max_queue_(max_queue), reaper_(reaper) {
-    for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
-  }
-  ~BoundedPool() override = default;
-  void enqueue(std::function<void()> fn) override {
-    std::unique_lock lk(mu_);
-    space_.wait(lk, [&] { return jobs_.size() < max_queue_ || shutdown_; });
-    if (shutdown_) {
-      lk.unlock();
-      fn();  // still runs, so the connection is closed by its own code
-      return;
-    }
-    jobs_.push_back(std::move(fn));
-    work_.notify_one();
-  }
-  void shutdown() override {
-    {
-      std::lock_guard lk(mu_);
-      shutdown_ = true;
-    }
-    work_.notify_all();
-    space_.notify_all();
-    for (auto& t : workers_) t.join();
-  }
-
- private:
-  void run() {
-    for (;;) {
-      std::function<void()> fn;
-      {
-        std::unique_lock lk(mu_);
-        work_.wait(lk, [&] { return !jobs_.empty() || shutdown_; });
-        if (jobs_.empty()) return;
-        fn = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      space_.notify_one();
-      if (reaper_) reaper_->connection_started();
-      fn();
-      if (reaper_) reaper_->connection_finished();
-    }
-  }
-  std::size_t max_queue_;
-  ConnectionReaper* reaper_;  // told when a worker holds a connection
-  std::mutex mu_;
-  std::condition_variable work_, space_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> workers_;
-  bool shutdown_ = false;
-};
-
-const char* reason_phrase(int status) {
-  switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 414: return "URI Too Long";
-    case 416: return "Range Not Satisfiable";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Error";
-  }
-}
-
-void problem(httplib::Response& res, int status, const std::string& detail, json extra = json::object()) {
-  json j = {{"type", "about:blank"}, {"title", reason_phrase(status)}, {"status", status}, {"detail", detail}};
-  for (auto& [k, v] : extra.items()) j[k] = v;
-  res.status = status;
-  res.set_content(j.dump(), kProblem);
-}
-
-const std::map<std::string, std::string>& known_paths() {  // path -> Allow
-  static const std::map<std::string, std::string> m = {
-      {"/livez", "GET, HEAD"},         {"/readyz", "GET, HEAD"},         {"/metrics", "GET, HEAD"},
-      {"/v1/status", "GET, HEAD"},     {"/v1/findings", "GET, HEAD"},    {"/v1/devices", "GET, HEAD"},
-      {"/v1/topology", "GET, HEAD"},   {"/v1/plan", "GET, HEAD"},        {"/v1/selftest", "GET, HEAD, POST"},
-      {"/v1/reconcile", "POST"}};
-  return m;
-}
-}  // namespace
-
-bool token_equal(std::string_view a, std::string_view b) {
-  // Compare over the longer length so the time does not depend on where they differ.
-  const std::size_t n = std::max(a.size(), b.size());
-  volatile unsigned char diff = static_cast<unsigned char>(a.size() != b.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff = static_cast<unsigned char>(diff | (x ^ y));
-  }
-  return diff == 0;
-}
 
 Result<std::string> read_token_file(const std::filesystem::path& path) {
   if (auto st = sys::check_owner_only(path, "token file"); !st) return st.error();
@@ -139,232 +34,299 @@ Result<std::string> read_token_file(const std::filesystem::path& path) {
   return token;
 }
 
-// Gives access to the listening socket, to set options httplib 0.11 has no setter for.
-template <class Base>
-class Listening final : public Base {
- public:
-  using Base::Base;
-  int listen_fd() const { return this->svr_sock_; }
+namespace {
+// The client's address as the per-client limit counts it ("127.0.0.1", "::1"; an IPv4-mapped
+// IPv6 address counts as the IPv4 one).
+std::string client_of(const sockaddr* addr) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (!addr) return buf;
+  if (addr->sa_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, buf, sizeof buf);
+  } else if (addr->sa_family == AF_INET6) {
+    const auto* a6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) ::inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], buf, sizeof buf);
+    else ::inet_ntop(AF_INET6, &a6->sin6_addr, buf, sizeof buf);
+  }
+  return buf;
+}
+
+// One HTTP request as it arrives (libmicrohttpd calls the handler once for the head, once per
+// body chunk, once at the end).
+struct RequestState {
+  std::string body;
+  bool too_large = false;
 };
+
+MHD_Result send(MHD_Connection* c, const Response& r) {
+  MHD_Response* m = MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (!m) return MHD_NO;
+  if (!r.content_type.empty()) MHD_add_response_header(m, MHD_HTTP_HEADER_CONTENT_TYPE, r.content_type.c_str());
+  for (const auto& [k, v] : r.headers) MHD_add_response_header(m, k.c_str(), v.c_str());
+  const MHD_Result ret = MHD_queue_response(c, static_cast<unsigned>(r.status), m);
+  MHD_destroy_response(m);
+  return ret;
+}
+
+MHD_Result collect_header(void* cls, MHD_ValueKind, const char* key, const char* value) {
+  auto* req = static_cast<Request*>(cls);
+  std::string k = key ? key : "";
+  for (auto& ch : k) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  auto [it, fresh] = req->headers.emplace(k, value ? value : "");
+  if (!fresh) it->second += std::string(", ") + (value ? value : "");
+  ++req->header_count;
+  return MHD_YES;
+}
+
+std::uint64_t connection_id(MHD_Connection* c) {
+  const auto* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return info && info->socket_context ? reinterpret_cast<std::uintptr_t>(info->socket_context) : 0;
+}
+}  // namespace
 
 struct ApiServer::Impl {
   engine::Engine& engine;
   ServerOptions opt;
-  std::unique_ptr<tls::CurrentIdentity> identity;  // HTTPS only; outlives svr, whose TLS context points at it
-  std::string tls_problem;
-  std::unique_ptr<httplib::Server> svr;
-  std::function<int()> listen_fd;
+  Router router;
+  ConnectionGuard guard;
+  int listen_fd = -1;  // ours until a libmicrohttpd daemon takes it over
   int bound_port = 0;
-  std::unique_ptr<ConnectionReaper> reaper;  // the lifetime limit httplib lacks
-  std::thread thread;
-  std::mutex token_mu;
-  std::string token, token_problem = "no token file was read";
+  bool tls = false;
+  mutable std::mutex daemon_mu;  // the current daemon, swapped on a certificate reload
+  MHD_Daemon* daemon = nullptr;
+  std::mutex error_mu;
+  std::string last_error;  // libmicrohttpd's last message, for a start that fails
 
-  Impl(engine::Engine& e, ServerOptions o) : engine(e), opt(std::move(o)) {
-    if (!opt.tls) {
-      auto plain = std::make_unique<Listening<httplib::Server>>();
-      listen_fd = [s = plain.get()] { return s->listen_fd(); };
-      svr = std::move(plain);
-      return;
-    }
-    identity = std::make_unique<tls::CurrentIdentity>(std::move(opt.tls));  // the key lives in one place
-    // The same hardening applies: SSLServer only wraps each accepted socket in a TLS session,
-    // whose handshake is bounded by the read timeout.
-    auto secure = std::make_unique<Listening<httplib::SSLServer>>(std::function<bool(SSL_CTX&)>([this](SSL_CTX& ctx) {
-      auto st = tls::configure_server_context(ctx, *identity);
-      if (!st) tls_problem = st.error().message;
-      return st.ok();
-    }));
-    listen_fd = [s = secure.get()] { return s->listen_fd(); };
-    svr = std::move(secure);
+  Impl(engine::Engine& e, ServerOptions o)
+      : engine(e),
+        opt(std::move(o)),
+        router(e, opt.max_headers),
+        guard(ConnectionGuard::Limits{opt.max_connections, opt.max_connections_per_client, opt.request_timeout,
+                                      opt.max_connection_time, std::chrono::seconds(10), std::chrono::milliseconds(250)},
+              [this](const std::string& m) { log(engine::LogLevel::warning, m); },
+              [](int fd) { ::shutdown(fd, SHUT_RDWR); }),
+        tls(opt.tls != nullptr) {
+    router.set_metrics_extra([this] { return guard.metrics_text(); });
   }
 
-  bool authorized(const httplib::Request& req, httplib::Response& res) {
-    std::string t, why;
+  void log(engine::LogLevel level, const std::string& m) {
+    if (opt.log) opt.log({level, m, "", "http", ""});
+  }
+
+  // ---- libmicrohttpd callbacks (cls is this Impl) ----
+  static MHD_Result on_accept(void* cls, const sockaddr* addr, socklen_t) {
+    return static_cast<Impl*>(cls)->guard.admit(client_of(addr)) ? MHD_YES : MHD_NO;
+  }
+
+  static void on_connection(void* cls, MHD_Connection* c, void** socket_context, MHD_ConnectionNotificationCode code) {
+    auto* self = static_cast<Impl*>(cls);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+      const auto* fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+      const auto* addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+      const std::uint64_t id = self->guard.opened(fd ? fd->connect_fd : -1, client_of(addr ? addr->client_addr : nullptr));
+      *socket_context = reinterpret_cast<void*>(static_cast<std::uintptr_t>(id));
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+      self->guard.closed(reinterpret_cast<std::uintptr_t>(*socket_context));
+      *socket_context = nullptr;
+    }
+  }
+
+  static void on_completed(void* cls, MHD_Connection* c, void** con_cls, MHD_RequestTerminationCode) {
+    delete static_cast<RequestState*>(*con_cls);
+    *con_cls = nullptr;
+    static_cast<Impl*>(cls)->guard.response_done(connection_id(c));
+  }
+
+  static void on_log(void* cls, const char* fmt, va_list ap) {
+    char buf[512];
+    std::vsnprintf(buf, sizeof buf, fmt, ap);
+    std::string m(buf);
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+    auto* self = static_cast<Impl*>(cls);
     {
-      std::lock_guard lk(token_mu);
-      t = token;
-      why = token_problem;
+      std::lock_guard lk(self->error_mu);
+      self->last_error = m;
     }
-    if (t.empty()) {
-      problem(res, 503, "mutating endpoints are disabled: " + why);
-      return false;
-    }
-    const std::string h = req.get_header_value("Authorization");
-    static constexpr std::string_view kBearer = "Bearer ";
-    if (h.size() <= kBearer.size() || h.compare(0, kBearer.size(), kBearer) != 0) {
-      res.set_header("WWW-Authenticate", "Bearer realm=\"p2pnode\"");
-      problem(res, 401, "this endpoint needs 'Authorization: Bearer <token>' (the token is in the daemon's token_file)");
-      return false;
-    }
-    if (!token_equal(std::string_view(h).substr(kBearer.size()), t)) {
-      res.set_header("WWW-Authenticate", "Bearer realm=\"p2pnode\", error=\"invalid_token\"");
-      problem(res, 401, "the bearer token is not valid");
-      return false;
-    }
-    return true;
+    // Per-connection noise (a client that hung up, a handshake that never finished) is what a
+    // flood produces by the thousand: debug only; what the guard sheds is logged, summed.
+    self->log(engine::LogLevel::debug, "libmicrohttpd: " + m);
   }
 
-  void post(const httplib::Request& req, httplib::Response& res, bool selftest) {
-    if (!authorized(req, res)) return;
-    const auto r = engine.request(selftest ? "api-selftest" : "api", selftest);
-    res.status = 202;
-    res.set_content(json{{"accepted", true}, {"request", engine::to_string(r)}, {"selftest", selftest}}.dump(), kJson);
-  }
-
-  void get(const char* path, std::string engine::Snapshot::*body, const char* type) {
-    svr->Get(path, [this, body, type](const httplib::Request&, httplib::Response& res) {
-      auto snap = engine.snapshot();
-      res.set_content((*snap).*body, type);
-    });
-  }
-
-  void routes() {
-    svr->Get("/livez", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"status":"alive"})", kJson);
-    });
-    svr->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-      auto snap = engine.snapshot();
-      if (snap->ready) {
-        res.set_content(snap->readyz, kJson);
-        return;
+  static MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method, const char*,
+                               const char* upload_data, std::size_t* upload_size, void** con_cls) {
+    auto* self = static_cast<Impl*>(cls);
+    auto* st = static_cast<RequestState*>(*con_cls);
+    if (!st) {  // the head is complete
+      st = new RequestState;
+      *con_cls = st;
+      const char* length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+      if (length && std::strtoull(length, nullptr, 10) > self->opt.max_body) {
+        self->guard.request_complete(connection_id(c));  // answered now; the body is not read
+        return send(c, problem(413, "the request body is larger than the daemon accepts"));
       }
-      const auto& st = snap->state;
-      problem(res, 503, std::string("the node is ") + engine::to_string(st.state),
-              {{"state", engine::to_string(st.state)}, {"ready", false}, {"reasons", st.reasons}});
-    });
-    get("/v1/status", &engine::Snapshot::status, kJson);
-    svr->Get("/v1/findings", [this](const httplib::Request& req, httplib::Response& res) {
-      auto snap = engine.snapshot();
-      const std::string accept = req.get_header_value("Accept");
-      if (accept.find("text/plain") != std::string::npos && accept.find("json") == std::string::npos)
-        res.set_content(snap->findings_table, "text/plain; charset=utf-8");
-      else
-        res.set_content(snap->findings, kJson);
-    });
-    get("/v1/devices", &engine::Snapshot::devices, kJson);
-    get("/v1/topology", &engine::Snapshot::topology, kJson);
-    get("/v1/plan", &engine::Snapshot::plan, kJson);
-    get("/v1/selftest", &engine::Snapshot::selftest, kJson);
-    get("/metrics", &engine::Snapshot::metrics, engine::kMetricsContentType);
-    svr->Post("/v1/reconcile", [this](const httplib::Request& req, httplib::Response& res) { post(req, res, false); });
-    svr->Post("/v1/selftest", [this](const httplib::Request& req, httplib::Response& res) { post(req, res, true); });
+      return MHD_YES;
+    }
+    if (*upload_size) {
+      if (st->body.size() + *upload_size > self->opt.max_body) st->too_large = true;
+      else if (!st->too_large) st->body.append(upload_data, *upload_size);
+      *upload_size = 0;
+      return MHD_YES;
+    }
+    self->guard.request_complete(connection_id(c));
+    if (st->too_large) return send(c, problem(413, "the request body is larger than the daemon accepts"));
+    Request req;
+    req.method = method ? method : "";
+    req.path = url ? url : "";
+    req.body = std::move(st->body);
+    MHD_get_connection_values(c, MHD_HEADER_KIND, &collect_header, &req);
+    try {
+      return send(c, self->router.handle(req));
+    } catch (const std::exception& e) {
+      return send(c, problem(500, std::string("internal error: ") + e.what()));
+    }
   }
 
-  void limits() {
-    svr->new_task_queue = [this] {
-      return new BoundedPool(static_cast<std::size_t>(opt.threads), opt.queue, reaper.get());
+  // A libmicrohttpd daemon on the listening socket (shared with a running one during a reload).
+  MHD_Daemon* start_daemon(const tls::PemIdentity* pem, std::string* why) {
+    // epoll for plain HTTP. With TLS, libmicrohttpd 0.9.75's epoll loop spins (recv EAGAIN, then
+    // epoll_wait with a zero timeout, over and over) while a handshake waits for the client,
+    // taking the CPU the client needs; its poll loop waits properly (measured: README, Serving).
+    unsigned flags = (pem ? MHD_USE_POLL_INTERNAL_THREAD : MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (pem) flags |= MHD_USE_TLS;
+    if (opt.listen.host.find(':') != std::string::npos) flags |= MHD_USE_IPv6;
+    const auto secs = [](std::chrono::milliseconds d) {
+      return static_cast<intptr_t>(std::max<long long>(1, (d.count() + 999) / 1000));
     };
-    svr->set_payload_max_length(opt.max_body);
-    svr->set_read_timeout(opt.read_timeout_s, 0);
-    svr->set_write_timeout(opt.write_timeout_s, 0);
-    svr->set_keep_alive_timeout(opt.keep_alive_timeout_s);
-    svr->set_keep_alive_max_count(opt.keep_alive_max);
-    svr->set_tcp_nodelay(true);
-
-    svr->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (req.headers.size() > opt.max_headers) {
-        problem(res, 431, "more than " + std::to_string(opt.max_headers) + " header fields");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      // `curl -X POST` sends neither Content-Length nor a body, which httplib would answer with
-      // 400; these endpoints take no body, so answer them here.
-      if (req.method == "POST" && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding") &&
-          (req.path == "/v1/reconcile" || req.path == "/v1/selftest")) {
-        post(req, res, req.path == "/v1/selftest");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-    svr->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return;  // a handler already wrote its problem document
-      if (res.status == 404) {
-        auto it = known_paths().find(req.path);
-        if (it != known_paths().end()) {
-          res.set_header("Allow", it->second);
-          problem(res, 405, req.method + " is not allowed on " + req.path + "; allowed: " + it->second);
-          return;
-        }
-        problem(res, 404, "no such endpoint; see api/openapi.yaml");
-        return;
-      }
-      problem(res, res.status, res.status == 413 ? "the request body is larger than the daemon accepts"
-                               : res.status == 400 ? "the request could not be parsed as HTTP/1.1"
-                                                   : "the request was refused");
-    });
-    svr->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-      std::string what = "unknown exception";
-      try {
-        if (ep) std::rethrow_exception(ep);
-      } catch (const std::exception& e) {
-        what = e.what();
-      } catch (...) {
-      }
-      problem(res, 500, "internal error: " + what);
-    });
+    const auto threads = static_cast<std::size_t>(std::max(1, opt.threads));
+    std::vector<MHD_OptionItem> o = {
+        {MHD_OPTION_LISTEN_SOCKET, listen_fd, nullptr},
+        // Backstops: the guard sheds first (counting why); these hold if it is raced.
+        {MHD_OPTION_CONNECTION_LIMIT, static_cast<intptr_t>(opt.max_connections + threads), nullptr},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, static_cast<intptr_t>(opt.max_connections_per_client + threads), nullptr},
+        {MHD_OPTION_CONNECTION_TIMEOUT, secs(opt.idle_timeout), nullptr},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 32 * 1024, nullptr},
+        {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&on_connection), this},
+        {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&on_completed), this},
+        {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&on_log), this},
+    };
+    if (threads > 1) o.push_back({MHD_OPTION_THREAD_POOL_SIZE, static_cast<intptr_t>(threads), nullptr});
+    if (pem) {
+      o.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(pem->chain.c_str())});
+      o.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(pem->key.c_str())});
+      o.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(tls::kGnutlsPriorities)});
+    }
+    o.push_back({MHD_OPTION_END, 0, nullptr});
+    {
+      std::lock_guard lk(error_mu);
+      last_error.clear();
+    }
+    MHD_Daemon* d = MHD_start_daemon(flags, 0, &on_accept, this, &on_request, this, MHD_OPTION_ARRAY, o.data(), MHD_OPTION_END);
+    if (!d && why) {
+      std::lock_guard lk(error_mu);
+      *why = "libmicrohttpd did not start" + (last_error.empty() ? std::string() : ": " + last_error);
+    }
+    return d;
   }
 };
 
-ApiServer::ApiServer(engine::Engine& engine, ServerOptions options) : impl_(std::make_unique<Impl>(engine, std::move(options))) {
-  impl_->limits();
-  impl_->routes();
-}
+ApiServer::ApiServer(engine::Engine& engine, ServerOptions options) : impl_(std::make_unique<Impl>(engine, std::move(options))) {}
 
 ApiServer::~ApiServer() { stop(); }
 
 Result<int> ApiServer::bind() {
-  auto& o = impl_->opt;
-  if (!impl_->svr->is_valid()) return Error{"cannot set up TLS: " + impl_->tls_problem};
-  if (o.listen.port == 0) {
-    const int port = impl_->svr->bind_to_any_port(o.listen.host);
-    if (port <= 0) return Error{"cannot listen on " + o.listen.host + " (any port)"};
-    impl_->bound_port = port;
-    return port;
-  }
-  if (!impl_->svr->bind_to_port(o.listen.host, o.listen.port))
-    return Error{"cannot listen on " + o.listen.display() + ": " + std::strerror(errno), errno};
-  impl_->bound_port = o.listen.port;
-  return o.listen.port;
-}
-
-namespace {
-// Idle connections (connected, nothing sent) stay in the kernel until their first bytes arrive
-// (TCP_DEFER_ACCEPT), so they never hold one of the fixed workers.
-// httplib 0.11 listens with a backlog of 5, under which the kernel gives up deferring at once;
-// listen() again on the bound socket raises it.
-void defer_accept(int fd) {
-  int defer_s = 10;
+  const auto& l = impl_->opt.listen;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(l.port);
+  if (int rc = ::getaddrinfo(l.host.c_str(), port.c_str(), &hints, &found); rc != 0)
+    return Error{"cannot listen on " + l.display() + ": " + ::gai_strerror(rc)};
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
+  const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, found->ai_protocol);
+  if (fd < 0) return Error{"cannot listen on " + l.display() + ": " + std::strerror(errno), errno};
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (found->ai_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  // Connections that send nothing wait in the kernel for their first bytes (10 s), not in the server.
+  const int defer_s = 10;
   ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof defer_s);
-  ::listen(fd, 256);
+  if (::bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, 512) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return Error{"cannot listen on " + l.display() + ": " + std::strerror(e), e};
+  }
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  impl_->bound_port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                                     : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  impl_->listen_fd = fd;
+  return impl_->bound_port;
 }
-}  // namespace
 
-void ApiServer::start() {
-  defer_accept(impl_->listen_fd());
-  impl_->reaper = std::make_unique<ConnectionReaper>(impl_->bound_port, impl_->opt.max_connection_time);
-  impl_->reaper->start();
-  impl_->thread = std::thread([this] { impl_->svr->listen_after_bind(); });
+Status ApiServer::start() {
+  if (impl_->listen_fd < 0) return Error{"the API server is not bound"};
+  std::lock_guard lk(impl_->daemon_mu);
+  if (impl_->daemon) return Status::success();
+  std::optional<tls::PemIdentity> pem;
+  if (impl_->opt.tls) pem = tls::to_pem(*impl_->opt.tls);
+  std::string why;
+  impl_->guard.start();
+  impl_->daemon = impl_->start_daemon(pem ? &*pem : nullptr, &why);
+  if (!impl_->daemon) {
+    impl_->guard.stop();
+    return Error{why};
+  }
+  return Status::success();
 }
 
 void ApiServer::stop() {
   if (!impl_) return;
-  if (impl_->reaper) impl_->reaper->stop();
-  impl_->svr->stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  MHD_Daemon* d = nullptr;
+  {
+    std::lock_guard lk(impl_->daemon_mu);
+    d = impl_->daemon;
+    impl_->daemon = nullptr;
+  }
+  if (d) {
+    MHD_stop_daemon(d);  // closes its connections and the listening socket
+    impl_->listen_fd = -1;
+  } else if (impl_->listen_fd >= 0) {
+    ::close(impl_->listen_fd);
+    impl_->listen_fd = -1;
+  }
+  impl_->guard.stop();
 }
 
-bool ApiServer::set_tls_identity(std::shared_ptr<const tls::Identity> identity) {
-  if (!impl_->identity || !identity) return false;
-  impl_->identity->set(std::move(identity));
+bool ApiServer::set_tls_identity(std::shared_ptr<const tls::Identity> identity, std::string* why) {
+  if (!impl_->tls || !identity) {
+    if (why) *why = "the server speaks plain HTTP; turning TLS on takes a restart";
+    return false;
+  }
+  std::lock_guard lk(impl_->daemon_mu);
+  if (!impl_->daemon) return false;
+  const auto pem = tls::to_pem(*identity);
+  std::string problem_text;
+  // The new server shares the listening socket with the old one while it starts, so no
+  // connection attempt is refused; then the old one stops accepting and goes.
+  MHD_Daemon* fresh = impl_->start_daemon(&pem, &problem_text);
+  if (!fresh) {
+    if (why) *why = problem_text;
+    return false;
+  }
+  MHD_Daemon* old = impl_->daemon;
+  MHD_quiesce_daemon(old);  // it no longer owns the listening socket
+  impl_->daemon = fresh;
+  MHD_stop_daemon(old);
+  impl_->opt.tls = std::move(identity);
   return true;
 }
 
-bool ApiServer::serves_tls() const { return impl_->identity != nullptr; }
+bool ApiServer::serves_tls() const { return impl_->tls; }
 
 void ApiServer::set_token(std::string token, std::string problem_text) {
-  std::lock_guard lk(impl_->token_mu);
-  impl_->token = std::move(token);
-  impl_->token_problem = std::move(problem_text);
+  impl_->router.set_token(std::move(token), std::move(problem_text));
 }
 
 }  // namespace p2pnode::http

@@ -456,7 +456,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   for (const auto& k : kernels) replacing = replacing || installed_for(st_before, t.version, k);
   const std::string scratch = std::string(kStateDir) + "/trial";
   std::error_code ec;
-  if (replacing) {
+  if (replacing && source_changed) {  // same source, a new kernel: nothing to prove
     fs::remove_all(root.host_path(scratch), ec);
     (void)root.make_dirs(scratch);
     const std::string k = contains(kernels, running_kernel) ? running_kernel : kernels.front();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "nvidia/userspace.hpp"
 #include "nvidia/version.hpp"
 
 namespace p2pnode::nvidia {
@@ -33,6 +34,7 @@ std::optional<std::string> api_mismatch_since_load(std::string_view log) {
 
 std::vector<std::string> userspace_versions(const sys::SysRoot& root) {
   std::vector<std::string> out;
+  if (auto u = find_userspace_driver(root); u.version) out.push_back(*u.version);  // what ld.so would load
   for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"})
     for (const auto& f : root.list_dir(dir))
       if (f.rfind("libcuda.so.", 0) == 0 && looks_like_version(f.substr(11)) &&

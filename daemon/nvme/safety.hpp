@@ -6,24 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "core/inventory.hpp"
+
 namespace p2pnode::nvme {
 
-// One namespace or partition of the controller, as probe_nvme_usage() saw it.
-struct BlockDeviceUse {
-  std::string name;                      // nvme1n1, nvme1n1p2, nvme0c0n1
-  std::vector<std::string> mountpoints;  // from /proc/self/mountinfo and /proc/mounts
-  std::vector<std::string> holders;      // /sys/class/block/<name>/holders: dm-0, md127
-  bool swap = false;                     // listed in /proc/swaps
-  std::optional<std::string> signature;  // decode_block_signature() of /dev/<name>
-  std::optional<std::string> unreadable; // why /dev/<name> could not be read (signature unknown)
-  bool hidden = false;                   // a multipath path node: no /dev entry of its own
-};
-
-struct ControllerUse {
-  std::string bdf;
-  std::vector<std::string> controllers;  // nvme1 (several for odd multi-controller functions)
-  std::vector<BlockDeviceUse> block_devices;
-};
+// One namespace or partition of the controller, and the controller's, as probe_nvme_usage() saw
+// them (plain data in core/inventory.hpp, so the Inventory carries them).
+using p2pnode::BlockDeviceUse;
+using ControllerUse = p2pnode::NvmeControllerUse;
 
 struct SafetyDecision {
   bool safe = true;

@@ -6,17 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "core/inventory.hpp"
 #include "core/profile.hpp"
 
 namespace p2pnode::nvme {
 
-struct ControllerIdentity {
-  std::string bdf;
-  std::string driver;                  // nvme, vfio-pci, "" when none
-  std::optional<std::string> serial;   // trimmed
-  std::optional<std::string> model;    // trimmed
-  bool remembered = false;             // serial/model from /var/lib/p2pnode/nvme-serials.json
-};
+using ControllerIdentity = p2pnode::NvmeControllerIdentity;  // core/inventory.hpp
 
 struct Selected {
   const NvmeDrive* drive = nullptr;

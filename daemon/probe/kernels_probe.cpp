@@ -49,7 +49,13 @@ std::vector<FailedBuild> failed_on(const sys::SysRoot& root, const std::string& 
       const std::string log = sys::join(kFailedDir, pkg, ver, k, "make.log");
       auto text = root.read_text(log, 16 << 20);
       if (!text) continue;
-      FailedBuild f{pkg, ver, log, dkms::first_compiler_error(*text).value_or(""), {}};
+      // The compiler's first error line itself (first_compiler_error() may add its "In function" line).
+      std::string first = dkms::first_compiler_error(*text).value_or("");
+      if (const auto e = first.find("error:"); e != std::string::npos) {
+        const auto start = first.rfind('\n', e);
+        first = first.substr(start == std::string::npos ? 0 : start + 1);
+      }
+      FailedBuild f{pkg, ver, log, first, {}};
       for (const auto& m : nvidia::match_make_log(nvidia::builtin_breakages(), *text, ver)) f.breakages.push_back(m.describe());
       out.push_back(std::move(f));
     }

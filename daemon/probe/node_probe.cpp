@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "pci/iommu.hpp"
+#include "probe/nvme.hpp"
 #include "probe/probe.hpp"
 
 namespace p2pnode::probe {
@@ -57,6 +58,9 @@ Inventory probe_inventory(const sys::SysRoot& root) {
   inv.nvidia = probe_nvidia_driver(root);
   inv.kernels = probe_kernels(root, inv.kernel.release);
   inv.devices = probe_pci_devices(root);
+  inv.nvme_identities = probe_nvme_identities(root);
+  for (const auto& c : inv.nvme_identities)
+    if (c.driver == "nvme") inv.nvme_usage.push_back(probe_nvme_usage(root, c.bdf));
   if (!root.is_dir("/sys/bus/pci/devices"))
     inv.problems.push_back("/sys/bus/pci/devices does not exist under " + root.root().string() +
                            ": not a Linux system root (is --root right?)");

@@ -1,10 +1,22 @@
 #include <regex>
 
+#include "nvidia/userspace.hpp"
 #include "nvidia/version.hpp"
 #include "probe/probe.hpp"
 
 namespace p2pnode::probe {
 using sys::join;
+
+void set_userspace(NvidiaDriverState& s, const nvidia::UserspaceDriver& u) {
+  s.userspace_version = u.version;
+  s.userspace_source = u.source;
+  s.userspace_path = u.path;
+}
+
+void probe_userspace_by_commands(const sys::SysRoot& root, sys::CommandRunner& runner, NvidiaDriverState& s) {
+  if (s.userspace_version) return;
+  set_userspace(s, nvidia::find_userspace_driver_by_commands(root, runner, nvidia::UserspaceDriver{}));
+}
 
 NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root) {
   NvidiaDriverState s;
@@ -21,15 +33,7 @@ NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root) {
     if (root.is_dir(join("/sys/module", m))) s.modules_loaded.emplace_back(m);
   for (const auto& v : root.list_dir("/lib/firmware/nvidia"))
     if (nvidia::looks_like_version(v)) s.gsp_firmware_versions.push_back(v);
-  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"}) {
-    for (const auto& f : root.list_dir(dir)) {
-      if (f.rfind("libcuda.so.", 0) == 0 && nvidia::looks_like_version(f.substr(11))) {
-        s.userspace_version = f.substr(11);
-        break;
-      }
-    }
-    if (s.userspace_version) break;
-  }
+  set_userspace(s, nvidia::find_userspace_driver(root));
   for (const auto& f : root.list_dir("/etc/modprobe.d")) {
     if (f.size() < 5 || f.substr(f.size() - 5) != ".conf") continue;
     if (auto text = root.read_text(join("/etc/modprobe.d", f)))

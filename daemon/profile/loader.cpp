@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include "profile/loader.hpp"
 
 #include <algorithm>
@@ -232,8 +233,25 @@ void read_nvme(MapReader& root, Profile& p) {
   p.nvme = spec;
 }
 
+// 0.85 or 85%, above 0 and below 1.
+std::optional<double> fraction(MapReader& m, std::string_view key) {
+  auto s = m.string(key);
+  if (!s) return std::nullopt;
+  std::string t = *s;
+  const bool pct = !t.empty() && t.back() == '%';
+  if (pct) t.pop_back();
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (pct) v /= 100;
+  if (t.empty() || end != t.c_str() + t.size() || !(v > 0 && v < 1)) {
+    m.diag().add(m.get(key), m.child_path(key), "expected a fraction above 0 and below 1 (0.85 or 85%), found '" + *s + "'");
+    return std::nullopt;
+  }
+  return v;
+}
+
 void read_selftest(MapReader& root, Profile& p) {
-  auto m = root.map("selftest", {"schedule", "time_limit", "cases", "thresholds"});
+  auto m = root.map("selftest", {"schedule", "time_limit", "cases", "thresholds", "baseline_runs"});
   if (!m) return;
   SelftestSpec s;
   if (auto v = m->duration("schedule")) {
@@ -245,7 +263,11 @@ void read_selftest(MapReader& root, Profile& p) {
     else s.time_limit = *v;
   }
   s.cases = m->string_list("cases");
-  if (auto t = m->map("thresholds", {"min_bandwidth", "max_latency", "max_integrity_errors"})) {
+  if (auto v = m->integer("baseline_runs", 1, 100)) s.baseline_runs = static_cast<int>(*v);
+  if (auto t = m->map("thresholds", {"min_bandwidth", "max_latency", "max_integrity_errors", "min_fraction_of_expected",
+                                     "max_drop_from_baseline"})) {
+    if (auto v = fraction(*t, "min_fraction_of_expected")) s.min_fraction_of_expected = *v;
+    if (auto v = fraction(*t, "max_drop_from_baseline")) s.max_drop_from_baseline = *v;
     if (auto bw = t->map("min_bandwidth", {"PIX", "PXB", "PHB", "NODE", "SYS", "NV", "any"})) {
       for (const auto& kv : bw->node())
         if (auto v = bw->bandwidth(kv.first.Scalar())) s.min_bandwidth[kv.first.Scalar()] = *v;

@@ -10,8 +10,10 @@ start_eight_gpu_node() {
   cp "$src/profiles/epyc-8x4090.yaml" "$root/etc/p2pnode/profiles/"
   gpus=$("$bin" check --root "$root" --json | python3 -c 'import json,sys; print(" ".join(g["bdf"] for g in json.load(sys.stdin)["node"]["gpus"]))')
   python3 "$src/tests/serve/synth_agent_result.py" "$src/tests/gpu/results/h200x4-rounds.json" $gpus > "$work/result.json"
-  printf 'listen: 127.0.0.1:0\nagent:\n  path: %s\n  args: ["%s"]\n' "$src/tests/serve/agents/replay.sh" "$work/result.json" \
-    > "$work/p2pnode.yaml"
+  # agent.path is inside the root, like every configured path
+  mkdir -p "$root/usr/libexec/p2pnode"
+  ln -sfn "$src/tests/serve/agents/replay.sh" "$root/usr/libexec/p2pnode/p2pnode-agent"
+  printf 'listen: 127.0.0.1:0\nagent:\n  args: ["%s"]\n' "$work/result.json" > "$work/p2pnode.yaml"
   "$bin" serve --root "$root" --config "$work/p2pnode.yaml" --port-file "$work/port" > "$work/daemon.log" 2>&1 &
   NODE_PID=$!
   for i in $(seq 200); do [ -s "$work/port" ] && break; sleep 0.1; done

@@ -50,9 +50,13 @@ make_node() {
   (umask 077; printf '%s\n' "$TOKEN" > "$root/etc/p2pnode/token")
 }
 
-# write_config NAME AGENT_PATH ARGS_YAML [EXTRA_YAML]: the daemon config for node NAME.
+# write_config NAME AGENT_PATH ARGS_YAML [EXTRA_YAML]: the daemon config for node NAME. Every path
+# in the config is inside the root (--root), agent.path too: the agent is linked into the root at
+# the path the config names.
 write_config() {
   local name=$1 agent=$2 args=$3 extra=${4:-}
+  mkdir -p "$WORK/$name/root$(dirname "$agent")"
+  ln -sfn "$agent" "$WORK/$name/root$agent"
   cat > "$WORK/$name/p2pnode.yaml" <<YAML
 apiVersion: p2pnode/v1
 kind: DaemonConfig

@@ -2,6 +2,7 @@
 // document (or tables). This file: set-up and release of the GPUs, the timing latch, the run of
 // the cases and the entry point; the cases are in cases.cpp, the kernels in kernels.cu.
 #include "agent.hpp"
+#include "p2pnode/agent/nvml.hpp"
 
 namespace p2pnode::agent {
 
@@ -371,6 +372,14 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     rep.devices.push_back(std::move(d));
     gpus_.push_back(std::move(g));
   }
+  {
+    std::vector<std::string> bus_ids;
+    for (const auto& d : rep.devices) {
+      bus_ids.push_back(d.pci_bus_id);
+    }
+    rep.interconnect = read_interconnect(bus_ids);
+    mark("interconnect_read");
+  }
   try {
     const std::string err = setup();
     if (!err.empty()) {
@@ -395,6 +404,9 @@ int Agent::main(const std::vector<CaseDef>& cases) {
 
   for (const auto& c : cases) {
     if (!opt_.cases.empty() && std::find(opt_.cases.begin(), opt_.cases.end(), c.key) == opt_.cases.end()) {
+      continue;
+    }
+    if (opt_.cases.empty() && c.opt_in) {
       continue;
     }
     CaseResult cr;
@@ -438,7 +450,7 @@ int run_agent(int argc, char** argv) {
   }
   if (parsed.options->list) {
     for (const auto& c : case_list()) {
-      std::cout << c.key << "\n    " << c.description << "\n";
+      std::cout << c.key << (c.opt_in ? " (only when --cases names it)" : "") << "\n    " << c.description << "\n";
     }
     return 0;
   }
@@ -449,6 +461,13 @@ int run_agent(int argc, char** argv) {
   // - load kernels lazily.
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0);
   setenv("CUDA_MODULE_LOADING", "LAZY", 0);
+  for (const auto& spec : parsed.options->nvme) {
+    std::string err;
+    if (!nvme::parse_drive_spec(spec, err)) {
+      std::cerr << err << "\n";
+      return 2;
+    }
+  }
   Agent agent(*parsed.options);
   return agent.main(case_list());
 }

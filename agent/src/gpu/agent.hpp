@@ -28,6 +28,7 @@
 
 #include "kernels.hpp"
 #include "p2pnode/agent/link.hpp"
+#include "p2pnode/agent/nvme/doorbell_case.hpp"
 #include "p2pnode/agent/options.hpp"
 #include "p2pnode/agent/report.hpp"
 #include "p2pnode/agent/schedule.hpp"
@@ -109,6 +110,7 @@ struct CaseDef {
   // Returns an empty string when the case can run, else why it is waived.
   std::string (*filter)(const Agent&);
   void (*run)(Agent&, CaseResult&);
+  bool opt_in = false;  // runs only when --cases names it
 };
 
 class Agent {
@@ -196,6 +198,9 @@ class Agent {
 std::uint64_t current_rss_bytes();
 std::string uuid_string(const cudaUUID_t& u);   // GPU-8f3c…
 std::string bdf_string(const cudaDeviceProp& p);  // 0000:18:00.0
+
+// nvme_doorbell (nvme_doorbell.cpp): the host and GPU doorbell writers on drives bound to vfio-pci.
+void run_nvme_doorbell(Agent& a, CaseResult& cr);
 
 // The one explicit list of cases, in the order they run (cases.cpp).
 const std::vector<CaseDef>& case_list();

@@ -502,6 +502,7 @@ const std::vector<CaseDef>& case_list() {
        "mixed with a per-run seed, a stale-data pass and an unaligned partial copy inside guards; every byte "
        "checked on the destination GPU",
        need_peer_pair, run_integrity},
+      {nvme::kCaseKey, nvme::kCaseDescription, always, run_nvme_doorbell, true},
   };
   return cases;
 }

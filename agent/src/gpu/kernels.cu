@@ -213,4 +213,14 @@ cudaError_t launch_chase(const void* start, int accesses, unsigned long long* si
   return cudaGetLastError();
 }
 
+__global__ void doorbell_write_kernel(volatile std::uint32_t* doorbell, std::uint32_t value) {
+  *doorbell = value;  // st.volatile.sys: one posted MemWr TLP to the drive's BAR0
+  __threadfence_system();
+}
+
+cudaError_t launch_doorbell_write(std::uint32_t* doorbell, std::uint32_t value, cudaStream_t s) {
+  doorbell_write_kernel<<<1, 1, 0, s>>>(doorbell, value);
+  return cudaGetLastError();
+}
+
 }  // namespace p2pnode::agent::gpu

@@ -48,4 +48,10 @@ cudaError_t launch_chain_init(void* buf, std::size_t bytes, cudaStream_t s);
 cudaError_t launch_chase(const void* start, int accesses, unsigned long long* sink, int sm_count, int target_block,
                          cudaStream_t s);
 
+// One thread stores `value` to the 32-bit word at `doorbell` (a device pointer to an NVMe BAR0
+// page registered as I/O memory), then fences system-wide. A posted write: nothing is ever read
+// from BAR0 (GPU reads of a peer BAR can time out on AMD root complexes and take the drive off
+// the bus, seed 002).
+cudaError_t launch_doorbell_write(std::uint32_t* doorbell, std::uint32_t value, cudaStream_t s);
+
 }  // namespace p2pnode::agent::gpu

@@ -94,6 +94,16 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
       ->check(CLI::IsMember({"serial", "rounds"}));
   auto* seed_opt = app.add_option("--seed", seed, "Pattern seed (default: drawn per run)");
   app.add_option("--inject-corruption", inject, "TEST ONLY: skew one integrity copy of pair SRC:DST");
+  app.add_option("--nvme", o.nvme,
+                 "nvme_doorbell: bdf=0000:0b:00.0,serial=S[,model=M][,gpu=0000:0a:00.0] (repeatable; default: every "
+                 "NVMe on vfio-pci with a serial in /var/lib/p2pnode/nvme-serials.json)");
+  app.add_option("--writer", o.writer, "nvme_doorbell: who writes the doorbell: host, gpu or both (default)")
+      ->check(CLI::IsMember({"host", "gpu", "both"}));
+  app.add_option("--nvme-ready-timeout-ms", o.nvme_ready_timeout_ms, "nvme_doorbell: longest wait for CSTS.RDY")
+      ->check(CLI::Range(1, 600000));
+  app.add_option("--nvme-completion-timeout-ms", o.nvme_completion_timeout_ms,
+                 "nvme_doorbell: longest wait for the Identify completion")
+      ->check(CLI::Range(1, 60000));
   app.add_flag("--no-hold", o.no_hold,
                "DEBUG: do not hold the streams with a spin kernel before timed copies (timing is less exact; "
                "for compute-sanitizer, which serializes launches)");

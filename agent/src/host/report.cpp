@@ -83,8 +83,11 @@ nlohmann::json cell_json(const Cell& cell, CellShape shape) {
   if (shape == CellShape::pair) {
     j["src"] = cell.src;
     j["dst"] = cell.dst;
-  } else {
+  } else if (shape == CellShape::gpu) {
     j["gpu"] = cell.src;
+  }
+  for (const auto& [k, v] : cell.extra.items()) {
+    j[k] = v;
   }
   j["status"] = to_string(cell.status);
   if (!cell.reason.empty()) {
@@ -210,6 +213,9 @@ nlohmann::json to_json(const Report& r) {
     devices.push_back(std::move(jd));
   }
   j["devices"] = std::move(devices);
+  if (r.interconnect) {
+    j["interconnect"] = to_json(*r.interconnect);
+  }
   const int n = static_cast<int>(r.devices.size());
   auto cases = nlohmann::json::array();
   int passed = 0;
@@ -221,7 +227,7 @@ nlohmann::json to_json(const Report& r) {
     nlohmann::json jc = {{"key", c.key},
                          {"description", c.description},
                          {"status", to_string(c.status)},
-                         {"shape", c.shape == CellShape::pair ? "pair" : "gpu"},
+                         {"shape", c.shape == CellShape::pair ? "pair" : (c.shape == CellShape::gpu ? "gpu" : "nvme")},
                          {"duration_s", round_to(c.duration_s, 4)},
                          {"steps", c.steps}};
     if (!c.reason.empty()) {
@@ -285,6 +291,16 @@ std::string render_table(const Report& r) {
     }
     out << "\n";
   }
+  if (r.interconnect) {
+    out << "Interconnect (" << r.interconnect->source << "):";
+    if (!r.interconnect->reason.empty()) {
+      out << " " << r.interconnect->reason;
+    }
+    for (const auto& p : r.interconnect->pairs) {
+      out << "  " << p.a << "-" << p.b << " " << (p.nvlinks > 0 ? "NV" + std::to_string(p.nvlinks) : std::string("PCIe"));
+    }
+    out << "\n";
+  }
   for (const auto& c : r.cases) {
     out << "\n== " << c.key << " [" << to_string(c.status) << "] " << std::fixed << std::setprecision(3)
         << c.duration_s << " s, " << c.steps << " step(s)\n   " << c.description << "\n";
@@ -317,6 +333,23 @@ std::string render_table(const Report& r) {
           out << "\n";
         }
       }
+    } else if (c.shape == CellShape::nvme) {
+      for (const auto& cell : c.cells) {
+        const auto& x = cell.extra;
+        out << "   " << x.value("nvme", std::string("?")) << " writer " << x.value("writer", std::string("?"));
+        if (x.contains("pair_gpu")) {
+          out << " (GPU " << x["pair_gpu"].get<std::string>() << ")";
+        }
+        out << ": " << to_string(cell.status);
+        if (x.contains("identify")) {
+          out << ", Identify serial '" << x["identify"].value("serial", std::string()) << "' model '"
+              << x["identify"].value("model", std::string()) << "'";
+        }
+        if (auto us = cell_value(cell, "completion_us")) {
+          out << ", completion in " << fmt_value(us) << " us";
+        }
+        out << "\n";
+      }
     } else {
       out << std::setw(6) << "gpu";
       for (const auto& key : c.matrix_keys) {
@@ -337,6 +370,8 @@ std::string render_table(const Report& r) {
         out << "   " << to_string(cell.status) << " ";
         if (c.shape == CellShape::pair) {
           out << cell.src << "->" << cell.dst;
+        } else if (c.shape == CellShape::nvme) {
+          out << cell.extra.value("nvme", std::string("?")) << "/" << cell.extra.value("writer", std::string("?"));
         } else {
           out << "gpu " << cell.src;
         }

@@ -88,3 +88,25 @@ TEST(AgentOptions, ParseSize) {
   EXPECT_FALSE(parse_size("65GiB").has_value());
   EXPECT_FALSE(parse_size("99999999999999999999").has_value());
 }
+
+TEST(AgentOptions, NvmeDoorbellOptions) {
+  const auto d = parse({});
+  ASSERT_TRUE(d.options.has_value());
+  EXPECT_TRUE(d.options->nvme.empty());
+  EXPECT_EQ(d.options->writer, "both");
+  EXPECT_EQ(d.options->nvme_ready_timeout_ms, 10000);
+  EXPECT_EQ(d.options->nvme_completion_timeout_ms, 2000);
+  const auto r = parse({"--nvme", "bdf=0000:0b:00.0,serial=21165N801234,gpu=0000:0a:00.0", "--nvme",
+                        "bdf=0000:0c:00.0,serial=X", "--writer", "gpu", "--nvme-ready-timeout-ms", "500",
+                        "--nvme-completion-timeout-ms", "250"});
+  ASSERT_TRUE(r.options.has_value()) << r.message;
+  EXPECT_EQ(r.options->nvme.size(), 2u);
+  EXPECT_EQ(r.options->nvme[1], "bdf=0000:0c:00.0,serial=X");
+  EXPECT_EQ(r.options->writer, "gpu");
+  EXPECT_EQ(r.options->nvme_ready_timeout_ms, 500);
+  EXPECT_EQ(r.options->nvme_completion_timeout_ms, 250);
+  const auto bad = parse({"--writer", "cpu"});
+  EXPECT_FALSE(bad.options.has_value());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_FALSE(parse({"--nvme-ready-timeout-ms", "0"}).options.has_value());
+}

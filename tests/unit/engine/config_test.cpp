@@ -215,3 +215,63 @@ TEST(DaemonConfig, NoTlsReadsNoFiles) {
   EXPECT_EQ(read_tls_identity(*loaded.config, p2pnode::sys::SysRoot("/nonexistent"), loaded.diagnostics), nullptr);
   EXPECT_TRUE(loaded.diagnostics.empty());
 }
+
+// --root R: every path the configuration names is inside R, the agent and the TLS files included.
+TEST(DaemonConfig, EveryConfiguredPathIsInsideTheRoot) {
+  auto r = load_config_text(R"(token_file: /etc/p2pnode/t
+profiles_dir: /p
+state_dir: /s
+agent: {path: /opt/agent}
+tls: {cert_file: /tls/c.pem, key_file: /tls/k.pem}
+)",
+                            "c.yaml");
+  ASSERT_TRUE(r.config) << r.diagnostics.format();
+  const auto in_r = host_paths(*r.config, p2pnode::sys::SysRoot("/r"));
+  EXPECT_EQ(in_r.token_file, "/r/etc/p2pnode/t");
+  EXPECT_EQ(in_r.profiles_dir, "/r/p");
+  EXPECT_EQ(in_r.state_dir, "/r/s");
+  EXPECT_EQ(in_r.agent_path, "/r/opt/agent");
+  EXPECT_EQ(in_r.cert_file, "/r/tls/c.pem");
+  EXPECT_EQ(in_r.key_file, "/r/tls/k.pem");
+  const auto real = host_paths(*r.config, p2pnode::sys::SysRoot("/"));
+  EXPECT_EQ(real.token_file, "/etc/p2pnode/t");
+  EXPECT_EQ(real.state_dir, "/s");
+  EXPECT_EQ(real.agent_path, "/opt/agent");
+  EXPECT_EQ(real.cert_file, "/tls/c.pem");
+}
+
+TEST(DaemonConfig, HostPathsWithoutTlsLeaveTheTlsFilesEmpty) {
+  auto r = load_config_text("", "c.yaml");
+  ASSERT_TRUE(r.config);
+  const auto h = host_paths(*r.config, p2pnode::sys::SysRoot("/r"));
+  EXPECT_EQ(h.agent_path, "/r/usr/libexec/p2pnode/p2pnode-agent");
+  EXPECT_TRUE(h.cert_file.empty());
+  EXPECT_TRUE(h.key_file.empty());
+}
+
+// The API server's limits against hostile clients (issue 15): safe defaults, each settable, bad
+// values named with file:line:column.
+TEST(DaemonConfig, HttpLimitsHaveSafeDefaultsAndAreChecked) {
+  const auto d = *load_config_text("", "d.yaml").config;
+  EXPECT_EQ(d.http_threads, 2);
+  EXPECT_EQ(d.http_max_connections, 256u);
+  EXPECT_EQ(d.http_max_connections_per_client, 32u);
+  EXPECT_EQ(d.http_request_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(d.http_idle_timeout, std::chrono::seconds(10));
+  auto r = load_config_text("http:\n  max_connections: 1000\n  max_connections_per_client: 8\n  request_timeout: 2s\n"
+                            "  idle_timeout: 30s\n",
+                            "c.yaml");
+  ASSERT_TRUE(r.config) << r.diagnostics.format();
+  EXPECT_EQ(r.config->http_max_connections, 1000u);
+  EXPECT_EQ(r.config->http_max_connections_per_client, 8u);
+  EXPECT_EQ(r.config->http_request_timeout, std::chrono::seconds(2));
+  EXPECT_EQ(r.config->http_idle_timeout, std::chrono::seconds(30));
+  for (const char* bad : {"http:\n  max_connections: 4\n", "http:\n  max_connections_per_client: 0\n",
+                          "http:\n  max_connections: 64\n  max_connections_per_client: 65\n", "http:\n  request_timeout: 0s\n",
+                          "http:\n  request_timeout: 2m\n", "http:\n  idle_timeout: 20m\n",
+                          "http:\n  max_connection_time: 10s\n  request_timeout: 30s\n"}) {
+    auto b = load_config_text(bad, "c.yaml");
+    EXPECT_FALSE(b.config) << bad;
+    EXPECT_NE(b.diagnostics.format().find("c.yaml:"), std::string::npos) << b.diagnostics.format();
+  }
+}

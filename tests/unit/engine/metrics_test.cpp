@@ -88,3 +88,10 @@ TEST(Metrics, CorruptStoredResultIsSkippedNotFatal) {
   EXPECT_EQ(m.find("p2pnode_p2p_bandwidth"), std::string::npos);
   EXPECT_NE(m.find("p2pnode_selftest_passed"), std::string::npos);
 }
+
+TEST(Metrics, SelftestScheduleWhenOneApplies) {
+  Runtime rt;
+  EXPECT_EQ(render_metrics(RecordedState{}, rt).find("p2pnode_selftest_schedule_seconds"), std::string::npos);
+  rt.selftest_schedule_s = 21600;
+  EXPECT_NE(render_metrics(RecordedState{}, rt).find("\np2pnode_selftest_schedule_seconds 21600\n"), std::string::npos);
+}

@@ -100,6 +100,24 @@ TEST(ProfileLoader, SizesBandwidthsDurations) {
   EXPECT_EQ(r.profile->selftest->max_latency, std::chrono::nanoseconds(2500));
 }
 
+TEST(ProfileLoader, ThresholdsFromExpectationAndBaseline) {
+  const auto d = load("selftest:\n  schedule: 6h\n");
+  ASSERT_TRUE(d.profile) << d.diagnostics.format();
+  EXPECT_DOUBLE_EQ(d.profile->selftest->min_fraction_of_expected, 0.85);
+  EXPECT_DOUBLE_EQ(d.profile->selftest->max_drop_from_baseline, 0.10);
+  EXPECT_EQ(d.profile->selftest->baseline_runs, 5);
+  const auto r = load("selftest:\n  baseline_runs: 7\n  thresholds:\n    min_fraction_of_expected: 80%\n"
+                      "    max_drop_from_baseline: 0.2\n");
+  ASSERT_TRUE(r.profile) << r.diagnostics.format();
+  EXPECT_DOUBLE_EQ(r.profile->selftest->min_fraction_of_expected, 0.80);
+  EXPECT_DOUBLE_EQ(r.profile->selftest->max_drop_from_baseline, 0.2);
+  EXPECT_EQ(r.profile->selftest->baseline_runs, 7);
+  const auto bad = load("selftest:\n  thresholds:\n    min_fraction_of_expected: 1.5\n");
+  ASSERT_FALSE(bad.profile);
+  EXPECT_NE(bad.diagnostics.format().find("selftest.thresholds.min_fraction_of_expected: expected a fraction above 0 and below 1"),
+            std::string::npos) << bad.diagnostics.format();
+}
+
 TEST(ProfileLoader, DiagnosticPositionsAreOneBased) {
   const auto r = load("platform:\n  iommu: passthru\n");
   ASSERT_FALSE(r.profile);

@@ -148,7 +148,7 @@ scenario_iommu() {
 }
 
 # 2: two drives, one with a mounted filesystem holding a file: refused with every reason, still on
-# nvme, the file unchanged; the other bound.
+# nvme, the file unchanged; the other bound; `check` names the refusal as an error on that drive.
 scenario_refuse() {
   load_nvme 2
   modprobe crc32c_generic
@@ -177,6 +177,16 @@ scenario_refuse() {
   check "2: refused drive override untouched" eq "$(cat $(dev $data)/driver_override)" "(null)"
   check "2: the other drive bound to vfio-pci" eq "$(driver $free)" vfio-pci
   check "2: the other drive D0" eq "$(cat $(dev $free)/power_state)" D0
+  # check: the refusal is a finding on the data drive itself (not "ok ... on nvme"), with its reasons
+  $P2P check --profile $PROFILES/refuse.yaml >/tmp/check.txt 2>&1
+  echo $? >/tmp/check.rc
+  sed 's/^/P2P-OUT /' /tmp/check.txt
+  check "2: check exits 1 (an error finding)" eq "$(cat /tmp/check.rc)" 1
+  check "2: check: nvme.binding error on the refused drive" \
+    grep -q "^ERROR *nvme.binding *$data *on nvme, the profile wants vfio-pci (serial P2PVM-DATA), refused: " /tmp/check.txt
+  check "2: check: with the reasons (mounted, data)" \
+    sh -c "grep \"nvme.binding *$data\" /tmp/check.txt | grep 'n1 is mounted at /mnt/data' | grep -q 'n1 carries data: ext2'"
+  check "2: check: the bound drive is ok" grep -q "^ok *nvme.binding *$free *on vfio-pci, D0" /tmp/check.txt
   echo 3 >/proc/sys/vm/drop_caches
   sum2=$(sha256sum /mnt/data/payload | cut -d' ' -f1)
   check "2: file checksum unchanged" eq "$sum2" "$sum1"

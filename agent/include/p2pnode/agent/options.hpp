@@ -33,6 +33,11 @@ struct Options {
   std::optional<std::uint64_t> seed;              // default: drawn per run
   std::optional<std::string> inject_corruption;   // test-only: "SRC:DST"
   bool no_hold = false;  // debug: no spin kernel holding the streams (for memory checkers)
+  // nvme_doorbell (opt-in: runs only when --cases names it)
+  std::vector<std::string> nvme;  // "bdf=…,serial=…[,model=…][,gpu=…]"; none: discovered
+  std::string writer = "both";    // host, gpu or both
+  int nvme_ready_timeout_ms = 10000;
+  int nvme_completion_timeout_ms = 2000;
 };
 
 struct ParseOutcome {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "p2pnode/agent/interconnect.hpp"
 #include "p2pnode/agent/link.hpp"
 #include "p2pnode/agent/schedule.hpp"
 #include "p2pnode/agent/stats.hpp"
@@ -39,9 +40,11 @@ struct Cell {
   std::vector<IntegrityCheck> integrity;
   std::optional<int> step;          // index of the step (round) it ran in
   int concurrent_pairs = 1;         // pairs that ran at the same time as this one, itself included
+  nlohmann::json extra = nlohmann::json::object();  // nvme cells: nvme, writer, pair_gpu, doorbell
 };
 
-enum class CellShape { pair, gpu };
+// pair: src -> dst; gpu: one GPU (src); nvme: one drive and one doorbell writer (extra).
+enum class CellShape { pair, gpu, nvme };
 
 struct CaseResult {
   std::string key;
@@ -82,6 +85,7 @@ struct Report {
   int driver_version = 0;
   int runtime_version = 0;
   std::vector<DeviceInfo> devices;
+  std::optional<Interconnect> interconnect;  // how the driver connects the pairs (NVML)
   Mode mode = Mode::serial;
   std::vector<Round> rounds;  // the circle rounds in rounds mode
   std::uint64_t seed = 0;

@@ -1,0 +1,16 @@
+# What `cmake --install` lays down; debian/rules packages exactly this (DESTDIR), so the layout is
+# decided here once. Programs go under the install prefix (bin, libexec/p2pnode: see
+# daemon/cli/delegate.cpp); the units and the configuration go to the system's own places, which
+# `cmake --install --prefix` does not move, so a tree built for tests can be packaged as it is.
+set(P2PNODE_SYSTEMD_UNITDIR "/lib/systemd/system" CACHE PATH "Where the systemd units are installed")
+set(P2PNODE_CONFDIR "/etc/p2pnode" CACHE PATH "Where the daemon's configuration is installed")
+
+install(FILES systemd/p2pnode.service systemd/p2pnode-apply.service DESTINATION ${P2PNODE_SYSTEMD_UNITDIR})
+install(FILES systemd/p2pnode.yaml DESTINATION ${P2PNODE_CONFDIR})
+# The node's profiles go here (Ansible, or by hand); the daemon starts once one exists.
+install(DIRECTORY DESTINATION ${P2PNODE_CONFDIR}/profiles)
+
+install(DIRECTORY profiles/ DESTINATION share/p2pnode/profiles FILES_MATCHING PATTERN "*.yaml")
+install(FILES grafana/p2pnode-cluster.json DESTINATION share/p2pnode/grafana)
+install(FILES prometheus/p2pnode-alerts.yml DESTINATION share/p2pnode/prometheus)
+install(FILES api/profile.schema.json DESTINATION share/p2pnode/api)

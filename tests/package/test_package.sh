@@ -1,0 +1,142 @@
+#!/bin/bash
+# The Debian package, for real: built from make test's build tree (scripts/build-deb.sh: 
+# dpkg-buildpackage, dh, `cmake --install` with DESTDIR), its contents, control data and maintainer
+# scripts, lintian (no errors; every warning explained in README), then installed with
+# `apt-get install ./p2pnode_*.deb` into a fresh Debian 12 root (debootstrap --variant=minbase
+# bookworm, cached in /var/cache/p2pnode-tests: tests/package/debian_root.sh) whose apt fetches
+# the libraries from Debian's archive; `p2pnode --version` and `p2pnode check --root <fixture>`
+# run there; the maintainer scripts enable both units, start (upgrade: restart) only the daemon,
+# stop it at removal; a purge removes the configuration and keeps /var/lib/p2pnode, saying so.
+# Cost: ~1 min with the cached root (the first run adds debootstrap, ~2-4 min).
+set -uo pipefail
+bin=${1:?usage: test_package.sh path/to/p2pnode}
+source tests/package/debian_root.sh
+why=$(debian_root_skip_reason); [ -z "$why" ] || { echo "SKIP: $why"; exit 77; }
+for t in dpkg-buildpackage dh lintian; do
+  command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/install-deps.sh test)"; exit 77; }
+done
+build=$(cd "$(dirname "$bin")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/p2pnode-package.XXXXXX")
+root=$work/root
+cleanup() { mountpoint -q "$root/proc" && umount "$root/proc"; rm -rf "$work"; }
+trap cleanup EXIT
+pass=0; fail=0
+ok() { echo "ok: $1"; pass=$((pass+1)); }
+bad() { echo "FAIL: $1"; fail=$((fail+1)); }
+t0=$SECONDS
+
+version=$(sed -n 's/^project(p2pnode VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+arch=$(dpkg --print-architecture)
+if ! deb=$(scripts/build-deb.sh "$work/deb" "$build"); then bad "scripts/build-deb.sh"; exit 1; fi
+t_build=$((SECONDS - t0))
+[ "$(basename "$deb")" = "p2pnode_${version}_${arch}.deb" ] && ok "built $(basename "$deb") (version from CMakeLists.txt)" || bad "package name: $deb"
+
+# Contents: the layout cmake/install.cmake decides.
+dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' > "$work/contents"
+for f in /usr/bin/p2pnode /usr/libexec/p2pnode/p2pnode-serve /lib/systemd/system/p2pnode.service \
+         /lib/systemd/system/p2pnode-apply.service /etc/p2pnode/p2pnode.yaml /etc/p2pnode/profiles/ \
+         /usr/share/p2pnode/profiles/tinybox-6x4090.yaml /usr/share/p2pnode/grafana/p2pnode-cluster.json \
+         /usr/share/p2pnode/prometheus/p2pnode-alerts.yml /var/lib/p2pnode/ /usr/share/man/man1/p2pnode.1.gz; do
+  grep -qx "$f" "$work/contents" && ok "contains $f" || bad "contains $f"
+done
+if [ -x "$build/agent/p2pnode-agent" ]; then
+  grep -qx /usr/libexec/p2pnode/p2pnode-agent "$work/contents" && ok "contains the agent (built here)" || bad "contains the agent"
+else
+  echo "note: p2pnode-agent was not built here (no CUDA compiler), so the package has none"
+fi
+
+# Control data: Depends computed by dpkg-shlibdeps, the config a conffile, the units handled by
+# deb-systemd-helper (the daemon enabled and started, which its condition defers until a profile
+# exists; the boot-time apply enabled only), restarted after an upgrade, stopped at removal.
+grep -q '^Depends: ${shlibs:Depends}, ${misc:Depends}$' debian/control && ok "debian/control lists no library by hand" || bad "debian/control Depends"
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "Depends: $depends"
+for lib in libyaml-cpp0.7 libc6 libstdc++6 libssl3 libsystemd0; do
+  [[ "$depends" == *"$lib"* ]] && ok "Depends has $lib (from dpkg-shlibdeps)" || bad "Depends has $lib"
+done
+mkdir "$work/ctrl" && dpkg-deb -e "$deb" "$work/ctrl"
+grep -qx /etc/p2pnode/p2pnode.yaml "$work/ctrl/conffiles" && ok "/etc/p2pnode/p2pnode.yaml is a conffile" || bad "conffile"
+grep -q 'deb-systemd-helper .*enable.*p2pnode.service' "$work/ctrl/postinst" && grep -q "p2pnode-apply.service" "$work/ctrl/postinst" \
+  && ok "postinst enables both units (deb-systemd-helper)" || bad "postinst enables both units"
+grep -q 'deb-systemd-invoke \$_dh_action .*p2pnode.service' "$work/ctrl/postinst" && ! grep -q 'deb-systemd-invoke \$_dh_action .*p2pnode-apply' "$work/ctrl/postinst" \
+  && ok "postinst starts (on upgrade: restarts) the daemon only, never the boot-time apply" || { bad "postinst start/restart"; grep -n invoke "$work/ctrl/postinst"; }
+grep -q 'restart' "$work/ctrl/postinst" && ok "postinst restarts after an upgrade" || bad "postinst restarts after an upgrade"
+grep -q 'deb-systemd-invoke stop .*p2pnode.service' "$work/ctrl/prerm" && ok "prerm stops the daemon at removal" || bad "prerm stops"
+grep -q '^ConditionPathExistsGlob=/etc/p2pnode/profiles/\*.yaml' systemd/p2pnode.service && ok "the daemon starts only once a profile exists" || bad "condition"
+
+# lintian: no errors; each warning left is explained in README (section "lintian").
+lintian --tag-display-limit 0 "$deb" > "$work/lintian" 2>&1; lrc=$?
+cat "$work/lintian"
+if grep -q '^E:' "$work/lintian" || [ $lrc -ge 2 ]; then bad "lintian reports errors (exit $lrc)"; else ok "lintian: no errors"; fi
+for tag in $(sed -n 's/^W: [^:]*: \([a-z0-9-]*\).*/\1/p' "$work/lintian" | sort -u); do
+  grep -q "\`$tag\`" README.md && ok "lintian warning $tag is explained in README" || bad "lintian warning $tag is not explained in README"
+done
+
+# A fresh Debian 12 root; apt installs the package and what it depends on.
+t1=$SECONDS
+debian_root "$root" || { bad "making the Debian 12 root"; exit 1; }
+t_root=$((SECONDS - t1))
+mount -t proc proc "$root/proc"
+cp "$deb" "$root/tmp/"
+chroot "$root" /usr/bin/p2pnode --version >/dev/null 2>&1 && bad "the fresh root has no p2pnode before" || ok "the fresh root has no p2pnode before"
+t2=$SECONDS
+if chroot "$root" sh -c "cd /tmp && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ./$(basename "$deb")" > "$work/apt.log" 2>&1; then
+  ok "apt-get install ./$(basename "$deb") in a fresh Debian 12 root ($(grep -c '^Setting up' "$work/apt.log") packages set up)"
+else
+  bad "apt-get install in the fresh root"; tail -20 "$work/apt.log"
+fi
+t_apt=$((SECONDS - t2))
+out=$(chroot "$root" p2pnode --version 2>&1)
+[[ "$out" == *"$version"* ]] && ok "p2pnode --version there: $out" || bad "p2pnode --version there: $out"
+chroot "$root" ldd /usr/libexec/p2pnode/p2pnode-serve | grep -q 'not found' && bad "p2pnode-serve has unresolved libraries" || ok "p2pnode-serve's libraries all resolve"
+mkdir -p "$root/srv"
+cp -a tests/fixtures/tinybox-6x4090-bios-default "$root/srv/bios-default"
+cp -a tests/fixtures/tinybox-6x4090 "$root/srv/fixed"
+chroot "$root" p2pnode check --root /srv/bios-default --profiles /usr/share/p2pnode/profiles > "$work/check1" 2>&1; rc=$?
+[ $rc = 1 ] && grep -q 'rebar' "$work/check1" && ok "p2pnode check --root <tinybox as its BIOS left it> there: exit 1, rebar errors" \
+  || { bad "check of the BIOS-default tinybox there (exit $rc)"; head -20 "$work/check1"; }
+chroot "$root" p2pnode check --root /srv/fixed --profiles /usr/share/p2pnode/profiles > "$work/check2" 2>&1; rc=$?
+[ $rc = 0 ] && ok "p2pnode check --root <the tinybox after the fix> there: exit 0" || { bad "check of the fixed tinybox there (exit $rc)"; head -20 "$work/check2"; }
+chroot "$root" p2pnode serve --check-config --config /etc/p2pnode/p2pnode.yaml > "$work/cc" 2>&1 \
+  && ok "the shipped config passes serve --check-config there" || { bad "shipped config: serve --check-config"; cat "$work/cc"; }
+
+# The maintainer scripts against systemd: a chroot has no systemd, so /run/systemd/system is made
+# and systemctl is a stand-in that records its arguments (deb-systemd-invoke calls it); the
+# enable symlinks are deb-systemd-helper's own, made whether systemd runs or not.
+wants=$root/etc/systemd/system/multi-user.target.wants
+[ -L "$wants/p2pnode.service" ] && [ -L "$wants/p2pnode-apply.service" ] && ok "install enabled both units" || bad "install enabled both units"
+# (apt runs dpkg with PATH=/usr/sbin:/usr/bin:/sbin:/bin, so the stand-in goes in /usr/sbin; the
+# units count as enabled, as deb-systemd-helper just made them.)
+mkdir -p "$root/run/systemd/system"
+printf '#!/bin/sh\necho "$*" >> /var/log/systemctl.calls\ncase "$*" in *is-enabled*) echo enabled;; esac\nexit 0\n' > "$root/usr/sbin/systemctl"
+chmod +x "$root/usr/sbin/systemctl"
+next="$work/p2pnode_${version}+1_${arch}.deb"
+dpkg-deb -R "$deb" "$work/next" && sed -i "s/^Version: .*/Version: ${version}+1/" "$work/next/DEBIAN/control" &&
+  dpkg-deb --root-owner-group -b "$work/next" "$next" >/dev/null && cp "$next" "$root/tmp/"
+calls() { cat "$root/var/log/systemctl.calls" 2>/dev/null; : > "$root/var/log/systemctl.calls"; }
+chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq p2pnode >/dev/null 2>&1; calls >/dev/null
+chroot "$root" sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./$(basename "$deb")" >/dev/null 2>&1
+c=$(calls); echo "systemctl at install: $(echo "$c" | tr '\n' ';')"
+echo "$c" | grep -q 'start.*p2pnode.service' && ! echo "$c" | grep -q 'start.*p2pnode-apply' \
+  && ok "install starts p2pnode.service (held back by its profile condition), never p2pnode-apply" || bad "install: systemctl calls"
+chroot "$root" sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./$(basename "$next")" >/dev/null 2>&1
+c=$(calls); echo "systemctl at upgrade: $(echo "$c" | tr '\n' ';')"
+echo "$c" | grep -q 'restart.*p2pnode.service' && ok "upgrade restarts p2pnode.service" || bad "upgrade: systemctl calls"
+echo "$c" | grep -qE '(^| )(re)?start .*p2pnode-apply' && bad "upgrade (re)started p2pnode-apply" || ok "upgrade leaves p2pnode-apply alone"
+chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq p2pnode >/dev/null 2>&1
+c=$(calls); echo "systemctl at remove: $(echo "$c" | tr '\n' ';')"
+echo "$c" | grep -q 'stop.*p2pnode.service' && ok "remove stops p2pnode.service" || bad "remove: systemctl calls"
+rm -rf "$root/run/systemd/system" "$root/usr/sbin/systemctl"
+chroot "$root" sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./$(basename "$deb")" >/dev/null 2>&1 || bad "reinstall"
+
+# Purge: the configuration goes, /var/lib/p2pnode stays and the purge says so.
+echo '{}' > "$root/var/lib/p2pnode/state.json"
+(umask 077; echo secret > "$root/etc/p2pnode/token"); cp profiles/h100-1gpu.yaml "$root/etc/p2pnode/profiles/"
+chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get purge -y p2pnode > "$work/purge.log" 2>&1 || bad "apt-get purge"
+[ ! -e "$root/etc/p2pnode" ] && ok "purge removed /etc/p2pnode (config, token, profiles)" || bad "purge left $(find "$root/etc/p2pnode" | tr '\n' ' ')"
+[ -f "$root/var/lib/p2pnode/state.json" ] && ok "purge kept /var/lib/p2pnode" || bad "purge removed /var/lib/p2pnode"
+grep -q 'kept /var/lib/p2pnode' "$work/purge.log" && ok "and said so" || { bad "purge did not say it kept /var/lib/p2pnode"; cat "$work/purge.log"; }
+
+echo "figures: deb build ${t_build} s, root ${t_root} s, apt-get install ${t_apt} s, whole test $((SECONDS - t0)) s"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,49 @@
+// A stand-in for libnvidia-ml.so.1 with the entry points src/host/nvml.cpp uses, for its dlopen
+// path without a GPU: two H200s (0000:00:06.0, 0000:00:07.0) with 18 active NVLinks each to
+// NVSwitches (bus ids no GPU has), NVML version 7 (what some drivers report for Hopper), NVLink
+// P2P ok; a third GPU (0000:00:08.0) on PCIe only whose P2P reads are chipset_not_supported.
+// Types as nvml.h declares them.
+#include <cstdio>
+#include <cstring>
+
+extern "C" {
+struct nvmlDevice_st {
+  int index;
+};
+using nvmlDevice_t = nvmlDevice_st*;
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+};
+static nvmlDevice_st g_dev[3] = {{0}, {1}, {2}};
+static int g_inits = 0;
+
+int nvmlInit_v2() { return ++g_inits, 0; }
+int nvmlShutdown() { return --g_inits, 0; }
+const char* nvmlErrorString(int r) { return r == 0 ? "Success" : "Not Found"; }
+int nvmlSystemGetDriverVersion(char* v, unsigned n) { return std::snprintf(v, n, "580.159.04"), 0; }
+int nvmlDeviceGetHandleByPciBusId_v2(const char* id, nvmlDevice_t* d) {
+  const char* ids[3] = {"0000:00:06.0", "0000:00:07.0", "0000:00:08.0"};
+  for (int i = 0; i < 3; ++i)
+    if (std::strcmp(id, ids[i]) == 0) return *d = &g_dev[i], 0;
+  return 6;  // NVML_ERROR_NOT_FOUND
+}
+int nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, int* active) {
+  if (link >= 18) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  *active = d->index < 2 ? 1 : 0;
+  return d->index < 2 ? 0 : 3;  // the PCIe-only GPU: NVML_ERROR_NOT_SUPPORTED
+}
+int nvmlDeviceGetNvLinkVersion(nvmlDevice_t, unsigned, unsigned* v) { return *v = 7, 0; }
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned link, nvmlPciInfo_t* p) {
+  std::memset(p, 0, sizeof *p);
+  std::snprintf(p->busId, sizeof p->busId, "00000000:%02X:%02X.0", 0xF0 + d->index, link % 4);
+  return 0;
+}
+int nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, int cap, int* status) {
+  const bool nvlink_pair = a->index < 2 && b->index < 2;
+  if (nvlink_pair) *status = 0;
+  else *status = cap == 2 ? 5 : (cap == 0 || cap == 1 ? 1 : 5);  // NVLink not_supported; read/write CNS
+  return 0;
+}
+}

@@ -1,0 +1,82 @@
+// The route table without a server: status codes, problem documents, the token, headers. Routes
+// that read a snapshot are covered end to end by tests/serve/test_serve.sh (with the OpenAPI
+// validator); these need no running engine.
+#include "http/router.hpp"
+
+#include <gtest/gtest.h>
+
+namespace p2pnode::http {
+namespace {
+
+struct Fixture {
+  sys::SysRoot root{"/nonexistent/p2pnode-router-test"};
+  sys::ScriptedRunner runner;
+  engine::Engine engine{engine::EngineDeps{root, runner, runner, nullptr, nullptr}, engine::DaemonConfig{}, "test"};
+  Router router{engine, 64};
+};
+
+Request get(const std::string& path) { return Request{"GET", path, {}, 0, ""}; }
+
+std::string header_of(const Response& r, const std::string& name) {
+  for (const auto& [k, v] : r.headers)
+    if (k == name) return v;
+  return "";
+}
+
+TEST(Router, LivezNeedsNothing) {
+  Fixture f;
+  const auto r = f.router.handle(get("/livez"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"status":"alive"})");
+  EXPECT_EQ(r.content_type, "application/json");
+}
+
+TEST(Router, UnknownPathsAndWrongMethodsAreProblems) {
+  Fixture f;
+  auto r = f.router.handle(get("/v1/nothing"));
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.content_type, "application/problem+json");
+  r = f.router.handle(Request{"DELETE", "/v1/status", {}, 0, ""});
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(header_of(r, "Allow"), "GET, HEAD");
+  EXPECT_NE(r.body.find("DELETE is not allowed on /v1/status"), std::string::npos);
+  r = f.router.handle(get("/v1/reconcile"));
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(header_of(r, "Allow"), "POST");
+}
+
+TEST(Router, TooManyHeaderFieldsIs431) {
+  Fixture f;
+  Request r = get("/livez");
+  r.header_count = 65;
+  EXPECT_EQ(f.router.handle(r).status, 431);
+}
+
+TEST(Router, PostsNeedTheBearerToken) {
+  Fixture f;
+  Request post{"POST", "/v1/reconcile", {}, 0, ""};
+  auto r = f.router.handle(post);
+  EXPECT_EQ(r.status, 503);  // no token configured
+  EXPECT_NE(r.body.find("no token file was read"), std::string::npos);
+  f.router.set_token("0123456789abcdef0123456789abcdef", "");
+  r = f.router.handle(post);
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(header_of(r, "WWW-Authenticate"), "Bearer realm=\"p2pnode\"");
+  post.headers["authorization"] = "Bearer wrong";
+  r = f.router.handle(post);
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(header_of(r, "WWW-Authenticate"), "Bearer realm=\"p2pnode\", error=\"invalid_token\"");
+}
+
+TEST(Router, MetricsCarryTheServersOwnCounters) {
+  Fixture f;
+  f.engine.start();
+  f.router.set_metrics_extra([] { return std::string("p2pnode_http_connections_open 3\n"); });
+  const auto r = f.router.handle(get("/metrics"));
+  f.engine.stop();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("p2pnode_http_connections_open 3\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace p2pnode::http
