@@ -15,7 +15,7 @@ if [ "${1:-build}" = test ]; then
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
          prometheus systemd wrk ansible-core openssl
          debootstrap ansible
-         patch xz-utils)  # builtin DKMS patches against the real trees (tests/dkms/test_builtin_patches.sh)
+         patch xz-utils linux-headers-amd64)  # builtin DKMS patches against the real trees and headers (tests/dkms/test_builtin_patch*.sh)
 fi
 missing=()
 for p in "${want[@]}"; do
