@@ -4,11 +4,15 @@
 # `cmake --install --prefix` does not move, so a tree built for tests can be packaged as it is.
 set(P2PNODE_SYSTEMD_UNITDIR "/lib/systemd/system" CACHE PATH "Where the systemd units are installed")
 set(P2PNODE_CONFDIR "/etc/p2pnode" CACHE PATH "Where the daemon's configuration is installed")
+set(P2PNODE_KERNEL_HOOKDIR "/etc/kernel/postinst.d" CACHE PATH "Where kernel packages look for install hooks")
 
 install(FILES systemd/p2pnode.service systemd/p2pnode-apply.service DESTINATION ${P2PNODE_SYSTEMD_UNITDIR})
 install(FILES systemd/p2pnode.yaml DESTINATION ${P2PNODE_CONFDIR})
 # The node's profiles go here (Ansible, or by hand); the daemon starts once one exists.
 install(DIRECTORY DESTINATION ${P2PNODE_CONFDIR}/profiles)
+# The kernel-install hook (the same file `apply` writes as driver.kernel_hook): a new kernel gets
+# the module built and checked, and the daemon reports it (daemon/lifecycle/kernel-postinst.sh).
+install(PROGRAMS daemon/lifecycle/kernel-postinst.sh DESTINATION ${P2PNODE_KERNEL_HOOKDIR} RENAME z50-p2pnode)
 
 install(DIRECTORY profiles/ DESTINATION share/p2pnode/profiles FILES_MATCHING PATTERN "*.yaml")
 install(FILES grafana/p2pnode-cluster.json DESTINATION share/p2pnode/grafana)

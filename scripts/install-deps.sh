@@ -14,7 +14,8 @@ if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-14-dev python3-jsonschema python3-yaml jq
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
          prometheus prometheus-node-exporter systemd wrk ansible-core openssl
-         debootstrap ansible)
+         debootstrap ansible
+         patch xz-utils linux-headers-amd64)  # builtin DKMS patches against the real trees and headers (tests/dkms/test_builtin_patch*.sh)
 fi
 missing=()
 for p in "${want[@]}"; do

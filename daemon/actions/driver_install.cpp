@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "lifecycle/artifact.hpp"
+#include "lifecycle/boot.hpp"
 #include "lifecycle/module_install.hpp"
 #include "lifecycle/reload.hpp"
 #include "lifecycle/verify.hpp"
@@ -169,6 +170,10 @@ nvidia::ReloadInputs reload_inputs(const Profile& p, const sys::SysRoot& root, c
   in.allow_reload = p.driver->allow_reload;
   in.allow_kill_holders = p.driver->allow_kill_holders;
   in.holders = nvidia::find_holders(root);
+  in.running_kernel = kernel;
+  in.next_boot_kernel = lifecycle::next_boot_kernel(root).kernel;
+  for (const auto& k : lifecycle::installed_kernels(root))
+    if (!nvidia::installed_module_path(root, k, "nvidia").empty()) in.kernels_with_module.push_back(k);
   return in;
 }
 
@@ -184,7 +189,7 @@ class DriverReload final : public Action {
            {{"decision", nvidia::to_string(d.kind)}, {"unload", d.unload}}};
     if (d.kind == nvidia::ReloadKind::reload || d.kind == nvidia::ReloadKind::load)
       s.description = std::string(d.kind == nvidia::ReloadKind::load ? "load" : "reload") + " the NVIDIA modules: " + d.reason;
-    if (d.kind == nvidia::ReloadKind::refused) s.needs_operator = true;
+    if (d.kind == nvidia::ReloadKind::refused || d.kind == nvidia::ReloadKind::nothing_built) s.needs_operator = true;
     return {s};
   }
 
@@ -196,6 +201,11 @@ class DriverReload final : public Action {
     r.before = {{"decision", nvidia::to_string(first.kind)}, {"reason", first.reason}};
     if (first.kind == nvidia::ReloadKind::not_needed) {
       r.outcome = StepOutcome::unchanged;
+      r.message = first.reason;
+      return {r};
+    }
+    if (first.kind == nvidia::ReloadKind::nothing_built) {
+      r.outcome = StepOutcome::failed;
       r.message = first.reason;
       return {r};
     }

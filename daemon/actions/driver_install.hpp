@@ -13,6 +13,10 @@ std::unique_ptr<Action> make_driver_module();     // "driver.module"
 std::unique_ptr<Action> make_driver_userspace();  // "driver.userspace"
 std::unique_ptr<Action> make_driver_options();    // "driver.options"
 std::unique_ptr<Action> make_driver_reload();     // "driver.reload"
+std::unique_ptr<Action> make_kernel_hook();       // "driver.kernel_hook" (actions/kernel_hook.cpp)
+
+// The kernel-install hook p2pnode writes (daemon/lifecycle/kernel-postinst.sh).
+inline constexpr const char* kKernelHook = "/etc/kernel/postinst.d/z50-p2pnode";
 
 inline constexpr const char* kModprobeConf = "/etc/modprobe.d/p2pnode-nvidia.conf";
 

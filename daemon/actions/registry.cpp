@@ -16,6 +16,7 @@ const std::vector<std::unique_ptr<Action>>& all_actions() {
     v.push_back(make_rebar_resize());
     v.push_back(make_kernel_cmdline_fix());
     v.push_back(make_driver_module());
+    v.push_back(make_kernel_hook());
     v.push_back(make_driver_userspace());
     v.push_back(make_driver_options());
     v.push_back(make_driver_reload());
@@ -40,6 +41,7 @@ std::vector<StepResult> apply_all(ApplyContext& ctx) {
   // one that may have changed it (it wrote, changed or failed half-way), not after every action.
   Inventory inv = probe::probe_inventory(ctx.root);
   for (const auto& a : all_actions()) {
+    if (!ctx.only.empty() && std::find(ctx.only.begin(), ctx.only.end(), a->id()) == ctx.only.end()) continue;
     if (a->plan(ctx.profile, inv, ctx.root).empty()) continue;
     auto r = a->apply(ctx, inv);
     const bool touched = std::any_of(r.begin(), r.end(), [](const StepResult& s) {

@@ -14,6 +14,7 @@ const std::vector<CheckDef>& all_checks() {
       {"pcie.link", "links trained at their maximum and the profile's minimum", check_pcie_link},
       {"pcie.topology", "pairwise PCIe topology versus the profile", check_pcie_topology},
       {"driver.state", "NVIDIA kernel module and userspace versions and options", check_driver_state},
+      {"driver.kernels", "the profile's module is built and installed by DKMS for every installed kernel, above all the next boot one", check_driver_kernels},
       {"nvme.binding", "NVMe drives on vfio-pci are in D0 with power/control on and Memory+BusMaster", check_nvme_binding},
   };
   return list;

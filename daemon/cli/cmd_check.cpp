@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -15,6 +16,7 @@ namespace {
 struct CheckOptions {
   ProfileChoice choice;
   bool json = false;
+  std::vector<std::string> only;  // check ids; empty = every check
   std::string agent_result;  // --agent-result: the driver's view of the pairs (NVLink)
 };
 
@@ -37,7 +39,21 @@ int run_check(const CheckOptions& o) {
   }
   auto profile = choose_profile(o.choice, inv);
   if (!profile) return kUsage;
-  const auto findings = checks::run_all_checks(*profile, inv);
+  std::vector<Finding> findings;
+  if (o.only.empty()) {
+    findings = checks::run_all_checks(*profile, inv);
+  } else {
+    for (const auto& id : o.only) {
+      const auto& all = checks::all_checks();
+      const auto it = std::find_if(all.begin(), all.end(), [&](const checks::CheckDef& c) { return c.id == id; });
+      if (it == all.end()) {
+        std::cerr << "p2pnode check: --only " << id << ": no such check (p2pnode check --json lists the ids)\n";
+        return kUsage;
+      }
+      auto f = it->run(*profile, inv);
+      findings.insert(findings.end(), f.begin(), f.end());
+    }
+  }
   if (o.json) std::cout << render::check_report_json(inv, profile->name, findings).dump(2) << "\n";
   else std::cout << render::render_check_table(inv, profile->name, findings);
   return worst(findings) == Severity::error ? kFindings : kOk;
@@ -49,6 +65,7 @@ void register_check(CLI::App& app) {
   auto* cmd = app.add_subcommand("check", "Check this box against its profile (reads only)");
   add_profile_options(*cmd, opts->choice);
   cmd->add_flag("--json", opts->json, "Print the findings as JSON (api/check-report.schema.json)");
+  cmd->add_option("--only", opts->only, "Run only this check (repeatable), e.g. driver.kernels");
   cmd->add_option("--agent-result", opts->agent_result,
                   "A p2pnode-agent JSON document of this box: its NVLink pairs show as NV<n> (sysfs sees only PCIe)");
   cmd->callback([opts] { throw CLI::RuntimeError(run_check(*opts)); });

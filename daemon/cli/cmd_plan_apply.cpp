@@ -13,6 +13,7 @@ struct PlanOptions {
   ProfileChoice choice;
   bool json = false;
   bool once = false;
+  std::vector<std::string> only;  // apply: action ids; empty = every action
 };
 
 int run_plan(const PlanOptions& o) {
@@ -47,6 +48,7 @@ int run_apply(const PlanOptions& o) {
   sys::ProcessRunner runner;
   actions::ApplyContext ctx{root, runner, *profile};
   ctx.once = o.once;
+  ctx.only = o.only;
   if (!o.json)
     ctx.log = [](std::string_view action, std::string_view subject, std::string_view line) {
       std::cerr << "[" << action << " " << subject << "] " << line << "\n";
@@ -89,6 +91,7 @@ void register_plan_apply(CLI::App& app) {
   add_profile_options(*apply, aopts->choice);
   apply->add_flag("--json", aopts->json, "Print each step with before, after and whether it wrote");
   apply->add_flag("--once", aopts->once, "Boot-time run from a oneshot unit: apply and exit");
+  apply->add_option("--only", aopts->only, "Apply only this action (repeatable), e.g. driver.module (the kernel hook's)");
   apply->callback([aopts] { throw CLI::RuntimeError(run_apply(*aopts)); });
 }
 

@@ -103,6 +103,37 @@ struct NvidiaDriverState {
   std::vector<std::string> gsp_firmware_versions;       // /lib/firmware/nvidia/<ver>/
 };
 
+// One DKMS package/version for one kernel, from /var/lib/dkms/<package>/<version>/<kernel>/<arch>/module
+// (built) and /lib/modules/<kernel>/updates/dkms (installed: every built module is there).
+struct DkmsOnKernel {
+  std::string package, version;
+  bool built = false, installed = false;
+};
+
+// A DKMS build that failed for one kernel (p2pnode keeps its make.log under
+// /var/lib/p2pnode/dkms/failed/<package>/<version>/<kernel>/make.log).
+struct FailedBuild {
+  std::string package, version;
+  std::string make_log;                // in-root path
+  std::string first_error;             // the first compiler error line, if any
+  std::vector<std::string> breakages;  // known breakages it matches (id: cause. Fix: remediation)
+};
+
+struct InstalledKernel {
+  std::string release;  // 6.1.0-56-amd64
+  bool headers = false;    // /lib/modules/<k>/build
+  bool running = false;
+  bool next_boot = false;  // the kernel the boot loader starts next
+  std::vector<DkmsOnKernel> dkms;
+  std::vector<FailedBuild> failed;
+};
+
+struct KernelsState {
+  std::vector<InstalledKernel> kernels;  // newest first
+  std::string next_boot;                 // release, empty when unknown
+  std::string next_boot_how;             // how it was decided (grub.cfg default, newest vmlinuz)
+};
+
 // How the driver connects two GPUs, beyond what sysfs shows: NVLink (direct or through NVSwitch),
 // as the self-test agent read it through NVML. Empty when no agent result says so.
 struct GpuInterconnect {
@@ -143,6 +174,7 @@ struct Inventory {
   KernelInfo kernel;
   IommuState iommu;
   NvidiaDriverState nvidia;
+  KernelsState kernels;            // installed kernels, the next boot one, DKMS builds per kernel
   std::vector<PciDevice> devices;  // sorted by BDF
   // NVMe controllers: every one's identity, and the use of the block devices of those on the
   // nvme driver (what an unbind would take away; nvme.binding names it when the profile wants one).

@@ -24,6 +24,7 @@ struct Artifact {  // a file p2pnode fetches or copies, always checked against i
   std::optional<std::string> git;   // a git repository (with branch)
   std::optional<std::string> branch;
   std::string sha256;               // of the file; for a directory or git: of the tree listing
+  std::optional<std::string> builtin;  // patches only: a patch p2pnode ships (nvidia/patches/<name>.patch)
 };
 
 struct GpuMatch {

@@ -95,7 +95,11 @@ std::string render(const Conf& c) {
       o << "BUILT_MODULE_LOCATION[" << i << "]=" << quoted(c.modules[i].location) << "\n";
     o << "DEST_MODULE_LOCATION[" << i << "]=" << quoted(c.dest_location) << "\n";
   }
-  for (std::size_t i = 0; i < c.patches.size(); ++i) o << "PATCH[" << i << "]=" << quoted(c.patches[i]) << "\n";
+  for (std::size_t i = 0; i < c.patches.size(); ++i) {
+    o << "PATCH[" << i << "]=" << quoted(c.patches[i]) << "\n";
+    if (i < c.patch_match.size() && !c.patch_match[i].empty())
+      o << "PATCH_MATCH[" << i << "]=" << quoted(c.patch_match[i]) << "\n";
+  }
   if (c.autoinstall) o << "AUTOINSTALL=\"yes\"\n";
   return o.str();
 }

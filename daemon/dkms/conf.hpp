@@ -19,6 +19,7 @@ struct Conf {
   std::vector<BuiltModule> modules;
   std::string dest_location = "/kernel/drivers/video";  // DKMS puts it in /updates/dkms on Debian
   std::vector<std::string> patches;  // file names under <source>/patches/, applied in order
+  std::vector<std::string> patch_match;  // PATCH_MATCH[i]: a kernel-release regex; "" or absent = every kernel
   bool autoinstall = true;           // rebuilt by DKMS for every new kernel
 };
 

@@ -179,6 +179,24 @@ void device_metrics(Registry& reg, const RecordedState& s) {
 }
 }  // namespace
 
+// p2pnode_kernel_module_installed: one series per installed kernel, from the driver.kernels findings.
+void kernel_metrics(Registry& reg, const RecordedState& s) {
+  Family<Gauge>* fam = nullptr;
+  for (const auto& f : s.findings) {
+    if (str_or(f, "check") != "driver.kernels") continue;
+    if (!fam)
+      fam = &gauge(reg, "p2pnode_kernel_module_installed",
+                   "1 when the profile's NVIDIA module is built and installed by DKMS for this kernel (version: the profile's)");
+    const json obs = f.value("observed", json::object()), exp = f.value("expected", json::object());
+    const std::string module = str_or(exp, "module");
+    fam->Add({{"kernel", str_or(f, "subject")},
+              {"version", module.substr(module.find('/') == std::string::npos ? 0 : module.find('/') + 1)},
+              {"running", obs.value("running", false) ? "true" : "false"},
+              {"next_boot", obs.value("next_boot", false) ? "true" : "false"}})
+        .Set(str_or(f, "severity") == "ok" ? 1 : 0);
+  }
+}
+
 std::string render_metrics(const RecordedState& s, const Runtime& rt) {
   Registry reg;
   gauge(reg, "p2pnode_info", "p2pnode version and the profile that applies to this node")
@@ -194,6 +212,7 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
   std::map<std::string, double> sev = {{"ok", 0}, {"warning", 0}, {"error", 0}};
   for (const auto& f : s.findings) sev[str_or(f, "severity", "error")]++;
   for (const auto& [k, v] : sev) findings.Add({{"severity", k}}).Set(v);
+  kernel_metrics(reg, s);
   gauge(reg, "p2pnode_plan_steps", "Steps left in the plan after the last reconcile")
       .Add({})
       .Set(static_cast<double>(s.plan.value("steps", json::array()).size()));

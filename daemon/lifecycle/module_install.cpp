@@ -4,11 +4,15 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "dkms/conf.hpp"
 #include "dkms/status.hpp"
 #include "lifecycle/artifact.hpp"
+#include "lifecycle/boot.hpp"
+#include "lifecycle/build_progress.hpp"
+#include "nvidia/breakage.hpp"
 #include "nvidia/sha256.hpp"
 
 namespace p2pnode::nvidia {
@@ -40,8 +44,15 @@ std::optional<Stamp> read_stamp(const sys::SysRoot& root, const std::string& pat
 std::string patch_name(std::size_t i, const Artifact& a) {
   char prefix[32];
   std::snprintf(prefix, sizeof prefix, "%02zu-", i + 1);
-  return prefix + artifact_basename(a);
+  return prefix + (a.builtin ? *a.builtin + ".patch" : artifact_basename(a));
 }
+
+// A patch to stage: a verified file, or the text of a builtin one with the kernels it is for.
+struct PatchFile {
+  std::string from;   // in-root path of the fetched file ("" for a builtin)
+  std::string text;   // a builtin's text
+  std::string match;  // DKMS PATCH_MATCH ("" = every kernel)
+};
 
 std::string seconds(std::chrono::steady_clock::duration d) {
   char b[32];
@@ -80,6 +91,29 @@ class Runner {
   std::uint64_t changes_ = 0;
 };
 
+// A progress line at least every 30 s while DKMS builds: make.log's size and the file it is at.
+std::unique_ptr<lifecycle::ProgressWatcher> watch_build(const sys::SysRoot& root, const std::string& make_log,
+                                                        const std::string& step, const ProgressFn& log) {
+  const fs::path host = root.host_path(make_log);
+  return std::make_unique<lifecycle::ProgressWatcher>(
+      [host] {
+        lifecycle::ProgressWatcher::Sample s;
+        std::error_code ec;
+        const auto size = fs::file_size(host, ec);
+        if (ec) return s;
+        s.size = size;
+        if (std::FILE* f = std::fopen(host.c_str(), "rb")) {
+          const long from = size > 4096 ? static_cast<long>(size - 4096) : 0;
+          std::fseek(f, from, SEEK_SET);
+          char buf[4096];
+          s.tail.assign(buf, std::fread(buf, 1, sizeof buf, f));
+          std::fclose(f);
+        }
+        return s;
+      },
+      [step, &log](const std::string& line) { log("[" + step + "] " + line); });
+}
+
 // dkms status entries for one package.
 std::vector<dkms::StatusEntry> status_of(Runner& run, const std::string& name, const std::string& version = {}) {
   std::vector<std::string> argv = {"dkms", "status", "-m", name};
@@ -97,7 +131,7 @@ bool installed_for(const std::vector<dkms::StatusEntry>& st, const std::string& 
 // A failed DKMS step: its exit code and meaning, DKMS's own error line, the compiler's first error
 // and the tail of make.log.
 std::string failure_report(const std::string& what, const sys::CommandResult& r, const sys::SysRoot& root,
-                           const std::string& make_log, json& details) {
+                           const std::string& make_log, json& details, const std::string& driver_version = {}) {
   std::string msg = what + ": dkms " + r.describe();
   if (r.exited) msg += " (" + dkms::exit_code_meaning(r.exit_code) + ")";
   details["dkms_exit_code"] = r.exited ? r.exit_code : -1;
@@ -110,6 +144,15 @@ std::string failure_report(const std::string& what, const sys::CommandResult& r,
       details["first_error"] = *err;
     }
     msg += "; make.log: " + make_log;
+    const auto known = match_make_log(builtin_breakages(), *log, driver_version);
+    if (!known.empty()) {
+      json ids = json::array();
+      for (const auto& m : known) {
+        msg += "; " + m.describe();
+        ids.push_back(m.breakage->id);
+      }
+      details["breakages"] = ids;
+    }
   } else {
     details["output_tail"] = dkms::tail_lines(r.out + r.err, kLogTail);
   }
@@ -174,7 +217,7 @@ struct Staged {
 
 // Copies (or unpacks) the verified source and patches into the staging directory and writes dkms.conf.
 Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
-                     const ModuleTarget& t, const Fetched& src, const std::vector<Fetched>& patches) {
+                     const ModuleTarget& t, const Fetched& src, const std::vector<PatchFile>& patches) {
   Staged s;
   const std::string stage_parent = std::string(kStateDir) + "/stage";
   s.dir = sys::join(stage_parent, t.name + "-" + t.version);
@@ -203,14 +246,19 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
   }
   const auto top = root.list_dir(s.dir);
   s.kind = dkms::classify_tree(top);
-  std::vector<std::string> patch_names;
+  std::vector<std::string> patch_names, patch_match;
   if (!patches.empty()) {
     if (auto st = root.make_dirs(sys::join(s.dir, "patches")); !st) return st.error();
     for (std::size_t i = 0; i < patches.size(); ++i) {
       patch_names.push_back(patch_name(i, d.kernel_module->patches[i]));
-      fs::copy_file(root.host_path(patches[i].path), root.host_path(sys::join(s.dir, "patches", patch_names.back())),
-                    fs::copy_options::overwrite_existing, ec);
-      if (ec) return Error{"copying patch " + patches[i].path + ": " + ec.message(), ec.value()};
+      patch_match.push_back(patches[i].match);
+      const std::string to = sys::join(s.dir, "patches", patch_names.back());
+      if (patches[i].from.empty()) {
+        if (auto st = root.write_file_atomic(to, patches[i].text); !st) return st.error();
+        continue;
+      }
+      fs::copy_file(root.host_path(patches[i].from), root.host_path(to), fs::copy_options::overwrite_existing, ec);
+      if (ec) return Error{"copying patch " + patches[i].from + ": " + ec.message(), ec.value()};
     }
   }
   dkms::Conf conf;
@@ -232,6 +280,7 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
     s.modules = dkms::kbuild_modules(mk);
     conf = dkms::kbuild_conf(t.name, t.version, s.modules, patch_names);
   }
+  conf.patch_match = patch_match;
   if (s.modules.empty())
     return Error{"the source tree builds no module that p2pnode can name (no kernel-open/nvidia, no obj-m in "
                  "Makefile/Kbuild)"};
@@ -251,10 +300,15 @@ ModuleTarget module_target(const DriverSpec& d) {
   std::string id(kStampFormat);
   if (d.kernel_module) {
     id += "\nsource " + d.kernel_module->artifact.sha256;
-    for (const auto& p : d.kernel_module->patches) id += "\npatch " + p.sha256;
+    for (const auto& p : d.kernel_module->patches)
+      id += "\npatch " + (p.builtin ? "builtin:" + *p.builtin + " " + sha256_hex(std::string(builtin_patch(*p.builtin).value_or(""))) : p.sha256);
   }
   t.identity = sha256_hex(id);
   return t;
+}
+
+std::string failed_log_path(const ModuleTarget& t, const std::string& kernel) {
+  return std::string(kStateDir) + "/failed/" + t.name + "/" + t.version + "/" + kernel + "/make.log";
 }
 
 std::vector<std::string> kernels_with_headers(const sys::SysRoot& root) {
@@ -351,13 +405,23 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   // Fetch and verify every artifact before touching anything.
   auto src = fetch_artifact(root, runner, d.kernel_module->artifact, "kernel_module.source", log);
   if (!src) return finish(StepOutcome::refused, src.error().message);
-  std::vector<Fetched> patches;
+  std::vector<PatchFile> patches;
   for (std::size_t i = 0; i < d.kernel_module->patches.size(); ++i) {
-    auto p = fetch_artifact(root, runner, d.kernel_module->patches[i],
-                            "kernel_module.patches[" + std::to_string(i) + "]", log);
+    const Artifact& a = d.kernel_module->patches[i];
+    if (a.builtin) {
+      const auto text = builtin_patch(*a.builtin);
+      if (!text) return finish(StepOutcome::refused, "kernel_module.patches[" + std::to_string(i) + "]: no builtin patch '" + *a.builtin + "'");
+      PatchFile pf{"", std::string(*text), ""};
+      if (const auto* b = find_breakage(builtin_breakages(), *a.builtin)) pf.match = dkms_patch_match(*b);
+      log("builtin patch " + *a.builtin + (pf.match.empty() ? " (every kernel; it tests the headers itself)"
+                                                           : " (kernels matching " + pf.match + ")"));
+      patches.push_back(std::move(pf));
+      continue;
+    }
+    auto p = fetch_artifact(root, runner, a, "kernel_module.patches[" + std::to_string(i) + "]", log);
     if (!p) return finish(StepOutcome::refused, p.error().message);
     if (p->is_dir) return finish(StepOutcome::refused, "kernel_module.patches[" + std::to_string(i) + "] is a directory, not a patch file");
-    patches.push_back(*p);
+    patches.push_back({p->path, "", ""});
   }
   log("sources verified: " + src->path + " sha256 " + src->sha256 + ", " + std::to_string(patches.size()) + " patch(es)");
 
@@ -392,14 +456,16 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   for (const auto& k : kernels) replacing = replacing || installed_for(st_before, t.version, k);
   const std::string scratch = std::string(kStateDir) + "/trial";
   std::error_code ec;
-  if (replacing) {
+  if (replacing && source_changed) {  // same source, a new kernel: nothing to prove
     fs::remove_all(root.host_path(scratch), ec);
     (void)root.make_dirs(scratch);
     const std::string k = contains(kernels, running_kernel) ? running_kernel : kernels.front();
+    auto progress = watch_build(root, sys::join(scratch, t.name, t.version, "build", "make.log"), "dkms trial build " + k, log);
     auto tr = run.run("dkms trial build " + k,
                       {"dkms", "build", "-m", t.name, "-v", t.version, "-k", k, "--dkmstree",
                        root.host_path(scratch).string(), "--sourcetree", root.host_path(std::string(kStateDir) + "/stage").string()},
                       std::chrono::hours(2), false);
+    progress.reset();
     if (!tr.success()) {
       // Keep make.log where the operator can read it after the scratch tree is gone.
       const std::string kept = std::string(kStateDir) + "/logs/" + t.name + "-" + t.version + "-" + k + ".make.log";
@@ -408,7 +474,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
         (void)root.make_dirs(std::string(kStateDir) + "/logs");
         (void)root.write_file_atomic(kept, *lg);
       }
-      const std::string msg = failure_report("trial build of the changed source for " + k, tr, root, kept, r.after);
+      const std::string msg = failure_report("trial build of the changed source for " + k, tr, root, kept, r.after, t.version);
       fs::remove_all(root.host_path(scratch), ec);
       return finish(StepOutcome::failed, msg + "; the installed " + subject + " was left in place");
     }
@@ -449,13 +515,22 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     }
     std::vector<std::string> b = {"dkms", "build", "-m", t.name, "-v", t.version, "-k", k};
     if (source_changed) b.push_back("--force");
+    auto progress = watch_build(root, sys::join("/var/lib/dkms", t.name, t.version, "build", "make.log"), "dkms build " + k, log);
     auto br = run.run("dkms build " + k, b, std::chrono::hours(2), true);
+    progress.reset();
+    const std::string kept = failed_log_path(t, k);
     if (!br.success()) {
       failed.push_back(k);
-      fail_msg += (fail_msg.empty() ? "" : "; ") +
-                  failure_report("build for " + k, br, root, sys::join("/var/lib/dkms", t.name, t.version, "build", "make.log"), r.after);
+      // Keep this kernel's make.log where driver.kernels finds it (DKMS's build/ is reused by the next build).
+      std::string log_path = sys::join("/var/lib/dkms", t.name, t.version, "build", "make.log");
+      if (auto lg = root.read_text(log_path, 16 << 20)) {
+        (void)root.make_dirs(kept.substr(0, kept.rfind('/')));
+        if (root.write_file_atomic(kept, *lg)) log_path = kept;
+      }
+      fail_msg += (fail_msg.empty() ? "" : "; ") + failure_report("build for " + k, br, root, log_path, r.after, t.version);
       continue;
     }
+    fs::remove_all(root.host_path(kept.substr(0, kept.rfind('/'))), ec);
     auto ir = run.run("dkms install " + k, {"dkms", "install", "-m", t.name, "-v", t.version, "-k", k, "--force"},
                       std::chrono::minutes(30), true);
     if (!ir.success()) {
@@ -513,10 +588,40 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
         auto u = run.run("update-initramfs " + k, {"update-initramfs", "-u", "-k", k}, std::chrono::minutes(10), true);
         if (!u.success()) note += "; update-initramfs -u -k " + k + ": " + u.describe();
       }
-  if (!failed.empty() || verified.size() != kernels.size())
-    return finish(StepOutcome::failed, subject + ": " + (fail_msg.empty() ? "dkms status does not say installed" : fail_msg) + note);
+  const auto boot = lifecycle::next_boot_kernel(root);
+  r.after["next_boot_kernel"] = boot.kernel;
+  r.after["next_boot_how"] = boot.how;
+  if (!failed.empty() || verified.size() != kernels.size()) {
+    std::string kept_msg;
+    if (verified.empty() && !replacing) {
+      // Nothing of ours was ever installed: undo the registration and the source, so DKMS (and
+      // its autoinstall on the next kernel) is as it was before this apply.
+      if (!added) run.run("dkms remove " + subject, {"dkms", "remove", "-m", t.name, "-v", t.version, "--all"},
+                          std::chrono::minutes(10), true);
+      fs::remove_all(root.host_path(t.src_dir), ec);
+      if (root.exists(prev)) fs::rename(root.host_path(prev), root.host_path(t.src_dir), ec);
+      (void)root.remove_file(t.stamp);
+      kept_msg = "; nothing was installed: DKMS and /usr/src were put back as they were";
+    } else if (verified.empty()) {
+      kept_msg = "; the installed module was kept";
+    } else {
+      kept_msg = "; installed for " + json(verified).dump() + " only";
+    }
+    if (!failed.empty())
+      kept_msg += "; a reboot into " + json(failed).dump() + " would come up without " + subject;
+    return finish(StepOutcome::failed,
+                  subject + ": " + (fail_msg.empty() ? "dkms status does not say installed" : fail_msg) + kept_msg + note);
+  }
   fs::remove_all(root.host_path(prev), ec);
-  return finish(StepOutcome::changed, subject + " built and installed through DKMS for " + json(verified).dump() + note);
+  std::string after_reboot;
+  if (!contains(verified, running_kernel) && !verified.empty()) {
+    const std::string k = contains(verified, boot.kernel) ? boot.kernel : verified.front();
+    after_reboot = "; the running kernel " + (running_kernel.empty() ? std::string("(unknown)") : running_kernel) +
+                   " does not have it: after a reboot into " + k + (k == boot.kernel ? " (the next boot kernel: " + boot.how + ")" : "") +
+                   " the NVIDIA " + t.version + " module with P2P is there";
+  }
+  return finish(StepOutcome::changed,
+                subject + " built and installed through DKMS for " + json(verified).dump() + after_reboot + note);
 }
 
 }  // namespace p2pnode::nvidia

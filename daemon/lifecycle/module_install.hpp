@@ -23,6 +23,9 @@ struct ModuleTarget {
 };
 ModuleTarget module_target(const DriverSpec& d);
 
+// Where a failed build's make.log is kept for a kernel (…/failed/<name>/<version>/<kernel>/make.log).
+std::string failed_log_path(const ModuleTarget& t, const std::string& kernel);
+
 // Kernels DKMS can build for: /lib/modules/<k> with a build/ directory (headers installed).
 std::vector<std::string> kernels_with_headers(const sys::SysRoot& root);
 

@@ -42,6 +42,7 @@ const char* to_string(ReloadKind k) {
     case ReloadKind::reload: return "reload";
     case ReloadKind::reboot_required: return "reboot_required";
     case ReloadKind::refused: return "refused";
+    case ReloadKind::nothing_built: return "nothing_built";
   }
   return "?";
 }
@@ -55,6 +56,31 @@ ReloadDecision decide_reload(const ReloadInputs& in) {
     d.kind = ReloadKind::refused;
     d.reason = "the module on disk is " + *in.disk_version + ", not " + in.wanted_version +
                ": install the wanted module first (driver.module)";
+    return d;
+  }
+  const bool loaded_ok = nvidia_loaded && in.loaded_version && *in.loaded_version == in.wanted_version;
+  if (!in.disk_version && !loaded_ok) {
+    // No module of ours for the running kernel: a load has nothing to load, and a reboot helps
+    // only into a kernel that has one.
+    d.unload.clear();
+    const bool next_has = !in.next_boot_kernel.empty() && in.next_boot_kernel != in.running_kernel &&
+                          std::find(in.kernels_with_module.begin(), in.kernels_with_module.end(), in.next_boot_kernel) !=
+                              in.kernels_with_module.end();
+    if (next_has) {
+      d.kind = ReloadKind::reboot_required;
+      d.reason = in.wanted_version + " is installed for " + in.next_boot_kernel +
+                 " (the kernel the boot loader starts next) but not for the running " + in.running_kernel +
+                 ": reboot into " + in.next_boot_kernel + " to load it";
+      return d;
+    }
+    d.kind = ReloadKind::nothing_built;
+    d.reason = "no " + in.wanted_version + " module is installed for the running kernel " +
+               (in.running_kernel.empty() ? std::string("(unknown)") : in.running_kernel) +
+               (in.next_boot_kernel.empty() || in.next_boot_kernel == in.running_kernel
+                    ? std::string()
+                    : " nor for the next boot kernel " + in.next_boot_kernel) +
+               ": not asking for a reboot, which would come up without it; driver.module must build it first "
+               "(see its error and `p2pnode check` driver.kernels)";
     return d;
   }
   if (!nvidia_loaded) {

@@ -33,9 +33,15 @@ struct ReloadInputs {
   bool allow_reload = false;
   bool allow_kill_holders = false;
   std::vector<Holder> holders;  // seen after stopping the profile's units
+  // Where a module p2pnode built is installed: nothing for the running kernel (disk_version unset)
+  // means a reboot can only help if the next boot kernel has one.
+  std::string running_kernel, next_boot_kernel;
+  std::vector<std::string> kernels_with_module;
 };
 
-enum class ReloadKind { not_needed, load, reload, reboot_required, refused };
+// nothing_built: no module of the wanted version is installed for the running kernel nor for the
+// next boot kernel; neither a load nor a reboot would bring it (driver.module must succeed first).
+enum class ReloadKind { not_needed, load, reload, reboot_required, refused, nothing_built };
 const char* to_string(ReloadKind k);
 
 struct ReloadDecision {

@@ -56,6 +56,7 @@ Inventory probe_inventory(const sys::SysRoot& root) {
   inv.kernel = probe_kernel(root);
   inv.iommu = probe_iommu(root);
   inv.nvidia = probe_nvidia_driver(root);
+  inv.kernels = probe_kernels(root, inv.kernel.release);
   inv.devices = probe_pci_devices(root);
   inv.nvme_identities = probe_nvme_identities(root);
   for (const auto& c : inv.nvme_identities)

@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "nvidia/breakage.hpp"
+
 namespace p2pnode::profile {
 namespace {
 
@@ -34,6 +36,25 @@ std::optional<Artifact> read_artifact_node(const YAML::Node& node, const std::st
     else
       a.sha256 = *sha;
   }
+  return a;
+}
+
+// {builtin: <name>}: a compat patch p2pnode ships (nvidia/breakages.yaml says where it is needed).
+std::optional<Artifact> read_builtin_patch(const YAML::Node& node, const std::string& path, Diagnostics& diag) {
+  MapReader m(node, path, diag, {"builtin"});
+  if (!m.valid()) return std::nullopt;
+  auto name = m.string("builtin", true);
+  if (!name) return std::nullopt;
+  const auto names = nvidia::builtin_patch_names();
+  if (std::find(names.begin(), names.end(), *name) == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    diag.add(m.get("builtin"), m.child_path("builtin"),
+             "expected the name of a builtin patch (" + list + "), found '" + *name + "'");
+    return std::nullopt;
+  }
+  Artifact a;
+  a.builtin = *name;
   return a;
 }
 
@@ -129,8 +150,12 @@ void read_driver(MapReader& root, Profile& p) {
     if (auto a = read_artifact(*k, "source")) ms.artifact = *a;
     const auto patches = k->sequence("patches");
     for (std::size_t i = 0; i < patches.size(); ++i) {
-      if (auto pa = read_artifact_node(patches[i], k->child_path("patches") + "[" + std::to_string(i) + "]", m->diag()))
+      const std::string path = k->child_path("patches") + "[" + std::to_string(i) + "]";
+      if (patches[i].IsMap() && patches[i]["builtin"].IsDefined()) {
+        if (auto pa = read_builtin_patch(patches[i], path, m->diag())) ms.patches.push_back(*pa);
+      } else if (auto pa = read_artifact_node(patches[i], path, m->diag())) {
         ms.patches.push_back(*pa);
+      }
     }
     d.kernel_module = ms;
   }

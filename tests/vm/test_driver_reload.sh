@@ -34,7 +34,13 @@ NAME=nvidia-p2ptest-$RND
 VER=$(sed -n 's/^NVIDIA_VERSION *= *//p' "$here/nvidia-mini/version.mk")
 STOCK=535.183.01
 TMP=$(mktemp -d /tmp/p2pnode-drv.XXXXXX)
+# apply writes the kernel-install hook (driver.kernel_hook): take it away again unless it was there.
+HOOK=/etc/kernel/postinst.d/z50-p2pnode
+HOOK_WAS_THERE=0
+[ -e "$HOOK" ] && HOOK_WAS_THERE=1
 cleanup() {
+  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"
+  rm -rf /var/lib/p2pnode/dkms/failed/"$NAME"
   "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
          /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \

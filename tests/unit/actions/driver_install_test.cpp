@@ -8,6 +8,7 @@
 #include "actions/driver_install.hpp"
 #include "lifecycle/artifact.hpp"
 #include "lifecycle/module_install.hpp"
+#include "nvidia/breakage.hpp"
 
 namespace p2pnode::actions {
 namespace {
@@ -35,7 +36,8 @@ struct FakeDkms {
   std::string name, version, ko;
   bool added = false, installed = false;
   int build_exit = 0;
-  int builds = 0;
+  int builds = 0, removes = 0;
+  std::string make_log = "x.c:3:1: error: expected ';' before '}' token\nmake: *** Error 1\n";
 
   void install(sys::ScriptedRunner& r) {
     r.on({"dkms", "status"}, [this](const sys::Command&) {
@@ -55,11 +57,16 @@ struct FakeDkms {
         const fs::path logdir = trial ? fs::path(*(std::find(c.argv.begin(), c.argv.end(), "--dkmstree") + 1)) / name / version / "build"
                                       : box.dir / "var/lib/dkms" / name / version / "build";
         fs::create_directories(logdir);
-        std::ofstream(logdir / "make.log") << "x.c:3:1: error: expected ';' before '}' token\nmake: *** Error 1\n";
+        std::ofstream(logdir / "make.log") << make_log;
         return sys::exited_with(build_exit, "Building module:\n", "Error! Bad return status for module build on kernel: 6.1.0-56-amd64 (x86_64)\n");
       }
       if (!trial) fs::create_directories(box.dir / "var/lib/dkms" / name / version / kKernel / "x86_64/module");
       return sys::exited_with(0, "Building module:\ncleaning build area...\n");
+    });
+    r.on({"dkms", "remove"}, [this](const sys::Command&) {
+      ++removes;
+      added = false;
+      return sys::exited_with(0);
     });
     r.on({"dkms", "install"}, [this](const sys::Command&) {
       fs::create_directories(box.dir / "lib/modules" / kKernel / "updates/dkms");
@@ -479,6 +486,116 @@ TEST(DriverReload, ReloadsInOrderAndVerifies) {
   EXPECT_EQ(modprobes, (std::vector<std::string>{"stop nvidia-persistenced.service", "-r nvidia_drm", "-r nvidia_modeset",
                                                  "-r nvidia_uvm", "-r nvidia", "nvidia", "nvidia_uvm", "nvidia_modeset",
                                                  "nvidia_drm", "start nvidia-persistenced.service"}));
+}
+
+// Builtin patches are staged from the binary's own copies; PATCH_MATCH where the table gives a range.
+TEST(DriverModule, BuiltinPatchesAreStagedWithTheirPatchMatch) {
+  Box box;
+  write_module_source(box);
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
+  dkms.install(runner);
+  Profile p = module_profile(box);
+  p.driver->kernel_module->patches.clear();
+  for (const char* n : {"pci-resize-resource-exclude-bars", "io-memory-pfn"}) {
+    Artifact a;
+    a.builtin = n;
+    p.driver->kernel_module->patches.push_back(a);
+  }
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_module()->apply(ctx, inv);
+  ASSERT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+  const auto conf = *root.read_text("/usr/src/p2ptest-1.5/dkms.conf");
+  EXPECT_NE(conf.find("PATCH[0]=\"01-pci-resize-resource-exclude-bars.patch\"\nPATCH[1]=\"02-io-memory-pfn.patch\"\n"
+                      "PATCH_MATCH[1]=\"^(6\\\\.(10|[2-9][0-9]{1}|1[1-9]|[1-9][0-9]{2,})|(7|[8-9]|[1-9][0-9]{1,})"
+                      "\\\\.[0-9]+)([.-]|$)\"\n"),
+            std::string::npos)
+      << conf;
+  EXPECT_EQ(*root.read_text("/usr/src/p2ptest-1.5/patches/02-io-memory-pfn.patch", 1 << 20),
+            std::string(*nvidia::builtin_patch("io-memory-pfn")));
+  // The identity covers the builtin's text: the stamp matches and a second apply does nothing.
+  EXPECT_TRUE(make_driver_module()->plan(p, inv, root).empty());
+}
+
+// Issue 16: a first build that fails with a known breakage names it and its fix, puts DKMS and
+// /usr/src back, keeps make.log for driver.kernels, and driver.reload asks for no reboot.
+TEST(DriverModule, FailedFirstBuildNamesTheBreakageAndNoRebootIsAsked) {
+  Box box;
+  write_module_source(box);
+  box.write("boot/vmlinuz-6.1.0-56-amd64", "");
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  FakeDkms dkms{box, "p2ptest", "550.90.07", "p2ptest"};
+  std::ifstream real(fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures/make-logs/550.90.07-p2p-6.1.0-56-amd64.make.log");
+  dkms.make_log.assign(std::istreambuf_iterator<char>(real), std::istreambuf_iterator<char>());
+  ASSERT_NE(dkms.make_log.find("pci_resize_resource"), std::string::npos);
+  dkms.build_exit = 10;
+  dkms.install(runner);
+  Profile p = module_profile(box);
+  p.driver->version = "550.90.07";  // a branch the breakage lists
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_module()->apply(ctx, inv);
+  ASSERT_EQ(r[0].outcome, StepOutcome::failed);
+  const auto& m = r[0].message;
+  EXPECT_NE(m.find("nv-pci.c:234:9: error: too few arguments to function"), std::string::npos) << m;
+  EXPECT_NE(m.find("known breakage pci-resize-resource-exclude-bars"), std::string::npos) << m;
+  EXPECT_NE(m.find("add {builtin: pci-resize-resource-exclude-bars} to driver.kernel_module.patches"), std::string::npos) << m;
+  EXPECT_NE(m.find("nothing was installed: DKMS and /usr/src were put back as they were"), std::string::npos) << m;
+  EXPECT_NE(m.find("a reboot into [\"6.1.0-56-amd64\"] would come up without p2ptest/550.90.07"), std::string::npos) << m;
+  EXPECT_EQ(r[0].after["breakages"], nlohmann::json::array({"pci-resize-resource-exclude-bars"}));
+  EXPECT_EQ(dkms.removes, 1);
+  EXPECT_FALSE(dkms.added);
+  EXPECT_FALSE(root.exists("/usr/src/p2ptest-550.90.07"));
+  const std::string kept = "/var/lib/p2pnode/dkms/failed/p2ptest/550.90.07/6.1.0-56-amd64/make.log";
+  ASSERT_TRUE(root.exists(kept));
+  EXPECT_EQ(*root.read_text(kept, 1 << 20), dkms.make_log);
+  EXPECT_NE(m.find("make.log: " + kept), std::string::npos) << m;
+
+  // driver.reload: no module for the running kernel -> a failure, never "reboot to load".
+  box.write("usr/src/nvidia-p2p-550.90.07/kernel-open/Makefile", "");  // as if an NVIDIA tree were managed
+  Profile pr;
+  DriverSpec d;
+  d.version = "550.90.07";
+  d.kernel_module = ModuleSource{};
+  pr.driver = d;
+  const auto steps = make_driver_reload()->plan(pr, inv, root);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_FALSE(steps[0].reboot_required);
+  EXPECT_TRUE(steps[0].needs_operator);
+  ApplyContext rctx{root, runner, pr};
+  const auto rr = make_driver_reload()->apply(rctx, inv);
+  EXPECT_EQ(rr[0].outcome, StepOutcome::failed);
+  EXPECT_EQ(rr[0].message.find("reboot to load"), std::string::npos) << rr[0].message;
+  EXPECT_NE(rr[0].message.find("not asking for a reboot"), std::string::npos) << rr[0].message;
+}
+
+// A build for a kernel that is not running says which kernel has P2P after the reboot.
+TEST(DriverModule, BuiltForTheNextBootKernelOnlySaysSo) {
+  Box box;
+  write_module_source(box);
+  box.write("boot/vmlinuz-6.1.0-56-amd64", "");
+  box.write("boot/vmlinuz-6.1.0-55-amd64", "");
+  fs::create_directories(box.dir / "lib/modules/6.1.0-55-amd64/kernel");  // running, no headers
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
+  dkms.install(runner);
+  const Profile p = module_profile(box);
+  Inventory inv;
+  inv.kernel.release = "6.1.0-55-amd64";
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_module()->apply(ctx, inv);
+  ASSERT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+  EXPECT_NE(r[0].message.find("the running kernel 6.1.0-55-amd64 does not have it: after a reboot into 6.1.0-56-amd64 "
+                              "(the next boot kernel: the newest /boot/vmlinuz-* (6.1.0-56-amd64))"),
+            std::string::npos)
+      << r[0].message;
+  EXPECT_EQ(r[0].after["next_boot_kernel"], "6.1.0-56-amd64");
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 // dkms.conf generation, golden-tested (P2PNODE_TEST_ACCEPT=1 rewrites tests/golden/dkms/*.conf).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "dkms/conf.hpp"
+#include "nvidia/breakage.hpp"
 
 namespace p2pnode::dkms {
 namespace {
@@ -38,6 +42,42 @@ TEST(DkmsConf, NvidiaOpenTreeGolden) {
   EXPECT_NE(make_line.find("KERNEL_UNAME=${kernelver}"), std::string::npos) << make_line;
   EXPECT_NE(text.find("PATCH[1]=\"02-follow_pfn.patch\""), std::string::npos);
   EXPECT_NE(text.find("BUILT_MODULE_LOCATION[4]=\"kernel-open/\""), std::string::npos);
+}
+
+// Builtin patches: PATCH_MATCH only where the breakage table gives a kernel range, and the regex
+// means in DKMS's bash (`[[ $kernelver =~ ${PATCH_MATCH[i]} ]]`, after sourcing dkms.conf) what
+// kernel_in_range() means.
+TEST(DkmsConf, PatchMatchAsDkmsSeesIt) {
+  const auto* io = nvidia::find_breakage(nvidia::builtin_breakages(), "io-memory-pfn");
+  ASSERT_NE(io, nullptr);
+  auto conf = nvidia_open_conf("nvidia-p2p", "565.57.01", {"nvidia"},
+                               {"01-pci-resize-resource-exclude-bars.patch", "02-io-memory-pfn.patch"});
+  conf.patch_match = {"", nvidia::dkms_patch_match(*io)};
+  const std::string text = render(conf);
+  expect_golden("nvidia-p2p-565.57.01-builtin.conf", text);
+  EXPECT_EQ(text.find("PATCH_MATCH[0]"), std::string::npos);
+  char tmpl[] = "/tmp/p2pnode-conf-XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  std::ofstream(tmpl) << text;
+  const std::vector<std::string> kernels = {"6.1.0-56-amd64", "6.9.12-amd64", "6.10.0-rc1", "6.12.48+deb13-amd64",
+                                            "6.17.0-14-generic", "7.1.0"};
+  std::string script = "source " + std::string(tmpl) + "; for k in";
+  for (const auto& k : kernels) script += " " + k;
+  script += "; do if [[ $k =~ ${PATCH_MATCH[1]} ]]; then echo \"$k 1\"; else echo \"$k 0\"; fi; done";
+  FILE* p = ::popen(("bash -c '" + script + "'").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  EXPECT_EQ(::pclose(p), 0);
+  std::remove(tmpl);
+  std::string want;
+  for (const auto& k : kernels) want += k + (nvidia::kernel_in_range(*io, k) ? " 1\n" : " 0\n");
+  EXPECT_EQ(out, want);
+  EXPECT_NE(want.find("6.12.48+deb13-amd64 1"), std::string::npos);
+  EXPECT_NE(want.find("6.1.0-56-amd64 0"), std::string::npos);
 }
 
 TEST(DkmsConf, KbuildTreeGolden) {

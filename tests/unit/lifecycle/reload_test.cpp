@@ -69,6 +69,48 @@ TEST(Reload, NothingLoaded) {
   EXPECT_EQ(decide_reload(in).kind, ReloadKind::reboot_required);
 }
 
+// Issue 16: a failed build must not turn into "reboot to load X".
+TEST(Reload, NothingBuiltIsNeverARebootRequest) {
+  auto in = base();
+  in.disk_version.reset();  // the build failed: no DKMS copy for the running kernel
+  in.running_kernel = "6.1.0-56-amd64";
+  in.next_boot_kernel = "6.1.0-56-amd64";
+  for (bool allow : {true, false})
+    for (bool loaded : {true, false}) {
+      in.allow_reload = allow;
+      if (loaded) in.loaded = {"nvidia"}, in.loaded_version = "550.54.15";
+      else in.loaded.clear(), in.loaded_version.reset();
+      const auto d = decide_reload(in);
+      EXPECT_EQ(d.kind, ReloadKind::nothing_built) << allow << loaded;
+      EXPECT_EQ(d.reason.find("reboot to load"), std::string::npos) << d.reason;
+      EXPECT_NE(d.reason.find("no 550.90.07 module is installed for the running kernel 6.1.0-56-amd64"), std::string::npos)
+          << d.reason;
+      EXPECT_TRUE(d.unload.empty());
+    }
+  // The wanted version already loaded (built earlier, since removed): nothing to do, no alarm here
+  // (driver.kernels reports the missing module).
+  in.loaded = {"nvidia"};
+  in.loaded_version = "550.90.07";
+  EXPECT_EQ(decide_reload(in).kind, ReloadKind::not_needed);
+}
+
+TEST(Reload, BuiltOnlyForTheNextBootKernelAsksForThatReboot) {
+  auto in = base();
+  in.disk_version.reset();
+  in.loaded.clear();
+  in.loaded_version.reset();
+  in.running_kernel = "6.1.0-55-amd64";
+  in.next_boot_kernel = "6.1.0-56-amd64";
+  in.kernels_with_module = {"6.1.0-56-amd64"};
+  const auto d = decide_reload(in);
+  EXPECT_EQ(d.kind, ReloadKind::reboot_required);
+  EXPECT_EQ(d.reason, "550.90.07 is installed for 6.1.0-56-amd64 (the kernel the boot loader starts next) but not for "
+                      "the running 6.1.0-55-amd64: reboot into 6.1.0-56-amd64 to load it");
+  in.kernels_with_module = {"6.1.0-54-amd64"};  // an older kernel the boot loader does not start
+  EXPECT_EQ(decide_reload(in).kind, ReloadKind::nothing_built);
+  EXPECT_NE(decide_reload(in).reason.find("nor for the next boot kernel 6.1.0-56-amd64"), std::string::npos);
+}
+
 TEST(Reload, WrongModuleOnDiskRefuses) {
   auto in = base();
   in.disk_version = "550.54.15";

@@ -1,0 +1,71 @@
+// driver.kernels: the profile's module is built and installed by DKMS, at the profile's version,
+// for every installed kernel, above all for the one the boot loader starts next.
+#include "checks/check.hpp"
+
+namespace p2pnode::checks {
+
+std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv) {
+  std::vector<Finding> out;
+  if (!p.driver || !p.driver->kernel_module || inv.kernels.kernels.empty()) return out;
+  const std::string pkg = p.driver->kernel_module->name, ver = p.driver->version;
+  const std::string want = pkg + "/" + ver;
+  for (const auto& k : inv.kernels.kernels) {
+    std::string role;
+    if (k.running) role += "running";
+    if (k.next_boot) role += std::string(role.empty() ? "" : ", ") + "next boot";
+    const std::string name = k.release + (role.empty() ? "" : " (" + role + ")");
+    Finding f = make_finding("driver.kernels", k.release, Severity::ok, "");
+    f.expected = {{"module", want}, {"state", "installed"}};
+    f.observed = {{"headers", k.headers}, {"running", k.running}, {"next_boot", k.next_boot}};
+    if (k.next_boot) f.observed["next_boot_how"] = inv.kernels.next_boot_how;
+    bool installed = false, built = false;
+    nlohmann::json dk = nlohmann::json::array();
+    for (const auto& d : k.dkms) {
+      dk.push_back(d.package + "/" + d.version + (d.installed ? " installed" : d.built ? " built" : " added"));
+      if (d.package == pkg && d.version == ver) {
+        installed = d.installed;
+        built = d.built;
+      }
+    }
+    f.observed["dkms"] = dk;
+    const FailedBuild* failed = nullptr;
+    for (const auto& fb : k.failed)
+      if (fb.package == pkg && fb.version == ver) failed = &fb;
+    if (installed) {
+      f.summary = want + " is built and installed by DKMS for " + name;
+      out.push_back(std::move(f));
+      continue;
+    }
+    // The running kernel with the wanted version loaded but not from DKMS (installed by hand, e.g.
+    // tinygrad's install.sh): it works until the next kernel; a warning, not an outage.
+    const bool loaded_by_hand = k.running && inv.nvidia.loaded_version && *inv.nvidia.loaded_version == ver;
+    f.severity = loaded_by_hand ? Severity::warning : Severity::error;
+    const std::string after = k.running ? "" : k.next_boot ? "; a reboot now would come up without P2P" : "";
+    if (failed) {
+      f.summary = want + " is not installed for " + name + ": its DKMS build failed" +
+                  (failed->first_error.empty() ? "" : ": " + failed->first_error) + after;
+      f.observed["make_log"] = failed->make_log;
+      f.observed["first_error"] = failed->first_error;
+      f.observed["breakages"] = failed->breakages;
+      f.remediation = failed->breakages.empty()
+                          ? "Read " + failed->make_log + ", fix the source or add a patch to driver.kernel_module.patches, then `p2pnode apply`."
+                          : failed->breakages.front() + " (make.log: " + failed->make_log + ")";
+    } else if (loaded_by_hand) {
+      f.summary = want + " is loaded on " + name + " but was not installed by DKMS: a kernel update will leave the box "
+                  "without it";
+      f.remediation = (k.headers ? std::string() : "Install linux-headers-" + k.release + ", then r") +
+                      std::string(k.headers ? "R" : "") + "un `p2pnode apply` so that DKMS builds " + want +
+                      " for this and every later kernel.";
+    } else if (!k.headers) {
+      f.summary = want + " is not installed for " + name + ": the kernel has no headers, so DKMS cannot build it" + after;
+      f.remediation = "Install linux-headers-" + k.release + ", then `p2pnode apply` (it builds for every kernel with headers).";
+    } else {
+      f.summary = want + " is not " + (built ? "installed" : "built") + " for " + name + after;
+      f.remediation = "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + ".";
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace p2pnode::checks

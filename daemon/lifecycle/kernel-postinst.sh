@@ -1,0 +1,37 @@
+#!/bin/sh
+# p2pnode's kernel-install hook: /etc/kernel/postinst.d/z50-p2pnode, written by `p2pnode apply`
+# (driver.kernel_hook) and shipped by the package. A kernel package's postinst runs every script
+# there as `<script> <kernel version> <image path>`, DKMS's own hook (dkms, autoinstall) first.
+# It builds and installs the profile's module for the new kernel through DKMS when it is missing
+# (`p2pnode apply --only driver.module`, which names a known breakage and its fix when the build
+# fails), prints driver.kernels for every kernel, and asks the daemon to reconcile now (SIGHUP) so
+# p2pnode_kernel_module_installed reports the new kernel without waiting for the schedule.
+# It never fails the kernel's installation: a failed build is reported here, by `p2pnode check`
+# and by the daemon, and the previous module stays installed.
+# Environment (tests): P2PNODE (the binary), P2PNODE_HOOK_ARGS (e.g. --root DIR --profile FILE),
+# SYSTEMCTL (the systemctl to signal the daemon with).
+set -u
+version=${1:-}
+if [ -z "$version" ]; then
+  echo "p2pnode kernel hook: called without a kernel version; nothing to do" >&2
+  exit 0
+fi
+P2PNODE=${P2PNODE:-/usr/bin/p2pnode}
+SYSTEMCTL=${SYSTEMCTL:-systemctl}
+if [ ! -x "$P2PNODE" ]; then
+  echo "p2pnode kernel hook: $P2PNODE is not installed; nothing to do for $version" >&2
+  exit 0
+fi
+echo "p2pnode kernel hook: kernel $version installed; building the profile's module where it is missing"
+# shellcheck disable=SC2086
+"$P2PNODE" apply --only driver.module ${P2PNODE_HOOK_ARGS:-}
+rc=$?
+# shellcheck disable=SC2086
+"$P2PNODE" check --only driver.kernels ${P2PNODE_HOOK_ARGS:-}
+if [ $rc -ne 0 ]; then
+  echo "p2pnode kernel hook: the module is NOT installed for every kernel (see above); do not reboot into $version until it is" >&2
+fi
+if "$SYSTEMCTL" is-active --quiet p2pnode.service 2>/dev/null; then
+  "$SYSTEMCTL" kill --signal=HUP p2pnode.service || echo "p2pnode kernel hook: could not signal p2pnode.service" >&2
+fi
+exit 0

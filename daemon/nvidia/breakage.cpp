@@ -1,0 +1,247 @@
+#include "nvidia/breakage.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/embedded.hpp"
+
+namespace p2pnode::nvidia {
+namespace {
+
+std::string trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return {};
+  const auto e = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+Result<std::string> need_string(const YAML::Node& n, const std::string& where, const char* field) {
+  const auto v = n[field];
+  if (!v || !v.IsScalar() || v.as<std::string>().empty())
+    return Error{where + ": field '" + field + "' is missing or not a non-empty string"};
+  return v.as<std::string>();
+}
+
+Status check_regex(const std::string& re, const std::string& where) {
+  try {
+    std::regex r(re);
+  } catch (const std::regex_error& e) {
+    return Error{where + ": '" + re + "' is not a valid ECMAScript regex: " + e.what()};
+  }
+  return {};
+}
+
+Status check_version(const std::string& v, const std::string& where) {
+  const auto n = kernel_version_numbers(v);
+  if (!n || n->size() < 2) return Error{where + ": '" + v + "' is not a kernel version like 6.10"};
+  return {};
+}
+
+int compare(const std::vector<int>& a, const std::vector<int>& b) {
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const int x = i < a.size() ? a[i] : 0, y = i < b.size() ? b[i] : 0;
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+// A regex for the decimal integers >= n (no leading zeros).
+std::string at_least(int n) {
+  const std::string s = std::to_string(n);
+  const std::size_t d = s.size();
+  std::vector<std::string> alts = {s};
+  for (std::size_t i = 0; i < d; ++i) {
+    if (s[i] == '9') continue;
+    std::string a = s.substr(0, i) + "[" + std::string(1, char(s[i] + 1)) + "-9]";
+    if (d - i - 1 > 0) a += "[0-9]{" + std::to_string(d - i - 1) + "}";
+    alts.push_back(a);
+  }
+  alts.push_back("[1-9][0-9]{" + std::to_string(d) + ",}");
+  std::string out = "(";
+  for (std::size_t i = 0; i < alts.size(); ++i) out += (i ? "|" : "") + alts[i];
+  return out + ")";
+}
+
+}  // namespace
+
+Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string_view origin) {
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return Error{std::string(origin) + ": not valid YAML: " + e.what()};
+  }
+  const auto list = doc["breakages"];
+  if (!list || !list.IsSequence()) return Error{std::string(origin) + ": expected a top-level 'breakages:' list"};
+  std::vector<Breakage> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& n = list[i];
+    std::string where = std::string(origin) + ": breakages[" + std::to_string(i) + "]";
+    if (!n.IsMap()) return Error{where + ": expected a mapping with id, signature, branches, kernels, cause, fix"};
+    Breakage b;
+    auto id = need_string(n, where, "id");
+    if (!id) return id.error();
+    b.id = *id;
+    where += " (" + b.id + ")";
+    for (const auto& kv : n) {
+      const auto key = kv.first.as<std::string>();
+      static const std::vector<std::string> known = {"id", "signature", "branches", "kernels", "cause", "fix", "remediation"};
+      if (std::find(known.begin(), known.end(), key) == known.end())
+        return Error{where + ": unknown field '" + key + "' (expected id, signature, branches, kernels, cause, fix, remediation)"};
+    }
+    if (std::any_of(out.begin(), out.end(), [&](const Breakage& o) { return o.id == b.id; }))
+      return Error{where + ": duplicate id"};
+    if (const auto sig = n["signature"]) {
+      if (!sig.IsScalar()) return Error{where + ": 'signature' must be a regex string"};
+      b.signature = sig.as<std::string>();
+      if (auto st = check_regex(*b.signature, where + ": signature"); !st) return st.error();
+    }
+    if (const auto br = n["branches"]) {
+      if (!br.IsSequence()) return Error{where + ": 'branches' must be a list of driver version prefixes"};
+      for (const auto& x : br) b.branches.push_back(x.as<std::string>());
+    }
+    const auto k = n["kernels"];
+    if (!k || !k.IsMap()) return Error{where + ": 'kernels' must be a mapping with min, max and/or headers"};
+    for (const auto& kv : k) {
+      const auto key = kv.first.as<std::string>();
+      if (key != "min" && key != "max" && key != "headers")
+        return Error{where + ": kernels: unknown field '" + key + "' (expected min, max, headers)"};
+    }
+    if (k["min"]) {
+      b.kernel_min = k["min"].as<std::string>();
+      if (auto st = check_version(*b.kernel_min, where + ": kernels.min"); !st) return st.error();
+    }
+    if (k["max"]) {
+      b.kernel_max = k["max"].as<std::string>();
+      if (auto st = check_version(*b.kernel_max, where + ": kernels.max"); !st) return st.error();
+    }
+    if (const auto h = k["headers"]) {
+      if (!h.IsMap()) return Error{where + ": kernels.headers must be {file, pattern}"};
+      auto file = need_string(h, where + ": kernels.headers", "file");
+      if (!file) return file.error();
+      auto pat = need_string(h, where + ": kernels.headers", "pattern");
+      if (!pat) return pat.error();
+      if (auto st = check_regex(*pat, where + ": kernels.headers.pattern"); !st) return st.error();
+      b.headers = HeaderTest{*file, *pat};
+    }
+    if (!b.kernel_min && !b.kernel_max && !b.headers)
+      return Error{where + ": 'kernels' must say which kernels are affected (min, max or headers)"};
+    auto cause = need_string(n, where, "cause");
+    if (!cause) return cause.error();
+    b.cause = trim(*cause);
+    auto rem = need_string(n, where, "remediation");
+    if (!rem) return rem.error();
+    b.remediation = trim(*rem);
+    if (const auto fix = n["fix"]) {
+      if (!fix.IsMap() || !fix["builtin"] || !fix["builtin"].IsScalar())
+        return Error{where + ": 'fix' must be {builtin: <patch name>}"};
+      b.fix_builtin = fix["builtin"].as<std::string>();
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+const std::vector<Breakage>& builtin_breakages() {
+  static const std::vector<Breakage> table = [] {
+    const auto text = embedded_file("nvidia/breakages.yaml");
+    if (!text) return std::vector<Breakage>{};
+    auto parsed = parse_breakages(*text, "nvidia/breakages.yaml (compiled in)");
+    return parsed ? *parsed : std::vector<Breakage>{};
+  }();
+  return table;
+}
+
+const Breakage* find_breakage(const std::vector<Breakage>& table, std::string_view id) {
+  for (const auto& b : table)
+    if (b.id == id) return &b;
+  return nullptr;
+}
+
+std::optional<std::string_view> builtin_patch(std::string_view name) {
+  return embedded_file("nvidia/patches/" + std::string(name) + ".patch");
+}
+
+std::vector<std::string> builtin_patch_names() {
+  std::vector<std::string> out;
+  constexpr std::string_view prefix = "nvidia/patches/", suffix = ".patch";
+  for (const auto n : embedded_names())
+    if (n.substr(0, prefix.size()) == prefix && n.size() > prefix.size() + suffix.size())
+      out.emplace_back(n.substr(prefix.size(), n.size() - prefix.size() - suffix.size()));
+  return out;
+}
+
+std::string BreakageMatch::describe() const {
+  return "known breakage " + breakage->id + " (make.log line " + std::to_string(line) + "): " + breakage->cause +
+         " Fix: " + breakage->remediation;
+}
+
+std::vector<BreakageMatch> match_make_log(const std::vector<Breakage>& table, std::string_view log,
+                                          std::string_view driver_version) {
+  std::vector<BreakageMatch> out;
+  for (const auto& b : table) {
+    if (!b.signature) continue;
+    if (!driver_version.empty() && !branch_affected(b, driver_version)) continue;
+    const std::regex re(*b.signature);
+    int line_no = 0;
+    std::size_t pos = 0;
+    while (pos <= log.size()) {
+      const auto nl = log.find('\n', pos);
+      const auto line = log.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+      ++line_no;
+      if (std::regex_search(line.begin(), line.end(), re)) {
+        out.push_back({&b, line_no, trim(line)});
+        break;
+      }
+      if (nl == std::string_view::npos) break;
+      pos = nl + 1;
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<int>> kernel_version_numbers(std::string_view release) {
+  std::vector<int> out;
+  std::size_t i = 0;
+  while (i < release.size() && out.size() < 3) {
+    if (release[i] < '0' || release[i] > '9') break;
+    int v = 0;
+    while (i < release.size() && release[i] >= '0' && release[i] <= '9') v = v * 10 + (release[i++] - '0');
+    out.push_back(v);
+    if (i < release.size() && release[i] == '.') ++i;
+    else break;
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+bool branch_affected(const Breakage& b, std::string_view v) {
+  if (b.branches.empty()) return true;
+  for (const auto& p : b.branches)
+    if (v.substr(0, p.size()) == p && (v.size() == p.size() || v[p.size()] == '.' || p.back() == '.')) return true;
+  return false;
+}
+
+bool kernel_in_range(const Breakage& b, std::string_view release) {
+  const auto k = kernel_version_numbers(release);
+  if (!k) return false;
+  if (b.kernel_min && compare(*k, *kernel_version_numbers(*b.kernel_min)) < 0) return false;
+  if (b.kernel_max && compare(*k, *kernel_version_numbers(*b.kernel_max)) > 0) return false;
+  return true;
+}
+
+bool headers_affected(const Breakage& b, std::string_view header_text) {
+  if (!b.headers) return true;
+  return std::regex_search(header_text.begin(), header_text.end(), std::regex(b.headers->pattern));
+}
+
+std::string dkms_patch_match(const Breakage& b) {
+  if (!b.kernel_min || b.kernel_max) return {};
+  const auto v = *kernel_version_numbers(*b.kernel_min);
+  const int major = v[0], minor = v[1];
+  return "^(" + std::to_string(major) + "\\." + at_least(minor) + "|" + at_least(major + 1) + "\\.[0-9]+)([.-]|$)";
+}
+
+}  // namespace p2pnode::nvidia

@@ -1,0 +1,64 @@
+#pragma once
+// The known-breakage table (daemon/nvidia/breakages.yaml, compiled in) and the pure matchers that
+// turn a failed build's make.log into a named cause and remediation, and a kernel (its release
+// and header text) into "this breakage applies here". No I/O: callers pass the text.
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace p2pnode::nvidia {
+
+struct HeaderTest {
+  std::string file;     // include/linux/pci.h (relative to the headers' build/ or source/)
+  std::string pattern;  // ECMAScript regex over the whole file
+};
+
+struct Breakage {
+  std::string id;
+  std::optional<std::string> signature;  // regex over one make.log line; absent: fails at run time
+  std::vector<std::string> branches;     // driver.version prefixes; empty = all
+  std::optional<std::string> kernel_min, kernel_max;  // "6.10", inclusive
+  std::optional<HeaderTest> headers;
+  std::string cause;
+  std::optional<std::string> fix_builtin;  // patch name under daemon/nvidia/patches/
+  std::string remediation;
+};
+
+// Parses the table; errors name the entry (index and id), the field and what was expected.
+Result<std::vector<Breakage>> parse_breakages(std::string_view yaml_text, std::string_view origin);
+// The table compiled into the binary (parsed once; a broken table is a build-time test failure).
+const std::vector<Breakage>& builtin_breakages();
+const Breakage* find_breakage(const std::vector<Breakage>& table, std::string_view id);
+// The text of a builtin patch ("pci-resize-resource-exclude-bars"), or nullopt.
+std::optional<std::string_view> builtin_patch(std::string_view name);
+std::vector<std::string> builtin_patch_names();
+
+struct BreakageMatch {
+  const Breakage* breakage = nullptr;
+  int line = 0;          // 1-based line of make.log that matched
+  std::string log_line;  // that line, trimmed
+  // "known breakage pci-resize-resource-exclude-bars: <cause> Fix: <remediation>"
+  std::string describe() const;
+};
+
+// Every entry whose signature matches a line of the make.log (first matching line each), in table
+// order. driver_version narrows by branches (empty: every entry is considered).
+std::vector<BreakageMatch> match_make_log(const std::vector<Breakage>& table, std::string_view make_log,
+                                          std::string_view driver_version = {});
+
+// "6.1.0-56-amd64" -> {6,1,0}; nullopt when it does not start with a number.
+std::optional<std::vector<int>> kernel_version_numbers(std::string_view release);
+bool branch_affected(const Breakage& b, std::string_view driver_version);
+// Release in [kernel_min, kernel_max] (true when neither bound is set).
+bool kernel_in_range(const Breakage& b, std::string_view kernel_release);
+// The header test on the header file's text (true when the entry has none).
+bool headers_affected(const Breakage& b, std::string_view header_text);
+// A DKMS PATCH_MATCH regex (bash =~ on the kernel release) for the entry's kernel range, or "" when
+// it has no kernel_min/kernel_max (only kernel_min is supported: "6.10" -> ^(6\.[1-9][0-9]|…)\.).
+std::string dkms_patch_match(const Breakage& b);
+
+}  // namespace p2pnode::nvidia

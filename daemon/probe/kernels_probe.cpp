@@ -1,0 +1,85 @@
+#include <algorithm>
+
+#include "dkms/status.hpp"
+#include "lifecycle/boot.hpp"
+#include "nvidia/breakage.hpp"
+#include "probe/probe.hpp"
+
+namespace p2pnode::probe {
+namespace {
+
+constexpr const char* kFailedDir = "/var/lib/p2pnode/dkms/failed";
+
+bool is_ko(const std::string& f) {
+  for (const char* ext : {".ko", ".ko.xz", ".ko.zst", ".ko.gz"}) {
+    const std::string e(ext);
+    if (f.size() > e.size() && f.compare(f.size() - e.size(), e.size(), e) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<DkmsOnKernel> dkms_on(const sys::SysRoot& root, const std::string& k) {
+  std::vector<DkmsOnKernel> out;
+  for (const auto& pkg : root.list_dir("/var/lib/dkms")) {
+    const std::string pdir = sys::join("/var/lib/dkms", pkg);
+    if (!root.is_dir(pdir)) continue;
+    for (const auto& ver : root.list_dir(pdir)) {
+      if (ver.rfind("kernel-", 0) == 0 || ver == "source" || ver == "build") continue;
+      const std::string kdir = sys::join(pdir, ver, k);
+      if (!root.is_dir(kdir)) continue;
+      DkmsOnKernel d{pkg, ver, false, false};
+      std::vector<std::string> kos;
+      for (const auto& arch : root.list_dir(kdir))
+        for (const auto& f : root.list_dir(sys::join(kdir, arch, "module")))
+          if (is_ko(f)) kos.push_back(f);
+      d.built = !kos.empty();
+      d.installed = d.built && std::all_of(kos.begin(), kos.end(), [&](const std::string& f) {
+        return root.exists(sys::join("/lib/modules", k, "updates/dkms", f));
+      });
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
+std::vector<FailedBuild> failed_on(const sys::SysRoot& root, const std::string& k) {
+  std::vector<FailedBuild> out;
+  for (const auto& pkg : root.list_dir(kFailedDir))
+    for (const auto& ver : root.list_dir(sys::join(kFailedDir, pkg))) {
+      const std::string log = sys::join(kFailedDir, pkg, ver, k, "make.log");
+      auto text = root.read_text(log, 16 << 20);
+      if (!text) continue;
+      // The compiler's first error line itself (first_compiler_error() may add its "In function" line).
+      std::string first = dkms::first_compiler_error(*text).value_or("");
+      if (const auto e = first.find("error:"); e != std::string::npos) {
+        const auto start = first.rfind('\n', e);
+        first = first.substr(start == std::string::npos ? 0 : start + 1);
+      }
+      FailedBuild f{pkg, ver, log, first, {}};
+      for (const auto& m : nvidia::match_make_log(nvidia::builtin_breakages(), *text, ver)) f.breakages.push_back(m.describe());
+      out.push_back(std::move(f));
+    }
+  return out;
+}
+
+}  // namespace
+
+KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running) {
+  KernelsState s;
+  const auto boot = lifecycle::next_boot_kernel(root);
+  s.next_boot = boot.kernel;
+  s.next_boot_how = boot.how;
+  for (const auto& k : lifecycle::installed_kernels(root)) {
+    InstalledKernel ik;
+    ik.release = k;
+    ik.headers = root.is_dir(sys::join("/lib/modules", k, "build"));
+    ik.running = k == running;
+    ik.next_boot = k == s.next_boot;
+    ik.dkms = dkms_on(root, k);
+    ik.failed = failed_on(root, k);
+    s.kernels.push_back(std::move(ik));
+  }
+  return s;
+}
+
+}  // namespace p2pnode::probe

@@ -1,0 +1,50 @@
+#!/bin/bash
+# The builtin DKMS patches (daemon/nvidia/patches/, compiled into p2pnode) against the real trees
+# they are for: both P2P branches in shared/trees (550.90.07-p2p, 565.57.01-p2p) take each patch
+# with `patch -p1 --dry-run` (DKMS applies them with -p1), and applied for real the result holds
+# what the patch promises (the conftest, the #if'd 4-argument call, the vm_pgoff fallback).
+# Cost: unpacking the two trees, about 10 s. Needs the trees (P2PNODE_TREES or ../shared/trees
+# beside the checkout); exit 77 when they are absent.
+# Usage: bash tests/dkms/test_builtin_patches.sh <path-to-p2pnode>
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+TREES=""
+for d in "${P2PNODE_TREES:-}" ../shared/trees ../../shared/trees /work/shared/trees; do
+  [ -n "$d" ] && [ -f "$d/ogkm-550.90.07-p2p.tar.xz" ] && { TREES=$d; break; }
+done
+[ -n "$TREES" ] || skip "no shared/trees with ogkm-550.90.07-p2p.tar.xz (set P2PNODE_TREES)"
+command -v patch >/dev/null || skip "patch is not installed"
+
+TMP=$(mktemp -d /tmp/p2pnode-patches.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+PATCHES=daemon/nvidia/patches
+checks=0
+for tree in ogkm-550.90.07-p2p ogkm-565.57.01-p2p; do
+  [ -f "$TREES/$tree.tar.xz" ] || fail "$TREES/$tree.tar.xz is missing"
+  tar -xf "$TREES/$tree.tar.xz" -C "$TMP"
+  dir=$(find "$TMP" -maxdepth 1 -mindepth 1 -type d -name "*${tree#ogkm-}")
+  for p in pci-resize-resource-exclude-bars io-memory-pfn; do
+    out=$(cd "$dir" && patch -p1 --dry-run < "$OLDPWD/$PATCHES/$p.patch" 2>&1) || fail "$p does not apply to $tree: $out"
+    echo "$out" | grep -qi "fail\|reject" && fail "$p applies to $tree only in part: $out"
+    (cd "$dir" && patch -p1 -s < "$OLDPWD/$PATCHES/$p.patch") || fail "$p: applying for real to $tree failed"
+    echo "ok: $p applies to $tree"
+    checks=$((checks + 1))
+  done
+  grep -q 'pci_resize_resource(pci_dev, NV_GPU_BAR1, requested_size, 0);' "$dir/kernel-open/nvidia/nv-pci.c" ||
+    fail "$tree: the 4-argument call is not in nv-pci.c"
+  grep -q '^NV_CONFTEST_TYPE_COMPILE_TESTS += pci_resize_resource_has_exclude_bars_arg$' "$dir/kernel-open/nvidia/nvidia.Kbuild" ||
+    fail "$tree: the conftest is not listed in nvidia.Kbuild"
+  grep -q '^        pci_resize_resource_has_exclude_bars_arg)$' "$dir/kernel-open/conftest.sh" || fail "$tree: no conftest case"
+  bash -n "$dir/kernel-open/conftest.sh" || fail "$tree: conftest.sh is no longer valid shell"
+  grep -q 'vma->vm_pgoff + ((address - vma->vm_start) >> PAGE_SHIFT)' "$dir/kernel-open/nvidia/os-mlock.c" ||
+    fail "$tree: the vm_pgoff fallback is not in os-mlock.c"
+  # Applying twice must fail (DKMS would report exit 6): the patch is not silently a no-op.
+  if (cd "$dir" && patch -p1 --dry-run -N < "$OLDPWD/$PATCHES/io-memory-pfn.patch" >/dev/null 2>&1); then
+    fail "$tree: io-memory-pfn applies a second time"
+  fi
+  rm -rf "$dir"
+done
+echo "PASS: $checks patch/tree pairs"

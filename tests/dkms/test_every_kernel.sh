@@ -1,0 +1,86 @@
+#!/bin/bash
+# driver.kernels with real DKMS and two real kernels' headers (issue 16): the newest two kernels in
+# /lib/modules with headers (a second linux-headers-6.1.0-N from Debian's archive is installed with
+# apt when there is only one). p2pnode apply builds a small test module for both; the module is then
+# removed by DKMS for the older kernel (as if that kernel had come without it): `p2pnode check --only
+# driver.kernels` fails naming that kernel, `plan` has a driver.module step for it, `apply` builds
+# for it alone, and the check passes for both. Never loads a module.
+# Cost: two small DKMS builds and one more, about 30 s. Exit 77 without root, dkms, jq or two kernels.
+# Usage: bash tests/dkms/test_every_kernel.sh <path-to-p2pnode>
+set -euo pipefail
+P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
+command -v dkms >/dev/null || skip "dkms is not installed"
+command -v jq >/dev/null || skip "jq is not installed"
+export DEBIAN_FRONTEND=noninteractive
+with_headers() { for k in $(ls /lib/modules | sort -V -r); do [ -d "/lib/modules/$k/build" ] && echo "$k"; done; }
+if [ "$(with_headers | wc -l)" -lt 2 ]; then
+  # Another Debian 12 kernel's headers: the newest linux-headers-6.1.0-N-amd64 not installed yet.
+  for pkg in $(apt-cache pkgnames linux-headers-6.1.0- 2>/dev/null | grep -E '^linux-headers-6\.1\.0-[0-9]+-amd64$' | sort -V -r); do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" && continue
+    apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null 2>&1 && break
+  done
+fi
+mapfile -t KS < <(with_headers | head -2)
+[ "${#KS[@]}" -ge 2 ] || skip "fewer than two kernels with headers and apt-get could not install a second linux-headers-6.1.0-N-amd64"
+NEW=${KS[0]} OLD=${KS[1]}
+echo "== kernels: $NEW and $OLD"
+
+TMP=$(mktemp -d /tmp/p2pnode-kernels.XXXXXX)
+RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+NAME=p2pkern-$RND KO=p2pkern_$RND VER=1.${RND:0:4}
+HOOK=/etc/kernel/postinst.d/z50-p2pnode
+HOOK_WAS_THERE=0
+[ -e "$HOOK" ] && HOOK_WAS_THERE=1
+cleanup() {
+  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"
+  dkms remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1 || true
+  rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
+         /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/prev/"$NAME-$VER" /var/lib/p2pnode/dkms/failed/"$NAME" "$TMP"
+  find /lib/modules -name "$KO.ko*" -delete 2>/dev/null || true
+}
+trap cleanup EXIT
+mkdir -p "$TMP/src"
+printf '#include <linux/module.h>\nMODULE_LICENSE("GPL");\n' > "$TMP/src/$KO.c"
+echo "obj-m += $KO.o" > "$TMP/src/Makefile"
+sha=$(cd "$TMP/src" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+cat > "$TMP/p.yaml" <<Y
+apiVersion: p2pnode/v1
+kind: NodeProfile
+metadata:
+  name: every-kernel
+driver:
+  version: "$VER"
+  kernel_module:
+    name: $NAME
+    source:
+      path: $TMP/src
+      sha256: $sha
+Y
+run() { "$P2PNODE" "$@" --root / --profile "$TMP/p.yaml"; }
+state_of() { jq -r --arg k "$1" '.findings[] | select(.check == "driver.kernels" and .subject == $k) | .severity' "$TMP/check.json"; }
+
+t0=$SECONDS
+run apply --only driver.module > "$TMP/apply1.out" 2>&1 || { cat "$TMP/apply1.out"; fail "the first apply failed"; }
+echo "   first apply (both kernels): $((SECONDS - t0)) s"
+run check --only driver.kernels --json > "$TMP/check.json" || { jq '.findings' "$TMP/check.json"; fail "driver.kernels fails after the first apply"; }
+[ "$(state_of "$NEW")" = ok ] && [ "$(state_of "$OLD")" = ok ] || fail "driver.kernels is not ok for both kernels"
+
+echo "== $OLD loses the module (dkms remove -k $OLD)"
+dkms remove -m "$NAME" -v "$VER" -k "$OLD" >/dev/null
+run check --only driver.kernels --json > "$TMP/check.json" && fail "driver.kernels passes with no module for $OLD"
+[ "$(state_of "$OLD")" = error ] || { jq '.findings' "$TMP/check.json"; fail "driver.kernels does not fail for $OLD"; }
+[ "$(state_of "$NEW")" = ok ] || fail "driver.kernels no longer passes for $NEW"
+jq -r --arg k "$OLD" '.findings[] | select(.subject == $k) | .summary + " | " + .remediation' "$TMP/check.json"
+run plan --json | jq -e --arg k "$OLD" '[.steps[] | select(.action == "driver.module") | .details.gaps[]? | select(contains($k))] | length > 0' >/dev/null ||
+  fail "plan has no driver.module step naming $OLD"
+
+t0=$SECONDS
+run apply --only driver.module > "$TMP/apply2.out" 2>&1 || { cat "$TMP/apply2.out"; fail "the second apply failed"; }
+echo "   apply for $OLD only: $((SECONDS - t0)) s"
+grep -q "dkms build -m $NAME -v $VER -k $OLD" "$TMP/apply2.out" || fail "the apply did not build for $OLD"
+if grep -q "dkms build -m $NAME -v $VER -k $NEW" "$TMP/apply2.out"; then fail "the apply rebuilt $NEW, which had the module"; fi
+run check --only driver.kernels --json > "$TMP/check.json" || { jq '.findings' "$TMP/check.json"; fail "driver.kernels fails after apply"; }
+echo "PASS: driver.kernels failed for $OLD without the module and passes for $NEW and $OLD after apply"

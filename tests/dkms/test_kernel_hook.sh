@@ -1,0 +1,120 @@
+#!/bin/bash
+# The kernel-install hook (issue 16), run as a kernel package's postinst runs
+# /etc/kernel/postinst.d/*: `z50-p2pnode <version> <image>`. In a scratch root with a DKMS stand-in
+# on PATH (it writes what dkms build/install write, and fails the way the real build of
+# 550.90.07-p2p fails on 6.1.192 headers for the kernels named in FAKE_DKMS_FAIL, with the
+# recorded make.log) and a systemctl stand-in that records the signal:
+#  1. `p2pnode apply` installs the module for the one kernel there is and writes the hook (driver.kernel_hook);
+#  2. a new kernel appears (/lib/modules/<k> with headers, /boot/vmlinuz-<k>) and the hook runs:
+#     DKMS builds for it, driver.kernels passes for both kernels, the daemon gets SIGHUP;
+#  3. a kernel whose build fails: the hook still exits 0 (the kernel's installation goes on),
+#     says not to reboot into it, and driver.kernels names the kernel, the compiler's first error
+#     and the known breakage with its builtin fix; the installed kernels keep their module.
+# Cost: about 3 s (no compiler runs). Usage: bash tests/dkms/test_kernel_hook.sh <path-to-p2pnode>
+set -euo pipefail
+P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ -x "$P2PNODE" ] || { echo "SKIP: no p2pnode binary at $P2PNODE"; exit 77; }
+command -v jq >/dev/null || { echo "SKIP: jq is missing (scripts/install-deps.sh test installs it)"; exit 77; }
+
+TMP=$(mktemp -d /tmp/p2pnode-hook.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+ROOT=$TMP/root
+BIN=$TMP/bin
+mkdir -p "$ROOT/proc/sys/kernel" "$ROOT/srv/src" "$ROOT/etc" "$BIN"
+echo 6.1.0-56-amd64 > "$ROOT/proc/sys/kernel/osrelease"
+add_kernel() { mkdir -p "$ROOT/lib/modules/$1/kernel" "$ROOT/lib/modules/$1/build" "$ROOT/boot"; : > "$ROOT/boot/vmlinuz-$1"; }
+add_kernel 6.1.0-56-amd64
+printf 'obj-m += p2phook.o\n' > "$ROOT/srv/src/Makefile"
+printf 'int x;\n' > "$ROOT/srv/src/p2phook.c"
+sha=$(cd "$ROOT/srv/src" && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+cat > "$TMP/profile.yaml" <<YAML
+apiVersion: p2pnode/v1
+kind: NodeProfile
+metadata:
+  name: hook-test
+driver:
+  version: 550.90.07
+  kernel_module:
+    name: p2phook
+    source:
+      path: /srv/src
+      sha256: $sha
+YAML
+
+# The DKMS stand-in: status, add, build, install, remove as DKMS 3 prints and lays them out.
+cat > "$BIN/dkms" <<'SH'
+#!/bin/bash
+echo "dkms $*" >> "$FAKE_ROOT/dkms.calls"
+cmd=$1; shift
+m=""; v=""; k=""
+while [ $# -gt 0 ]; do case $1 in -m) m=$2; shift 2;; -v) v=$2; shift 2;; -k) k=$2; shift 2;; *) shift;; esac; done
+case $cmd in
+  status)
+    for d in "$FAKE_ROOT"/var/lib/dkms/"$m"/*/; do
+      [ -d "$d" ] || continue; ver=$(basename "$d"); any=0
+      for kd in "$d"*/x86_64; do
+        [ -d "$kd" ] || continue; kk=$(basename "$(dirname "$kd")")
+        [ -f "$FAKE_ROOT/lib/modules/$kk/updates/dkms/$m.ko" ] && { echo "$m/$ver, $kk, x86_64: installed"; any=1; }
+      done
+      [ $any = 1 ] || echo "$m/$ver: added"
+    done ;;
+  add) mkdir -p "$FAKE_ROOT/var/lib/dkms/$m/$v/source"; echo "Creating symlink /var/lib/dkms/$m/$v/source" ;;
+  build)
+    mkdir -p "$FAKE_ROOT/var/lib/dkms/$m/$v/build"
+    if [[ " ${FAKE_DKMS_FAIL:-} " == *" $k "* ]]; then
+      cp "$FAKE_MAKE_LOG" "$FAKE_ROOT/var/lib/dkms/$m/$v/build/make.log"
+      echo "Error! Bad return status for module build on kernel: $k (x86_64)" >&2
+      exit 10
+    fi
+    echo "  CC [M]  p2phook.o" > "$FAKE_ROOT/var/lib/dkms/$m/$v/build/make.log"
+    mkdir -p "$FAKE_ROOT/var/lib/dkms/$m/$v/$k/x86_64/module"; echo ko > "$FAKE_ROOT/var/lib/dkms/$m/$v/$k/x86_64/module/$m.ko" ;;
+  install)
+    mkdir -p "$FAKE_ROOT/lib/modules/$k/updates/dkms"; cp "$FAKE_ROOT/var/lib/dkms/$m/$v/$k/x86_64/module/$m.ko" "$FAKE_ROOT/lib/modules/$k/updates/dkms/" ;;
+  remove) rm -rf "${FAKE_ROOT:?}/var/lib/dkms/$m/$v" ;;
+esac
+SH
+cat > "$BIN/systemctl" <<'SH'
+#!/bin/bash
+echo "systemctl $*" >> "$FAKE_ROOT/systemctl.calls"
+exit 0
+SH
+chmod +x "$BIN/dkms" "$BIN/systemctl"
+export PATH=$BIN:$PATH FAKE_ROOT=$ROOT FAKE_MAKE_LOG=$REPO/tests/fixtures/make-logs/550.90.07-p2p-6.1.0-56-amd64.make.log
+
+# 1. apply: module for 6.1.0-56, and the hook.
+"$P2PNODE" apply --root "$ROOT" --profile "$TMP/profile.yaml" > "$TMP/apply.out" 2>&1 || { cat "$TMP/apply.out"; fail "the first apply failed"; }
+HOOK=$ROOT/etc/kernel/postinst.d/z50-p2pnode
+[ -x "$HOOK" ] || { cat "$TMP/apply.out"; fail "apply did not write an executable $HOOK"; }
+cmp -s "$HOOK" "$REPO/daemon/lifecycle/kernel-postinst.sh" || fail "the hook apply wrote is not daemon/lifecycle/kernel-postinst.sh"
+[ -f "$ROOT/lib/modules/6.1.0-56-amd64/updates/dkms/p2phook.ko" ] || fail "the module was not installed for 6.1.0-56-amd64"
+echo "ok: apply installed the module and the hook"
+
+export P2PNODE P2PNODE_HOOK_ARGS="--root $ROOT --profile $TMP/profile.yaml" SYSTEMCTL=$BIN/systemctl
+# 2. A new kernel, as its package's postinst would call the hook.
+add_kernel 6.1.0-57-amd64
+: > "$ROOT/dkms.calls"
+"$HOOK" 6.1.0-57-amd64 /boot/vmlinuz-6.1.0-57-amd64 > "$TMP/hook.out" 2>&1 || { cat "$TMP/hook.out"; fail "the hook exited non-zero"; }
+grep -q "^dkms build -m p2phook -v 550.90.07 -k 6.1.0-57-amd64" "$ROOT/dkms.calls" || { cat "$TMP/hook.out" "$ROOT/dkms.calls"; fail "no dkms build for the new kernel"; }
+if grep -q "^dkms build .*-k 6.1.0-56-amd64" "$ROOT/dkms.calls"; then fail "the hook rebuilt the kernel that already had the module"; fi
+grep -q "ok  *driver.kernels  *6.1.0-57-amd64 .*is built and installed by DKMS for 6.1.0-57-amd64 (next boot)" "$TMP/hook.out" || { cat "$TMP/hook.out"; fail "driver.kernels does not pass for the new kernel"; }
+grep -q "ok  *driver.kernels  *6.1.0-56-amd64" "$TMP/hook.out" || fail "driver.kernels does not pass for the old kernel"
+grep -q "^systemctl kill --signal=HUP p2pnode.service" "$ROOT/systemctl.calls" || fail "the daemon was not signalled"
+echo "ok: the hook built for 6.1.0-57-amd64, driver.kernels passes, the daemon got SIGHUP"
+
+# 3. A kernel whose build fails.
+add_kernel 6.1.0-58-amd64
+: > "$ROOT/systemctl.calls"
+FAKE_DKMS_FAIL=6.1.0-58-amd64 "$HOOK" 6.1.0-58-amd64 /boot/vmlinuz-6.1.0-58-amd64 > "$TMP/hook2.out" 2>&1 || { cat "$TMP/hook2.out"; fail "the hook failed the kernel's installation"; }
+grep -q "do not reboot into 6.1.0-58-amd64" "$TMP/hook2.out" || { cat "$TMP/hook2.out"; fail "no warning not to reboot"; }
+grep -q "ERROR  *driver.kernels  *6.1.0-58-amd64 .*its DKMS build failed: .*nv-pci.c:234:9: error: too few arguments" "$TMP/hook2.out" ||
+  { cat "$TMP/hook2.out"; fail "driver.kernels does not name the kernel and the compiler's error"; }
+"$P2PNODE" check --only driver.kernels --json $P2PNODE_HOOK_ARGS > "$TMP/check.json" || true
+jq -e '.findings[] | select(.subject == "6.1.0-58-amd64") | .remediation | test("known breakage pci-resize-resource-exclude-bars.*add \\{builtin: pci-resize-resource-exclude-bars\\}")' "$TMP/check.json" >/dev/null ||
+  { jq '.findings' "$TMP/check.json"; fail "driver.kernels does not name the known breakage and its builtin fix"; }
+[ -f "$ROOT/lib/modules/6.1.0-57-amd64/updates/dkms/p2phook.ko" ] || fail "the failed build took the installed module away"
+grep -q "^systemctl kill --signal=HUP p2pnode.service" "$ROOT/systemctl.calls" || fail "the daemon was not signalled after the failure"
+echo "ok: a failed build is reported by the hook and driver.kernels, with the breakage and its fix; nothing installed was lost"
+echo "PASS"

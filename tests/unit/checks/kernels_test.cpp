@@ -1,0 +1,128 @@
+// driver.kernels on a fixture root with two kernels in /lib/modules: the module is installed for
+// one, its build failed (the recorded real make.log) for the other, the next boot kernel. Then the
+// missing build appears (as `apply` would leave it) and the check passes; the metric follows.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "checks/check.hpp"
+#include "engine/metrics.hpp"
+#include "probe/probe.hpp"
+
+namespace p2pnode::checks {
+namespace {
+namespace fs = std::filesystem;
+
+struct Root {
+  fs::path dir;
+  Root() {
+    char t[] = "/tmp/p2pnode-kernels-XXXXXX";
+    dir = ::mkdtemp(t);
+  }
+  ~Root() { fs::remove_all(dir); }
+  void write(const std::string& rel, const std::string& text) const {
+    fs::create_directories((dir / rel).parent_path());
+    std::ofstream(dir / rel) << text;
+  }
+  void install(const std::string& k) const {  // what `dkms build` + `dkms install` leave
+    for (const char* m : {"nvidia.ko", "nvidia-uvm.ko"}) {
+      write("var/lib/dkms/nvidia-p2p/550.90.07/" + k + "/x86_64/module/" + m, "ko");
+      write("lib/modules/" + k + "/updates/dkms/" + m, "ko");
+    }
+  }
+};
+
+Profile profile() {
+  Profile p;
+  DriverSpec d;
+  d.version = "550.90.07";
+  d.kernel_module = ModuleSource{};
+  d.kernel_module->name = "nvidia-p2p";
+  p.driver = d;
+  return p;
+}
+
+const Finding* for_kernel(const std::vector<Finding>& fs, const std::string& k) {
+  for (const auto& f : fs)
+    if (f.subject == k) return &f;
+  return nullptr;
+}
+
+TEST(DriverKernels, TwoKernelsOneBuildFailedThenApplied) {
+  Root r;
+  for (const char* k : {"6.1.0-55-amd64", "6.1.0-56-amd64"}) {
+    fs::create_directories(r.dir / "lib/modules" / k / "kernel");
+    fs::create_directories(r.dir / "lib/modules" / k / "build");
+    r.write(std::string("boot/vmlinuz-") + k, "");
+  }
+  r.write("proc/sys/kernel/osrelease", "6.1.0-55-amd64\n");
+  r.install("6.1.0-55-amd64");
+  std::ifstream real(fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures/make-logs/550.90.07-p2p-6.1.0-56-amd64.make.log");
+  const std::string log((std::istreambuf_iterator<char>(real)), std::istreambuf_iterator<char>());
+  r.write("var/lib/p2pnode/dkms/failed/nvidia-p2p/550.90.07/6.1.0-56-amd64/make.log", log);
+  const sys::SysRoot root(r.dir);
+
+  Inventory inv = probe::probe_inventory(root);
+  ASSERT_EQ(inv.kernels.kernels.size(), 2u);
+  EXPECT_EQ(inv.kernels.next_boot, "6.1.0-56-amd64");
+  auto f = check_driver_kernels(profile(), inv);
+  ASSERT_EQ(f.size(), 2u);
+  const auto* ok = for_kernel(f, "6.1.0-55-amd64");
+  const auto* bad = for_kernel(f, "6.1.0-56-amd64");
+  ASSERT_TRUE(ok && bad);
+  EXPECT_EQ(ok->severity, Severity::ok);
+  EXPECT_EQ(ok->summary, "nvidia-p2p/550.90.07 is built and installed by DKMS for 6.1.0-55-amd64 (running)");
+  EXPECT_EQ(bad->severity, Severity::error);
+  EXPECT_NE(bad->summary.find("nvidia-p2p/550.90.07 is not installed for 6.1.0-56-amd64 (next boot): its DKMS build "
+                              "failed: "),
+            std::string::npos)
+      << bad->summary;
+  EXPECT_NE(bad->summary.find("nv-pci.c:234:9: error: too few arguments to function"), std::string::npos) << bad->summary;
+  EXPECT_NE(bad->summary.find("a reboot now would come up without P2P"), std::string::npos);
+  EXPECT_NE(bad->remediation.find("known breakage pci-resize-resource-exclude-bars"), std::string::npos) << bad->remediation;
+  EXPECT_NE(bad->remediation.find("{builtin: pci-resize-resource-exclude-bars}"), std::string::npos);
+  EXPECT_EQ(bad->observed["next_boot_how"], "the newest /boot/vmlinuz-* (6.1.0-56-amd64)");
+
+  engine::RecordedState s;
+  for (const auto& x : f) s.findings.push_back(to_json(x));
+  auto m = engine::render_metrics(s, engine::Runtime{});
+  EXPECT_NE(m.find("p2pnode_kernel_module_installed{kernel=\"6.1.0-56-amd64\",next_boot=\"true\",running=\"false\",version=\"550.90.07\"} 0"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("p2pnode_kernel_module_installed{kernel=\"6.1.0-55-amd64\",next_boot=\"false\",running=\"true\",version=\"550.90.07\"} 1"),
+            std::string::npos);
+
+  // After `apply` (with the builtin patch) built 6.1.0-56 and dropped the failed log.
+  r.install("6.1.0-56-amd64");
+  fs::remove_all(r.dir / "var/lib/p2pnode/dkms/failed/nvidia-p2p/550.90.07/6.1.0-56-amd64");
+  inv = probe::probe_inventory(root);
+  f = check_driver_kernels(profile(), inv);
+  ASSERT_EQ(f.size(), 2u);
+  for (const auto& x : f) EXPECT_EQ(x.severity, Severity::ok) << x.subject << ": " << x.summary;
+  s.findings = nlohmann::json::array();
+  for (const auto& x : f) s.findings.push_back(to_json(x));
+  m = engine::render_metrics(s, engine::Runtime{});
+  EXPECT_NE(m.find("p2pnode_kernel_module_installed{kernel=\"6.1.0-56-amd64\",next_boot=\"true\",running=\"false\",version=\"550.90.07\"} 1"),
+            std::string::npos);
+}
+
+TEST(DriverKernels, NoHeadersAndNeverBuiltSayWhatToDo) {
+  Root r;
+  fs::create_directories(r.dir / "lib/modules/6.1.0-56-amd64/kernel");  // no build/
+  fs::create_directories(r.dir / "lib/modules/6.1.0-57-amd64/build");
+  fs::create_directories(r.dir / "lib/modules/6.1.0-57-amd64/kernel");
+  const sys::SysRoot root(r.dir);
+  const Inventory inv = probe::probe_inventory(root);
+  const auto f = check_driver_kernels(profile(), inv);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(for_kernel(f, "6.1.0-56-amd64")->remediation,
+            "Install linux-headers-6.1.0-56-amd64, then `p2pnode apply` (it builds for every kernel with headers).");
+  EXPECT_EQ(for_kernel(f, "6.1.0-57-amd64")->summary, "nvidia-p2p/550.90.07 is not built for 6.1.0-57-amd64 (next boot); a reboot now would come up without P2P");
+  // No kernel_module in the profile: nothing to say.
+  Profile none;
+  EXPECT_TRUE(check_driver_kernels(none, inv).empty());
+}
+
+}  // namespace
+}  // namespace p2pnode::checks

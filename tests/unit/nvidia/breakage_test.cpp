@@ -1,0 +1,157 @@
+#include "nvidia/breakage.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "dkms/status.hpp"
+
+namespace p2pnode::nvidia {
+namespace {
+namespace fs = std::filesystem;
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+const fs::path kLogs = fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures/make-logs";
+
+TEST(Breakages, BuiltinTableParsesAndEveryFixIsABuiltinPatch) {
+  const auto& t = builtin_breakages();
+  ASSERT_NE(find_breakage(t, "pci-resize-resource-exclude-bars"), nullptr);
+  ASSERT_NE(find_breakage(t, "io-memory-pfn"), nullptr);
+  for (const auto& b : t) {
+    ASSERT_TRUE(b.fix_builtin) << b.id;
+    EXPECT_TRUE(builtin_patch(*b.fix_builtin)) << b.id << " names a patch that is not compiled in";
+    EXPECT_FALSE(b.cause.empty());
+    EXPECT_FALSE(b.remediation.empty());
+  }
+  const auto names = builtin_patch_names();
+  EXPECT_EQ(names, (std::vector<std::string>{"pci-resize-resource-exclude-bars", "io-memory-pfn"}));
+  // The compiled-in copy is the file in the repository.
+  EXPECT_EQ(std::string(*builtin_patch("io-memory-pfn")),
+            read(fs::path(P2PNODE_SOURCE_DIR) / "daemon/nvidia/patches/io-memory-pfn.patch"));
+}
+
+// A real make.log: 550.90.07-p2p unpatched against Debian 12's 6.1.0-56-amd64 headers
+// (tests/fixtures/make-logs/README.md says how it was recorded).
+TEST(Breakages, RecordedMakeLogIsThePciResizeBreakage) {
+  const auto log = read(kLogs / "550.90.07-p2p-6.1.0-56-amd64.make.log");
+  ASSERT_FALSE(log.empty());
+  const auto m = match_make_log(builtin_breakages(), log, "550.90.07");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].breakage->id, "pci-resize-resource-exclude-bars");
+  // GCC quoted the name with ‘’ (UTF-8 locale) in the recorded log.
+  EXPECT_NE(m[0].log_line.find("nv-pci.c:234:9: error: too few arguments to function \xE2\x80\x98pci_resize_resource"),
+            std::string::npos)
+      << m[0].log_line;
+  EXPECT_GT(m[0].line, 1);
+  const auto d = m[0].describe();
+  EXPECT_NE(d.find("{builtin: pci-resize-resource-exclude-bars}"), std::string::npos) << d;
+  // The first compiler error the report already shows is the same line.
+  const auto first = dkms::first_compiler_error(log);
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->find("pci_resize_resource"), std::string::npos);
+}
+
+TEST(Breakages, SameBreakageOn565AndNotOnAnUnlistedBranch) {
+  // The line measured with 565.57.01-p2p on the same headers (issue 16; GCC 12 quotes with ‘’ in a
+  // UTF-8 locale, ' in C).
+  const std::string log =
+      "  CC [M]  /var/lib/dkms/nvidia-p2p/565.57.01/build/kernel-open/nvidia/nv-pci.o\n"
+      "/var/lib/dkms/nvidia-p2p/565.57.01/build/kernel-open/nvidia/nv-pci.c:239:9: error: too few arguments to "
+      "function \xE2\x80\x98pci_resize_resource\xE2\x80\x99\n";
+  ASSERT_EQ(match_make_log(builtin_breakages(), log, "565.57.01").size(), 1u);
+  EXPECT_EQ(match_make_log(builtin_breakages(), log, "565.57.01")[0].line, 2);
+  EXPECT_TRUE(match_make_log(builtin_breakages(), log, "535.183.01").empty());  // not a listed branch
+  EXPECT_EQ(match_make_log(builtin_breakages(), log).size(), 1u);               // no version: all entries
+}
+
+TEST(Breakages, CleanLogMatchesNothing) {
+  EXPECT_TRUE(match_make_log(builtin_breakages(), "  CC [M]  nv.o\n  LD [M]  nvidia.ko\n", "550.90.07").empty());
+  EXPECT_TRUE(match_make_log(builtin_breakages(), "", "550.90.07").empty());
+}
+
+TEST(Breakages, FollowPfnSignatures) {
+  const auto m = match_make_log(builtin_breakages(), "ERROR: modpost: \"follow_pfn\" [nvidia.ko] undefined!\n", "535.54.03");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].breakage->id, "io-memory-pfn");
+}
+
+TEST(Breakages, KernelRanges) {
+  const auto* io = find_breakage(builtin_breakages(), "io-memory-pfn");
+  ASSERT_NE(io, nullptr);
+  EXPECT_FALSE(kernel_in_range(*io, "6.1.0-56-amd64"));
+  EXPECT_FALSE(kernel_in_range(*io, "6.9.12-amd64"));
+  EXPECT_TRUE(kernel_in_range(*io, "6.10.0-rc1"));
+  EXPECT_TRUE(kernel_in_range(*io, "6.12.48+deb13-amd64"));
+  EXPECT_TRUE(kernel_in_range(*io, "6.17.0-14-generic"));
+  EXPECT_TRUE(kernel_in_range(*io, "7.0.0"));
+  EXPECT_FALSE(kernel_in_range(*io, "garbage"));
+}
+
+TEST(Breakages, DkmsPatchMatchAgreesWithKernelInRange) {
+  const auto* io = find_breakage(builtin_breakages(), "io-memory-pfn");
+  ASSERT_NE(io, nullptr);
+  const auto re = dkms_patch_match(*io);
+  ASSERT_FALSE(re.empty());
+  const std::regex r(re, std::regex::extended);  // DKMS tests it with bash's [[ =~ ]] (POSIX ERE)
+  for (const char* k : {"6.1.0-56-amd64", "6.9.12-amd64", "6.10.0-rc1", "6.10.3", "6.11.0-1-amd64", "6.12.48+deb13-amd64",
+                        "6.17.0-14-generic", "6.100.1", "5.15.0-105-generic", "7.0.0", "10.1.2", "4.19.0-27-amd64",
+                        "6.2.0", "6.19.1"})
+    EXPECT_EQ(std::regex_search(k, r), kernel_in_range(*io, k)) << k << " against " << re;
+  const auto* pci = find_breakage(builtin_breakages(), "pci-resize-resource-exclude-bars");
+  EXPECT_EQ(dkms_patch_match(*pci), "");  // decided by the headers, not the release
+}
+
+TEST(Breakages, HeaderTestOnRealHeaderLines) {
+  const auto* pci = find_breakage(builtin_breakages(), "pci-resize-resource-exclude-bars");
+  ASSERT_NE(pci, nullptr);
+  ASSERT_TRUE(pci->headers);
+  EXPECT_EQ(pci->headers->file, "include/linux/pci.h");
+  // Debian 12 6.1.0-56 (6.1.192) include/linux/pci.h, and the same lines before the change.
+  EXPECT_TRUE(headers_affected(*pci, "u32 pci_rebar_get_possible_sizes(struct pci_dev *pdev, int bar);\n"
+                                     "int __must_check pci_resize_resource(struct pci_dev *dev, int i, int size,\n"
+                                     "\t\t\t\t     int exclude_bars);\n"));
+  EXPECT_FALSE(headers_affected(*pci, "u32 pci_rebar_get_possible_sizes(struct pci_dev *pdev, int bar);\n"
+                                      "int __must_check pci_resize_resource(struct pci_dev *dev, int i, int size);\n"
+                                      "int pci_select_bars(struct pci_dev *dev, unsigned long flags);\n"));
+}
+
+TEST(Breakages, ParseErrorsNameEntryFieldAndExpectation) {
+  auto e = parse_breakages("breakages:\n  - id: x\n    kernels: {min: '6.10'}\n    cause: c\n", "t.yaml");
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message, "t.yaml: breakages[0] (x): field 'remediation' is missing or not a non-empty string");
+  e = parse_breakages("breakages:\n  - id: x\n    signature: 'a(('\n    kernels: {min: '6.10'}\n", "t.yaml");
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("t.yaml: breakages[0] (x): signature: 'a((' is not a valid ECMAScript regex"),
+            std::string::npos)
+      << e.error().message;
+  e = parse_breakages("breakages:\n  - id: x\n    kernel: {min: '6.10'}\n", "t.yaml");
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("unknown field 'kernel'"), std::string::npos) << e.error().message;
+  e = parse_breakages("breakages:\n  - id: x\n    kernels: {min: six}\n    cause: c\n    remediation: r\n", "t.yaml");
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message, "t.yaml: breakages[0] (x): kernels.min: 'six' is not a kernel version like 6.10");
+  e = parse_breakages("breakages:\n  - id: x\n    kernels: {}\n    cause: c\n    remediation: r\n", "t.yaml");
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("must say which kernels"), std::string::npos);
+  e = parse_breakages("nothing: here\n", "t.yaml");
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message, "t.yaml: expected a top-level 'breakages:' list");
+  const auto ok = parse_breakages(
+      "breakages:\n  - id: a\n    kernels: {max: '5.4'}\n    cause: c\n    remediation: r\n", "t.yaml");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_TRUE(kernel_in_range(ok->at(0), "5.4.0-150-generic"));
+  EXPECT_FALSE(kernel_in_range(ok->at(0), "5.10.0"));
+  EXPECT_FALSE(ok->at(0).signature);
+}
+
+}  // namespace
+}  // namespace p2pnode::nvidia
