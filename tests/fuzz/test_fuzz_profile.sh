@@ -1,9 +1,11 @@
 #!/bin/bash
 # Fuzzes the profile loader with libFuzzer for a bounded time (default 60 s).
-# Usage: bash tests/fuzz/test_fuzz_profile.sh [p2pnode-binary, unused]   (from the repository root)
+# Usage: bash tests/fuzz/test_fuzz_profile.sh <p2pnode-binary>   (its build directory holds the
+#   generated daemon/embedded_data.cpp: the builtin patch names the loader checks come from it)
 # Env: P2PNODE_FUZZ_SECONDS (default 60), P2PNODE_FUZZ_DIR (work dir, default a temp dir).
 # Exit: 0 no crash; 1 a crash (the reproducer is printed and kept); 77 clang++ or libFuzzer missing.
 set -uo pipefail
+bin=${1:+$(readlink -f "$1")}
 cd "$(dirname "$0")/../.." || exit 1
 seconds=${P2PNODE_FUZZ_SECONDS:-60}
 cxx=$(command -v clang++ || command -v clang++-14 || true)
@@ -22,7 +24,13 @@ if ! "$cxx" -fsanitize=fuzzer "$work/probe.cpp" -o "$work/probe" 2>"$work/probe.
 fi
 
 srcs=(tests/fuzz/profile_fuzz.cpp daemon/profile/loader.cpp daemon/profile/yaml_reader.cpp
-      daemon/core/units.cpp daemon/core/profile.cpp)
+      daemon/core/units.cpp daemon/core/profile.cpp daemon/nvidia/breakage.cpp)
+embedded=${bin:+$(dirname "$bin")/embedded_data.cpp}
+if [ -z "$embedded" ] || [ ! -f "$embedded" ]; then
+  echo "FAIL: no generated embedded_data.cpp beside '${1:-}' (pass the built p2pnode, e.g. build/daemon/p2pnode)"
+  exit 1
+fi
+srcs+=("$embedded")
 echo "fuzz: building with $cxx"
 if ! "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
      -fno-sanitize-recover=undefined -I daemon "${srcs[@]}" -lyaml-cpp -o "$work/profile_fuzz" \
