@@ -107,9 +107,9 @@ wait_until 10 grep -q holding "$WORK/starve.out"
 T0=$(date +%s%N)
 curl -sf -m 15 "$URL/livez" -o /dev/null && pass "served while 20 connections idle or half-sent" || fail "served while 20 connections idle or half-sent"
 MS=$(( ($(date +%s%N) - T0) / 1000000 ))
-# Idle ones never reach a worker (TCP_DEFER_ACCEPT); the 4 half-sent ones hold the 4 workers
-# until the 3 s read timeout, not for the 12 s they stay connected.
-check "answered in $MS ms, before the 12 s the clients hold on" test "$MS" -lt 7000
+# The server is event-driven (libmicrohttpd): idle and half-sent connections hold a socket, never a
+# worker, so the answer does not wait for them (tests/serve/test_flood.sh does this with 1,100).
+check "answered in $MS ms, not after the 12 s the clients hold on" test "$MS" -lt 3000
 kill "$STARVER" 2>/dev/null
 
 # --- a client trickling a header line a second: cut off at http.max_connection_time (5 s here) ---

@@ -112,7 +112,7 @@ check "and says the certificate did not verify" grep -q 'did not verify' "$WORK/
 check "status over plain http to the TLS port exits 2" test "$RC" = 2
 check "and says the daemon speaks https" grep -q 'speaks https://' "$WORK/status_http.txt"
 
-# --- idle connections and stalled handshakes cannot starve the 4 workers ---
+# --- idle connections and stalled handshakes cannot starve the event loops ---
 python3 - "$PORT" > "$WORK/starve.out" 2>&1 <<'PY' &
 import socket, sys, time
 port = int(sys.argv[1])
@@ -129,8 +129,8 @@ T0=$(date +%s%N)
 "${CURL[@]}" -f -m 15 "$URL/livez" -o /dev/null && pass "served while 16 idle and 4 stalled handshakes" ||
   fail "served while 16 idle and 4 stalled handshakes"
 MS=$(( ($(date +%s%N) - T0) / 1000000 ))
-# The stalled handshakes hold the workers until the 3 s read timeout, not for the 12 s they stay.
-check "answered in $MS ms, before the 12 s the clients hold on" test "$MS" -lt 7000
+# A stalled handshake holds a socket, not a loop: the answer does not wait for them.
+check "answered in $MS ms, not after the 12 s the clients hold on" test "$MS" -lt 3000
 kill "$STARVER" 2>/dev/null; wait "$STARVER" 2>/dev/null
 
 # --- SIGHUP with broken TLS files: the old certificate keeps serving ---
