@@ -100,18 +100,21 @@ cleanup() {
          /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \
          /var/lib/p2pnode/dkms/failed/"$NAME" /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* /var/lib/p2pnode/dkms/trial
   find /lib/modules -path '*/updates/dkms/nvidia*.ko*' -delete 2>/dev/null  # none was there (checked above)
-  # Whatever else appeared in the watched directories (depmod's files for a headers-only kernel,
-  # empty updates/dkms, p2pnode's state directories): remove it, deepest first.
+  # What else appeared in the watched directories: ours (its path names $NAME) is removed, and so
+  # are new directories left empty (updates/dkms, p2pnode's state directories), deepest first;
+  # anything else new is not ours to delete (another job on the host) and is listed below.
   listing >"$TMP/after.list"
   LC_ALL=C comm -13 "$TMP/before.list" "$TMP/after.list" | sort -r | while read -r p; do
-    if [ -d "$p" ] && [ ! -L "$p" ]; then rmdir "$p" 2>/dev/null || rm -rf "$p"; else rm -f "$p"; fi
+    case "$p" in *"$NAME"*) rm -rf "$p" ;; esac
+    if [ -d "$p" ] && [ ! -L "$p" ]; then rmdir "$p" 2>/dev/null; fi
   done
   depmod "$KV" 2>/dev/null
   listing >"$TMP/after.list"
   if LC_ALL=C cmp -s "$TMP/before.list" "$TMP/after.list"; then
     echo "== cleanup: DKMS, /usr/src, /lib/modules, /etc/kernel/postinst.d and /var/lib/p2pnode list as before"
   else
-    echo "== cleanup: left different from before:"; LC_ALL=C diff "$TMP/before.list" "$TMP/after.list" | head -20
+    echo "== cleanup: the watched directories differ from before (not removed: not named $NAME):"
+    LC_ALL=C diff "$TMP/before.list" "$TMP/after.list" | grep '^[<>]' | head -20
   fi
   rm -rf "$TMP" "$VM_TMP"
 }
