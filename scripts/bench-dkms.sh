@@ -17,7 +17,8 @@
 #     is on the bus) with no `Unknown symbol` / symbol-version error;
 #  4. everything added to the host's DKMS, /usr/src, /lib/modules, /etc/kernel/postinst.d and
 #     /var/lib/p2pnode is removed on exit (as tests/dkms/test_every_kernel.sh does, plus a listing
-#     of those directories before and after that must match);
+#     of those directories before and after that must match); /boot/initrd.img-<kernel>, which
+#     p2pnode's update-initramfs rewrites for an NVIDIA tree, is put back from a copy;
 #  5. a summary with the figures.
 # p2pnode builds for every kernel in /lib/modules with headers. By default the other kernels'
 # /lib/modules/<k> are hidden from both applies by an empty tmpfs in a private mount namespace
@@ -94,8 +95,27 @@ listing() {  # every path under the watched directories (headers' build/ and sou
     find "$d" -xdev \( -path '/lib/modules/*/build' -o -path '/lib/modules/*/source' \) -prune -o -print 2>/dev/null
   done | LC_ALL=C sort
 }
+# For an NVIDIA tree p2pnode also runs update-initramfs -u -k <kernel> (module_install.cpp), which
+# rewrites /boot/initrd.img-<kernel>: keep the host's copies and put them back byte for byte.
+save_initrds() {  # save_initrds BOOTDIR
+  mkdir -p "$TMP/initrd"
+  for f in "$1"/initrd.img-*; do [ -f "$f" ] && cp -p "$f" "$TMP/initrd/"; done
+  find "$1" -maxdepth 1 -name 'initrd.img-*' -printf '%f\n' | LC_ALL=C sort >"$TMP/initrd.list"
+}
+restore_initrds() {  # restore_initrds BOOTDIR: the saved copies back where they changed; new initrd.img-* removed
+  local f n
+  for f in "$TMP"/initrd/initrd.img-*; do
+    [ -f "$f" ] || continue
+    cmp -s "$f" "$1/${f##*/}" || { cp -p "$f" "$1/${f##*/}" && echo "== cleanup: $1/${f##*/} restored (update-initramfs had rewritten it)"; }
+  done
+  for n in $(find "$1" -maxdepth 1 -name 'initrd.img-*' -printf '%f\n' | LC_ALL=C sort | LC_ALL=C comm -13 "$TMP/initrd.list" -); do
+    rm -f "${1:?}/$n" && echo "== cleanup: $1/$n removed (new)"
+  done
+}
 listing >"$TMP/before.list"
+save_initrds /boot
 cleanup() {
+  restore_initrds /boot
   [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"
   # Installed copies of this package's modules (a fallback should dkms remove leave one behind):
   # only files identical to the ones DKMS keeps for this package, never another package's nvidia.ko.
