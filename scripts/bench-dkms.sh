@@ -50,11 +50,8 @@ DKMS_BIN=$(command -v dkms)
 ls /lib/modules/*/updates/dkms/nvidia*.ko* /lib/modules/*/kernel/drivers/video/nvidia*.ko* >/dev/null 2>&1 &&
   skip "an nvidia.ko is installed on this machine; the build would shadow it"
 
-TREES=""
-for d in "${P2PNODE_TREES:-}" "$repo/../shared/trees" "$repo/../../shared/trees" /work/shared/trees; do
-  [ -n "$d" ] && [ -f "$d/ogkm-550.90.07-p2p.tar.xz" ] && { TREES=$(readlink -f "$d"); break; }
-done
-[ -n "$TREES" ] || skip "no shared/trees with ogkm-550.90.07-p2p.tar.xz (set P2PNODE_TREES)"
+. "$repo/tests/dkms/trees.sh"
+find_trees "$repo"
 TARBALL=$TREES/ogkm-550.90.07-p2p.tar.xz
 SHA=$(sha256sum "$TARBALL" | cut -d' ' -f1)
 if [ -f "$TREES/SHA256SUMS" ]; then

@@ -12,11 +12,8 @@ cd "$(dirname "$0")/../.."
 REPO=$PWD
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
-TREES=""
-for d in "${P2PNODE_TREES:-}" ../shared/trees ../../shared/trees /work/shared/trees; do
-  [ -n "$d" ] && [ -f "$d/ogkm-550.90.07-p2p.tar.xz" ] && { TREES=$d; break; }
-done
-[ -n "$TREES" ] || skip "no shared/trees with ogkm-550.90.07-p2p.tar.xz (set P2PNODE_TREES)"
+. tests/dkms/trees.sh
+find_trees "$REPO"
 for t in make gcc patch; do command -v $t >/dev/null || skip "$t is not installed"; done
 K=""
 for k in $(ls /lib/modules 2>/dev/null | sort -V -r); do
@@ -32,9 +29,7 @@ tar -xf "$TREES/ogkm-550.90.07-p2p.tar.xz" -C "$TMP"
 dir=$(find "$TMP" -maxdepth 1 -mindepth 1 -type d)
 (cd "$dir" && patch -p1 -s < "$REPO/daemon/nvidia/patches/pci-resize-resource-exclude-bars.patch")
 t0=$SECONDS
-if ! make -C "$SRC" KBUILD_OUTPUT="/lib/modules/$K/build" M="$dir/kernel-open" ARCH=x86_64 \
-    NV_KERNEL_SOURCES="$SRC" NV_KERNEL_OUTPUT="/lib/modules/$K/build" NV_KERNEL_MODULES=nvidia NV_SPECTRE_V2=0 \
-    -j"$(nproc)" nvidia/nv-pci.o > "$TMP/make.log" 2>&1; then
+if ! build_nv_object "$dir" "$SRC" "/lib/modules/$K/build" nvidia/nv-pci.o "$TMP/make.log"; then
   grep -m3 "error:" "$TMP/make.log" >&2 || tail -20 "$TMP/make.log" >&2
   fail "nv-pci.o does not build with the patch against $K's headers"
 fi

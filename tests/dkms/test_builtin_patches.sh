@@ -11,11 +11,8 @@ cd "$(dirname "$0")/../.."
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-TREES=""
-for d in "${P2PNODE_TREES:-}" ../shared/trees ../../shared/trees /work/shared/trees; do
-  [ -n "$d" ] && [ -f "$d/ogkm-550.90.07-p2p.tar.xz" ] && { TREES=$d; break; }
-done
-[ -n "$TREES" ] || skip "no shared/trees with ogkm-550.90.07-p2p.tar.xz (set P2PNODE_TREES)"
+. tests/dkms/trees.sh
+find_trees "$PWD"
 command -v patch >/dev/null || skip "patch is not installed"
 
 TMP=$(mktemp -d /tmp/p2pnode-patches.XXXXXX)

@@ -16,11 +16,8 @@ cd "$(dirname "$0")/../.."
 REPO=$PWD
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
-TREES=""
-for d in "${P2PNODE_TREES:-}" ../shared/trees ../../shared/trees /work/shared/trees; do
-  [ -n "$d" ] && [ -f "$d/ogkm-550.90.07-p2p.tar.xz" ] && { TREES=$d; break; }
-done
-[ -n "$TREES" ] || skip "no shared/trees with ogkm-550.90.07-p2p.tar.xz (set P2PNODE_TREES)"
+. tests/dkms/trees.sh
+find_trees "$REPO"
 for t in make patch dpkg apt-get x86_64-linux-gnu-gcc-12; do
   command -v $t >/dev/null || skip "$t is not installed"
 done
@@ -64,9 +61,7 @@ tar -xf "$TREES/ogkm-550.90.07-p2p.tar.xz" -C "$TMP"
 dir=$(find "$TMP" -maxdepth 1 -mindepth 1 -type d -name 'open-gpu-kernel-modules*')
 (cd "$dir" && patch -p1 -s < "$REPO/daemon/nvidia/patches/io-memory-pfn.patch") || fail "io-memory-pfn does not apply to 550.90.07-p2p"
 t0=$SECONDS
-if ! make -C "$SRC" KBUILD_OUTPUT="$BLD" M="$dir/kernel-open" ARCH=x86_64 \
-    NV_KERNEL_SOURCES="$SRC" NV_KERNEL_OUTPUT="$BLD" NV_KERNEL_MODULES=nvidia NV_SPECTRE_V2=0 \
-    -j"$(nproc)" nvidia/os-mlock.o > "$TMP/make.log" 2>&1; then
+if ! build_nv_object "$dir" "$SRC" "$BLD" nvidia/os-mlock.o "$TMP/make.log"; then
   grep -m3 "error:" "$TMP/make.log" >&2 || tail -20 "$TMP/make.log" >&2
   fail "os-mlock.o does not build with io-memory-pfn against $REL's headers"
 fi

@@ -111,7 +111,8 @@ FAKE_DKMS_FAIL=6.1.0-58-amd64 "$HOOK" 6.1.0-58-amd64 /boot/vmlinuz-6.1.0-58-amd6
 grep -q "do not reboot into 6.1.0-58-amd64" "$TMP/hook2.out" || { cat "$TMP/hook2.out"; fail "no warning not to reboot"; }
 grep -q "ERROR  *driver.kernels  *6.1.0-58-amd64 .*its DKMS build failed: .*nv-pci.c:234:9: error: too few arguments" "$TMP/hook2.out" ||
   { cat "$TMP/hook2.out"; fail "driver.kernels does not name the kernel and the compiler's error"; }
-"$P2PNODE" check --only driver.kernels --json $P2PNODE_HOOK_ARGS > "$TMP/check.json" || true
+rc=0; "$P2PNODE" check --only driver.kernels --json $P2PNODE_HOOK_ARGS > "$TMP/check.json" || rc=$?
+[ "$rc" = 1 ] || fail "check with a kernel whose build failed exited $rc, expected 1 (errors found)"
 jq -e '.findings[] | select(.subject == "6.1.0-58-amd64") | .remediation | test("known breakage pci-resize-resource-exclude-bars.*add \\{builtin: pci-resize-resource-exclude-bars\\}")' "$TMP/check.json" >/dev/null ||
   { jq '.findings' "$TMP/check.json"; fail "driver.kernels does not name the known breakage and its builtin fix"; }
 [ -f "$ROOT/lib/modules/6.1.0-57-amd64/updates/dkms/p2phook.ko" ] || fail "the failed build took the installed module away"
