@@ -10,6 +10,7 @@
 #include "engine/agent.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -17,14 +18,9 @@ using namespace p2pnode::engine;
 using nlohmann::json;
 
 namespace {
-const fs::path kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrc;
+using p2pnode::test_files::slurp;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 std::string recorded(const char* name) { return slurp(kSrc / "tests/gpu/results" / name); }
 
 const Inventory& h200_inventory() {

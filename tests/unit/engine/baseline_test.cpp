@@ -14,6 +14,7 @@
 #include "engine/state.hpp"
 #include "engine/views.hpp"
 #include "probe/probe.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -21,13 +22,9 @@ using namespace p2pnode::engine;
 using nlohmann::json;
 
 namespace {
-const fs::path kSrc = P2PNODE_SOURCE_DIR;
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using p2pnode::test_files::kSrc;
+using p2pnode::test_files::slurp;
+
 const Inventory& h200() {
   static const Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc / "tests/fixtures/h200-4gpu"));
   return inv;

@@ -13,6 +13,7 @@
 #include "engine/agent.hpp"
 #include "probe/agent_links.hpp"
 #include "probe/probe.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -20,13 +21,9 @@ using namespace p2pnode::engine;
 using nlohmann::json;
 
 namespace {
-const fs::path kSrc = P2PNODE_SOURCE_DIR;
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using p2pnode::test_files::kSrc;
+using p2pnode::test_files::slurp;
+
 AgentResult load(const fs::path& p) {
   auto r = parse_agent_result(slurp(p));
   EXPECT_TRUE(r.ok()) << p << ": " << (r.ok() ? "" : r.error().message);
