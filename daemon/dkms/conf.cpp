@@ -59,12 +59,13 @@ std::optional<std::string> nvidia_tree_version(std::string_view text) {
 }
 
 Conf nvidia_open_conf(const std::string& name, const std::string& version, const std::vector<std::string>& modules,
-                      const std::vector<std::string>& patches) {
+                      const std::vector<std::string>& patches, bool prebuilt_core) {
   Conf c;
   c.package_name = name;
   c.package_version = version;
   // KERNEL_UNAME picks /lib/modules/<kernel>/{source,build} (Debian splits the headers in two).
-  c.make = "'make' -j$(nproc) modules KERNEL_UNAME=${kernelver}";
+  c.make = prebuilt_core ? "'make' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}"
+                         : "'make' -j$(nproc) modules KERNEL_UNAME=${kernelver}";
   for (const auto& m : modules) c.modules.push_back({m, "kernel-open/"});
   c.patches = patches;
   return c;

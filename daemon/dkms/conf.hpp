@@ -36,10 +36,13 @@ std::vector<std::string> kbuild_modules(std::string_view makefile_text);
 // NVIDIA_VERSION from version.mk ("NVIDIA_VERSION = 550.90.07").
 std::optional<std::string> nvidia_tree_version(std::string_view version_mk);
 
-// The whole open-gpu-kernel-modules tree: `make modules` at the root builds src/ (the P2P patch
-// lives there) and then kernel-open/.
+// An open-gpu-kernel-modules tree. Without a prebuilt core, `make modules` at the root builds
+// src/ (the kernel-independent core; the P2P patch lives there) and then kernel-open/ for each
+// kernel. With one (kernel-open/*/*.o_binary placed in the source, nvidia/core.hpp), each kernel's
+// build is kernel-open/ only.
 Conf nvidia_open_conf(const std::string& name, const std::string& version,
-                      const std::vector<std::string>& modules, const std::vector<std::string>& patches);
+                      const std::vector<std::string>& modules, const std::vector<std::string>& patches,
+                      bool prebuilt_core = false);
 // One Kbuild directory (tests, small out-of-tree modules).
 Conf kbuild_conf(const std::string& name, const std::string& version, const std::vector<std::string>& modules,
                  const std::vector<std::string>& patches);

@@ -12,6 +12,9 @@
 #include "lifecycle/artifact.hpp"
 #include "lifecycle/boot.hpp"
 #include "lifecycle/build_progress.hpp"
+#include "lifecycle/dkms_run.hpp"
+#include "lifecycle/module_stage.hpp"
+#include "lifecycle/nvidia_core.hpp"
 #include "nvidia/breakage.hpp"
 #include "nvidia/sha256.hpp"
 
@@ -22,7 +25,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr std::string_view kStampFormat = "p2pnode-dkms-v1";
-constexpr std::size_t kLogTail = 20;
 
 struct Stamp {
   std::string identity;
@@ -39,138 +41,6 @@ std::optional<Stamp> read_stamp(const sys::SysRoot& root, const std::string& pat
   } catch (const std::exception&) {
     return std::nullopt;
   }
-}
-
-std::string patch_name(std::size_t i, const Artifact& a) {
-  char prefix[32];
-  std::snprintf(prefix, sizeof prefix, "%02zu-", i + 1);
-  return prefix + (a.builtin ? *a.builtin + ".patch" : artifact_basename(a));
-}
-
-// A patch to stage: a verified file, or the text of a builtin one with the kernels it is for.
-struct PatchFile {
-  std::string from;   // in-root path of the fetched file ("" for a builtin)
-  std::string text;   // a builtin's text
-  std::string match;  // DKMS PATCH_MATCH ("" = every kernel)
-};
-
-std::string seconds(std::chrono::steady_clock::duration d) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f s", std::chrono::duration<double>(d).count());
-  return b;
-}
-
-bool contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-// One DKMS (or helper) invocation with its output streamed as "[dkms build 6.1.0-56-amd64 +3.2 s] …".
-class Runner {
- public:
-  Runner(sys::CommandRunner& r, const ProgressFn& log) : runner_(r), log_(log) {}
-  sys::CommandResult run(const std::string& step, std::vector<std::string> argv, std::chrono::seconds timeout,
-                         bool changes) {
-    sys::Command cmd;
-    cmd.argv = std::move(argv);
-    cmd.timeout = timeout;
-    const auto start = std::chrono::steady_clock::now();
-    cmd.on_line = [&](std::string_view line, bool) {
-      if (!line.empty()) log_("[" + step + " +" + seconds(std::chrono::steady_clock::now() - start) + "] " + std::string(line));
-    };
-    log_("[" + step + "] " + cmd.display());
-    auto r = runner_.run(cmd);
-    log_("[" + step + "] " + r.describe() + " after " + seconds(std::chrono::steady_clock::now() - start));
-    if (changes) ++changes_;
-    return r;
-  }
-  std::uint64_t changes() const { return changes_; }
-
- private:
-  sys::CommandRunner& runner_;
-  const ProgressFn& log_;
-  std::uint64_t changes_ = 0;
-};
-
-// A progress line at least every 30 s while DKMS builds: make.log's size and the file it is at.
-std::unique_ptr<lifecycle::ProgressWatcher> watch_build(const sys::SysRoot& root, const std::string& make_log,
-                                                        const std::string& step, const ProgressFn& log) {
-  const fs::path host = root.host_path(make_log);
-  return std::make_unique<lifecycle::ProgressWatcher>(
-      [host] {
-        lifecycle::ProgressWatcher::Sample s;
-        std::error_code ec;
-        const auto size = fs::file_size(host, ec);
-        if (ec) return s;
-        s.size = size;
-        if (std::FILE* f = std::fopen(host.c_str(), "rb")) {
-          const long from = size > 4096 ? static_cast<long>(size - 4096) : 0;
-          std::fseek(f, from, SEEK_SET);
-          char buf[4096];
-          s.tail.assign(buf, std::fread(buf, 1, sizeof buf, f));
-          std::fclose(f);
-        }
-        return s;
-      },
-      [step, &log](const std::string& line) { log("[" + step + "] " + line); });
-}
-
-// dkms status entries for one package.
-std::vector<dkms::StatusEntry> status_of(Runner& run, const std::string& name, const std::string& version = {}) {
-  std::vector<std::string> argv = {"dkms", "status", "-m", name};
-  if (!version.empty()) argv.insert(argv.end(), {"-v", version});
-  const auto r = run.run("dkms status", argv, std::chrono::seconds(60), false);
-  return dkms::parse_status(r.out);
-}
-
-bool installed_for(const std::vector<dkms::StatusEntry>& st, const std::string& version, const std::string& kernel) {
-  for (const auto& e : st)
-    if (e.version == version && e.kernel == kernel && e.state == "installed") return true;
-  return false;
-}
-
-// A failed DKMS step: its exit code and meaning, DKMS's own error line, the compiler's first error
-// and the tail of make.log.
-std::string failure_report(const std::string& what, const sys::CommandResult& r, const sys::SysRoot& root,
-                           const std::string& make_log, json& details, const std::string& driver_version = {}) {
-  std::string msg = what + ": dkms " + r.describe();
-  if (r.exited) msg += " (" + dkms::exit_code_meaning(r.exit_code) + ")";
-  details["dkms_exit_code"] = r.exited ? r.exit_code : -1;
-  if (auto line = dkms::dkms_failure_line(r.out + "\n" + r.err)) msg += "; " + *line;
-  if (auto log = root.read_text(make_log, 16 << 20)) {
-    details["make_log"] = make_log;
-    details["make_log_tail"] = dkms::tail_lines(*log, kLogTail);
-    if (auto err = dkms::first_compiler_error(*log)) {
-      msg += "; first error: " + *err;
-      details["first_error"] = *err;
-    }
-    msg += "; make.log: " + make_log;
-    const auto known = match_make_log(builtin_breakages(), *log, driver_version);
-    if (!known.empty()) {
-      json ids = json::array();
-      for (const auto& m : known) {
-        msg += "; " + m.describe();
-        ids.push_back(m.breakage->id);
-      }
-      details["breakages"] = ids;
-    }
-  } else {
-    details["output_tail"] = dkms::tail_lines(r.out + r.err, kLogTail);
-  }
-  return msg;
-}
-
-Status copy_tree(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::create_directories(to, ec);
-  if (ec) return Error{"creating " + to.string() + ": " + ec.message(), ec.value()};
-  for (const auto& e : fs::directory_iterator(from, ec)) {
-    if (e.path().filename() == ".git") continue;
-    fs::copy(e.path(), to / e.path().filename(),
-             fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
-    if (ec) return Error{"copying " + e.path().string() + ": " + ec.message(), ec.value()};
-  }
-  if (ec) return Error{"listing " + from.string() + ": " + ec.message(), ec.value()};
-  return {};
 }
 
 // Modules named like ours outside updates/dkms (stale copies modprobe could pick), in-root paths.
@@ -206,87 +76,6 @@ std::vector<std::string> built_names(std::string_view conf) {
     pos = eq;
   }
   return out;
-}
-
-struct Staged {
-  std::string dir;  // in-root staging directory (…/stage/<name>-<version>)
-  dkms::TreeKind kind = dkms::TreeKind::kbuild;
-  std::vector<std::string> modules;
-  std::string conf_text;
-};
-
-// Copies (or unpacks) the verified source and patches into the staging directory and writes dkms.conf.
-Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
-                     const ModuleTarget& t, const Fetched& src, const std::vector<PatchFile>& patches) {
-  Staged s;
-  const std::string stage_parent = std::string(kStateDir) + "/stage";
-  s.dir = sys::join(stage_parent, t.name + "-" + t.version);
-  std::error_code ec;
-  fs::remove_all(root.host_path(s.dir), ec);
-  if (auto st = root.make_dirs(s.dir); !st) return st.error();
-  if (src.is_dir) {
-    if (auto st = copy_tree(root.host_path(src.path), root.host_path(s.dir)); !st) return st.error();
-  } else {
-    sys::Command tar;
-    tar.argv = {"tar", "-xf", root.host_path(src.path).string(), "-C", root.host_path(s.dir).string()};
-    tar.timeout = std::chrono::minutes(10);
-    const auto r = runner.run(tar);
-    if (!r.success()) return Error{"unpacking " + src.path + ": tar " + r.describe() + ": " + r.err, r.exit_code};
-    // A tarball with one top directory (open-gpu-kernel-modules-550.90.07-p2p/): use its contents.
-    const auto top = root.list_dir(s.dir);
-    if (top.size() == 1 && root.is_dir(sys::join(s.dir, top[0]))) {
-      const fs::path inner = root.host_path(sys::join(s.dir, top[0]));
-      const fs::path tmp = root.host_path(s.dir + ".unpack");
-      fs::remove_all(tmp, ec);
-      fs::rename(inner, tmp, ec);
-      if (!ec) fs::remove_all(root.host_path(s.dir), ec);
-      if (!ec) fs::rename(tmp, root.host_path(s.dir), ec);
-      if (ec) return Error{"flattening " + s.dir + ": " + ec.message(), ec.value()};
-    }
-  }
-  const auto top = root.list_dir(s.dir);
-  s.kind = dkms::classify_tree(top);
-  std::vector<std::string> patch_names, patch_match;
-  if (!patches.empty()) {
-    if (auto st = root.make_dirs(sys::join(s.dir, "patches")); !st) return st.error();
-    for (std::size_t i = 0; i < patches.size(); ++i) {
-      patch_names.push_back(patch_name(i, d.kernel_module->patches[i]));
-      patch_match.push_back(patches[i].match);
-      const std::string to = sys::join(s.dir, "patches", patch_names.back());
-      if (patches[i].from.empty()) {
-        if (auto st = root.write_file_atomic(to, patches[i].text); !st) return st.error();
-        continue;
-      }
-      fs::copy_file(root.host_path(patches[i].from), root.host_path(to), fs::copy_options::overwrite_existing, ec);
-      if (ec) return Error{"copying patch " + patches[i].from + ": " + ec.message(), ec.value()};
-    }
-  }
-  dkms::Conf conf;
-  if (s.kind == dkms::TreeKind::nvidia_open) {
-    auto vmk = root.read_text(sys::join(s.dir, "version.mk"));
-    const auto tree_version = vmk ? dkms::nvidia_tree_version(*vmk) : std::nullopt;
-    if (!tree_version)
-      return Error{"the source tree has kernel-open/ and src/ but no NVIDIA_VERSION in version.mk: is it an "
-                   "open-gpu-kernel-modules checkout?"};
-    if (*tree_version != d.version)
-      return Error{"the source tree is version " + *tree_version + " (version.mk) but the profile's driver.version is " +
-                   d.version + ": the module and the userspace must be the same version"};
-    s.modules = dkms::nvidia_modules(root.list_dir(sys::join(s.dir, "kernel-open")));
-    conf = dkms::nvidia_open_conf(t.name, t.version, s.modules, patch_names);
-  } else {
-    std::string mk;
-    for (const char* f : {"Kbuild", "Makefile"})
-      if (auto text = root.read_text(sys::join(s.dir, f))) mk += *text + "\n";
-    s.modules = dkms::kbuild_modules(mk);
-    conf = dkms::kbuild_conf(t.name, t.version, s.modules, patch_names);
-  }
-  conf.patch_match = patch_match;
-  if (s.modules.empty())
-    return Error{"the source tree builds no module that p2pnode can name (no kernel-open/nvidia, no obj-m in "
-                 "Makefile/Kbuild)"};
-  s.conf_text = dkms::render(conf);
-  if (auto st = root.write_file_atomic(sys::join(s.dir, "dkms.conf"), s.conf_text); !st) return st.error();
-  return s;
 }
 
 }  // namespace
@@ -429,6 +218,19 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   if (!staged) return finish(StepOutcome::refused, "staging " + subject + ": " + staged.error().message);
   r.after["dkms_conf"] = staged->conf_text;
   r.after["modules"] = staged->modules;
+  if (staged->kind == dkms::TreeKind::nvidia_open) {
+    if (!staged->core.reuse) {
+      log("core: every kernel's build compiles src/nvidia and src/nvidia-modeset itself: " + staged->core.why_not);
+    } else {
+      const std::string core_log = std::string(kStateDir) + "/logs/" + t.name + "-" + t.version + "-core.log";
+      auto core = provide_core(root, run, *staged, src->sha256, core_log);
+      if (!core)
+        return finish(StepOutcome::failed, "the kernel-independent core of " + subject + ": " + core.error().message +
+                                               "; nothing in DKMS, /usr/src or /lib/modules was changed (an installed module stays)");
+      r.after["core"] = {{"key", core->key}, {"from_cache", core->from_cache}};
+      log("core: " + core->message);
+    }
+  }
 
   // Conflicts: other DKMS packages building the same modules, stale copies modprobe could pick.
   json conflicts = json::array();

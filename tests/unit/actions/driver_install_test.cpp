@@ -9,97 +9,11 @@
 #include "lifecycle/artifact.hpp"
 #include "lifecycle/module_install.hpp"
 #include "nvidia/breakage.hpp"
+#include "driver_fixture.hpp"
 
 namespace p2pnode::actions {
 namespace {
 namespace fs = std::filesystem;
-
-constexpr const char* kKernel = "6.1.0-56-amd64";
-
-struct Box {
-  fs::path dir;
-  Box() {
-    char tmpl[] = "/tmp/p2pnode-driver-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    fs::create_directories(dir / "lib/modules" / kKernel / "build");
-  }
-  ~Box() { fs::remove_all(dir); }
-  void write(const std::string& rel, const std::string& text) const {
-    fs::create_directories((dir / rel).parent_path());
-    std::ofstream(dir / rel, std::ios::binary) << text;
-  }
-};
-
-// A DKMS stand-in: remembers added/built/installed and writes the files DKMS would.
-struct FakeDkms {
-  const Box& box;
-  std::string name, version, ko;
-  bool added = false, installed = false;
-  int build_exit = 0;
-  int builds = 0, removes = 0;
-  std::string make_log = "x.c:3:1: error: expected ';' before '}' token\nmake: *** Error 1\n";
-
-  void install(sys::ScriptedRunner& r) {
-    r.on({"dkms", "status"}, [this](const sys::Command&) {
-      std::string out;
-      if (installed) out = name + "/" + version + ", " + kKernel + ", x86_64: installed\n";
-      else if (added) out = name + "/" + version + ": added\n";
-      return sys::exited_with(0, out);
-    });
-    r.on({"dkms", "add"}, [this](const sys::Command&) {
-      added = true;
-      return sys::exited_with(0, "Creating symlink /var/lib/dkms/" + name + "/" + version + "/source\n");
-    });
-    r.on({"dkms", "build"}, [this](const sys::Command& c) {
-      ++builds;
-      const bool trial = std::find(c.argv.begin(), c.argv.end(), "--dkmstree") != c.argv.end();
-      if (build_exit) {
-        const fs::path logdir = trial ? fs::path(*(std::find(c.argv.begin(), c.argv.end(), "--dkmstree") + 1)) / name / version / "build"
-                                      : box.dir / "var/lib/dkms" / name / version / "build";
-        fs::create_directories(logdir);
-        std::ofstream(logdir / "make.log") << make_log;
-        return sys::exited_with(build_exit, "Building module:\n", "Error! Bad return status for module build on kernel: 6.1.0-56-amd64 (x86_64)\n");
-      }
-      if (!trial) fs::create_directories(box.dir / "var/lib/dkms" / name / version / kKernel / "x86_64/module");
-      return sys::exited_with(0, "Building module:\ncleaning build area...\n");
-    });
-    r.on({"dkms", "remove"}, [this](const sys::Command&) {
-      ++removes;
-      added = false;
-      return sys::exited_with(0);
-    });
-    r.on({"dkms", "install"}, [this](const sys::Command&) {
-      fs::create_directories(box.dir / "lib/modules" / kKernel / "updates/dkms");
-      std::ofstream(box.dir / "lib/modules" / kKernel / "updates/dkms" / (ko + ".ko")) << "ko";
-      installed = true;
-      return sys::exited_with(0);
-    });
-  }
-};
-
-Profile module_profile(const Box& box, const std::string& patch_sha = {}) {
-  Profile p;
-  p.name = "t";
-  DriverSpec d;
-  d.version = "1.5";
-  ModuleSource ms;
-  ms.name = "p2ptest";
-  ms.artifact.path = "/srv/src";
-  ms.artifact.sha256 = *nvidia::sha256_tree(sys::SysRoot(box.dir), "/srv/src");
-  Artifact patch;
-  patch.path = "/srv/0001-mark.patch";
-  patch.sha256 = patch_sha.empty() ? *nvidia::sha256_file(sys::SysRoot(box.dir), "/srv/0001-mark.patch") : patch_sha;
-  ms.patches.push_back(patch);
-  d.kernel_module = ms;
-  p.driver = d;
-  return p;
-}
-
-void write_module_source(const Box& box) {
-  box.write("srv/src/p2ptest.c", "int x;\n");
-  box.write("srv/src/Makefile", "obj-m += p2ptest.o\n");
-  box.write("srv/0001-mark.patch", "--- a/p2ptest.c\n+++ b/p2ptest.c\n@@ -1 +1 @@\n-int x;\n+int y;\n");
-}
 
 TEST(DriverModule, InstallsThenDoesNothing) {
   Box box;

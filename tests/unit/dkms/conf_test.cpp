@@ -42,6 +42,10 @@ TEST(DkmsConf, NvidiaOpenTreeGolden) {
   EXPECT_NE(make_line.find("KERNEL_UNAME=${kernelver}"), std::string::npos) << make_line;
   EXPECT_NE(text.find("PATCH[1]=\"02-follow_pfn.patch\""), std::string::npos);
   EXPECT_NE(text.find("BUILT_MODULE_LOCATION[4]=\"kernel-open/\""), std::string::npos);
+  // With the core prebuilt (kernel-open/*/*.o_binary in the source), a kernel's build is kernel-open/ only.
+  const std::string pre = render(nvidia_open_conf("nvidia-p2p", "550.90.07", mods, {}, true));
+  EXPECT_NE(pre.find("MAKE[0]=\"'make' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}\"\n"), std::string::npos) << pre;
+  EXPECT_NE(pre.find("BUILT_MODULE_LOCATION[0]=\"kernel-open/\""), std::string::npos);
 }
 
 // Builtin patches: PATCH_MATCH only where the breakage table gives a kernel range, and the regex

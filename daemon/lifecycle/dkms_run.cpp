@@ -1,0 +1,131 @@
+#include "lifecycle/dkms_run.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "nvidia/breakage.hpp"
+
+namespace p2pnode::nvidia {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+namespace {
+constexpr std::size_t kLogTail = 20;
+}  // namespace
+
+std::string seconds(std::chrono::steady_clock::duration d) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f s", std::chrono::duration<double>(d).count());
+  return b;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+sys::CommandResult Runner::run(const std::string& step, std::vector<std::string> argv, std::chrono::seconds timeout,
+                               bool changes, const std::function<void(std::string_view)>& on_line) {
+  sys::Command cmd;
+  cmd.argv = std::move(argv);
+  cmd.timeout = timeout;
+  const auto start = std::chrono::steady_clock::now();
+  cmd.on_line = [&](std::string_view line, bool) {
+    if (on_line) on_line(line);
+    else if (!line.empty()) log_("[" + step + " +" + seconds(std::chrono::steady_clock::now() - start) + "] " + std::string(line));
+  };
+  log_("[" + step + "] " + cmd.display());
+  auto r = runner_.run(cmd);
+  log_("[" + step + "] " + r.describe() + " after " + seconds(std::chrono::steady_clock::now() - start));
+  if (changes) ++changes_;
+  return r;
+}
+
+sys::CommandResult Runner::quiet(std::vector<std::string> argv, std::chrono::seconds timeout) {
+  sys::Command cmd;
+  cmd.argv = std::move(argv);
+  cmd.timeout = timeout;
+  return runner_.run(cmd);
+}
+
+// A progress line at least every 30 s while DKMS builds: make.log's size and the file it is at.
+std::unique_ptr<lifecycle::ProgressWatcher> watch_build(const sys::SysRoot& root, const std::string& make_log,
+                                                        const std::string& step, const ProgressFn& log) {
+  const fs::path host = root.host_path(make_log);
+  return std::make_unique<lifecycle::ProgressWatcher>(
+      [host] {
+        lifecycle::ProgressWatcher::Sample s;
+        std::error_code ec;
+        const auto size = fs::file_size(host, ec);
+        if (ec) return s;
+        s.size = size;
+        if (std::FILE* f = std::fopen(host.c_str(), "rb")) {
+          const long from = size > 4096 ? static_cast<long>(size - 4096) : 0;
+          std::fseek(f, from, SEEK_SET);
+          char buf[4096];
+          s.tail.assign(buf, std::fread(buf, 1, sizeof buf, f));
+          std::fclose(f);
+        }
+        return s;
+      },
+      [step, &log](const std::string& line) { log("[" + step + "] " + line); });
+}
+
+// dkms status entries for one package.
+std::vector<dkms::StatusEntry> status_of(Runner& run, const std::string& name, const std::string& version) {
+  std::vector<std::string> argv = {"dkms", "status", "-m", name};
+  if (!version.empty()) argv.insert(argv.end(), {"-v", version});
+  const auto r = run.run("dkms status", argv, std::chrono::seconds(60), false);
+  return dkms::parse_status(r.out);
+}
+
+bool installed_for(const std::vector<dkms::StatusEntry>& st, const std::string& version, const std::string& kernel) {
+  for (const auto& e : st)
+    if (e.version == version && e.kernel == kernel && e.state == "installed") return true;
+  return false;
+}
+
+// A failed DKMS step: its exit code and meaning, DKMS's own error line, the compiler's first error
+// and the tail of make.log.
+std::string failure_report(const std::string& what, const sys::CommandResult& r, const sys::SysRoot& root,
+                           const std::string& make_log, json& details, const std::string& driver_version) {
+  std::string msg = what + ": dkms " + r.describe();
+  if (r.exited) msg += " (" + dkms::exit_code_meaning(r.exit_code) + ")";
+  details["dkms_exit_code"] = r.exited ? r.exit_code : -1;
+  if (auto line = dkms::dkms_failure_line(r.out + "\n" + r.err)) msg += "; " + *line;
+  if (auto log = root.read_text(make_log, 16 << 20)) {
+    details["make_log"] = make_log;
+    details["make_log_tail"] = dkms::tail_lines(*log, kLogTail);
+    if (auto err = dkms::first_compiler_error(*log)) {
+      msg += "; first error: " + *err;
+      details["first_error"] = *err;
+    }
+    msg += "; make.log: " + make_log;
+    const auto known = match_make_log(builtin_breakages(), *log, driver_version);
+    if (!known.empty()) {
+      json ids = json::array();
+      for (const auto& m : known) {
+        msg += "; " + m.describe();
+        ids.push_back(m.breakage->id);
+      }
+      details["breakages"] = ids;
+    }
+  } else {
+    details["output_tail"] = dkms::tail_lines(r.out + r.err, kLogTail);
+  }
+  return msg;
+}
+
+Status copy_tree(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec) return Error{"creating " + to.string() + ": " + ec.message(), ec.value()};
+  for (const auto& e : fs::directory_iterator(from, ec)) {
+    if (e.path().filename() == ".git") continue;
+    fs::copy(e.path(), to / e.path().filename(),
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
+    if (ec) return Error{"copying " + e.path().string() + ": " + ec.message(), ec.value()};
+  }
+  if (ec) return Error{"listing " + from.string() + ": " + ec.message(), ec.value()};
+  return {};
+}
+
+}  // namespace p2pnode::nvidia

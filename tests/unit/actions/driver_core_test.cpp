@@ -1,0 +1,223 @@
+// Issue 16: the kernel-independent core of an NVIDIA open tree is built once (per source, core
+// patches, compiler) and every kernel's DKMS build links it from kernel-open/*/*.o_binary.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "actions/driver_install.hpp"
+#include "driver_fixture.hpp"
+#include "lifecycle/nvidia_core.hpp"
+#include "nvidia/sha256.hpp"
+
+namespace p2pnode::actions {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr const char* kCoreBinary = "kernel-open/nvidia/nv-kernel.o_binary";
+
+// An open-gpu-kernel-modules tree in miniature: what stage() and the core build look at.
+void write_nvidia_tree(const Box& box) {
+  box.write("srv/ogkm/version.mk", "NVIDIA_VERSION = 1.5\n");
+  box.write("srv/ogkm/Makefile", "modules:\n");
+  box.write("srv/ogkm/kernel-open/Makefile", "");
+  box.write("srv/ogkm/kernel-open/nvidia/nv-pci.c", "int pci;\n");
+  box.write("srv/ogkm/kernel-open/nvidia-modeset/nvidia-modeset.Kbuild", "");
+  box.write("srv/ogkm/src/nvidia/core.c", "int rm;\n");
+  box.write("srv/ogkm/src/nvidia-modeset/core.c", "int kms;\n");
+}
+
+Profile nvidia_profile(const Box& box, std::vector<Artifact> patches = {}) {
+  Profile p;
+  p.name = "t";
+  DriverSpec d;
+  d.version = "1.5";
+  ModuleSource ms;
+  ms.name = "p2ptest";
+  ms.artifact.path = "/srv/ogkm";
+  ms.artifact.sha256 = *nvidia::sha256_tree(sys::SysRoot(box.dir), "/srv/ogkm");
+  ms.patches = std::move(patches);
+  d.kernel_module = ms;
+  p.driver = d;
+  return p;
+}
+
+Artifact builtin(const char* name) {
+  Artifact a;
+  a.builtin = name;
+  return a;
+}
+
+// The compiler, linker and NVIDIA's core Makefile: `make -C <tree>/src/nvidia` writes
+// _out/Linux_x86_64/nv-kernel.o holding the compiler's name and the core's source.
+struct FakeToolchain {
+  std::string gcc = "gcc (Debian 12.2.0-14) 12.2.0";
+  int make_exit = 0;
+  std::vector<std::string> made;  // the directories make was run in
+
+  void install(sys::ScriptedRunner& r) {
+    r.on({"gcc", "--version"}, [this](const sys::Command&) { return sys::exited_with(0, gcc + "\nCopyright\n"); });
+    r.on({"ld", "--version"}, sys::exited_with(0, "GNU ld (GNU Binutils for Debian) 2.40\n"));
+    r.on({"uname", "-m"}, sys::exited_with(0, "x86_64\n"));
+    r.on({"patch"}, [](const sys::Command& c) { return sys::ProcessRunner().run(c); });
+    r.on({"make", "-C"}, [this](const sys::Command& c) {
+      const fs::path dir = c.argv[2];
+      made.push_back(dir.parent_path().filename().string() + "/" + dir.filename().string());
+      if (c.on_line) c.on_line("   CC     _out/Linux_x86_64/core.o", false);
+      if (make_exit) {
+        if (c.on_line) c.on_line("core.c:1:5: error: 'rm' undeclared", false);
+        return sys::exited_with(make_exit, "", "make: *** [core.o] Error 1\n");
+      }
+      std::ifstream src(dir / "core.c");
+      const std::string text((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+      const std::string obj = dir.filename() == "nvidia" ? "nv-kernel.o" : "nv-modeset-kernel.o";
+      fs::create_directories(dir / "_out/Linux_x86_64");
+      std::ofstream(dir / "_out/Linux_x86_64" / obj) << "object by " << gcc << " of " << text;
+      return sys::exited_with(0);
+    });
+  }
+};
+
+struct Bench {
+  Box box;
+  sys::SysRoot root{box.dir};
+  sys::ScriptedRunner runner;
+  FakeDkms dkms{box, "p2ptest", "1.5", "nvidia"};
+  FakeToolchain tools;
+  Inventory inv;
+  Bench() {
+    write_nvidia_tree(box);
+    fs::create_directories(box.dir / "lib/modules/6.1.0-55-amd64/build");
+    dkms.check_in_source = kCoreBinary;
+    dkms.more_kos = {"nvidia-modeset"};
+    dkms.install(runner);
+    tools.install(runner);
+    inv.kernel.release = kKernel;
+  }
+  StepResult apply(const Profile& p) {
+    ApplyContext ctx{root, runner, p};
+    ctx.log = [this](std::string_view, std::string_view, std::string_view l) { log.emplace_back(l); };
+    return make_driver_module()->apply(ctx, inv).at(0);
+  }
+  std::vector<std::string> cache_entries() const {
+    std::vector<std::string> out;
+    for (const auto& e : root.list_dir(nvidia::kCoreCacheDir)) out.push_back(e);
+    return out;
+  }
+  std::vector<std::string> log;
+};
+
+TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
+  Bench b;
+  const Profile p = nvidia_profile(b.box, {builtin("pci-resize-resource-exclude-bars"), builtin("io-memory-pfn")});
+  auto r = b.apply(p);
+  ASSERT_EQ(r.outcome, StepOutcome::changed) << r.message;
+  // Two kernels, one core: make ran once per object, DKMS once per kernel.
+  EXPECT_EQ(b.tools.made, (std::vector<std::string>{"src/nvidia", "src/nvidia-modeset"}));
+  EXPECT_EQ(b.dkms.built_kernels, (std::vector<std::string>{"6.1.0-55-amd64", kKernel}));
+  // Each kernel's build found the core in the DKMS source, as a file (not a link into a build tree).
+  ASSERT_EQ(b.dkms.sources_seen.size(), 2u);
+  for (const auto& s : b.dkms.sources_seen) EXPECT_EQ(s, "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n");
+  EXPECT_FALSE(fs::is_symlink(b.box.dir / "usr/src/p2ptest-1.5" / kCoreBinary));
+  EXPECT_EQ(*b.root.read_text("/usr/src/p2ptest-1.5/kernel-open/nvidia-modeset/nv-modeset-kernel.o_binary"),
+            "object by gcc (Debian 12.2.0-14) 12.2.0 of int kms;\n");
+  // dkms.conf builds kernel-open/ only; both builtins touch kernel-open/ only, so the core serves
+  // every kernel even though io-memory-pfn applies to some kernels only.
+  const auto conf = *b.root.read_text("/usr/src/p2ptest-1.5/dkms.conf");
+  EXPECT_NE(conf.find("MAKE[0]=\"'make' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}\""), std::string::npos) << conf;
+  EXPECT_EQ(r.after["core"]["from_cache"], false);
+  const std::string key = r.after["core"]["key"];
+  ASSERT_EQ(key.size(), 64u);
+  const auto info = nlohmann::json::parse(*b.root.read_text(std::string(nvidia::kCoreCacheDir) + "/" + key + "/core.json"));
+  EXPECT_EQ(info["compiler"], "gcc (Debian 12.2.0-14) 12.2.0");
+  EXPECT_EQ(info["patch_sha256"], nlohmann::json::array());  // no patch changes the core
+  EXPECT_EQ(info["objects"]["nv-kernel.o"], nvidia::sha256_hex("object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n"));
+  EXPECT_FALSE(b.root.exists("/var/lib/p2pnode/dkms/core-build"));  // the scratch copy is gone
+  EXPECT_TRUE(std::any_of(b.log.begin(), b.log.end(), [](const auto& l) { return l.find("core: built in") == 0; }));
+
+  // A kernel installed later: the core comes from the cache; DKMS builds kernel-open/ for it alone.
+  fs::create_directories(b.box.dir / "lib/modules/6.1.0-57-amd64/build");
+  r = b.apply(p);
+  ASSERT_EQ(r.outcome, StepOutcome::changed) << r.message;
+  EXPECT_EQ(b.tools.made.size(), 2u);
+  EXPECT_EQ(b.dkms.built_kernels.back(), "6.1.0-57-amd64");
+  EXPECT_EQ(b.dkms.built_kernels.size(), 3u);
+  EXPECT_EQ(b.dkms.sources_seen.back(), "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n");
+  EXPECT_EQ(r.after["core"]["from_cache"], true);
+  EXPECT_EQ(r.after["core"]["key"], key);
+  // And nothing to do after that.
+  EXPECT_TRUE(make_driver_module()->plan(p, b.inv, b.root).empty());
+}
+
+TEST(DriverCore, ANewCompilerOrADamagedCacheBuildsItAgain) {
+  Bench b;
+  const Profile p = nvidia_profile(b.box);
+  const auto first = b.apply(p);
+  ASSERT_EQ(first.outcome, StepOutcome::changed) << first.message;
+  const std::string key = first.after["core"]["key"];
+  const std::string cached = std::string(nvidia::kCoreCacheDir) + "/" + key + "/nv-kernel.o";
+
+  // A cached object that no longer hashes as recorded is not linked: the core is built again.
+  std::ofstream(b.root.host_path(cached)) << "bit rot";
+  fs::create_directories(b.box.dir / "lib/modules/6.1.0-57-amd64/build");
+  auto r = b.apply(p);
+  ASSERT_EQ(r.outcome, StepOutcome::changed) << r.message;
+  EXPECT_EQ(b.tools.made.size(), 4u);
+  EXPECT_EQ(r.after["core"]["key"], key);
+  EXPECT_EQ(*b.root.read_text(cached), "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n");
+
+  // Another compiler: another key; the cache keeps the newest two cores.
+  for (const std::string k : {"6.1.0-60-amd64", "6.1.0-61-amd64"}) {
+    const std::string gcc = k == "6.1.0-60-amd64" ? "gcc (Debian 13.1.0-1) 13.1.0" : "gcc (Debian 14.2.0-1) 14.2.0";
+    b.tools.gcc = gcc;
+    fs::create_directories(b.box.dir / "lib/modules" / k / "build");
+    r = b.apply(p);
+    ASSERT_EQ(r.outcome, StepOutcome::changed) << r.message;
+    EXPECT_NE(r.after["core"]["key"], key);
+    EXPECT_EQ(r.after["core"]["from_cache"], false);
+    EXPECT_EQ(b.dkms.sources_seen.back(), "object by " + gcc + " of int rm;\n");
+  }
+  EXPECT_EQ(b.tools.made.size(), 8u);
+  const auto entries = b.cache_entries();
+  EXPECT_EQ(entries.size(), 2u);
+  EXPECT_EQ(std::count(entries.begin(), entries.end(), key), 0) << "the oldest core was not pruned";
+}
+
+TEST(DriverCore, APatchThatChangesTheCoreIsAppliedBeforeItIsBuilt) {
+  Bench b;
+  b.box.write("srv/0001-rm.patch",
+              "--- a/src/nvidia/core.c\n+++ b/src/nvidia/core.c\n@@ -1 +1 @@\n-int rm;\n+int rm_p2p;\n");
+  Artifact patch;
+  patch.path = "/srv/0001-rm.patch";
+  patch.sha256 = *nvidia::sha256_file(b.root, "/srv/0001-rm.patch");
+  const auto r = b.apply(nvidia_profile(b.box, {patch}));
+  ASSERT_EQ(r.outcome, StepOutcome::changed) << r.message;
+  EXPECT_EQ(b.dkms.sources_seen.at(0), "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm_p2p;\n");
+  // The source DKMS takes is as staged (DKMS applies the patch itself); the cache names the patch.
+  EXPECT_EQ(*b.root.read_text("/usr/src/p2ptest-1.5/src/nvidia/core.c"), "int rm;\n");
+  const auto info = nlohmann::json::parse(
+      *b.root.read_text(std::string(nvidia::kCoreCacheDir) + "/" + r.after["core"]["key"].get<std::string>() + "/core.json"));
+  EXPECT_EQ(info["patch_sha256"], nlohmann::json::array({patch.sha256}));
+}
+
+TEST(DriverCore, AFailedCoreBuildChangesNothingAndNamesTheError) {
+  Bench b;
+  b.tools.make_exit = 2;
+  const auto r = b.apply(nvidia_profile(b.box));
+  ASSERT_EQ(r.outcome, StepOutcome::failed);
+  EXPECT_NE(r.message.find("building nv-kernel.o (src/nvidia): make exit 2"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("first error: core.c:1:5: error: 'rm' undeclared"), std::string::npos) << r.message;
+  const std::string log = "/var/lib/p2pnode/dkms/logs/p2ptest-1.5-core.log";
+  EXPECT_NE(r.message.find("build log: " + log), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("nothing in DKMS, /usr/src or /lib/modules was changed"), std::string::npos) << r.message;
+  EXPECT_NE(b.root.read_text(log)->find("   CC     _out/Linux_x86_64/core.o\n"), std::string::npos);
+  EXPECT_FALSE(b.dkms.added);
+  EXPECT_EQ(b.dkms.builds, 0);
+  EXPECT_FALSE(b.root.exists("/usr/src/p2ptest-1.5"));
+  EXPECT_TRUE(b.cache_entries().empty());
+  EXPECT_FALSE(b.root.exists("/var/lib/p2pnode/dkms/core-build"));
+}
+
+}  // namespace
+}  // namespace p2pnode::actions

@@ -1,0 +1,129 @@
+#pragma once
+// The driver actions' test bench: a temp-dir root (Box) and a DKMS stand-in (FakeDkms) on a
+// ScriptedRunner that writes the files DKMS would, for every kernel it is asked to build for.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/profile.hpp"
+#include "lifecycle/artifact.hpp"
+#include "sys/command_runner.hpp"
+#include "sys/sysroot.hpp"
+
+namespace p2pnode::actions {
+
+inline constexpr const char* kKernel = "6.1.0-56-amd64";
+
+struct Box {
+  std::filesystem::path dir;
+  Box() {
+    char tmpl[] = "/tmp/p2pnode-driver-XXXXXX";
+    dir = ::mkdtemp(tmpl);
+    std::filesystem::create_directories(dir / "lib/modules" / kKernel / "build");
+  }
+  ~Box() { std::filesystem::remove_all(dir); }
+  void write(const std::string& rel, const std::string& text) const {
+    std::filesystem::create_directories((dir / rel).parent_path());
+    std::ofstream(dir / rel, std::ios::binary) << text;
+  }
+};
+
+// A DKMS stand-in: remembers added/built/installed per kernel and writes the files DKMS would.
+struct FakeDkms {
+  const Box& box;
+  std::string name, version, ko;
+  std::vector<std::string> more_kos;     // other modules the package installs (nvidia-modeset, …)
+  bool added = false, installed = false;  // installed: for at least one kernel
+  int build_exit = 0;
+  int builds = 0, removes = 0;
+  std::set<std::string> installed_kernels;
+  std::vector<std::string> built_kernels;  // every non-trial `dkms build -k`, in order
+  std::vector<std::string> sources_seen;   // the file `check_in_source` names, as each build found it
+  std::string check_in_source;             // a path under /usr/src/<name>-<version> to look at when building
+  std::string make_log = "x.c:3:1: error: expected ';' before '}' token\nmake: *** Error 1\n";
+
+  static std::string arg(const sys::Command& c, const std::string& flag) {
+    const auto it = std::find(c.argv.begin(), c.argv.end(), flag);
+    return it != c.argv.end() && it + 1 != c.argv.end() ? *(it + 1) : std::string(kKernel);
+  }
+
+  void install(sys::ScriptedRunner& r) {
+    r.on({"dkms", "status"}, [this](const sys::Command&) {
+      std::string out;
+      for (const auto& k : installed_kernels) out += name + "/" + version + ", " + k + ", x86_64: installed\n";
+      if (out.empty() && added) out = name + "/" + version + ": added\n";
+      return sys::exited_with(0, out);
+    });
+    r.on({"dkms", "add"}, [this](const sys::Command&) {
+      added = true;
+      return sys::exited_with(0, "Creating symlink /var/lib/dkms/" + name + "/" + version + "/source\n");
+    });
+    r.on({"dkms", "build"}, [this](const sys::Command& c) {
+      ++builds;
+      const bool trial = std::find(c.argv.begin(), c.argv.end(), "--dkmstree") != c.argv.end();
+      const std::string k = arg(c, "-k");
+      if (build_exit) {
+        const std::filesystem::path logdir = trial ? std::filesystem::path(arg(c, "--dkmstree")) / name / version / "build"
+                                                   : box.dir / "var/lib/dkms" / name / version / "build";
+        std::filesystem::create_directories(logdir);
+        std::ofstream(logdir / "make.log") << make_log;
+        return sys::exited_with(build_exit, "Building module:\n", "Error! Bad return status for module build on kernel: " + k + " (x86_64)\n");
+      }
+      if (!trial) {
+        built_kernels.push_back(k);
+        if (!check_in_source.empty()) {
+          std::ifstream f(box.dir / "usr/src" / (name + "-" + version) / check_in_source, std::ios::binary);
+          sources_seen.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+        }
+        std::filesystem::create_directories(box.dir / "var/lib/dkms" / name / version / k / "x86_64/module");
+      }
+      return sys::exited_with(0, "Building module:\ncleaning build area...\n");
+    });
+    r.on({"dkms", "remove"}, [this](const sys::Command&) {
+      ++removes;
+      added = false;
+      return sys::exited_with(0);
+    });
+    r.on({"dkms", "install"}, [this](const sys::Command& c) {
+      const std::string k = arg(c, "-k");
+      std::filesystem::create_directories(box.dir / "lib/modules" / k / "updates/dkms");
+      std::ofstream(box.dir / "lib/modules" / k / "updates/dkms" / (ko + ".ko")) << "ko";
+      for (const auto& m : more_kos) std::ofstream(box.dir / "lib/modules" / k / "updates/dkms" / (m + ".ko")) << "ko";
+      installed = true;
+      installed_kernels.insert(k);
+      return sys::exited_with(0);
+    });
+  }
+};
+
+inline Profile module_profile(const Box& box, const std::string& patch_sha = {}) {
+  Profile p;
+  p.name = "t";
+  DriverSpec d;
+  d.version = "1.5";
+  ModuleSource ms;
+  ms.name = "p2ptest";
+  ms.artifact.path = "/srv/src";
+  ms.artifact.sha256 = *nvidia::sha256_tree(sys::SysRoot(box.dir), "/srv/src");
+  Artifact patch;
+  patch.path = "/srv/0001-mark.patch";
+  patch.sha256 = patch_sha.empty() ? *nvidia::sha256_file(sys::SysRoot(box.dir), "/srv/0001-mark.patch") : patch_sha;
+  ms.patches.push_back(patch);
+  d.kernel_module = ms;
+  p.driver = d;
+  return p;
+}
+
+inline void write_module_source(const Box& box) {
+  box.write("srv/src/p2ptest.c", "int x;\n");
+  box.write("srv/src/Makefile", "obj-m += p2ptest.o\n");
+  box.write("srv/0001-mark.patch", "--- a/p2ptest.c\n+++ b/p2ptest.c\n@@ -1 +1 @@\n-int x;\n+int y;\n");
+}
+
+}  // namespace p2pnode::actions
