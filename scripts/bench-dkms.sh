@@ -1,32 +1,38 @@
 #!/bin/bash
-# Benchmark and proof (issue 16; not a test, not in `make test`): tinygrad's real 550.90.07-p2p tree
+# Benchmark and proof (issue 16): tinygrad's real 550.90.07-p2p tree
 # (shared/trees/ogkm-550.90.07-p2p.tar.xz) built by `p2pnode apply` through this machine's real
 # DKMS, with the builtin patches `pci-resize-resource-exclude-bars` (applied on every kernel: it tests
 # the headers itself) and `io-memory-pfn` (DKMS PATCH_MATCH, kernels >= 6.10 only: skipped on 6.1),
-# for the kernel the VM harness (tests/vm/lib.sh) boots, whose headers are installed. Then:
+# for the kernel the VM harness (tests/vm/lib.sh) boots, whose headers are installed. Steps:
+#  0. (full mode) the same tree and patch built by hand: a dkms.conf as NVIDIA's Debian/Ubuntu
+#     packages write it (`make modules` at the root: core and kernel layer), `dkms add` and a timed
+#     `dkms build`, then `dkms remove`: the figure p2pnode's first build is compared with;
 #  1. the first apply: wall time, CPU, peak RSS of the largest process (GNU time), p2pnode's own
-#     progress lines as it prints them, the DKMS build and install times p2pnode reports;
+#     progress lines as it prints them, the core build, DKMS build and install times p2pnode reports;
 #     DKMS's "applying patch" lines and dkms.conf's PATCH_MATCH (matched as DKMS does) show which
-#     patch was applied and which skipped;
+#     patch was applied and which skipped; DKMS's make.log shows the kernel layer only (the core,
+#     src/nvidia and src/nvidia-modeset, was built once by p2pnode and is linked from
+#     kernel-open/*/*.o_binary);
 #  2. a second apply builds nothing (no dkms build in its log, "nothing changed", make.log untouched,
-#     `plan --json` has no driver.module step), timed
-#     (aim: <= 1 s);
+#     `plan --json` has no driver.module step), timed (aim: <= 1 s);
 #  3. the built nvidia.ko (and the modules it depends on, e.g. drm, from the VM kernel's own
 #     /lib/modules) loaded with kmod's modprobe in the QEMU VM: the kernel log must say
 #     `NVRM: No NVIDIA GPU found.` (nv.c prints it after the whole RM core initialised, when no GPU
 #     is on the bus) with no `Unknown symbol` / symbol-version error;
-#  4. everything added to the host's DKMS, /usr/src, /lib/modules, /etc/kernel/postinst.d and
-#     /var/lib/p2pnode is removed on exit (as tests/dkms/test_every_kernel.sh does, plus a listing
-#     of those directories before and after that must match); /boot/initrd.img-<kernel>, which
-#     p2pnode's update-initramfs rewrites for an NVIDIA tree, is put back from a copy;
-#  5. a summary with the figures.
-# p2pnode builds for every kernel in /lib/modules with headers. By default the other kernels'
-# /lib/modules/<k> are hidden from both applies by an empty tmpfs in a private mount namespace
-# (unshare -m; the host's mounts are not touched), so the figure is one kernel's build; with
-# BENCH_DKMS_ALL_KERNELS=1 every kernel with headers is built (one full build each: p2pnode does not
-# reuse the core objects across kernels yet).
+#  4. (full mode) a second kernel: the other installed kernels with headers made visible, one more
+#     apply builds for them, reusing the core from p2pnode's cache: its build against the first
+#     (aim: <= 0.6);
+#  5. everything added to the host's DKMS, /usr/src, /lib/modules, /etc/kernel/postinst.d,
+#     /var/lib/p2pnode and /var/cache/p2pnode is removed on exit (and a listing of those
+#     directories before and after must match); /boot/initrd.img-<kernel>, which p2pnode's
+#     update-initramfs rewrites for an NVIDIA tree, is put back from a copy;
+#  6. a summary with the figures.
+# p2pnode builds for every kernel in /lib/modules with headers: until step 4 the other kernels'
+# /lib/modules/<k> are hidden from p2pnode by an empty tmpfs in a private mount namespace (unshare -m;
+# the host's mounts are not touched), so steps 1-3 are one kernel's build.
+# BENCH_DKMS_QUICK=1 (tests/dkms/test_real_tree.sh, in `make test`): steps 1-3 and 5 only.
 # Never runs apt-get: what is installed is what it uses; it stops (exit 77) when something is missing.
-# Cost: the full tree on 2 cores, 2-8 min per kernel (load-dependent), one VM boot (about 1-2 min).
+# Cost on 2 cores: steps 1-3 6-9 min (load-dependent); the full run about 15-20 min.
 # Usage: sudo bash scripts/bench-dkms.sh [path/to/p2pnode]   (P2PNODE_TREES=dir with the tarball)
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,17 +72,13 @@ KV=$VM_KV
 [ -d "/lib/modules/$KV/build" ] || skip "the VM boots $VM_KERNEL but /lib/modules/$KV/build (linux-headers-$KV) is missing"
 IMG_PKG=$(dpkg-query -W -f='${Package} ${Version}' "linux-image-$KV" 2>/dev/null || echo "linux-image-$KV (not a dpkg package)")
 HDR_PKG=$(dpkg-query -W -f='${Package} ${Version}' "linux-headers-$KV" 2>/dev/null || echo "headers in /lib/modules/$KV/build")
+QUICK=${BENCH_DKMS_QUICK:-0}
 HIDE=()
-if [ "${BENCH_DKMS_ALL_KERNELS:-0}" != 1 ]; then
-  for d in /lib/modules/*/build; do
-    k=${d#/lib/modules/}; k=${k%/build}
-    [ "$k" != "$KV" ] && HIDE+=("$k")
-  done
-fi
+for d in /lib/modules/*/build; do
+  k=${d#/lib/modules/}; k=${k%/build}
+  [ "$k" != "$KV" ] && HIDE+=("$k")
+done
 KERNELS=$KV
-if [ "${BENCH_DKMS_ALL_KERNELS:-0}" = 1 ]; then
-  KERNELS=$(for d in /lib/modules/*/build; do k=${d#/lib/modules/}; echo "${k%/build}"; done | tr '\n' ' ')
-fi
 
 RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 NAME=nvidia-p2pbench-$RND
@@ -84,7 +86,9 @@ TMP=$(mktemp -d /tmp/p2pnode-bench-dkms.XXXXXX)
 HOOK=/etc/kernel/postinst.d/z50-p2pnode
 HOOK_WAS_THERE=0
 [ -e "$HOOK" ] && HOOK_WAS_THERE=1
-WATCHED=(/lib/modules /usr/src /etc/kernel/postinst.d /var/lib/p2pnode /var/lib/dkms)
+WATCHED=(/lib/modules /usr/src /etc/kernel/postinst.d /var/lib/p2pnode /var/lib/dkms /var/cache/p2pnode)
+CORE_CACHE=/var/cache/p2pnode/nvidia-core
+HNAME=nvidia-p2pbyhand-$RND
 listing() {  # every path under the watched directories (headers' build/ and source/ not descended)
   for d in "${WATCHED[@]}"; do
     [ -e "$d" ] || continue
@@ -119,9 +123,14 @@ cleanup() {
   local ours=""
   ours=$(sha256sum /var/lib/dkms/"$NAME"/"$VER"/*/*/module/*.ko* 2>/dev/null | cut -d' ' -f1 | sort -u)
   "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1
+  "$DKMS_BIN" remove -m "$HNAME" -v "$VER" --all >/dev/null 2>&1
+  rm -rf "/usr/src/$HNAME-$VER" "/var/lib/dkms/$HNAME"
+  # The core p2pnode built for this tree (its cache directory is named by its key, printed by apply).
+  for k in $(grep -ohE "kept in $CORE_CACHE/[0-9a-f]{64}" "$TMP"/*.log 2>/dev/null | sed 's/^kept in //' | sort -u); do rm -rf "$k"; done
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
          /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \
-         /var/lib/p2pnode/dkms/failed/"$NAME" /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* /var/lib/p2pnode/dkms/trial
+         /var/lib/p2pnode/dkms/failed/"$NAME" /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* /var/lib/p2pnode/dkms/trial \
+         /var/lib/p2pnode/dkms/core-build
   for f in /lib/modules/*/updates/dkms/nvidia*.ko*; do
     [ -f "$f" ] && [ -n "$ours" ] && grep -qx "$(sha256sum "$f" | cut -d' ' -f1)" <<<"$ours" && rm -f "$f"
   done
@@ -136,7 +145,7 @@ cleanup() {
   depmod "$KV" 2>/dev/null
   listing >"$TMP/after.list"
   if LC_ALL=C cmp -s "$TMP/before.list" "$TMP/after.list"; then
-    echo "== cleanup: DKMS, /usr/src, /lib/modules, /etc/kernel/postinst.d and /var/lib/p2pnode list as before"
+    echo "== cleanup: DKMS, /usr/src, /lib/modules, /etc/kernel/postinst.d, /var/lib/p2pnode and /var/cache/p2pnode list as before"
   else
     echo "== cleanup: the watched directories differ from before (not removed: not named $NAME):"
     LC_ALL=C diff "$TMP/before.list" "$TMP/after.list" | grep '^[<>]' | head -20
@@ -188,9 +197,45 @@ secs() { tail -1 "$1" | awk '{ printf "%.2f", $1 }'; }
 
 say "tree $TARBALL (sha256 ${SHA:0:16}…, NVIDIA_VERSION $VER)"
 say "kernel $KV: image $IMG_PKG (booted by the VM harness: $VM_KERNEL), $HDR_PKG"
-[ ${#HIDE[@]} -gt 0 ] && say "other kernels with headers hidden from p2pnode (private mount namespace): ${HIDE[*]}"
+[ ${#HIDE[@]} -gt 0 ] && say "other kernels with headers hidden from p2pnode until step 4 (private mount namespace): ${HIDE[*]}"
 say "host: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+
+num() { grep -oE "$1" "$2" | grep -oE '[0-9.]+ s$' | head -1 | cut -d' ' -f1; }  # num REGEX LOG: "… after 12.3 s" -> 12.3
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "?"; else printf "%.2f", a / b }'; }
+klog() { ls /var/lib/dkms/"$1"/"$VER"/"$2"/*/log/make.log 2>/dev/null | head -1; }  # DKMS's kept make.log
+
+if [ "$QUICK" != 1 ]; then
+  say "0. by hand: the same tree and patch, a dkms.conf as NVIDIA's packages write it, \`dkms build\` for $KV"
+  H=/usr/src/$HNAME-$VER
+  mkdir -p "$H/patches"
+  tar -xJf "$TARBALL" --strip-components=1 -C "$H" || die "by hand: unpacking $TARBALL"
+  cp "$repo/daemon/nvidia/patches/pci-resize-resource-exclude-bars.patch" "$H/patches/01-pci-resize-resource-exclude-bars.patch"
+  {
+    echo "PACKAGE_NAME=\"$HNAME\""
+    echo "PACKAGE_VERSION=\"$VER\""
+    echo "MAKE[0]=\"'make' -j\$(nproc) modules KERNEL_UNAME=\${kernelver}\""
+    i=0
+    for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
+      [ -d "$H/kernel-open/$m" ] || continue
+      echo "BUILT_MODULE_NAME[$i]=\"$m\""
+      echo "BUILT_MODULE_LOCATION[$i]=\"kernel-open/\""
+      echo "DEST_MODULE_LOCATION[$i]=\"/kernel/drivers/video\""
+      i=$((i + 1))
+    done
+    echo 'PATCH[0]="01-pci-resize-resource-exclude-bars.patch"'
+    echo 'AUTOINSTALL="no"'
+  } >"$H/dkms.conf"
+  "$DKMS_BIN" add -m "$HNAME" -v "$VER" >"$TMP/0.add.log" 2>&1 || { cat "$TMP/0.add.log"; die "by hand: dkms add"; }
+  /usr/bin/time -f '%e %U %S %M' -o "$TMP/0.time" "$DKMS_BIN" build -m "$HNAME" -v "$VER" -k "$KV" >"$TMP/0.out" 2>&1 ||
+    { tail -20 "$TMP/0.out"; die "by hand: dkms build failed"; }
+  read -r W0 U0 S0 M0 < <(tail -1 "$TMP/0.time")
+  HLOG=$(klog "$HNAME" "$KV")
+  H_CORE=$( [ -n "$HLOG" ] && grep -c '_out/Linux_' "$HLOG")
+  echo "   by hand: dkms build ${W0} s wall, ${U0} s user + ${S0} s sys CPU, peak RSS $((M0 / 1024)) MiB; its make.log compiles the core (${H_CORE:-?} lines under _out/Linux_*)"
+  "$DKMS_BIN" remove -m "$HNAME" -v "$VER" --all >/dev/null 2>&1
+  rm -rf "$H" "/var/lib/dkms/$HNAME"
+fi
 
 say "1. first p2pnode apply: DKMS $NAME/$VER for $KERNELS"
 apply 1
@@ -206,6 +251,33 @@ BUILD_S=$(grep -oE "\[dkms build $KV\] exit 0 after [0-9.]+ s" "$TMP/1.log" | gr
 INSTALL_S=$(grep -oE "\[dkms install $KV\] exit 0 after [0-9.]+ s" "$TMP/1.log" | grep -oE '[0-9.]+ s$' | head -1)
 PER_KERNEL=$(grep -oE "\[dkms build [^] +]+\] exit [0-9]+ after [0-9.]+ s" "$TMP/1.log" | sed 's/^\[dkms build \([^]]*\)\] exit \([0-9]*\) after \(.*\)$/\1: \3 (exit \2)/' | paste -sd';' | sed 's/;/; /g')
 echo "   first apply: $(secs "$TMP/1.time") s wall, ${U1} s user + ${S1} s sys CPU, peak RSS $((M1 / 1024)) MiB (largest process)"
+
+say "   the core: built once by p2pnode, linked by DKMS's build"
+CORE_NV=$(num "\[core build src/nvidia\] exit 0 after [0-9.]+ s" "$TMP/1.log")
+CORE_MS=$(num "\[core build src/nvidia-modeset\] exit 0 after [0-9.]+ s" "$TMP/1.log")
+CORE_S=$(awk -v a="$CORE_NV" -v b="$CORE_MS" 'BEGIN { if (a != "" && b != "") printf "%.1f", a + b }')
+BUILD1=${BUILD_S% s}
+FIRST_S=$(awk -v a="$CORE_S" -v b="$BUILD1" 'BEGIN { if (a != "" && b != "") printf "%.1f", a + b }')
+if grep -q 'core: reused from' "$TMP/1.log"; then
+  msg="a core for this tree was already in $CORE_CACHE (another run's): the first apply did not build it"
+  if [ "$QUICK" = 1 ]; then echo "   note: $msg"; else fail "$msg; remove it for a first-build figure"; fi
+elif [ -z "$CORE_S" ]; then
+  fail "the first apply did not say it built the core: $(grep -E 'core' "$TMP/1.log" | head -3)"
+fi
+grep -q "^MAKE\[0\]=\"'make' -j\$(nproc) -C kernel-open modules" "/usr/src/$NAME-$VER/dkms.conf" ||
+  fail "dkms.conf does not build kernel-open/ only: $(grep '^MAKE' "/usr/src/$NAME-$VER/dkms.conf")"
+for b in kernel-open/nvidia/nv-kernel.o_binary kernel-open/nvidia-modeset/nv-modeset-kernel.o_binary; do
+  [ -f "/usr/src/$NAME-$VER/$b" ] && [ ! -L "/usr/src/$NAME-$VER/$b" ] || fail "/usr/src/$NAME-$VER/$b is not a file"
+done
+KLOG1=$(klog "$NAME" "$KV")
+if [ -n "$KLOG1" ]; then
+  C1=$(grep -c '_out/Linux_' "$KLOG1"); CC1=$(grep -c 'CC \[M\]' "$KLOG1")
+  [ "$C1" = 0 ] || fail "DKMS's make.log for $KV compiles the core ($C1 lines under _out/Linux_*)"
+  echo "   DKMS's make.log ($KLOG1): $CC1 kernel-layer objects (CC [M]), $C1 core lines"
+else
+  fail "no make.log kept by DKMS for $KV"
+fi
+echo "   core ${CORE_S:-?} s (src/nvidia ${CORE_NV:-?} s, src/nvidia-modeset ${CORE_MS:-?} s) + DKMS build for $KV ${BUILD1:-?} s = ${FIRST_S:-?} s; $(du -ch /usr/src/"$NAME-$VER"/kernel-open/*/*.o_binary | tail -1 | cut -f1) of core objects"
 
 say "   the patches: dkms.conf, DKMS's own lines, the built tree"
 CONF=/usr/src/$NAME-$VER/dkms.conf
@@ -301,16 +373,45 @@ VM_PASS=$(grep -c '^P2P-CHECK PASS' "$log")
 NVRM_LINE=$(grep -o 'NVRM: No NVIDIA GPU found\.' "$log" | head -1)
 UNKNOWN=$(grep -ciE '^P2P-KLOG.*(unknown symbol|disagrees about version)' "$log")
 
+SECOND=""
+if [ "$QUICK" != 1 ]; then
+  if [ ${#HIDE[@]} -eq 0 ]; then
+    fail "no second kernel with headers in /lib/modules: the second-kernel build was not measured"
+  else
+    say "4. a second kernel: ${HIDE[*]} made visible; apply builds for it with the cached core"
+    NS=()
+    apply 4
+    rc4=$?
+    read -r W4 U4 S4 M4 < <(tail -1 "$TMP/4.time")
+    [ "$rc4" = 0 ] || fail "the apply for ${HIDE[*]} exited $rc4: $(grep -E '^  (failed|refused)  ' "$TMP/4.log" | cut -c1-600)"
+    grep -q 'core: reused from' "$TMP/4.log" || fail "the apply for ${HIDE[*]} did not reuse the core: $(grep -E 'core' "$TMP/4.log" | head -3)"
+    grep -q '\[core build' "$TMP/4.log" && fail "the apply for ${HIDE[*]} built the core again"
+    grep -q "\[dkms build $KV\]" "$TMP/4.log" && fail "the apply for ${HIDE[*]} rebuilt $KV"
+    for k in "${HIDE[@]}"; do
+      B=$(num "\[dkms build $k\] exit 0 after [0-9.]+ s" "$TMP/4.log")
+      [ -n "$B" ] || { fail "no successful dkms build for $k"; continue; }
+      "$DKMS_BIN" status -m "$NAME" | grep -q "$NAME/$VER, $k, .*: installed" || fail "dkms status does not say installed for $k"
+      KL=$(klog "$NAME" "$k")
+      [ -n "$KL" ] && [ "$(grep -c '_out/Linux_' "$KL")" != 0 ] && fail "DKMS's make.log for $k compiles the core"
+      R=$(ratio "$B" "$FIRST_S")
+      AIM=met; awk -v r="$R" 'BEGIN { exit !(r != "?" && r <= 0.6) }' || AIM=missed
+      echo "   $k: dkms build $B s against the first kernel's ${FIRST_S:-?} s (core + build): ratio $R (aim <= 0.6: $AIM)"
+      SECOND="$SECOND$k: dkms build $B s = $R of the first kernel's ${FIRST_S:-?} s (aim <= 0.6: $AIM); apply ${W4} s wall. "
+    done
+  fi
+fi
+
 say "summary (scripts/bench-dkms.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average at start $LOAD0)"
 cat <<S
    tree            ogkm-550.90.07-p2p.tar.xz, NVIDIA $VER, sha256 ${SHA:0:16}… (as in SHA256SUMS)
    kernel          $KV: $IMG_PKG (the VM harness boots it), $HDR_PKG$( [ ${#HIDE[@]} -gt 0 ] && echo "; hidden: ${HIDE[*]}")
    first apply     $(secs "$TMP/1.time") s wall, ${U1} s user + ${S1} s sys CPU, peak RSS $((M1 / 1024)) MiB (largest process)
-                   dkms build ${BUILD_S:-?}, dkms install ${INSTALL_S:-?} (per kernel: ${PER_KERNEL:-?})
+                   core ${CORE_S:-?} s (by p2pnode, once) + dkms build ${BUILD_S:-?} (kernel layer) = ${FIRST_S:-?} s; dkms install ${INSTALL_S:-?}
+$( [ "$QUICK" != 1 ] && echo "   by hand         dkms build ${W0:-?} s wall (core + kernel layer, \`make modules\`); p2pnode's first build / by hand: $(ratio "$FIRST_S" "${W0:-}") (aim <= 1.05); its whole first apply / by hand: $(ratio "$(secs "$TMP/1.time")" "${W0:-}")")
    patches         pci-resize-resource-exclude-bars applied ($PCI_APPLIED); io-memory-pfn skipped on $KV (applied: $PFN_APPLIED; PATCH_MATCH $PM2)
    second apply    $(secs "$TMP/2.time") s wall, ${U2} s user + ${S2} s sys CPU, peak RSS $((M2RSS / 1024)) MiB, no dkms build, nothing changed (aim <= 1 s: $AIM2)
    VM load         modprobe nvidia (+${DEPS:- nothing}) in QEMU/TCG: '${NVRM_LINE:-no NVRM line}', unknown-symbol lines: $UNKNOWN; boot ${VM_S} s
-   not measured    the by-hand \`dkms build\` comparison; reuse of the core objects for a second kernel (not implemented)
+$( [ "$QUICK" != 1 ] && echo "   second kernel   ${SECOND:-not measured}")
 S
 if [ ${#FAILS[@]} -gt 0 ]; then
   echo "FAILED: ${#FAILS[@]} check(s):"; printf '   %s\n' "${FAILS[@]}"

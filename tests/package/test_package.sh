@@ -130,11 +130,13 @@ echo "$c" | grep -q 'stop.*p2pnode.service' && ok "remove stops p2pnode.service"
 rm -rf "$root/run/systemd/system" "$root/usr/sbin/systemctl"
 chroot "$root" sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ./$(basename "$deb")" >/dev/null 2>&1 || bad "reinstall"
 
-# Purge: the configuration goes, /var/lib/p2pnode stays and the purge says so.
+# Purge: the configuration and the cache of NVIDIA cores go, /var/lib/p2pnode stays and the purge says so.
 echo '{}' > "$root/var/lib/p2pnode/state.json"
+mkdir -p "$root/var/cache/p2pnode/nvidia-core/0123abcd" && echo x > "$root/var/cache/p2pnode/nvidia-core/0123abcd/nv-kernel.o"
 (umask 077; echo secret > "$root/etc/p2pnode/token"); cp profiles/h100-1gpu.yaml "$root/etc/p2pnode/profiles/"
 chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get purge -y p2pnode > "$work/purge.log" 2>&1 || bad "apt-get purge"
 [ ! -e "$root/etc/p2pnode" ] && ok "purge removed /etc/p2pnode (config, token, profiles)" || bad "purge left $(find "$root/etc/p2pnode" | tr '\n' ' ')"
+[ ! -e "$root/var/cache/p2pnode" ] && ok "purge removed /var/cache/p2pnode (cores DKMS's sources also hold)" || bad "purge left /var/cache/p2pnode"
 [ -f "$root/var/lib/p2pnode/state.json" ] && ok "purge kept /var/lib/p2pnode" || bad "purge removed /var/lib/p2pnode"
 grep -q 'kept /var/lib/p2pnode' "$work/purge.log" && ok "and said so" || { bad "purge did not say it kept /var/lib/p2pnode"; cat "$work/purge.log"; }
 

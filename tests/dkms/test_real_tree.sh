@@ -1,0 +1,11 @@
+#!/bin/bash
+# Issue 16, in `make test`: the real 550.90.07-p2p tree from shared/trees through `p2pnode apply` and
+# this machine's real DKMS for the kernel the VM harness boots, with the builtin patches: the core
+# built once by p2pnode and linked from kernel-open/*/*.o_binary, DKMS's build the kernel layer only,
+# the nvidia.ko it built loaded in the VM to `NVRM: No NVIDIA GPU found.`, a second apply that builds
+# nothing, and the host's DKMS, /usr/src, /lib/modules, p2pnode's state and cache as they were.
+# These are steps 1-3 of scripts/bench-dkms.sh (BENCH_DKMS_QUICK=1); the by-hand `dkms build` and the
+# second kernel are its full run (README, benchmarks). Costs 6-9 min of `make test` on 2 cores.
+# Usage: bash tests/dkms/test_real_tree.sh path/to/p2pnode
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+BENCH_DKMS_QUICK=1 exec bash "$repo/scripts/bench-dkms.sh" "$@"
