@@ -17,16 +17,39 @@ if [ "${1:-build}" = test ]; then
          debootstrap ansible
          patch xz-utils linux-headers-amd64)  # builtin DKMS patches against the real trees and headers (tests/dkms/test_builtin_patch*.sh)
 fi
+# A second Debian 12 kernel's headers, for the tests that build for every kernel
+# (tests/dkms/test_every_kernel.sh) and reuse the NVIDIA core for a second one (test_real_tree.sh).
+second_headers() {
+  local n=0 d pkg try
+  for d in /lib/modules/*/build; do [ -d "$d" ] && n=$((n + 1)); done
+  [ "$n" -ge 2 ] && return 0
+  for try in 1 2; do
+    for pkg in $(apt-cache pkgnames linux-headers-6.1.0- 2>/dev/null | grep -E '^linux-headers-6\.1\.0-[0-9]+-amd64$' | sort -V -r); do
+      dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" && continue
+      echo "install-deps: installing $pkg (a second kernel's headers for the DKMS tests)" >&2
+      apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null 2>&1 && return 0
+    done
+    if [ "$try" = 1 ]; then apt-get update -qq || echo "install-deps: apt-get update failed" >&2; fi
+  done
+  echo "install-deps: no second linux-headers-6.1.0-N-amd64 could be installed; the second-kernel tests say so" >&2
+}
+
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: missing packages: ${missing[*]}; run as root or install them" >&2
-  exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages: ${missing[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-echo "install-deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ "${1:-build}" = test ] && [ "$(id -u)" -eq 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  second_headers
+fi
+exit 0

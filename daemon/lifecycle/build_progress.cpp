@@ -33,7 +33,10 @@ std::optional<std::string> compiling_now(std::string_view tail) {
   std::size_t pos = 0;
   while (pos < tail.size()) {
     const auto nl = tail.find('\n', pos);
-    const auto line = tail.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    auto line = tail.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    // NVIDIA's core Makefile prefixes its lines with the component: " [ nvidia            ]  CC  src/…".
+    if (const auto open = line.find_first_not_of(" \t"); open != std::string_view::npos && line[open] == '[')
+      if (const auto close = line.find(']', open); close != std::string_view::npos) line.remove_prefix(close + 1);
     const auto w = words(line);
     if (w.size() >= 2 && (w[0] == "CC" || w[0] == "CXX" || w[0] == "LD" || w[0] == "AR")) {
       const std::size_t i = (w[1] == "[M]" && w.size() >= 3) ? 2 : 1;
@@ -52,9 +55,9 @@ std::optional<std::string> BuildProgress::tick(double elapsed_s, std::optional<s
   std::snprintf(head, sizeof head, "still building after %.0f s", elapsed_s);
   std::string line = head;
   if (!size) {
-    line += "; no make.log yet";
+    line += "; no " + log_name_ + " yet";
   } else {
-    line += "; make.log " + size_text(*size);
+    line += "; " + log_name_ + " " + size_text(*size);
     if (*size > last_size_) line += " (+" + size_text(*size - last_size_) + ")";
     else line += " (no new output)";
     last_size_ = *size;
@@ -64,9 +67,9 @@ std::optional<std::string> BuildProgress::tick(double elapsed_s, std::optional<s
 }
 
 ProgressWatcher::ProgressWatcher(std::function<Sample()> poll, std::function<void(const std::string&)> out,
-                                 double interval_s, std::chrono::milliseconds poll_every) {
-  thread_ = std::thread([this, poll = std::move(poll), out = std::move(out), interval_s, poll_every] {
-    BuildProgress p(interval_s);
+                                 std::string log_name, double interval_s, std::chrono::milliseconds poll_every) {
+  thread_ = std::thread([this, poll = std::move(poll), out = std::move(out), log_name = std::move(log_name), interval_s, poll_every] {
+    BuildProgress p(interval_s, log_name);
     const auto start = std::chrono::steady_clock::now();
     std::unique_lock lk(mu_);
     while (!cv_.wait_for(lk, poll_every, [this] { return stop_; })) {

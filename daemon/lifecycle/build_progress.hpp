@@ -20,13 +20,15 @@ std::optional<std::string> compiling_now(std::string_view log_tail);
 
 class BuildProgress {
  public:
-  explicit BuildProgress(double interval_s = 30) : interval_s_(interval_s) {}
+  explicit BuildProgress(double interval_s = 30, std::string log_name = "make.log")
+      : interval_s_(interval_s), log_name_(std::move(log_name)) {}
   // At elapsed_s seconds into the build, with make.log's size and its last bytes: the line to
   // print, or nullopt when the last one is less than interval_s old.
   std::optional<std::string> tick(double elapsed_s, std::optional<std::uintmax_t> log_size, std::string_view log_tail);
 
  private:
   double interval_s_;
+  std::string log_name_;  // how the lines name the log ("make.log", "nvidia-p2p-550.90.07-core.log")
   double last_s_ = 0;
   std::uintmax_t last_size_ = 0;
 };
@@ -38,7 +40,8 @@ class ProgressWatcher {
     std::optional<std::uintmax_t> size;
     std::string tail;
   };
-  ProgressWatcher(std::function<Sample()> poll, std::function<void(const std::string&)> out, double interval_s = 30,
+  ProgressWatcher(std::function<Sample()> poll, std::function<void(const std::string&)> out, std::string log_name = "make.log",
+                  double interval_s = 30,
                   std::chrono::milliseconds poll_every = std::chrono::seconds(5));
   ~ProgressWatcher();
   ProgressWatcher(const ProgressWatcher&) = delete;

@@ -46,10 +46,9 @@ sys::CommandResult Runner::quiet(std::vector<std::string> argv, std::chrono::sec
   return runner_.run(cmd);
 }
 
-// A progress line at least every 30 s while DKMS builds: make.log's size and the file it is at.
-std::unique_ptr<lifecycle::ProgressWatcher> watch_build(const sys::SysRoot& root, const std::string& make_log,
+std::unique_ptr<lifecycle::ProgressWatcher> watch_build(const sys::SysRoot& root, const std::string& build_log,
                                                         const std::string& step, const ProgressFn& log) {
-  const fs::path host = root.host_path(make_log);
+  const fs::path host = root.host_path(build_log);
   return std::make_unique<lifecycle::ProgressWatcher>(
       [host] {
         lifecycle::ProgressWatcher::Sample s;
@@ -66,7 +65,7 @@ std::unique_ptr<lifecycle::ProgressWatcher> watch_build(const sys::SysRoot& root
         }
         return s;
       },
-      [step, &log](const std::string& line) { log("[" + step + "] " + line); });
+      [step, &log](const std::string& line) { log("[" + step + "] " + line); }, host.filename().string());
 }
 
 // dkms status entries for one package.

@@ -21,6 +21,10 @@ TEST(BuildProgress, CompilingNow) {
   EXPECT_EQ(compiling_now("   CC           src/nvidia/generated/g_kernel_bif_nvoc.c\n"),
             "src/nvidia/generated/g_kernel_bif_nvoc.c");
   EXPECT_FALSE(compiling_now("make[1]: Entering directory\n"));
+  // The core's own Makefile names its component first.
+  EXPECT_EQ(compiling_now(" [ nvidia            ]  CC           src/kernel/mem_mgr/vaspace.c\n"
+                          " [ nvidia            ]  CC           src/kernel/mem_mgr/video_mem.c\n"),
+            "src/kernel/mem_mgr/video_mem.c");
   EXPECT_FALSE(compiling_now(""));
 }
 
@@ -47,6 +51,9 @@ TEST(BuildProgress, ALineAtLeastEveryThirtySeconds) {
   EXPECT_FALSE(q.tick(60, 100, ""));
   EXPECT_EQ(*q.tick(61, 100, ""), "still building after 61 s; make.log 100 B (+100 B)");
   EXPECT_EQ(*q.tick(95, 100, ""), "still building after 95 s; make.log 100 B (no new output)");
+  // Another log (the NVIDIA core's build) is named as it is.
+  BuildProgress c(30, "nvidia-p2p-550.90.07-core.log");
+  EXPECT_EQ(*c.tick(30, 2048, ""), "still building after 30 s; nvidia-p2p-550.90.07-core.log 2 KiB (+2 KiB)");
 }
 
 // The watcher thread with a short interval: lines come while the "build" runs and stop after it.
@@ -64,7 +71,7 @@ TEST(BuildProgress, WatcherPrintsUntilDestroyed) {
           std::lock_guard lk(mu);
           out.push_back(l);
         },
-        0.05, std::chrono::milliseconds(20));
+        "make.log", 0.05, std::chrono::milliseconds(20));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
   std::lock_guard lk(mu);
