@@ -403,13 +403,15 @@ else
   done
 fi
 
+BYHAND="not run (test mode)"
+[ "$QUICK" != 1 ] && BYHAND="dkms build ${W0:-?} s wall (core + kernel layer, \`make modules\`); p2pnode's first build / by hand: $(ratio "$FIRST_S" "${W0:-}") (aim <= 1.05); its whole first apply / by hand: $(ratio "$(secs "$TMP/1.time")" "${W0:-}")"
 say "summary (scripts/bench-dkms.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average at start $LOAD0)"
 cat <<S
    tree            ogkm-550.90.07-p2p.tar.xz, NVIDIA $VER, sha256 ${SHA:0:16}… (as in SHA256SUMS)
    kernel          $KV: $IMG_PKG (the VM harness boots it), $HDR_PKG$( [ ${#HIDE[@]} -gt 0 ] && echo "; hidden: ${HIDE[*]}")
    first apply     $(secs "$TMP/1.time") s wall, ${U1} s user + ${S1} s sys CPU, peak RSS $((M1 / 1024)) MiB (largest process)
                    core ${CORE_S:-?} s (by p2pnode, once) + dkms build ${BUILD_S:-?} (kernel layer) = ${FIRST_S:-?} s; dkms install ${INSTALL_S:-?}
-$( [ "$QUICK" != 1 ] && echo "   by hand         dkms build ${W0:-?} s wall (core + kernel layer, \`make modules\`); p2pnode's first build / by hand: $(ratio "$FIRST_S" "${W0:-}") (aim <= 1.05); its whole first apply / by hand: $(ratio "$(secs "$TMP/1.time")" "${W0:-}")")
+   by hand         ${BYHAND}
    patches         pci-resize-resource-exclude-bars applied ($PCI_APPLIED); io-memory-pfn skipped on $KV (applied: $PFN_APPLIED; PATCH_MATCH $PM2)
    second apply    $(secs "$TMP/2.time") s wall, ${U2} s user + ${S2} s sys CPU, peak RSS $((M2RSS / 1024)) MiB, no dkms build, nothing changed (aim <= 1 s: $AIM2)
    VM load         modprobe nvidia (+${DEPS:- nothing}) in QEMU/TCG: '${NVRM_LINE:-no NVRM line}', unknown-symbol lines: $UNKNOWN; boot ${VM_S} s

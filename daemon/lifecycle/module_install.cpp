@@ -308,7 +308,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     if (!a.success() && !(a.exited && a.exit_code == 3))
       return finish(StepOutcome::failed, failure_report("dkms add " + subject, a, root, "", r.after));
   }
-  std::vector<std::string> done, failed;
+  std::vector<std::string> done, failed, installed_now;  // installed_now: by this apply
   std::string fail_msg;
   for (const auto& k : kernels) {
     if (!source_changed && installed_for(st_before, t.version, k)) {
@@ -341,6 +341,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
       continue;
     }
     done.push_back(k);
+    installed_now.push_back(k);
   }
 
   // Verify with DKMS itself.
@@ -376,17 +377,20 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     for (const auto& k : verified) {
       bool complete = true;
       for (const auto& m : staged->modules) complete = complete && !installed_module_path(root, k, m).empty();
-      if (!complete)
+      if (!complete) {
         run.run("dkms install " + k, {"dkms", "install", "-m", t.name, "-v", t.version, "-k", k, "--force"},
                 std::chrono::minutes(30), true);
+        if (!contains(installed_now, k)) installed_now.push_back(k);
+      }
       if (!stale.empty()) run.run("depmod " + k, {"depmod", "-a", k}, std::chrono::minutes(5), true);
     }
     if (!other_regs.empty() || !stale.empty()) note += "; removed conflicts: " + conflicts.dump();
   }
-  // The NVIDIA modules can be pulled into an initramfs (nvidia-drm modeset hooks): refresh it.
+  // The NVIDIA modules can be pulled into an initramfs (nvidia-drm modeset hooks): refresh it for
+  // the kernels whose modules this apply installed (not those it found in place).
   if (staged->kind == dkms::TreeKind::nvidia_open && root.exists("/usr/sbin/update-initramfs"))
     for (const auto& k : verified)
-      if (root.exists("/boot/initrd.img-" + k)) {
+      if (contains(installed_now, k) && root.exists("/boot/initrd.img-" + k)) {
         auto u = run.run("update-initramfs " + k, {"update-initramfs", "-u", "-k", k}, std::chrono::minutes(10), true);
         if (!u.success()) note += "; update-initramfs -u -k " + k + ": " + u.describe();
       }

@@ -110,6 +110,14 @@ struct Bench {
 
 TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
   Bench b;
+  // update-initramfs runs for the kernels whose modules an apply installed, not for those in place.
+  std::vector<std::string> initramfs;
+  b.box.write("usr/sbin/update-initramfs", "");
+  for (const char* k : {"6.1.0-55-amd64", kKernel, "6.1.0-57-amd64"}) b.box.write(std::string("boot/initrd.img-") + k, "");
+  b.runner.on({"update-initramfs"}, [&](const sys::Command& c) {
+    initramfs.push_back(c.argv.back());
+    return sys::exited_with(0);
+  });
   const Profile p = nvidia_profile(b.box, {builtin("pci-resize-resource-exclude-bars"), builtin("io-memory-pfn")});
   auto r = b.apply(p);
   ASSERT_EQ(r.outcome, StepOutcome::changed) << r.message;
@@ -135,6 +143,7 @@ TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
   EXPECT_EQ(info["objects"]["nv-kernel.o"], nvidia::sha256_hex("object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n"));
   EXPECT_FALSE(b.root.exists("/var/lib/p2pnode/dkms/core-build"));  // the scratch copy is gone
   EXPECT_TRUE(std::any_of(b.log.begin(), b.log.end(), [](const auto& l) { return l.find("core: built in") == 0; }));
+  EXPECT_EQ(initramfs, (std::vector<std::string>{"6.1.0-55-amd64", kKernel}));
 
   // A kernel installed later: the core comes from the cache; DKMS builds kernel-open/ for it alone.
   fs::create_directories(b.box.dir / "lib/modules/6.1.0-57-amd64/build");
@@ -146,6 +155,7 @@ TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
   EXPECT_EQ(b.dkms.sources_seen.back(), "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n");
   EXPECT_EQ(r.after["core"]["from_cache"], true);
   EXPECT_EQ(r.after["core"]["key"], key);
+  EXPECT_EQ(initramfs, (std::vector<std::string>{"6.1.0-55-amd64", kKernel, "6.1.0-57-amd64"}));
   // And nothing to do after that.
   EXPECT_TRUE(make_driver_module()->plan(p, b.inv, b.root).empty());
 }
