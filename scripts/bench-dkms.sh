@@ -185,7 +185,7 @@ driver:
 Y
 
 apply() {  # apply N: p2pnode apply as an operator runs it (its progress lines and its summary, shown as
-  # it prints them, into $TMP/N.log); GNU time into $TMP/N.time. (With --json p2pnode prints no progress.)
+  # it prints them, into $TMP/N.log); GNU time into $TMP/N.time.
   local n=$1 rc
   /usr/bin/time -f '%e %U %S %M' -o "$TMP/$n.time" "${NS[@]}" \
     "$P2PNODE" apply --root / --profile "$TMP/profile.yaml" 2>&1 | tee "$TMP/$n.log" | sed -u 's/^/   | /'

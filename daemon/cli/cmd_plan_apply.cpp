@@ -49,10 +49,10 @@ int run_apply(const PlanOptions& o) {
   actions::ApplyContext ctx{root, runner, *profile};
   ctx.once = o.once;
   ctx.only = o.only;
-  if (!o.json)
-    ctx.log = [](std::string_view action, std::string_view subject, std::string_view line) {
-      std::cerr << "[" << action << " " << subject << "] " << line << "\n";
-    };
+  // Progress (a DKMS build takes minutes) goes to stderr, with --json too: stdout stays the document.
+  ctx.log = [](std::string_view action, std::string_view subject, std::string_view line) {
+    std::cerr << "[" << action << " " << subject << "] " << line << "\n";
+  };
   const auto results = actions::apply_all(ctx);
   std::uint64_t writes = 0;
   bool failed = false, reboot = false;

@@ -154,6 +154,10 @@ KOFILE=$(ls /lib/modules/"$KV"/updates/dkms/"$KO".ko* | head -1)
 [ "$(modinfo -F p2pnode_patch "$KOFILE")" = applied-by-dkms ] || fail "the patch is not in the built module: $(modinfo "$KOFILE")"
 grep -q "^'make'" <(grep '^MAKE' "/usr/src/$NAME-$VER/dkms.conf" | cut -d'"' -f2) || fail "MAKE is not quoted in dkms.conf"
 [ -f "/usr/src/$NAME-$VER/patches/01-0001-mark.patch" ] || fail "the patch is not in /usr/src/$NAME-$VER/patches/"
+# With --json the document is stdout and the progress lines stderr (an operator sees the build move).
+grep -q "^\[driver.module $NAME/$VER\] \[dkms build $KV\] exit 0 after" "$TMP/1.json.log" ||
+  fail "apply --json printed no progress on stderr: $(head -5 "$TMP/1.json.log")"
+jq -e .steps "$TMP/1.json" >/dev/null || fail "apply --json: stdout is not the JSON document"
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "   first apply (fetch, stage, dkms add/build/install): %.1f s wall\n", b - a }'
 echo "   built module: $KOFILE"
 
