@@ -20,6 +20,14 @@ done
 for bad in ProtectKernelTunables ProtectKernelModules PrivateDevices; do
   check "p2pnode.service does not set $bad (FACTS.md)" bash -c "! grep -q '^$bad' '$SRC/systemd/p2pnode.service'"
 done
+# Under ProtectSystem=strict only what a unit names is writable: the NVIDIA core's cache is
+# /var/cache/p2pnode (daemon/lifecycle/nvidia_core.hpp), written by apply and by the daemon.
+for u in p2pnode.service p2pnode-apply.service; do
+  check "$u has CacheDirectory=p2pnode" grep -q '^CacheDirectory=p2pnode$' "$SRC/systemd/$u"
+  check "$u has StateDirectory=p2pnode" grep -q '^StateDirectory=p2pnode$' "$SRC/systemd/$u"
+done
+grep -q '"/var/cache/p2pnode/nvidia-core"' "$SRC/daemon/lifecycle/nvidia_core.hpp"
+check "the cache the units open is the one the code writes" test $? -eq 0
 check "the apply unit runs before the daemon" grep -q '^Before=p2pnode.service' "$SRC/systemd/p2pnode-apply.service"
 echo "$FAILS failure(s)"
 [ "$FAILS" -eq 0 ]

@@ -29,18 +29,7 @@ void write_nvidia_tree(const Box& box) {
 }
 
 Profile nvidia_profile(const Box& box, std::vector<Artifact> patches = {}) {
-  Profile p;
-  p.name = "t";
-  DriverSpec d;
-  d.version = "1.5";
-  ModuleSource ms;
-  ms.name = "p2ptest";
-  ms.artifact.path = "/srv/ogkm";
-  ms.artifact.sha256 = *nvidia::sha256_tree(sys::SysRoot(box.dir), "/srv/ogkm");
-  ms.patches = std::move(patches);
-  d.kernel_module = ms;
-  p.driver = d;
-  return p;
+  return source_profile(box, "/srv/ogkm", std::move(patches));
 }
 
 Artifact builtin(const char* name) {

@@ -102,22 +102,27 @@ struct FakeDkms {
   }
 };
 
-inline Profile module_profile(const Box& box, const std::string& patch_sha = {}) {
+// A profile whose driver.kernel_module is the tree at `src` (in the box) with `patches`.
+inline Profile source_profile(const Box& box, const std::string& src, std::vector<Artifact> patches) {
   Profile p;
   p.name = "t";
   DriverSpec d;
   d.version = "1.5";
   ModuleSource ms;
   ms.name = "p2ptest";
-  ms.artifact.path = "/srv/src";
-  ms.artifact.sha256 = *nvidia::sha256_tree(sys::SysRoot(box.dir), "/srv/src");
-  Artifact patch;
-  patch.path = "/srv/0001-mark.patch";
-  patch.sha256 = patch_sha.empty() ? *nvidia::sha256_file(sys::SysRoot(box.dir), "/srv/0001-mark.patch") : patch_sha;
-  ms.patches.push_back(patch);
+  ms.artifact.path = src;
+  ms.artifact.sha256 = *nvidia::sha256_tree(sys::SysRoot(box.dir), src);
+  ms.patches = std::move(patches);
   d.kernel_module = ms;
   p.driver = d;
   return p;
+}
+
+inline Profile module_profile(const Box& box, const std::string& patch_sha = {}) {
+  Artifact patch;
+  patch.path = "/srv/0001-mark.patch";
+  patch.sha256 = patch_sha.empty() ? *nvidia::sha256_file(sys::SysRoot(box.dir), "/srv/0001-mark.patch") : patch_sha;
+  return source_profile(box, "/srv/src", {patch});
 }
 
 inline void write_module_source(const Box& box) {
