@@ -20,11 +20,30 @@ done
 for bad in ProtectKernelTunables ProtectKernelModules PrivateDevices; do
   check "p2pnode.service does not set $bad (FACTS.md)" bash -c "! grep -q '^$bad' '$SRC/systemd/p2pnode.service'"
 done
-# Under ProtectSystem=strict only what a unit names is writable: the NVIDIA core's cache is
-# /var/cache/p2pnode (daemon/lifecycle/nvidia_core.hpp), written by apply and by the daemon.
+# Under ProtectSystem=strict only what a unit names is writable (ReadWritePaths=, StateDirectory=,
+# CacheDirectory=, PrivateTmp=): every path p2pnode's actions write, or a program they run writes,
+# must be one of them in both units, or the apply fails with EROFS on a real node.
+WRITES=(/sys/bus/pci/devices/0000:01:00.0/resource1_resize  # BAR resize, ACS, NVMe binding and power
+        /etc/modprobe.d/p2pnode-nvidia.conf /etc/kernel/postinst.d/z50-p2pnode /etc/default/grub
+        /usr/src/nvidia-p2p-550.90.07/dkms.conf /var/lib/dkms/nvidia-p2p /lib/modules/6.1.0-56-amd64/updates/dkms
+        /boot/initrd.img-6.1.0-56-amd64 /boot/grub/grub.cfg
+        /var/lib/p2pnode/state.json /var/cache/p2pnode/nvidia-core   # daemon/lifecycle/nvidia_core.hpp
+        /usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07 /usr/bin/nvidia-smi /usr/lib/firmware/nvidia  # the .run installer
+        /etc/ld.so.cache /etc/OpenCL/vendors/nvidia.icd /var/log/nvidia-installer.log /var/lib/nvidia
+        /var/tmp/mkinitramfs_x /tmp/x)
+writable() {  # writable UNIT PATH: PATH is under a directory the unit makes writable
+  local unit=$1 path=$2 d
+  for d in $(sed -n 's/^ReadWritePaths=//p' "$unit" | tr ' ' '\n' | sed 's/^-//') \
+           $(sed -n 's/^StateDirectory=/\/var\/lib\//p; s/^CacheDirectory=/\/var\/cache\//p' "$unit") \
+           $(grep -q '^PrivateTmp=yes' "$unit" && echo /tmp /var/tmp); do
+    case "$path/" in "$d"/*) return 0 ;; esac
+  done
+  return 1
+}
 for u in p2pnode.service p2pnode-apply.service; do
-  check "$u has CacheDirectory=p2pnode" grep -q '^CacheDirectory=p2pnode$' "$SRC/systemd/$u"
-  check "$u has StateDirectory=p2pnode" grep -q '^StateDirectory=p2pnode$' "$SRC/systemd/$u"
+  missing=()
+  for w in "${WRITES[@]}"; do writable "$SRC/systemd/$u" "$w" || missing+=("$w"); done
+  check "$u lets the actions write everything they write (not: ${missing[*]:-none})" test ${#missing[@]} -eq 0
 done
 grep -q '"/var/cache/p2pnode/nvidia-core"' "$SRC/daemon/lifecycle/nvidia_core.hpp"
 check "the cache the units open is the one the code writes" test $? -eq 0
