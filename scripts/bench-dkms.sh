@@ -131,7 +131,7 @@ cleanup() {
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
          /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \
          /var/lib/p2pnode/dkms/failed/"$NAME" /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* /var/lib/p2pnode/dkms/trial \
-         /var/lib/p2pnode/dkms/core-build
+         /var/lib/p2pnode/dkms/core-build/"$NAME-$VER" /var/lib/p2pnode/dkms/locks/"$NAME-$VER".lock
   for f in /lib/modules/*/updates/dkms/nvidia*.ko*; do
     [ -f "$f" ] && [ -n "$ours" ] && grep -qx "$(sha256sum "$f" | cut -d' ' -f1)" <<<"$ours" && rm -f "$f"
   done
@@ -244,6 +244,10 @@ apply 1
 rc1=$?
 read -r _ U1 S1 M1 < <(tail -1 "$TMP/1.time")
 if [ "$(outcome "$TMP/1.log" driver.module)" != changed ]; then
+  for f in /var/lib/p2pnode/dkms/failed/"$NAME"/*/*/make.log /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-core.log; do
+    [ -f "$f" ] && { echo "   --- the last 40 lines of $f:"; tail -40 "$f" | sed 's/^/   | /'; }
+  done
+  echo "   --- /usr/src/$NAME-$VER/kernel-open/*/*.o_binary: $(ls -l /usr/src/"$NAME-$VER"/kernel-open/*/*.o_binary 2>&1 | tr '\n' ';')"
   die "the first apply (exit $rc1): driver.module is not 'changed': $(grep '  driver.module  ' "$TMP/1.log" | cut -c1-1200)"
 fi
 [ "$rc1" = 0 ] || fail "the first apply exited $rc1: $(grep -E '^  (failed|refused)  ' "$TMP/1.log" | cut -c1-600)"

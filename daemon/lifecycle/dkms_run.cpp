@@ -10,6 +10,12 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 namespace {
 constexpr std::size_t kLogTail = 20;
+
+// A build p2pnode starts is not a sub-make of whatever started p2pnode (`make test`, a provisioning
+// Makefile): with MAKELEVEL set, DKMS's `make -f - show-CC` prints "Entering directory" into CC and
+// NVIDIA's kernel-open/Makefile fails with "Unterminated quoted string".
+const std::vector<std::string> kOuterMake = {"MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "MAKE_TERMOUT",
+                                             "MAKE_TERMERR", "GNUMAKEFLAGS"};
 }  // namespace
 
 std::string seconds(std::chrono::steady_clock::duration d) {
@@ -27,6 +33,7 @@ sys::CommandResult Runner::run(const std::string& step, std::vector<std::string>
   sys::Command cmd;
   cmd.argv = std::move(argv);
   cmd.timeout = timeout;
+  cmd.unset_env = kOuterMake;
   const auto start = std::chrono::steady_clock::now();
   cmd.on_line = [&](std::string_view line, bool) {
     if (on_line) on_line(line);
@@ -43,6 +50,7 @@ sys::CommandResult Runner::quiet(std::vector<std::string> argv, std::chrono::sec
   sys::Command cmd;
   cmd.argv = std::move(argv);
   cmd.timeout = timeout;
+  cmd.unset_env = kOuterMake;
   return runner_.run(cmd);
 }
 

@@ -11,6 +11,7 @@
 #include "dkms/status.hpp"
 #include "lifecycle/artifact.hpp"
 #include "lifecycle/boot.hpp"
+#include "lifecycle/build_lock.hpp"
 #include "lifecycle/build_progress.hpp"
 #include "lifecycle/dkms_run.hpp"
 #include "lifecycle/module_stage.hpp"
@@ -162,6 +163,14 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     r.writes = root.write_count() - writes0 + run.changes();
     return r;
   };
+
+  // Another build of this package in progress (the kernel hook's, an operator's): wait for it,
+  // then look again.
+  const std::string lock_path = build_lock_path(t.name + "-" + t.version);
+  auto lock = BuildLock::acquire(root, lock_path, [&](const std::string& holder) {
+    log("waiting for the build of " + subject + " in progress (" + holder + ", " + lock_path + ")");
+  });
+  if (!lock) return finish(StepOutcome::failed, "one build at a time: " + lock.error().message);
 
   const auto kernels = kernels_with_headers(root);
   r.before["kernels_with_headers"] = kernels;

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include <unistd.h>
+
 #include "dkms/status.hpp"
 #include "lifecycle/artifact.hpp"
 #include "nvidia/sha256.hpp"
@@ -117,8 +119,12 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
   }
 
   // Build it in a scratch copy: the staged tree stays as DKMS will take it.
-  const std::string scratch = std::string(kStateDir) + "/core-build";
-  fs::remove_all(root.host_path(scratch), ec);
+  auto drop = [&](const std::string& dir) {  // the scratch copy, and core-build/ once empty
+    fs::remove_all(root.host_path(dir), ec);
+    fs::remove(root.host_path(dir.substr(0, dir.rfind('/'))), ec);
+  };
+  const std::string scratch = std::string(kStateDir) + "/core-build/" + s.dir.substr(s.dir.rfind('/') + 1);
+  drop(scratch);
   if (auto st = copy_tree(root.host_path(s.dir), root.host_path(scratch)); !st) return st.error();
   for (auto i : s.core.apply) {
     const std::string name = s.patches[i].substr(s.patches[i].rfind('/') + 1);
@@ -126,7 +132,7 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
                                              root.host_path(s.patches[i]).string()},
                      std::chrono::minutes(5), false);
     if (!r.success()) {
-      fs::remove_all(root.host_path(scratch), ec);
+      drop(scratch);
       return Error{"patch " + name + " does not apply to the core: patch " + r.describe() + ": " + dkms::tail_lines(r.out + r.err, 5)};
     }
   }
@@ -136,7 +142,8 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
   const auto start = std::chrono::steady_clock::now();
   json objects = json::object();
   (void)root.make_dirs(kCoreCacheDir);
-  const std::string tmp = sys::join(std::string(kCoreCacheDir), "." + out.key + ".tmp");
+  // Another package with the same source may be building the same core: each its own tmp directory.
+  const std::string tmp = sys::join(std::string(kCoreCacheDir), "." + out.key + "." + std::to_string(::getpid()) + ".tmp");
   fs::remove_all(root.host_path(tmp), ec);
   fs::create_directories(root.host_path(tmp), ec);
   for (const auto& o : kCoreObjects) {
@@ -149,7 +156,7 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
                            : Result<fs::path>(Error{"make " + r.describe()});
     if (obj) fs::copy_file(*obj, root.host_path(sys::join(tmp, std::string(o.object))), ec);
     if (!obj || ec) {
-      fs::remove_all(root.host_path(scratch), ec);
+      drop(scratch);
       fs::remove_all(root.host_path(tmp), ec);
       std::string msg = "building " + std::string(o.object) + " (" + std::string(o.dir) + "): " +
                         (obj ? "copying it: " + ec.message() : obj.error().message);
@@ -161,7 +168,7 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
     auto sha = sha256_file(root, sys::join(tmp, std::string(o.object)));
     objects[std::string(o.object)] = sha ? *sha : "";
   }
-  fs::remove_all(root.host_path(scratch), ec);
+  drop(scratch);
   const std::string took = seconds(std::chrono::steady_clock::now() - start);
   char when[32] = "?";
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -170,8 +177,12 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
                      {"patch_sha256", in->patch_sha256}, {"compiler", in->compiler}, {"linker", in->linker},
                      {"arch", in->arch}, {"objects", objects}, {"built_s", took}, {"built_at", when}};
   if (auto st = root.write_file_atomic(sys::join(tmp, "core.json"), info.dump(2) + "\n"); !st) return st.error();
-  fs::remove_all(root.host_path(cache), ec);
+  if (!cached(root, cache, out.key)) fs::remove_all(root.host_path(cache), ec);  // a damaged one
   fs::rename(root.host_path(tmp), root.host_path(cache), ec);
+  if (ec && cached(root, cache, out.key)) {  // the other build kept the same core first: use that one
+    fs::remove_all(root.host_path(tmp), ec);
+    ec.clear();
+  }
   if (ec) return Error{"keeping the core in " + cache + ": " + ec.message(), ec.value()};
   prune(root, out.key);
   if (auto st = place(root, cache, s); !st) return st.error();

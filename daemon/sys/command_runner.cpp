@@ -1,5 +1,7 @@
 #include "sys/command_runner.hpp"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -111,6 +113,9 @@ CommandResult ProcessRunner::run(const Command& cmd) {
     std::string_view kv(*e);
     const auto eq = kv.find('=');
     if (eq != std::string_view::npos && cmd.env.count(std::string(kv.substr(0, eq)))) continue;
+    if (eq != std::string_view::npos &&
+        std::find(cmd.unset_env.begin(), cmd.unset_env.end(), kv.substr(0, eq)) != cmd.unset_env.end())
+      continue;
     env_store.emplace_back(kv);
   }
   for (const auto& [k, v] : cmd.env) env_store.push_back(k + "=" + v);

@@ -17,6 +17,7 @@ struct Command {
   std::vector<std::string> argv;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::map<std::string, std::string> env;  // added to the inherited environment
+  std::vector<std::string> unset_env;       // names taken out of the inherited environment
   std::optional<std::string> cwd;
   std::size_t max_output_bytes = 8 << 20;  // each of stdout and stderr is cut beyond this
   // Called with each complete line of stdout and stderr as it arrives (DKMS builds take minutes).

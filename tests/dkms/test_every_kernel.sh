@@ -38,7 +38,7 @@ cleanup() {
   [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"
   dkms remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1 || true
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
-         /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/prev/"$NAME-$VER" /var/lib/p2pnode/dkms/failed/"$NAME" "$TMP"
+         /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/locks/"$NAME-$VER".lock /var/lib/p2pnode/dkms/prev/"$NAME-$VER" /var/lib/p2pnode/dkms/failed/"$NAME" "$TMP"
   find /lib/modules -name "$KO.ko*" -delete 2>/dev/null || true
 }
 trap cleanup EXIT

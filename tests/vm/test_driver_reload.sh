@@ -43,7 +43,7 @@ cleanup() {
   rm -rf /var/lib/p2pnode/dkms/failed/"$NAME"
   "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
-         /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \
+         /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/locks/"$NAME-$VER".lock /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \
          /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* "$TMP" "$VM_TMP"
   depmod "$KV" 2>/dev/null
 }

@@ -2,12 +2,20 @@
 // patches, compiler) and every kernel's DKMS build links it from kernel-open/*/*.o_binary.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "actions/driver_install.hpp"
 #include "driver_fixture.hpp"
+#include "lifecycle/build_lock.hpp"
 #include "lifecycle/nvidia_core.hpp"
 #include "nvidia/sha256.hpp"
 
@@ -52,6 +60,9 @@ struct FakeToolchain {
     r.on({"patch"}, [](const sys::Command& c) { return sys::ProcessRunner().run(c); });
     r.on({"make", "-C"}, [this](const sys::Command& c) {
       const fs::path dir = c.argv[2];
+      // Not a sub-make of whatever ran p2pnode (`make test`): see daemon/lifecycle/dkms_run.cpp.
+      for (const char* v : {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"})
+        EXPECT_NE(std::find(c.unset_env.begin(), c.unset_env.end(), v), c.unset_env.end()) << v;
       made.push_back(dir.parent_path().filename().string() + "/" + dir.filename().string());
       if (c.on_line) c.on_line("   CC     _out/Linux_x86_64/core.o", false);
       if (make_exit) {
@@ -216,6 +227,46 @@ TEST(DriverCore, AFailedCoreBuildChangesNothingAndNamesTheError) {
   EXPECT_FALSE(b.root.exists("/usr/src/p2ptest-1.5"));
   EXPECT_TRUE(b.cache_entries().empty());
   EXPECT_FALSE(b.root.exists("/var/lib/p2pnode/dkms/core-build"));
+}
+
+// The kernel hook's apply and the daemon's reconcile can start together: the second build of a
+// package waits for the first (flock), then finds the module in place and builds nothing.
+TEST(DriverCore, ASecondBuildOfThePackageWaitsForTheFirst) {
+  Bench b;
+  const Profile p = nvidia_profile(b.box);
+  const auto lock = b.root.host_path(nvidia::build_lock_path("p2ptest-1.5"));
+  fs::create_directories(lock.parent_path());
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);  // "the other p2pnode", mid-build
+  ASSERT_EQ(::write(fd, "pid 4242: p2pnode\n", 18), 18);
+  std::atomic<bool> waiting{false};
+  std::vector<std::string> log;
+  auto first = std::async(std::launch::async, [&] {
+    ApplyContext ctx{b.root, b.runner, p};
+    ctx.log = [&](std::string_view, std::string_view, std::string_view l) {
+      log.emplace_back(l);
+      if (l.find("waiting for the build of p2ptest/1.5 in progress (pid 4242: p2pnode, ") == 0) waiting = true;
+    };
+    return make_driver_module()->apply(ctx, b.inv).at(0);
+  });
+  for (int i = 0; i < 500 && !waiting; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(waiting);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(b.tools.made.empty());  // nothing built while the other one holds the lock
+  EXPECT_EQ(b.dkms.builds, 0);
+  ::close(fd);  // the other build ends
+  const auto r = first.get();
+  EXPECT_EQ(r.outcome, StepOutcome::changed) << r.message;
+  EXPECT_EQ(b.dkms.builds, 2);
+  // The holder is written for the next one to name; the lock is released with the descriptor.
+  std::ifstream in(lock);
+  std::string holder;
+  std::getline(in, holder);
+  EXPECT_EQ(holder.rfind("pid " + std::to_string(::getpid()) + ": ", 0), 0u) << holder;
+  const int again = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  EXPECT_EQ(::flock(again, LOCK_EX | LOCK_NB), 0);
+  ::close(again);
 }
 
 }  // namespace

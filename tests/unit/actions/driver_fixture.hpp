@@ -66,6 +66,8 @@ struct FakeDkms {
     });
     r.on({"dkms", "build"}, [this](const sys::Command& c) {
       ++builds;
+      // DKMS under an outer make's MAKELEVEL breaks NVIDIA's build (daemon/lifecycle/dkms_run.cpp).
+      EXPECT_NE(std::find(c.unset_env.begin(), c.unset_env.end(), "MAKELEVEL"), c.unset_env.end());
       const bool trial = std::find(c.argv.begin(), c.argv.end(), "--dkmstree") != c.argv.end();
       const std::string k = arg(c, "-k");
       if (build_exit) {

@@ -184,6 +184,18 @@ TEST(ProcessRunner, EnvironmentWorkingDirectoryAndStdin) {
   EXPECT_EQ(res.out, "hello world\n/tmp\neof\n");  // stdin is /dev/null: cat ends at once
 }
 
+TEST(ProcessRunner, UnsetEnvTakesNamesOutOfTheInheritedEnvironment) {
+  ::setenv("P2PNODE_TEST_OUTER", "level 1", 1);
+  ::setenv("P2PNODE_TEST_KEPT", "kept", 1);
+  ProcessRunner r;
+  Command c = sh("echo \"${P2PNODE_TEST_OUTER-unset} ${P2PNODE_TEST_KEPT-unset}\"");
+  c.unset_env = {"P2PNODE_TEST_OUTER", "P2PNODE_TEST"};  // a prefix of a name takes nothing out
+  const auto res = r.run(c);
+  ::unsetenv("P2PNODE_TEST_OUTER");
+  ::unsetenv("P2PNODE_TEST_KEPT");
+  EXPECT_EQ(res.out, "unset kept\n");
+}
+
 TEST(ProcessRunner, Display) {
   Command c;
   c.argv = {"update-grub", "--output", "a b"};
