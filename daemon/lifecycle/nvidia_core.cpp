@@ -78,12 +78,21 @@ Status place(const sys::SysRoot& root, const std::string& cache, const Staged& s
   return {};
 }
 
-// Keeps the newest kCoreCacheKeep cores (and `keep`), by the time each was last used.
+// Keeps the newest kCoreCacheKeep cores (and `keep`), by the time each was last used. A ".<key>.<pid>.tmp"
+// directory is another build's work in progress: left alone unless a day old (a build that died).
 void prune(const sys::SysRoot& root, const std::string& keep) {
   std::vector<std::pair<fs::file_time_type, fs::path>> dirs;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(root.host_path(kCoreCacheDir), ec))
-    if (e.is_directory(ec) && e.path().filename() != keep) dirs.emplace_back(fs::last_write_time(e.path(), ec), e.path());
+  const auto day_ago = fs::file_time_type::clock::now() - std::chrono::hours(24);
+  for (const auto& e : fs::directory_iterator(root.host_path(kCoreCacheDir), ec)) {
+    if (!e.is_directory(ec) || e.path().filename() == keep) continue;
+    const auto used = fs::last_write_time(e.path(), ec);
+    if (e.path().filename().string().front() == '.') {
+      if (used < day_ago) fs::remove_all(e.path(), ec);
+      continue;
+    }
+    dirs.emplace_back(used, e.path());
+  }
   std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (std::size_t i = kCoreCacheKeep > 0 ? kCoreCacheKeep - 1 : 0; i < dirs.size(); ++i) fs::remove_all(dirs[i].second, ec);
 }
@@ -125,7 +134,10 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
   };
   const std::string scratch = std::string(kStateDir) + "/core-build/" + s.dir.substr(s.dir.rfind('/') + 1);
   drop(scratch);
-  if (auto st = copy_tree(root.host_path(s.dir), root.host_path(scratch)); !st) return st.error();
+  if (auto st = copy_tree(root.host_path(s.dir), root.host_path(scratch)); !st) {
+    drop(scratch);
+    return st.error();
+  }
   for (auto i : s.core.apply) {
     const std::string name = s.patches[i].substr(s.patches[i].rfind('/') + 1);
     auto r = run.run("core patch " + name, {"patch", "-p1", "--batch", "--forward", "-d", root.host_path(scratch).string(), "-i",

@@ -177,6 +177,11 @@ TEST(DriverCore, ANewCompilerOrADamagedCacheBuildsItAgain) {
   EXPECT_EQ(r.after["core"]["key"], key);
   EXPECT_EQ(*b.root.read_text(cached), "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n");
 
+  // Another build's work in progress is left alone; a dead build's (a day old) is removed.
+  const std::string cache_dir(nvidia::kCoreCacheDir);
+  fs::create_directories(b.root.host_path(cache_dir + "/.ab12.999.tmp"));
+  fs::create_directories(b.root.host_path(cache_dir + "/.cd34.998.tmp"));
+  fs::last_write_time(b.root.host_path(cache_dir + "/.cd34.998.tmp"), fs::file_time_type::clock::now() - std::chrono::hours(48));
   // Another compiler: another key; the cache keeps the newest two cores.
   for (const std::string k : {"6.1.0-60-amd64", "6.1.0-61-amd64"}) {
     const std::string gcc = k == "6.1.0-60-amd64" ? "gcc (Debian 13.1.0-1) 13.1.0" : "gcc (Debian 14.2.0-1) 14.2.0";
@@ -189,7 +194,10 @@ TEST(DriverCore, ANewCompilerOrADamagedCacheBuildsItAgain) {
     EXPECT_EQ(b.dkms.sources_seen.back(), "object by " + gcc + " of int rm;\n");
   }
   EXPECT_EQ(b.tools.made.size(), 8u);
-  const auto entries = b.cache_entries();
+  auto entries = b.cache_entries();
+  EXPECT_EQ(std::count(entries.begin(), entries.end(), ".ab12.999.tmp"), 1);
+  EXPECT_EQ(std::count(entries.begin(), entries.end(), ".cd34.998.tmp"), 0);
+  entries.erase(std::remove(entries.begin(), entries.end(), ".ab12.999.tmp"), entries.end());
   EXPECT_EQ(entries.size(), 2u);
   EXPECT_EQ(std::count(entries.begin(), entries.end(), key), 0) << "the oldest core was not pruned";
 }
