@@ -133,4 +133,17 @@ inline void write_module_source(const Box& box) {
   box.write("srv/0001-mark.patch", "--- a/p2ptest.c\n+++ b/p2ptest.c\n@@ -1 +1 @@\n-int x;\n+int y;\n");
 }
 
+// The small Kbuild module (write_module_source) in a box, DKMS played by FakeDkms: most driver
+// tests start here (`ModuleBench b; auto& [box, root, runner, dkms] = b;`).
+struct ModuleBench {
+  Box box;
+  sys::SysRoot root{box.dir};
+  sys::ScriptedRunner runner;
+  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
+  ModuleBench() {
+    write_module_source(box);
+    dkms.install(runner);
+  }
+};
+
 }  // namespace p2pnode::actions

@@ -16,12 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(DriverModule, InstallsThenDoesNothing) {
-  Box box;
-  write_module_source(box);
-  const sys::SysRoot root(box.dir);
-  sys::ScriptedRunner runner;
-  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
-  dkms.install(runner);
+  ModuleBench b;
+  auto& [box, root, runner, dkms] = b;
   const Profile p = module_profile(box);
   Inventory inv;
   inv.kernel.release = kKernel;
@@ -63,12 +59,8 @@ TEST(DriverModule, InstallsThenDoesNothing) {
 }
 
 TEST(DriverModule, CorruptSha256RefusesAndWritesNothing) {
-  Box box;
-  write_module_source(box);
-  const sys::SysRoot root(box.dir);
-  sys::ScriptedRunner runner;
-  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
-  dkms.install(runner);
+  ModuleBench b;
+  auto& [box, root, runner, dkms] = b;
   const Profile p = module_profile(box, std::string(64, 'a'));
   Inventory inv;
   inv.kernel.release = kKernel;
@@ -82,12 +74,8 @@ TEST(DriverModule, CorruptSha256RefusesAndWritesNothing) {
 }
 
 TEST(DriverModule, FailedRebuildKeepsTheInstallAndReportsTheCompilerError) {
-  Box box;
-  write_module_source(box);
-  const sys::SysRoot root(box.dir);
-  sys::ScriptedRunner runner;
-  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
-  dkms.install(runner);
+  ModuleBench b;
+  auto& [box, root, runner, dkms] = b;
   Inventory inv;
   inv.kernel.release = kKernel;
   const Profile p = module_profile(box);
@@ -404,12 +392,8 @@ TEST(DriverReload, ReloadsInOrderAndVerifies) {
 
 // Builtin patches are staged from the binary's own copies; PATCH_MATCH where the table gives a range.
 TEST(DriverModule, BuiltinPatchesAreStagedWithTheirPatchMatch) {
-  Box box;
-  write_module_source(box);
-  const sys::SysRoot root(box.dir);
-  sys::ScriptedRunner runner;
-  FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
-  dkms.install(runner);
+  ModuleBench b;
+  auto& [box, root, runner, dkms] = b;
   Profile p = module_profile(box);
   p.driver->kernel_module->patches.clear();
   for (const char* n : {"pci-resize-resource-exclude-bars", "io-memory-pfn"}) {
