@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "engine/agent.hpp"
+#include "judge/verdict.hpp"
 #include "engine/selftest.hpp"
 #include "engine/state.hpp"
 #include "engine/views.hpp"
@@ -46,13 +46,13 @@ int run_judge(const JudgeOptions& o) {
     std::ifstream in(file, std::ios::binary);
     std::ostringstream text;
     text << in.rdbuf();
-    engine::AgentRun run;
+    judge::AgentRun run;
     if (!in) {
       run.judgement = {"error", {"cannot read " + file}};
-    } else if (auto r = engine::parse_agent_result(text.str()); !r) {
+    } else if (auto r = judge::parse_agent_result(text.str()); !r) {
       run.judgement = {"error", {r.error().message}};
     } else {
-      run.judgement = engine::judge_agent_result(*r, spec, inv);
+      run.judgement = judge::judge_agent_result(*r, spec, inv);
       run.duration_s = r->duration_s;
       run.result = std::move(r).value();
     }

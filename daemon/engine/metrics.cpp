@@ -7,13 +7,17 @@
 
 #include <sstream>
 
-#include "engine/agent.hpp"
-#include "engine/gpu_info.hpp"
+#include "judge/agent_result.hpp"
+#include "judge/gpu_info.hpp"
 
 namespace p2pnode::engine {
 
 namespace {
 using json = nlohmann::json;
+using judge::AgentDevice;
+using judge::AgentResult;
+using judge::check_agent_document;
+using judge::gpu_info;
 using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 using prometheus::Family;

@@ -5,11 +5,13 @@
 
 #include "actions/action.hpp"
 #include "checks/check.hpp"
-#include "engine/agent.hpp"
-#include "engine/nvme_doorbell.hpp"
-#include "engine/expectations.hpp"
 #include "engine/selftest.hpp"
 #include "engine/views.hpp"
+#include "judge/bandwidth_finding.hpp"
+#include "judge/doorbell.hpp"
+#include "judge/expectations.hpp"
+#include "judge/verdict.hpp"
+#include "probe/agent_run.hpp"
 #include "probe/nvme.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
@@ -52,6 +54,13 @@ Inventory discover(const PassContext& ctx) {
   return inv;
 }
 
+// The agent run, then the judge's verdict on what it did and printed.
+judge::AgentRun run_agent(const PassContext& ctx, const std::string& path, const std::vector<std::string>& args,
+                          std::chrono::nanoseconds limit, const SelftestSpec& spec, const Inventory& inv) {
+  auto p = probe::run_agent(ctx.agent_runner, path, args, limit, judge::kMaxAgentOutputBytes + 1, ctx.cancel);
+  return judge::judge_agent_run(std::move(p.process), p.started_unix, p.duration_s, path, limit, spec, inv);
+}
+
 void run_selftest(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
   const SelftestSpec spec = *profile.selftest;
   const auto limit = ctx.config.selftest_time_limit.value_or(spec.time_limit);
@@ -64,7 +73,7 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
   }
   const std::string agent = host_paths(ctx.config, ctx.root).agent_path.string();
   log(ctx, LogLevel::info, "self-test: running " + agent + " (time limit " + format_duration(limit) + ")", "selftest");
-  AgentRun run = run_agent(ctx.agent_runner, agent, args, limit, spec, inv, ctx.cancel);
+  const judge::AgentRun run = run_agent(ctx, agent, args, limit, spec, inv);
   if (run.process.cancelled) {  // not a verdict on the box: keep the last result for the next start
     log(ctx, LogLevel::warning, "self-test " + run.process.describe() + " after " +
                                     std::to_string(static_cast<int>(run.duration_s)) + " s; the previous result is kept",
@@ -85,7 +94,7 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
 // Issue 13: the GPU and then the host ring each paired drive's admin SQ tail doorbell. Not run
 // when no profile drive on vfio-pci names a pair_gpu.
 void run_nvme_doorbell(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
-  const auto t = doorbell_targets(profile, probe::probe_nvme_identities(ctx.root));
+  const auto t = judge::doorbell_targets(profile, probe::probe_nvme_identities(ctx.root));
   for (const auto& why : t.skipped) log(ctx, LogLevel::warning, "NVMe doorbell: " + why, "selftest");
   if (t.targets.empty()) {
     st.nvme_doorbell.reset();  // nothing paired any more: no stale result, no stale metric
@@ -96,12 +105,12 @@ void run_nvme_doorbell(const PassContext& ctx, const Profile& profile, const Inv
   log(ctx, LogLevel::info, "NVMe doorbell test: " + std::to_string(t.targets.size()) + " drive(s), GPU and host writers",
       "selftest");
   std::vector<std::string> args = ctx.config.agent_args;
-  for (auto& a : doorbell_args(t.targets)) args.push_back(std::move(a));
-  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv, ctx.cancel);
+  for (auto& a : judge::doorbell_args(t.targets)) args.push_back(std::move(a));
+  const judge::AgentRun run = run_agent(ctx, ctx.config.agent_path, args, limit, spec, inv);
   if (run.process.cancelled) return;
-  DoorbellRecord rec = judge_doorbell(run, t.targets);
+  judge::DoorbellRecord rec = judge::judge_doorbell(run, t.targets);
   rec.trigger = ctx.trigger;
-  for (const auto& l : doorbell_lines(rec))
+  for (const auto& l : judge::doorbell_lines(rec))
     log(ctx, rec.verdict == "failed" || rec.verdict == "error" ? LogLevel::error : LogLevel::info, "NVMe doorbell: " + l,
         "selftest");
   st.nvme_doorbell = std::move(rec);
@@ -124,7 +133,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
   log(ctx, LogLevel::info, "reconcile (" + ctx.trigger + "): discovering the box", "discover");
   Inventory inv = discover(ctx);
   // The driver's view of the pairs (NVLink), from the last self-test: NV<n> in check and topology.
-  if (st.selftest) merge_interconnects(inv, st.selftest->result);
+  if (st.selftest) judge::merge_interconnects(inv, st.selftest->result);
   for (const auto& p : inv.problems) log(ctx, LogLevel::warning, "discovery: " + p, "discover");
 
   // 2. the profile that matches this box
@@ -175,7 +184,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
           d.raise(NodeState::reboot_required, r.action + " " + r.subject + ": takes effect after a reboot");
       }
       inv = discover(ctx);
-      if (st.selftest) merge_interconnects(inv, st.selftest->result);
+      if (st.selftest) judge::merge_interconnects(inv, st.selftest->result);
       findings = checks::run_all_checks(*profile, inv);
       plan = actions::plan_all(*profile, inv, ctx.root);
     }
@@ -211,7 +220,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
           // A fresh result may say more about the pairs than the last one (NVLink): show it.
           if (st.selftest && st.selftest->result.is_object()) {
             const bool had = !inv.interconnects.empty();
-            merge_interconnects(inv, st.selftest->result);
+            judge::merge_interconnects(inv, st.selftest->result);
             if (had || !inv.interconnects.empty()) {
               findings = checks::run_all_checks(*profile, inv);
               st.findings = json::array();
@@ -225,7 +234,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
       // The self-test's figures beside their expectations, as one more finding (it decides nothing:
       // the verdict and the regressions below do).
       if (st.selftest && st.selftest->expectations.is_array() && !st.selftest->expectations.empty()) {
-        findings.push_back(expectation_finding(*st.selftest));
+        findings.push_back(judge::bandwidth_finding(st.selftest->expectations, st.selftest->warnings));
         st.findings = json::array();
         for (const auto& f : findings) st.findings.push_back(to_json(f));
         st.findings_table = render::render_check_table(inv, profile->name, findings);

@@ -133,12 +133,12 @@ Result<RecordedState> state_from_json(const json& j) {
     s.selftest_runs = counters(j, "selftest_runs");
     // Absent in state files written before the doorbell test existed.
     if (j.contains("nvme_doorbell") && !j["nvme_doorbell"].is_null()) {
-      auto d = doorbell_record_from_json(at(j, "nvme_doorbell", json::value_t::object));
+      auto d = judge::doorbell_record_from_json(at(j, "nvme_doorbell", json::value_t::object));
       if (!d) throw Bad{d.error().message};
       s.nvme_doorbell = std::move(d).value();
     }
     if (j.contains("baselines")) {
-      auto b = baselines_from_json(j["baselines"]);
+      auto b = judge::baselines_from_json(j["baselines"]);
       if (!b) throw Bad{b.error().message};
       s.baselines = std::move(b).value();
     }

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
-#include "engine/nvme_doorbell.hpp"
-#include "engine/baseline.hpp"
+#include "judge/baseline.hpp"
+#include "judge/doorbell.hpp"
 #include "sys/sysroot.hpp"
 
 namespace p2pnode::engine {
@@ -60,8 +60,8 @@ struct RecordedState {
   double selftest_last_success_duration_s = 0;
   std::map<std::string, std::uint64_t> reconcile_runs;  // by resulting node state
   std::map<std::string, std::uint64_t> selftest_runs;   // by verdict
-  std::optional<DoorbellRecord> nvme_doorbell;          // the last NVMe doorbell test (issue 13)
-  Baselines baselines;                                  // per pair and case, the last runs' figures
+  std::optional<judge::DoorbellRecord> nvme_doorbell;        // the last NVMe doorbell test (issue 13)
+  judge::Baselines baselines;                          // per pair and case, the last runs' figures
   // Not persisted: the matched profile's self-test schedule (re-read on every pass).
   std::optional<std::chrono::nanoseconds> profile_selftest_schedule;
 };

@@ -145,7 +145,7 @@ json status_body(const RecordedState& s, const Runtime& rt) {
                      {"runs", s.reconcile_runs}}},
       {"selftest", selftest},
       {"nvme_doorbell", s.nvme_doorbell ? json{{"verdict", s.nvme_doorbell->verdict},
-                                               {"lines", doorbell_lines(*s.nvme_doorbell)},
+                                               {"lines", judge::doorbell_lines(*s.nvme_doorbell)},
                                                {"started_unix", s.nvme_doorbell->started_unix}}
                                         : json(nullptr)},
       {"selftest_last_success_unix",

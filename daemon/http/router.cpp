@@ -99,7 +99,8 @@ Response Router::post(const Request& req, bool selftest) {
 }
 
 Response Router::handle(const Request& req) {
-  if (req.header_count > max_headers_) return problem(431, "more than " + std::to_string(max_headers_) + " header fields");
+  if (const std::size_t most = max_headers_; req.header_count > most)
+    return problem(431, "more than " + std::to_string(most) + " header fields");
   const bool get = req.method == "GET" || req.method == "HEAD";
   const auto& p = req.path;
   if (get) {

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "core/inventory.hpp"
-#include "engine/agent.hpp"
+#include "judge/agent_result.hpp"
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 
 // Empty when nothing in the evidence explains the refusal.
 std::vector<std::string> explain_denied_peer_access(const AgentResult& r, int src, int dst, const Inventory& inv);
 
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge

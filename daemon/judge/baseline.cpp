@@ -1,4 +1,4 @@
-#include "engine/baseline.hpp"
+#include "judge/baseline.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "pci/expectation.hpp"
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 
 namespace {
 using json = nlohmann::json;
@@ -108,4 +108,4 @@ Result<Baselines> baselines_from_json(const json& j) {
   return b;
 }
 
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/inventory.hpp"
-#include "engine/agent.hpp"
+#include "judge/agent_result.hpp"
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 
 // Sets inv.interconnects (and interconnect_source) from the document's `interconnect`: each pair
 // by its two GPUs' PCI addresses, the NVLink generation from NVML's version and the GPU's
@@ -41,4 +41,4 @@ std::vector<CellExpectation> expectations(const AgentResult& r, const Inventory&
 
 nlohmann::json to_json(const CellExpectation& e);
 
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge

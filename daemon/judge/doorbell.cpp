@@ -1,8 +1,8 @@
-#include "engine/nvme_doorbell.hpp"
+#include "judge/doorbell.hpp"
 
 #include <cstdio>
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 namespace {
 using json = nlohmann::json;
 }
@@ -176,4 +176,4 @@ std::vector<std::string> doorbell_lines(const DoorbellRecord& r) {
   return lines;
 }
 
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge

@@ -4,14 +4,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/agent.hpp"
-#include "engine/gpu_info.hpp"
+#include "judge/verdict.hpp"
+#include "judge/gpu_info.hpp"
 #include "engine/metrics.hpp"
 #include "engine/views.hpp"
 #include "probe/probe.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
+using namespace p2pnode::judge;
 using namespace p2pnode::engine;
 using nlohmann::json;
 

@@ -13,10 +13,10 @@
 
 #include "core/inventory.hpp"
 #include "core/result.hpp"
-#include "engine/agent.hpp"
-#include "engine/expectations.hpp"
+#include "judge/agent_result.hpp"
+#include "judge/expectations.hpp"
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 
 // Runs a baseline needs before it judges (the median of 3 ignores one bad run).
 constexpr std::size_t kMinBaselineRuns = 3;
@@ -49,4 +49,4 @@ BaselineUpdate update_baselines(Baselines& b, const std::string& fingerprint, co
 nlohmann::json to_json(const Baselines& b);
 Result<Baselines> baselines_from_json(const nlohmann::json& j);
 
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge

@@ -1,7 +1,8 @@
 // The node's own history: the baseline is the median of the last runs, robust to one bad run,
 // kept in the state file, started over when the hardware or driver changes; a drop below it is a
 // warning naming both figures, even above the threshold. Then the metrics that show all of it.
-#include "engine/baseline.hpp"
+#include "judge/bandwidth_finding.hpp"
+#include "judge/baseline.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
+using namespace p2pnode::judge;
 using namespace p2pnode::engine;
 using nlohmann::json;
 
@@ -133,13 +135,13 @@ TEST(Baseline, APlantedRegressionIsAWarningAboveTheThresholdAndSurvivesARestart)
   EXPECT_EQ(regressed, 1);
 
   // One finding sums it up, for /v1/findings and the status table.
-  const auto f = expectation_finding(rec);
+  const auto f = bandwidth_finding(rec.expectations, rec.warnings);
   EXPECT_EQ(f.check, "selftest.bandwidth");
   EXPECT_EQ(f.severity, Severity::warning);
   EXPECT_NE(f.summary.find("14 cell(s) at 0.89-1.01 of expected; lowest ce_write_bandwidth 0000:00:06.0->0000:00:07.0 (NV18): 348.8 of 393.8 GB/s"), std::string::npos) << f.summary;
   EXPECT_NE(f.summary.find("; 1 regressed against the baseline"), std::string::npos) << f.summary;
   EXPECT_FALSE(f.remediation.empty());
-  EXPECT_EQ(expectation_finding(*st.selftest).severity, Severity::ok);
+  EXPECT_EQ(bandwidth_finding(st.selftest->expectations, st.selftest->warnings).severity, Severity::ok);
 
   // The metrics of that state.
   restarted.topology = topology_view([] {

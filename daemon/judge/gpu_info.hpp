@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/agent.hpp"
+#include "judge/agent_result.hpp"
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 
 struct GpuInfo {
   std::string gpu;         // p2pnode's label: the PCI address as sysfs writes it
@@ -29,4 +29,4 @@ std::string nvml_bus_id(std::string_view bdf);
 // result (UUIDs), or null.
 std::vector<GpuInfo> gpu_info(const nlohmann::json& device_gpus, const AgentResult* last, const std::string& hostname);
 
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge

@@ -7,10 +7,10 @@
 #include "core/inventory.hpp"
 #include "core/result.hpp"
 
-namespace p2pnode::probe {
+namespace p2pnode::judge {
 
 // Sets inv.interconnects and inv.interconnect_source. A document without `interconnect` (an
 // agent before issue 14) changes nothing. Errors name the bad field.
 Status merge_agent_interconnect(Inventory& inv, const nlohmann::json& agent_document);
 
-}  // namespace p2pnode::probe
+}  // namespace p2pnode::judge

@@ -1,11 +1,11 @@
-#include "probe/agent_links.hpp"
+#include "judge/interconnect.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "core/link_rate.hpp"
 
-namespace p2pnode::probe {
+namespace p2pnode::judge {
 
 Status merge_agent_interconnect(Inventory& inv, const nlohmann::json& doc) {
   using json = nlohmann::json;
@@ -57,4 +57,4 @@ Status merge_agent_interconnect(Inventory& inv, const nlohmann::json& doc) {
   return {};
 }
 
-}  // namespace p2pnode::probe
+}  // namespace p2pnode::judge

@@ -1,7 +1,7 @@
 // The daemon's side of the NVMe doorbell test: which drives, the agent's arguments, the verdict
 // from a recorded agent document (the VM run, tests/unit/agent/data/nvme-doorbell-vm.json),
 // the state file round trip, the metric and the status lines.
-#include "engine/nvme_doorbell.hpp"
+#include "judge/doorbell.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
+using namespace p2pnode::judge;
 using namespace p2pnode::engine;
 
 namespace {

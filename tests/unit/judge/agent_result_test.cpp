@@ -7,14 +7,15 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "engine/agent.hpp"
+#include "judge/verdict.hpp"
+#include "probe/agent_run.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
 #include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
-using namespace p2pnode::engine;
+using namespace p2pnode::judge;
 using nlohmann::json;
 
 namespace {
@@ -31,6 +32,12 @@ SelftestSpec h200_spec() {
   auto r = profile::load_profile_file(kSrc / "profiles/h200-nvlink.yaml");
   EXPECT_TRUE(r.profile) << r.diagnostics.format();
   return *r.profile->selftest;
+}
+// What the daemon does: run the agent (probe), then judge its exit and document.
+AgentRun run_and_judge(sys::CommandRunner& runner, const std::string& path, std::chrono::nanoseconds limit,
+                       const SelftestSpec& spec, const Inventory& inv) {
+  auto p = probe::run_agent(runner, path, {}, limit, kMaxAgentOutputBytes + 1);
+  return judge_agent_run(std::move(p.process), p.started_unix, p.duration_s, path, limit, spec, inv);
 }
 }  // namespace
 
@@ -160,7 +167,7 @@ TEST(AgentRunner, ProcessOutcomesAreVerdicts) {
     r.err = "Segmentation fault";
     return r;
   });
-  auto run = [&](const char* path) { return run_agent(runner, path, {}, std::chrono::seconds(5), spec, inv); };
+  auto run = [&](const char* path) { return run_and_judge(runner, path, std::chrono::seconds(5), spec, inv); };
   EXPECT_EQ(run("/ok").judgement.verdict, "passed");
   EXPECT_TRUE(run("/ok").result.has_value());
   auto g = run("/garbage");
@@ -183,7 +190,7 @@ TEST(AgentRunner, RealProcessThatHangsIsKilled) {
   fs::permissions(script, fs::perms::owner_all);
   sys::ProcessRunner runner;
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = run_agent(runner, script.string(), {}, std::chrono::milliseconds(300), h200_spec(), h200_inventory());
+  auto r = run_and_judge(runner, script.string(), std::chrono::milliseconds(300), h200_spec(), h200_inventory());
   fs::remove(script);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_EQ(r.judgement.verdict, "error");

@@ -1,12 +1,12 @@
-#include "engine/expectations.hpp"
+#include "judge/expectations.hpp"
 
 #include <cstdio>
 
 #include "core/link_rate.hpp"
 #include "pci/expectation.hpp"
-#include "probe/agent_links.hpp"
+#include "judge/interconnect.hpp"
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 
 namespace {
 using json = nlohmann::json;
@@ -46,9 +46,9 @@ PciDevice from_document(const AgentResult& r, int index) {
 }
 }  // namespace
 
-void merge_interconnects(Inventory& inv, const AgentResult& r) { (void)probe::merge_agent_interconnect(inv, r.raw); }
+void merge_interconnects(Inventory& inv, const AgentResult& r) { (void)merge_agent_interconnect(inv, r.raw); }
 
-void merge_interconnects(Inventory& inv, const nlohmann::json& doc) { (void)probe::merge_agent_interconnect(inv, doc); }
+void merge_interconnects(Inventory& inv, const nlohmann::json& doc) { (void)merge_agent_interconnect(inv, doc); }
 
 std::optional<double> CellExpectation::ratio() const {
   if (!expected_gbps || *expected_gbps <= 0) return std::nullopt;
@@ -138,4 +138,4 @@ json to_json(const CellExpectation& e) {
   return j;
 }
 
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge

@@ -1,7 +1,8 @@
 // Denied peer access, explained from the evidence: mixed models, IOMMU translating with a small
 // BAR (the BIOS-default tinybox), the stock driver on GeForce, an Intel root complex with no
 // switch; and no false cause on a healthy NVLink box behind an Intel host bridge.
-#include "engine/peer_denied.hpp"
+#include "judge/peer_denied.hpp"
+#include "judge/verdict.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +14,7 @@
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
-using namespace p2pnode::engine;
+using namespace p2pnode::judge;
 using nlohmann::json;
 
 namespace {

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/profile.hpp"
-#include "engine/agent.hpp"
+#include "judge/verdict.hpp"
 #include "nvme/select.hpp"
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 
 struct DoorbellTarget {
   std::string bdf, serial, model, pair_gpu;
@@ -55,4 +55,4 @@ Result<DoorbellRecord> doorbell_record_from_json(const nlohmann::json& j);
 // "0000:0b:00.0 <- GPU 0000:0a:00.0: GPU writer ok, host writer ok (Identify P2PVM-A in 240 us)"
 std::vector<std::string> doorbell_lines(const DoorbellRecord& r);
 
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge

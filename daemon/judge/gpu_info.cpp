@@ -1,9 +1,9 @@
-#include "engine/gpu_info.hpp"
+#include "judge/gpu_info.hpp"
 
 #include <algorithm>
 #include <cctype>
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 
 std::string nvml_bus_id(std::string_view bdf) {
   // domain:bus:device.function, with a domain of 4 or 8 hex digits.
@@ -37,4 +37,4 @@ std::vector<GpuInfo> gpu_info(const nlohmann::json& device_gpus, const AgentResu
   return out;
 }
 
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge

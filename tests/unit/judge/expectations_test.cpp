@@ -1,7 +1,7 @@
 // Expectations from the hardware: the real 2x H200 run (NV18 as the agent reports it) judged with
 // no hand-set thresholds, the same run with one pair at 60 % of its expectation, the 4-GPU runs,
 // and the driver's view of the pairs merged into the inventory (NV18, not PHB).
-#include "engine/expectations.hpp"
+#include "judge/expectations.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,14 +10,14 @@
 #include <sstream>
 
 #include "checks/check.hpp"
-#include "engine/agent.hpp"
-#include "probe/agent_links.hpp"
+#include "judge/verdict.hpp"
+#include "judge/interconnect.hpp"
 #include "probe/probe.hpp"
 #include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
-using namespace p2pnode::engine;
+using namespace p2pnode::judge;
 using nlohmann::json;
 
 namespace {
@@ -152,12 +152,12 @@ TEST(Expectations, CheckAgentResultRefusesNonsense) {
   json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
   Inventory inv = h200();
   d["interconnect"]["pairs"][0]["nvlinks"] = 1LL << 40;
-  auto st = probe::merge_agent_interconnect(inv, d);
+  auto st = judge::merge_agent_interconnect(inv, d);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message, "interconnect.pairs[0].nvlinks: expected an integer from 0 to 1024");
   d["interconnect"]["pairs"][0]["nvlinks"] = 18;
   d["interconnect"]["pairs"][0]["gpus"] = {0, 7};
-  st = probe::merge_agent_interconnect(inv, d);
+  st = judge::merge_agent_interconnect(inv, d);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message, "interconnect.pairs[0].gpus: not two of the document's devices");
   EXPECT_TRUE(inv.interconnects.empty());  // nothing merged from a bad document

@@ -1,9 +1,7 @@
 #pragma once
-// The self-test agent as the daemon sees it: a program that prints one JSON document
-// (api/agent-result.schema.json, schema_version 1). The daemon runs it with a time limit, then
-// parses and checks the document, and never trusts it blindly: bounded size and nesting, every
-// field it uses type-checked, indices in range. A hung, crashed or lying agent is a verdict.
-#include <chrono>
+// The self-test agent's document (api/agent-result.schema.json, schema_version 1) as the judge reads
+// it: parsed and checked, never trusted blindly: bounded size and nesting, every field it uses
+// type-checked, indices in range. Errors name the path of what is wrong.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -14,11 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/inventory.hpp"
-#include "core/profile.hpp"
 #include "core/result.hpp"
-#include "sys/command_runner.hpp"
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 
 constexpr int kAgentSchemaVersion = 1;
 constexpr std::size_t kMaxAgentOutputBytes = 4 << 20;
@@ -84,31 +80,4 @@ Result<AgentResult> parse_agent_result(std::string_view text);
 // The same checks on an already parsed document (the one kept in the state file).
 Result<AgentResult> check_agent_document(nlohmann::json doc);
 
-// The verdict on one self-test, against the profile's thresholds.
-struct Judgement {
-  std::string verdict = "passed";  // passed, below_threshold, failed, error
-  std::vector<std::string> reasons;
-  // Per bandwidth cell: measured, ceiling, expected, ratio, threshold and where it came from
-  // (engine/expectations to_json plus threshold_gbps, threshold_source, below_threshold).
-  nlohmann::json expectations = nlohmann::json::array();
-};
-// Bandwidth thresholds are per pair class (NV<n>, then NV; PIX, PXB, PHB, NODE, SYS; then "any"):
-// the class from the document's interconnect (NVLink) merged with the inventory's PCI paths.
-// Where the profile names none for a cell, the threshold is spec.min_fraction_of_expected of the
-// cell's expected figure (pci/expectation).
-Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, const Inventory& inv);
-
-struct AgentRun {
-  Judgement judgement;
-  std::optional<AgentResult> result;
-  sys::CommandResult process;
-  std::int64_t started_unix = 0;
-  double duration_s = 0;
-};
-// Runs `<path> --json <args…>` with the time limit, then parses and judges what it printed.
-// cancel: when it turns true (the daemon is stopping) the agent is killed and run.process.cancelled set.
-AgentRun run_agent(sys::CommandRunner& runner, const std::string& path, const std::vector<std::string>& args,
-                   std::chrono::nanoseconds time_limit, const SelftestSpec& spec, const Inventory& inv,
-                   const std::atomic<bool>* cancel = nullptr);
-
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge

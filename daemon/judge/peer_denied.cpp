@@ -1,10 +1,10 @@
-#include "engine/peer_denied.hpp"
+#include "judge/peer_denied.hpp"
 
 #include "core/units.hpp"
 #include "nvidia/gpu_table.hpp"
 #include "pci/topology.hpp"
 
-namespace p2pnode::engine {
+namespace p2pnode::judge {
 
 namespace {
 bool is_geforce(const AgentDevice& a, const PciDevice* p) {
@@ -74,4 +74,4 @@ std::vector<std::string> explain_denied_peer_access(const AgentResult& r, int sr
   return why;
 }
 
-}  // namespace p2pnode::engine
+}  // namespace p2pnode::judge
