@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "judge/contention.hpp"
 #include "judge/verdict.hpp"
 #include "engine/selftest.hpp"
 #include "engine/state.hpp"
@@ -56,12 +57,16 @@ int run_judge(const JudgeOptions& o) {
       run.duration_s = r->duration_s;
       run.result = std::move(r).value();
     }
-    const auto notes = engine::record_selftest(st, run, spec, inv, "judge " + file);
-    const auto& rec = *st.selftest;
-    all_good &= rec.verdict == "passed" && rec.warnings.empty();
+    // A run made beside another job (the agent's own samples name it) is shown, not judged.
+    const judge::Contention contention =
+        run.result ? judge::contention_in(run.result->raw, spec.ignore_processes) : judge::Contention{};
+    const auto notes = engine::record_selftest(st, run, spec, inv, "judge " + file, contention);
+    const auto& rec = notes.contended ? *st.selftest_contended : *st.selftest;
+    all_good &= (rec.verdict == "passed" || rec.verdict == "contended") && rec.warnings.empty();
     if (o.json) {
       out.push_back({{"file", file}, {"verdict", rec.verdict}, {"reasons", rec.reasons}, {"warnings", rec.warnings},
-                     {"baseline_reset", notes.baseline_reset}, {"expectations", rec.expectations}});
+                     {"baseline_reset", notes.baseline_reset}, {"expectations", rec.expectations},
+                     {"contention", rec.contention}});
       continue;
     }
     std::cout << file << ": " << rec.verdict << (rec.warnings.empty() ? "" : ", regressed") << "\n";
