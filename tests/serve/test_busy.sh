@@ -83,9 +83,15 @@ check "p2pnode_selftest_skipped_busy 1, the job counted" \
   bash -c "curl -s '$URL/metrics' | grep -q '^p2pnode_selftest_skipped_busy 1' && curl -s '$URL/metrics' | grep -q '^p2pnode_selftest_other_processes 2'"
 "$BIN" status --url "$URL" > "$WORK/status.txt"
 check "p2pnode status prints the skip" grep -q '^self-test skipped (api-selftest): the GPUs are busy' "$WORK/status.txt"
+CLI=("$BIN" selftest run --url "$URL" --root "$WORK/h200/root" --config "$WORK/h200/p2pnode.yaml" --wait --timeout 30)
+"${CLI[@]}" > "$WORK/run.txt" 2>&1; rc=$?
+check "p2pnode selftest run --wait on the busy node: skipped, exit 1" \
+  bash -c "test $rc = 1 && grep -q '^self-test skipped (api-selftest): the GPUs are busy; compute processes on the GPUs (NVML): pid 4242' '$WORK/run.txt'"
 
-# --- forced: it runs, and is contended ---
-post_selftest '{"force": true}'
+# --- forced (the CLI's --force): it runs, and is contended ---
+"${CLI[@]}" --force > "$WORK/run.txt" 2>&1; rc=$?
+check "p2pnode selftest run --force --wait: contended, exit 0" \
+  bash -c "test $rc = 0 && grep -q '(force: even beside other jobs)' '$WORK/run.txt' && grep -q '^self-test contended (api-selftest): another process used the GPUs' '$WORK/run.txt'"
 record selftest_contended GET /v1/selftest
 check "forced: the run is contended" jq -e '.contended_run.verdict == "contended" and .skipped == null' <<<"$BODY"
 check "it names the job and where it was seen" \
