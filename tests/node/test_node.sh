@@ -22,7 +22,8 @@ in_node() { node_ssh "$@"; }
 
 t0=$SECONDS
 if [ -n "${P2P_NODE_DEB:-}" ]; then deb=$P2P_NODE_DEB
-else deb=$("$repo/scripts/build-deb.sh" "$NODE_DIR/deb" "$build" | tail -1) || { echo "FAIL: build-deb.sh"; exit 1; }; fi
+else deb=$("$repo/scripts/build-deb.sh" "$NODE_DIR/deb" "$build" | tail -1); fi
+[ -s "$deb" ] || { echo "FAIL: scripts/build-deb.sh made no package from $build"; exit 1; }
 echo "node: package $(basename "$deb") ($((SECONDS - t0)) s)"
 node_image "$NODE_DIR" "$deb" || { echo "FAIL: making the node image"; exit 1; }
 node_drives
@@ -30,7 +31,8 @@ echo "node: image built in $((SECONDS - t0)) s"
 
 node_start
 node_wait_ssh || { echo "FAIL: first boot"; exit 1; }
-check "booted through GRUB (its menu entry on the console, BOOT_IMAGE= on the kernel command line)" sh -c "grep -qa \"Booting .Debian GNU/Linux\" $NODE_CONSOLE \check "booted through GRUB (GRUB's banner or menu on the console)" grep -qa "GRUB" "$NODE_CONSOLE"\check "booted through GRUB (GRUB's banner or menu on the console)" grep -qa "GRUB" "$NODE_CONSOLE" node_cmdline_has BOOT_IMAGE="
+check "booted through GRUB (its menu entry on the console)" grep -qa "Booting .Debian GNU/Linux" "$NODE_CONSOLE"
+check "the kernel was loaded by GRUB (BOOT_IMAGE= on its command line)" in_node grep -q BOOT_IMAGE=/boot/vmlinuz- /proc/cmdline
 check "systemd is PID 1" test "$(in_node cat /proc/1/comm)" = systemd
 check "the data drive is mounted at /data from fstab" in_node findmnt -n /data
 check "the package is installed by apt" in_node dpkg -s p2pnode
@@ -42,11 +44,138 @@ in_node mkdir -p /etc/p2pnode/profiles
 in_node "cat > /etc/p2pnode/profiles/node-vm.yaml" < "$here/profiles/node-vm.yaml"
 node_reboot && node_wait_ssh || { echo "FAIL: reboot after placing the profile"; exit 1; }
 in_node systemctl is-system-running --wait >/dev/null
-free=$(in_node 'for d in /sys/bus/pci/devices/*; do [ "$(cat $d/class)" = 0x010802 ] || continue; s=$(cat $d/nvme/nvme*/serial 2>/dev/null); echo "$(basename $d) $s"; done')
-echo "node: NVMe: $(echo $free)"
-in_node systemctl status p2pnode-apply.service p2pnode.service --no-pager | head -40
-in_node 'lspci -nnk' | grep -A3 -i 'non-volatile'
-in_node systemctl --failed --no-legend
-in_node journalctl -b -u p2pnode-apply -u p2pnode --no-pager | tail -30
-echo "node: $passes checks passed, $fails failed; whole test $((SECONDS - t0)) s"
+check "no unit failed (systemctl --failed)" test -z "$(in_node systemctl --failed --no-legend)"
+bdf_of() { in_node "for d in /sys/bus/pci/devices/*; do grep -qx '$1' \$d/nvme/nvme*/serial 2>/dev/null && basename \$d; done"; }
+data=$(bdf_of P2PVM-DATA)
+# The free drive: the other NVMe controller (once on vfio-pci it has no nvme/ serial in sysfs).
+free=$(in_node "grep -lx 0x010802 /sys/bus/pci/devices/*/class" | sed 's|/class||; s|.*/||' | grep -vx "$data")
+echo "node: data drive $data, free drive $free"
+driver_of() { in_node "basename \$(readlink /sys/bus/pci/devices/$1/driver)"; }
+drive_ok() {
+  check "boot $NODE_BOOTS: free drive bound to vfio-pci" test "$(driver_of $free)" = vfio-pci
+  check "boot $NODE_BOOTS: free drive in D0" test "$(in_node cat /sys/bus/pci/devices/$free/power_state)" = D0
+  check "boot $NODE_BOOTS: free drive COMMAND has memory + bus master" in_node "[ \$(( 0x\$(setpci -s $free COMMAND) & 6 )) -eq 6 ]"
+  check "boot $NODE_BOOTS: data drive still on nvme" test "$(driver_of $data)" = nvme
+  check "boot $NODE_BOOTS: data drive still mounted, its file intact" test "$(in_node cat /data/payload)" = "data the node must keep"
+  check "boot $NODE_BOOTS: p2pnode-apply finished before multi-user.target was reached" in_node \
+    '[ $(systemctl show -P ExecMainExitTimestampMonotonic p2pnode-apply) -gt 0 ] && [ $(systemctl show -P ExecMainExitTimestampMonotonic p2pnode-apply) -le $(systemctl show -P ActiveEnterTimestampMonotonic multi-user.target) ]'
+}
+drive_ok
+check "p2pnode.service sent READY=1 with a status text" in_node "systemctl show -P StatusText p2pnode | grep -q ." 
+echo "node: p2pnode status text: $(in_node systemctl show -P StatusText p2pnode)"
+readyz() { in_node "python3 -c 'import urllib.request,sys
+try: print(urllib.request.urlopen(\"http://127.0.0.1:9470/readyz\", timeout=10).status)
+except urllib.error.HTTPError as e: print(e.code)
+except Exception as e: print(e)'"; }
+check "/readyz answers 200" test "$(readyz)" = 200
+check "systemd-analyze verify passes for both units" in_node systemd-analyze verify /lib/systemd/system/p2pnode.service /lib/systemd/system/p2pnode-apply.service
+check "journalctl -o json carries p2pnode's structured fields (STEP or CHECK)" in_node \
+  "journalctl -b -u p2pnode -o json | grep -q -e '\"STEP\"' -e '\"CHECK\"'"
+in_node p2pnode check --profile /etc/p2pnode/profiles/node-vm.yaml > "$NODE_DIR/check.txt" 2>&1
+check "p2pnode check names the mounted data drive in a finding" grep -q "$data" "$NODE_DIR/check.txt"
+sed 's/^/  check: /' "$NODE_DIR/check.txt" | head -30
+echo "node: boot time (systemd-analyze): $(in_node systemd-analyze time | head -1)"
+in_node systemd-analyze blame | grep -e p2pnode | sed 's/^/  blame: /'
+in_node systemd-analyze critical-chain p2pnode.service | sed 's/^/  chain: /'
+echo "node: case 1 done at $((SECONDS - t0)) s"
+
+# Case 2: every boot binds again; a second apply in the same boot writes nothing.
+for i in 1 2; do
+  node_reboot && node_wait_ssh || { echo "FAIL: reboot $i"; exit 1; }
+  in_node systemctl is-system-running --wait >/dev/null
+  drive_ok
+  check "boot $NODE_BOOTS: no unit failed" test -z "$(in_node systemctl --failed --no-legend)"
+done
+in_node p2pnode apply --once --json > "$NODE_DIR/apply2.json" 2>"$NODE_DIR/apply2.err"
+check "a second apply in the same boot writes nothing (\"writes\": 0)" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["writes"] != 0 or d["failed"])' "$NODE_DIR/apply2.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("  apply again: writes", d["writes"], "steps", [(s["action"], s.get("outcome")) for s in d["steps"]])' "$NODE_DIR/apply2.json" 2>&1 | head -3
+echo "node: case 2 done at $((SECONDS - t0)) s"
+
+# Case 3: crashes. kill -9 -> restarted by Restart=on-failure and ready again.
+pid1=$(in_node systemctl show -P MainPID p2pnode)
+in_node kill -9 "$pid1"
+sleep 12
+pid2=$(in_node systemctl show -P MainPID p2pnode)
+check "kill -9: p2pnode restarted (pid $pid1 -> $pid2)" sh -c "[ '$pid2' != 0 ] && [ '$pid2' != '$pid1' ]"
+check "kill -9: active again" test "$(in_node systemctl is-active p2pnode)" = active
+check "kill -9: /readyz 200 again" test "$(readyz)" = 200
+# SIGSTOP: the watchdog (WatchdogSec=, shortened by a drop-in so the test waits 20 s, not 60) kills and restarts it.
+in_node 'mkdir -p /run/systemd/system/p2pnode.service.d && printf "[Service]\nWatchdogSec=10s\n" > /run/systemd/system/p2pnode.service.d/watchdog.conf && systemctl daemon-reload && systemctl restart p2pnode'
+pid1=$(in_node systemctl show -P MainPID p2pnode)
+in_node kill -STOP "$pid1"
+sleep 25
+pid2=$(in_node systemctl show -P MainPID p2pnode)
+check "SIGSTOP: the watchdog killed it (journal says so)" in_node "journalctl -b -u p2pnode | grep -qi watchdog"
+check "SIGSTOP: restarted (pid $pid1 -> $pid2)" sh -c "[ '$pid2' != 0 ] && [ '$pid2' != '$pid1' ]"
+check "SIGSTOP: /readyz 200 again" test "$(readyz)" = 200
+in_node 'rm -r /run/systemd/system/p2pnode.service.d && systemctl daemon-reload'
+echo "node: case 3 (daemon crashes) done at $((SECONDS - t0)) s"
+for u in p2pnode p2pnode-apply; do
+  echo "node: systemd-analyze security $u: $(in_node systemd-analyze security $u.service --no-pager | tail -1)"
+done
+
+# Power cut during an apply: unbind the free drive so the apply has work, start it, cut QEMU.
+state_files() { in_node 'for f in /var/lib/p2pnode/state.json /etc/modprobe.d/*p2pnode* /etc/p2pnode/profiles/*.yaml; do [ -f "$f" ] && md5sum "$f"; done'; }
+in_node "echo $free > /sys/bus/pci/drivers/vfio-pci/unbind; sync; (p2pnode apply --once >/dev/null 2>&1 &)"
+sleep 0.5
+node_kill
+echo "node: QEMU killed (SIGKILL) during an apply"
+node_start
+node_wait_ssh || { echo "FAIL: boot after the power cut"; exit 1; }
+in_node systemctl is-system-running --wait >/dev/null
+check "power cut: state.json parses (or is absent)" in_node "[ ! -e /var/lib/p2pnode/state.json ] || python3 -c 'import json; json.load(open(\"/var/lib/p2pnode/state.json\"))'"
+check "power cut: no temporary file left beside p2pnode's files" test -z "$(in_node 'find /var/lib/p2pnode /etc/p2pnode /etc/modprobe.d -name "*.tmp*" -o -name ".*.p2pnode*" 2>/dev/null')"
+check "power cut: the profile is intact" sh -c "[ \"\$(in_node md5sum /etc/p2pnode/profiles/node-vm.yaml | cut -d' ' -f1)\" = \"\$(md5sum < '$here/profiles/node-vm.yaml' | cut -d' ' -f1)\" ]"
+check "power cut: modprobe.d files written by p2pnode are complete (end with a newline)" in_node 'for f in $(grep -l p2pnode /etc/modprobe.d/* 2>/dev/null); do [ "$(tail -c1 $f | od -An -c | tr -d " ")" = "\n" ] || exit 1; done'
+drive_ok
+check "power cut: /readyz 200 after the boot" test "$(readyz)" = 200
+echo "node: state after the power cut:"; state_files | sed 's/^/  /'
+echo "node: case 3 done at $((SECONDS - t0)) s"
+
+# Case 5: systemd's exposure scores of both units (the README records them).
+for u in p2pnode p2pnode-apply; do
+  echo "node: systemd-analyze security $u: $(in_node systemd-analyze security $u.service --no-pager | tail -1)"
+done
+
+# Case 4: Ansible over real SSH rolls the package out (again) and upgrades it, gated on /readyz.
+if command -v ansible-playbook >/dev/null; then
+  version=$(sed -n 's/^project(p2pnode VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
+  d=$NODE_DIR/repack; dpkg-deb -R "$deb" "$d"; sed -i "s/^Version: .*/Version: $version+1/" "$d/DEBIAN/control"
+  deb2=$NODE_DIR/p2pnode_${version}+1_amd64.deb; dpkg-deb --root-owner-group -b "$d" "$deb2" >/dev/null
+  cat > "$NODE_DIR/inventory.yml" <<INV
+all:
+  children:
+    gpu_nodes:
+      hosts:
+        node-vm:
+          ansible_host: 127.0.0.1
+          ansible_port: $NODE_PORT
+          ansible_user: root
+          ansible_connection: ssh
+          ansible_ssh_private_key_file: $NODE_DIR/id_ed25519
+          ansible_ssh_common_args: "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+          ansible_python_interpreter: /usr/bin/python3
+          p2pnode_service_manager: systemd
+          p2pnode_profiles_dir: $here/profiles
+          p2pnode_apt_cache_valid_time: 315360000
+          p2pnode_ready_timeout: 180
+INV
+  echo marker > "$NODE_DIR/marker"; in_node "echo kept > /var/lib/p2pnode/upgrade-marker"
+  pid1=$(in_node systemctl show -P MainPID p2pnode)
+  for v in 1 2; do
+    [ $v = 1 ] && pkg=$deb || pkg=$deb2
+    t=$SECONDS
+    ANSIBLE_HOST_KEY_CHECKING=False ansible-playbook -i "$NODE_DIR/inventory.yml" "$repo/ansible/site.yml" -e "p2pnode_deb=$pkg" > "$NODE_DIR/ansible-$v.log" 2>&1
+    rc=$?; echo "node: ansible run $v rc $rc ($((SECONDS - t)) s)"; [ $rc = 0 ] || tail -25 "$NODE_DIR/ansible-$v.log"
+    check "ansible run $v over SSH succeeded (gated on /readyz)" test $rc = 0
+  done
+  pid2=$(in_node systemctl show -P MainPID p2pnode)
+  check "ansible upgrade: version $version+1 installed" test "$(in_node dpkg-query -W -f '\${Version}' p2pnode)" = "$version+1"
+  check "ansible upgrade: the unit restarted (pid $pid1 -> $pid2)" sh -c "[ '$pid2' != 0 ] && [ '$pid2' != '$pid1' ]"
+  check "ansible upgrade: /var/lib/p2pnode kept" test "$(in_node cat /var/lib/p2pnode/upgrade-marker)" = kept
+  check "ansible upgrade: /readyz 200" test "$(readyz)" = 200
+else
+  echo "node: ansible-playbook is not installed: the Ansible case did not run"
+fi
+echo "node: total $((SECONDS - t0)) s; $passes passed, $fails failed"
 [ $fails -eq 0 ]
