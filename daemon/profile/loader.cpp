@@ -79,7 +79,8 @@ void read_match(MapReader& root, Profile& p) {
       else g->diag().add(g->get("devices")[i], g->child_path("devices") + "[" + std::to_string(i) + "]",
                          "expected a PCI device id such as 0x2684, found '" + devs[i] + "'");
     }
-    if (auto c = g->integer("count", 1, 64)) gm.count = static_cast<int>(*c);
+    // 0: a box without GPUs (an NVMe-only node); the GPU check then expects none.
+    if (auto c = g->integer("count", 0, 64)) gm.count = static_cast<int>(*c);
     p.match.gpus = gm;
   }
   p.match.hostname = m->string("hostname");

@@ -17,7 +17,7 @@ NODE_DIR=$(mktemp -d /tmp/p2pnode-node.XXXXXX)
 trap '[ -n "${NODE_QEMU_PID:-}" ] && kill -9 $NODE_QEMU_PID 2>/dev/null; [ -n "${P2P_NODE_KEEP:-}" ] && echo "kept $NODE_DIR" || rm -rf "$NODE_DIR"' EXIT
 NODE_PORT=$(node_free_port)
 fails=0 passes=0
-check() { local what=$1; shift; if "$@" >/dev/null 2>&1; then echo "PASS: $what"; passes=$((passes+1)); else echo "FAIL: $what"; fails=$((fails+1)); fi; }
+check() { local what=$1; shift; if "$@" >/dev/null 2>&1; then echo "ok: $what"; passes=$((passes+1)); else echo "FAIL: $what"; fails=$((fails+1)); fi; }
 in_node() { node_ssh "$@"; }
 
 t0=$SECONDS
@@ -45,11 +45,12 @@ in_node "cat > /etc/p2pnode/profiles/node-vm.yaml" < "$here/profiles/node-vm.yam
 node_reboot && node_wait_ssh || { echo "FAIL: reboot after placing the profile"; exit 1; }
 in_node systemctl is-system-running --wait >/dev/null
 check "no unit failed (systemctl --failed)" test -z "$(in_node systemctl --failed --no-legend)"
-bdf_of() { in_node "for d in /sys/bus/pci/devices/*; do grep -qx '$1' \$d/nvme/nvme*/serial 2>/dev/null && basename \$d; done"; }
+bdf_of() { in_node "for d in /sys/bus/pci/devices/*; do grep -q '^$1 *\$' \$d/nvme/nvme*/serial 2>/dev/null && basename \$d; done"; }
 data=$(bdf_of P2PVM-DATA)
 # The free drive: the other NVMe controller (once on vfio-pci it has no nvme/ serial in sysfs).
 free=$(in_node "grep -lx 0x010802 /sys/bus/pci/devices/*/class" | sed 's|/class||; s|.*/||' | grep -vx "$data")
 echo "node: data drive $data, free drive $free"
+[ -n "$data" ] && [ "$(echo "$free" | wc -w)" = 1 ] || { echo "FAIL: the two NVMe drives not found (data '$data', free '$free')"; exit 1; }
 driver_of() { in_node "basename \$(readlink /sys/bus/pci/devices/$1/driver)"; }
 drive_ok() {
   check "boot $NODE_BOOTS: free drive bound to vfio-pci" test "$(driver_of $free)" = vfio-pci
@@ -71,9 +72,12 @@ check "/readyz answers 200" test "$(readyz)" = 200
 check "systemd-analyze verify passes for both units" in_node systemd-analyze verify /lib/systemd/system/p2pnode.service /lib/systemd/system/p2pnode-apply.service
 check "journalctl -o json carries p2pnode's structured fields (STEP or CHECK)" in_node \
   "journalctl -b -u p2pnode -o json | grep -q -e '\"STEP\"' -e '\"CHECK\"'"
-in_node p2pnode check --profile /etc/p2pnode/profiles/node-vm.yaml > "$NODE_DIR/check.txt" 2>&1
-check "p2pnode check names the mounted data drive in a finding" grep -q "$data" "$NODE_DIR/check.txt"
-sed 's/^/  check: /' "$NODE_DIR/check.txt" | head -30
+in_node p2pnode check --json > "$NODE_DIR/check.json" 2>&1
+datafind() { python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); fs=[f for f in d["findings"] if f.get("subject")==sys.argv[2] and f["check"].startswith("nvme.")]
+print("\n".join("  check: %s %s %s: %s" % (f["severity"], f["check"], f["subject"], f["summary"]) for f in fs)); sys.exit(not fs)' "$NODE_DIR/check.json" "$data"; }
+check "p2pnode check --json names the mounted data drive ($data) in an nvme finding" datafind
+datafind
 echo "node: boot time (systemd-analyze): $(in_node systemd-analyze time | head -1)"
 in_node systemd-analyze blame | grep -e p2pnode | sed 's/^/  blame: /'
 in_node systemd-analyze critical-chain p2pnode.service | sed 's/^/  chain: /'
