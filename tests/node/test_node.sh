@@ -129,7 +129,8 @@ node_wait_ssh || { echo "FAIL: boot after the power cut"; exit 1; }
 in_node systemctl is-system-running --wait >/dev/null
 check "power cut: state.json parses (or is absent)" in_node "[ ! -e /var/lib/p2pnode/state.json ] || python3 -c 'import json; json.load(open(\"/var/lib/p2pnode/state.json\"))'"
 check "power cut: no temporary file left beside p2pnode's files" test -z "$(in_node 'find /var/lib/p2pnode /etc/p2pnode /etc/modprobe.d -name "*.tmp*" -o -name ".*.p2pnode*" 2>/dev/null')"
-check "power cut: the profile is intact" sh -c "[ \"\$(in_node md5sum /etc/p2pnode/profiles/node-vm.yaml | cut -d' ' -f1)\" = \"\$(md5sum < '$here/profiles/node-vm.yaml' | cut -d' ' -f1)\" ]"
+sum_vm=$(in_node md5sum /etc/p2pnode/profiles/node-vm.yaml | cut -d' ' -f1); sum_host=$(md5sum < "$here/profiles/node-vm.yaml" | cut -d' ' -f1)
+check "power cut: the profile is intact" test "$sum_vm" = "$sum_host"
 check "power cut: modprobe.d files written by p2pnode are complete (end with a newline)" in_node 'for f in $(grep -l p2pnode /etc/modprobe.d/* 2>/dev/null); do [ "$(tail -c1 $f | od -An -c | tr -d " ")" = "\n" ] || exit 1; done'
 drive_ok
 check "power cut: /readyz 200 after the boot" test "$(readyz)" = 200
@@ -144,8 +145,10 @@ done
 # Case 4: Ansible over real SSH rolls the package out (again) and upgrades it, gated on /readyz.
 if command -v ansible-playbook >/dev/null; then
   version=$(sed -n 's/^project(p2pnode VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
+  # The role takes packages named as build-deb.sh names them.
+  mkdir -p "$NODE_DIR/debs"; cp "$deb" "$NODE_DIR/debs/p2pnode_${version}_amd64.deb"; deb=$NODE_DIR/debs/p2pnode_${version}_amd64.deb
   d=$NODE_DIR/repack; dpkg-deb -R "$deb" "$d"; sed -i "s/^Version: .*/Version: $version+1/" "$d/DEBIAN/control"
-  deb2=$NODE_DIR/p2pnode_${version}+1_amd64.deb; dpkg-deb --root-owner-group -b "$d" "$deb2" >/dev/null
+  deb2=$NODE_DIR/debs/p2pnode_${version}+1_amd64.deb; dpkg-deb --root-owner-group -b "$d" "$deb2" >/dev/null
   cat > "$NODE_DIR/inventory.yml" <<INV
 all:
   children:
