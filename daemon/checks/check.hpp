@@ -33,6 +33,7 @@ std::vector<Finding> check_pcie_topology(const Profile&, const Inventory&);
 std::vector<Finding> check_gpu_models(const Profile&, const Inventory&);
 std::vector<Finding> check_driver_state(const Profile&, const Inventory&);
 std::vector<Finding> check_driver_kernels(const Profile&, const Inventory&);
+std::vector<Finding> check_boot_guard(const Profile&, const Inventory&);
 std::vector<Finding> check_nvme_binding(const Profile&, const Inventory&);
 
 // RMForceP2PType sanity for a driver branch (nullopt when fine).

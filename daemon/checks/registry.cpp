@@ -15,6 +15,7 @@ const std::vector<CheckDef>& all_checks() {
       {"pcie.topology", "pairwise PCIe topology versus the profile", check_pcie_topology},
       {"driver.state", "NVIDIA kernel module and userspace versions and options", check_driver_state},
       {"driver.kernels", "the profile's module is built and installed by DKMS for every installed kernel, above all the next boot one", check_driver_kernels},
+      {"driver.boot_guard", "GRUB does not boot a kernel without the module (p2pnode holds it on one that has it)", check_boot_guard},
       {"nvme.binding", "NVMe drives on vfio-pci are in D0 with power/control on and Memory+BusMaster", check_nvme_binding},
   };
   return list;

@@ -132,6 +132,7 @@ struct KernelsState {
   std::vector<InstalledKernel> kernels;  // newest first
   std::string next_boot;                 // release, empty when unknown
   std::string next_boot_how;             // how it was decided (grub.cfg default, newest vmlinuz)
+  bool boot_guard_held = false;          // p2pnode holds GRUB's default (lifecycle/boot_guard.hpp)
 };
 
 // How the driver connects two GPUs, beyond what sysfs shows: NVLink (direct or through NVSwitch),

@@ -2,6 +2,7 @@
 
 #include "dkms/status.hpp"
 #include "lifecycle/boot.hpp"
+#include "lifecycle/boot_guard.hpp"
 #include "nvidia/breakage.hpp"
 #include "probe/probe.hpp"
 
@@ -69,6 +70,7 @@ KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running)
   const auto boot = lifecycle::next_boot_kernel(root);
   s.next_boot = boot.kernel;
   s.next_boot_how = boot.how;
+  s.boot_guard_held = root.exists(lifecycle::kBootGuardDropIn);
   for (const auto& k : lifecycle::installed_kernels(root)) {
     InstalledKernel ik;
     ik.release = k;
