@@ -101,7 +101,7 @@ void read_tls(MapReader& root, DaemonConfig& c) {
 }
 
 void read_health(MapReader& root, DaemonConfig& c) {
-  auto h = root.map("health", {"enabled", "interval", "window", "agent_time_limit", "nvlink"});
+  auto h = root.map("health", {"enabled", "interval", "window", "agent_time_limit", "nvlink", "nvlink_interval"});
   if (!h) return;
   if (auto v = h->boolean("enabled")) c.health.enabled = *v;
   if (auto v = h->boolean("nvlink")) c.health.nvlink = *v;
@@ -115,6 +115,7 @@ void read_health(MapReader& root, DaemonConfig& c) {
   within("interval", std::chrono::seconds(1), std::chrono::hours(1), "1s to 1h", c.health.interval);
   within("window", std::chrono::seconds(10), std::chrono::hours(24 * 7), "10s to 7d", c.health.window);
   within("agent_time_limit", std::chrono::milliseconds(500), std::chrono::minutes(1), "500ms to 1m", c.health.agent_time_limit);
+  within("nvlink_interval", std::chrono::seconds(1), std::chrono::hours(1), "1s to 1h", c.health.nvlink_interval);
   if (c.health.window < c.health.interval && h->has("window"))
     h->diag().add(h->get("window"), h->child_path("window"),
                   "expected at least the interval: a rise is seen by comparing two passes within the window");

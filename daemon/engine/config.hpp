@@ -63,6 +63,8 @@ struct DaemonConfig {
     std::chrono::milliseconds window{std::chrono::minutes(10)};        // a counter that rose within it is a finding
     std::chrono::milliseconds agent_time_limit{std::chrono::seconds(5)};  // `p2pnode-agent --health`
     bool nvlink = true;                                                 // run the agent for NVLink counters
+    // NVML's init costs CPU on every agent start: NVLink is read this often, AER and Xid every pass.
+    std::chrono::milliseconds nvlink_interval{std::chrono::minutes(1)};
   } health;
 
   std::string state_file() const { return state_dir + "/state.json"; }

@@ -69,8 +69,14 @@ json HealthPass::run(const DaemonConfig& config, const json& devices, const std:
   else if (!any_gpu) s.nvlink.skipped = "no GPU in the last discovery";
   else if (!nvlink_skip.empty()) s.nvlink.skipped = nvlink_skip;
   else if (!runner_) s.nvlink.skipped = "no runner for the agent in this process";
-  else
+  else if (last_nvlink_ && t0 - last_nvlink_at_ < config.health.nvlink_interval)
+    s.nvlink = *last_nvlink_;
+  else {
     s.nvlink = probe::probe_nvlink(*runner_, root_.host_path(config.agent_path).string(), config.health.agent_time_limit, cancel);
+    last_nvlink_ = s.nvlink;
+    last_nvlink_at_ = t0;
+    last_nvlink_unix_ = s.unix_s;
+  }
   s.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   monitor_.update(s, paths);
   json j = base(config);
@@ -79,6 +85,8 @@ json HealthPass::run(const DaemonConfig& config, const json& devices, const std:
   j["pass_duration_s"] = s.duration_s;
   j["problem"] = paths.devices.empty() ? json("no GPU or NVMe drive in the last discovery: nothing to watch") : json(nullptr);
   json v = monitor_.view();
+  if (v.contains("nvlink") && v["nvlink"].is_object())
+    v["nvlink"]["read_unix"] = s.nvlink.read && last_nvlink_unix_ ? json(last_nvlink_unix_) : json(nullptr);
   for (auto it = v.begin(); it != v.end(); ++it) j[it.key()] = it.value();
   return j;
 }

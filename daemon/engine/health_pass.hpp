@@ -4,6 +4,9 @@
 // log records, NVLink through `p2pnode-agent --health`; feed the monitor; render /v1/health.
 // Never touches config space, never starts GPU work.
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +39,10 @@ class HealthPass {
   sys::CommandRunner* runner_;
   probe::KmsgReader kmsg_;
   health::HealthMonitor monitor_;
+  // The last agent reading and when it was taken: between agent runs the monitor sees it again.
+  std::optional<health::NvlinkReading> last_nvlink_;
+  std::chrono::steady_clock::time_point last_nvlink_at_{};
+  std::int64_t last_nvlink_unix_ = 0;
 };
 
 // The body before any pass (or with health off).

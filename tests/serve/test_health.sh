@@ -40,7 +40,7 @@ JSON
 }
 nvlink 5
 write_config h200 "$SRC/tests/serve/agents/health.sh" "[\"$SRC/tests/gpu/results/h200x4-rounds.json\"]" \
-  "health: {interval: 1s, window: 10m, agent_time_limit: 5s}"
+  "health: {interval: 1s, window: 10m, agent_time_limit: 5s, nvlink_interval: 1s}"
 start_daemon h200 || exit 1
 
 passes() { curl -s "$URL/v1/health" | jq -e ".passes >= $1 and (.devices | length) == 4" >/dev/null; }

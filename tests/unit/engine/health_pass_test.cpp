@@ -89,6 +89,7 @@ TEST(HealthPass, AerRiseOnTheDrivesRootPortAcrossPasses) {
     EXPECT_EQ(c.timeout, std::chrono::seconds(5));
     return sys::exited_with(0, health_doc(calls++ < 1 ? 3 : 5));
   });
+  b.config.health.nvlink_interval = std::chrono::milliseconds(0);  // the agent on every pass
   HealthPass pass(b.root, &b.runner);
   json h = pass.run(b.config, b.devices, "", nullptr);
   EXPECT_EQ(h["passes"], 1);
@@ -109,6 +110,22 @@ TEST(HealthPass, AerRiseOnTheDrivesRootPortAcrossPasses) {
   EXPECT_NE(m.find(R"(p2pnode_nvlink_errors_total{counter="replay",gpu="0000:03:00.0"} 5)"), std::string::npos) << m;
   EXPECT_NE(m.find(R"(p2pnode_health_finding{check="health.aer",device="0000:80:01.0",severity="warning"} 1)"), std::string::npos) << m;
   EXPECT_NE(m.find("p2pnode_health_last_pass_timestamp_seconds"), std::string::npos);
+}
+
+TEST(HealthPass, TheAgentRunsOncePerNvlinkInterval) {
+  Box b;
+  int calls = 0;
+  b.runner.on({b.root.host_path(b.config.agent_path).string(), "--health"}, [&](const sys::Command&) {
+    return sys::exited_with(0, health_doc(3 + calls++));
+  });
+  HealthPass pass(b.root, &b.runner);
+  json h;
+  for (int i = 0; i < 3; ++i) h = pass.run(b.config, b.devices, "", nullptr);
+  EXPECT_EQ(calls, 1) << "the default nvlink_interval is a minute";
+  EXPECT_EQ(h["nvlink"]["read"], true);
+  EXPECT_TRUE(h["nvlink"]["read_unix"].is_number());
+  EXPECT_EQ(h["nvlink"]["gpus"][0]["links"][0]["errors"]["replay"], 3);
+  EXPECT_EQ(finding(h, "health.nvlink", "0000:03:00.0"), nullptr);
 }
 
 TEST(HealthPass, NvlinkIsSkippedWithTheReason) {
