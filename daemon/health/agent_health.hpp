@@ -1,5 +1,5 @@
 #pragma once
-// The agent's NVML-only health document (`p2pnode-agent --health --json`, api/agent-health.schema.json):
+// The agent's NVML-only health document (`p2pnode-agent --health --json`, agent/src/host/health.cpp):
 // per GPU, per NVLink, the link state and its error counters. Checked strictly and bounded: the
 // daemon never trusts an agent's output blindly.
 #include <string_view>

@@ -85,6 +85,7 @@ check "the new Xid 79 record is counted once: 2 for 0000:00:06.0, the 74 still 1
 record status GET /v1/status
 check "/v1/status carries the health summary" \
   jq -e '.health.enabled and .health.findings_error >= 2 and .health.findings_warning >= 3 and (.health.findings | any(test("^error health.xid 0000:00:06.0: Xid 79")))' <<<"$BODY"
+check "p2pnode status lists the health findings" bash -c "'$BIN' status --url '$URL' | grep -q '^  error health.xid 0000:00:06.0: Xid 79'"
 record metrics GET /metrics
 M=$BODY
 check "p2pnode_gpu_xid_events_total counts the 79s" grep -q '^p2pnode_gpu_xid_events_total{gpu="0000:00:06.0",xid="79"} 2$' <<<"$M"

@@ -1,6 +1,6 @@
-// `p2pnode-agent --health`: NVML only (no CUDA context, no GPU work), so the daemon can run it every
-// few seconds beside a job: per GPU, per NVLink, the link state and its error counters, printed as
-// one versioned JSON document (api/agent-health.schema.json).
+// `p2pnode-agent --health`: NVML only (no CUDA context, no GPU work), so the daemon can run it
+// beside a job: per GPU, per NVLink, the link state and its error counters, printed as
+// one versioned JSON document (read by daemon/health/agent_health.cpp, which checks every field).
 #pragma once
 
 #include <cstdint>
