@@ -23,11 +23,11 @@ SECONDS_TO_RUN=${HEALTH_SECONDS:-20}
 export LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 LOG=$OUT/health-log.txt
 WORK=$(mktemp -d /tmp/health.XXXXXX)
-say() { echo "== $*" | tee -a "$LOG"; }
-timed() {  # timed NAME COMMAND...: runs it, logs rc and wall seconds
-  local name=$1 t0 rc; shift
+say() { echo "== $*" | tee -a "$LOG" >&2; }  # never on stdout: timed output goes to files
+timed() {  # timed NAME OUTFILE COMMAND...: stdout to OUTFILE, stderr to the log; logs rc and wall seconds
+  local name=$1 out=$2 t0 rc; shift 2
   t0=$(date +%s.%N)
-  "$@"; rc=$?
+  "$@" >"$out" 2>>"$LOG"; rc=$?
   say "$name: rc=$rc in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }') s"
   return $rc
 }
@@ -52,9 +52,9 @@ timed() {  # timed NAME COMMAND...: runs it, logs rc and wall seconds
 } >>"$LOG" 2>&1
 
 say "p2pnode-agent --health --json (NVML only)"
-timed "agent --health" "$AGENT" --health --json >"$OUT/agent-health.json" 2>>"$LOG"
+timed "agent --health" "$OUT/agent-health.json" "$AGENT" --health --json
 sleep 5
-timed "agent --health (again)" "$AGENT" --health --json >"$OUT/agent-health-2.json" 2>>"$LOG"
+timed "agent --health (again)" "$OUT/agent-health-2.json" "$AGENT" --health --json
 python3 - "$OUT/agent-health.json" "$OUT/agent-health-2.json" >>"$LOG" 2>&1 <<'PY'
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
@@ -104,7 +104,7 @@ print("passes", h["passes"], "last pass took", h["pass_duration_s"], "s; problem
 print("devices watched:", len(h["devices"]), {d["kind"] for d in h["devices"]})
 print("without AER statistics:", [d["bdf"] for d in h["devices"] if d["aer"] is None])
 print("nvlink:", {k: h["nvlink"][k] for k in ("read", "skipped", "driver_version")} if h["nvlink"] else None)
-print("xid:", h["xid"]["problem"] if h["xid"] else None, "counts", h["xid"]["counts"] if h["xid"] else None)
+print("xid: source", h["xid"]["source"], "problem", h["xid"]["problem"], "counts", h["xid"]["counts"], "recent", len(h["xid"]["recent"]))
 for f in h["findings"]:
     print("finding:", f["severity"], f["check"], f["subject"], f["summary"])
 PY
