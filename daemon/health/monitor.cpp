@@ -7,6 +7,8 @@ namespace p2pnode::health {
 
 namespace {
 using json = nlohmann::json;
+constexpr std::size_t kMaxRecentXids = 4096;  // kept for the window's findings
+constexpr std::size_t kShownXids = 50;        // the newest, in /v1/health
 
 json link_json(const LinkInfo& l) {
   return {{"speed_gts", l.current_gts ? json(*l.current_gts) : json(nullptr)},
@@ -197,6 +199,7 @@ void HealthMonitor::assess_xid(const HealthSample& s, const PathIndex& paths) {
     if (ev.seq) last_xid_seq_ = *ev.seq;
     xid_counts_[{ev.bdf, ev.xid}]++;
     recent_xids_.push_back({ev, s.mono_s});
+    if (recent_xids_.size() > kMaxRecentXids) recent_xids_.pop_front();  // an Xid storm must not grow without bound
   }
   auto age = [&](const SeenXid& x) {
     if (s.xid.uptime_s && x.ev.ts_us) return *s.xid.uptime_s - static_cast<double>(*x.ev.ts_us) / 1e6;
@@ -214,6 +217,7 @@ void HealthMonitor::assess_xid(const HealthSample& s, const PathIndex& paths) {
                       {"message", x.ev.message}, {"pid", x.ev.pid ? json(*x.ev.pid) : json(nullptr)},
                       {"process", x.ev.process}, {"age_s", std::round(age(x))}});
   }
+  if (recent.size() > kShownXids) recent.erase(recent.begin(), recent.end() - static_cast<std::ptrdiff_t>(kShownXids));
   json counts = json::array();
   for (const auto& [k, n] : xid_counts_) {
     const XidInfo* info = find_xid(k.second);

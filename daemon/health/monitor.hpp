@@ -49,7 +49,7 @@ class HealthMonitor {
   nlohmann::json devices_ = nlohmann::json::array(), nvlink_ = nlohmann::json::object(), xid_ = nlohmann::json::object();
   std::set<std::string> links_seen_active_;               // "gpu/link"
   std::map<std::pair<std::string, int>, std::uint64_t> xid_counts_;  // (gpu, xid) -> events read
-  std::deque<SeenXid> recent_xids_;                       // within the window
+  std::deque<SeenXid> recent_xids_;                       // within the window, the newest 4096
   std::optional<std::uint64_t> last_xid_seq_;
 };
 

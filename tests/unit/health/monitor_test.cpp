@@ -213,3 +213,18 @@ TEST(HealthText, WindowAndRises) {
   EXPECT_EQ(window_text(90), "90s");
   EXPECT_EQ(describe_rises({{"RxErr", 2}, {"BadTLP", 0}, {"Timeout", 1}}), "RxErr +2, Timeout +1");
 }
+
+TEST(HealthMonitor, AnXidStormIsBounded) {
+  HealthMonitor m(600);
+  auto s = sample(0, {});
+  s.xid.uptime_s = 1000;
+  for (int i = 0; i < 5000; ++i)
+    s.xid.events.push_back(*parse_xid_line("4," + std::to_string(100 + i) + ",999000000,-;NVRM: Xid (PCI:0000:03:00): 13, pid=5, Graphics Exception"));
+  m.update(s, box());
+  const auto v = m.view();
+  EXPECT_EQ(v["xid"]["recent"].size(), 50u);
+  EXPECT_EQ(v["xid"]["counts"][0]["count"], 5000) << "every record is counted";
+  const auto& f = m.findings();
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].observed["count"], 4096) << "the window keeps the newest 4096";
+}
