@@ -17,7 +17,7 @@ check "systemd-analyze verify passes" test $RC -eq 0 -a -z "$OUT"
 for key in "Type=notify" "WatchdogSec=" "Restart=on-failure" "ExecReload=" "StateDirectory=p2pnode" "ProtectSystem=strict"; do
   check "p2pnode.service has $key" grep -q "^$key" "$SRC/systemd/p2pnode.service"
 done
-for bad in ProtectKernelTunables ProtectKernelModules PrivateDevices; do
+for bad in ProtectKernelTunables ProtectKernelModules PrivateDevices ProtectKernelLogs; do
   check "p2pnode.service does not set $bad (FACTS.md)" bash -c "! grep -q '^$bad' '$SRC/systemd/p2pnode.service'"
 done
 # Under ProtectSystem=strict only what a unit names is writable (ReadWritePaths=, StateDirectory=,

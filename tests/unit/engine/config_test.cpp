@@ -275,3 +275,26 @@ TEST(DaemonConfig, HttpLimitsHaveSafeDefaultsAndAreChecked) {
     EXPECT_NE(b.diagnostics.format().find("c.yaml:"), std::string::npos) << b.diagnostics.format();
   }
 }
+
+TEST(DaemonConfig, HealthSection) {
+  auto d = load_config_text("", "c.yaml");
+  ASSERT_TRUE(d.config);
+  EXPECT_TRUE(d.config->health.enabled);
+  EXPECT_EQ(d.config->health.interval, std::chrono::seconds(10));
+  EXPECT_EQ(d.config->health.window, std::chrono::minutes(10));
+  EXPECT_EQ(d.config->health.nvlink_interval, std::chrono::minutes(1));
+  auto r = load_config_text("health:\n  interval: 2s\n  window: 1h\n  agent_time_limit: 800ms\n  nvlink: false\n  nvlink_interval: 5s\n", "c.yaml");
+  ASSERT_TRUE(r.config) << r.diagnostics.format();
+  EXPECT_EQ(r.config->health.interval, std::chrono::seconds(2));
+  EXPECT_EQ(r.config->health.window, std::chrono::hours(1));
+  EXPECT_EQ(r.config->health.agent_time_limit, std::chrono::milliseconds(800));
+  EXPECT_FALSE(r.config->health.nvlink);
+  EXPECT_EQ(r.config->health.nvlink_interval, std::chrono::seconds(5));
+  for (const char* bad : {"health:\n  interval: 100ms\n", "health:\n  window: 5s\n", "health:\n  interval: 1m\n  window: 30s\n",
+                          "health:\n  intervall: 1s\n"}) {
+    auto b = load_config_text(bad, "c.yaml");
+    EXPECT_FALSE(b.config) << bad;
+    EXPECT_NE(b.diagnostics.format().find("c.yaml:"), std::string::npos) << b.diagnostics.format();
+    EXPECT_NE(b.diagnostics.format().find("health."), std::string::npos) << b.diagnostics.format();
+  }
+}
