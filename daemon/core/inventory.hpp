@@ -101,6 +101,9 @@ struct NvidiaDriverState {
   std::vector<std::string> modules_loaded;    // nvidia, nvidia_uvm, …
   std::map<std::string, std::string> modprobe_options;  // NVreg_* -> value, from /etc/modprobe.d
   std::vector<std::string> gsp_firmware_versions;       // /lib/firmware/nvidia/<ver>/
+  // Open module trees in /usr/src -> whether their source refuses a peer DMA address not aligned at
+  // 512 MiB (nvidia/peer_alignment.hpp; nullopt: the file is there, the check is not recognised).
+  std::map<std::string, std::optional<bool>> peer_alignment;
 };
 
 // One DKMS package/version for one kernel, from /var/lib/dkms/<package>/<version>/<kernel>/<arch>/module

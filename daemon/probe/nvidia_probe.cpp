@@ -1,5 +1,6 @@
 #include <regex>
 
+#include "nvidia/peer_alignment.hpp"
 #include "nvidia/userspace.hpp"
 #include "nvidia/version.hpp"
 #include "probe/probe.hpp"
@@ -38,6 +39,12 @@ NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root) {
     if (f.size() < 5 || f.substr(f.size() - 5) != ".conf") continue;
     if (auto text = root.read_text(join("/etc/modprobe.d", f)))
       for (const auto& [k, v] : nvidia::parse_modprobe_options(*text, "nvidia")) s.modprobe_options[k] = v;
+  }
+  // Module trees staged in /usr/src: does each still refuse an unaligned peer address (its source says)?
+  for (const auto& dir : root.list_dir("/usr/src")) {
+    const std::string tree = join("/usr/src", dir);
+    if (auto text = root.read_text(join(tree, std::string(nvidia::kPeerAlignmentFile)), 8 << 20))
+      s.peer_alignment[tree] = nvidia::demands_peer_alignment(*text);
   }
   return s;
 }
