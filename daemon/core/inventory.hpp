@@ -131,7 +131,17 @@ struct InstalledKernel {
   std::vector<FailedBuild> failed;
 };
 
+// The kernel apt would install next, as p2pnode judged it before it was installed
+// (lifecycle/next_kernel.hpp; the record /var/lib/p2pnode/next-kernel.json).
+struct NextKernelJudged {
+  std::string release, package_version, module;  // 6.1.0-57-amd64, 6.1.200-1, nvidia-p2p/550.90.07
+  bool keeps_p2p = false;
+  std::string summary, first_error, make_log;
+  std::vector<std::string> breakages, fixes;  // known breakage ids, their builtin patches
+};
+
 struct KernelsState {
+  std::optional<NextKernelJudged> next_candidate;
   std::vector<InstalledKernel> kernels;  // newest first
   std::string next_boot;                 // release, empty when unknown
   std::string next_boot_how;             // how it was decided (grub.cfg default, newest vmlinuz)
@@ -184,6 +194,10 @@ struct Inventory {
   std::vector<NvmeControllerIdentity> nvme_identities;
   std::vector<NvmeControllerUse> nvme_usage;
   std::vector<std::string> problems;
+  // VRAM each GPU reports about itself (bytes, by BDF): the agent's memory_bytes (CUDA) or nvidia-smi's
+  // memory.total; empty when no driver answered. rebar.aperture prefers it where the model table differs.
+  std::map<std::string, std::uint64_t> gpu_memory;
+  std::string gpu_memory_source;               // "agent (self-test of …)", "nvidia-smi"
   std::vector<GpuInterconnect> interconnects;  // merged from the last agent result (engine)
   std::string interconnect_source;             // "nvml (agent …)", or why there is none
 
