@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -6,9 +7,10 @@
 
 #include "checks/check.hpp"
 #include "cli/commands.hpp"
-#include "probe/agent_links.hpp"
+#include "judge/interconnect.hpp"
 #include "probe/probe.hpp"
 #include "render/report.hpp"
+#include "sys/command_runner.hpp"
 
 namespace p2pnode::cli {
 
@@ -16,6 +18,7 @@ namespace {
 struct CheckOptions {
   ProfileChoice choice;
   bool json = false;
+  bool verbose = false;  // one row per finding, not per group of identical ones
   std::vector<std::string> only;  // check ids; empty = every check
   std::string agent_result;  // --agent-result: the driver's view of the pairs (NVLink)
 };
@@ -23,6 +26,13 @@ struct CheckOptions {
 int run_check(const CheckOptions& o) {
   const sys::SysRoot root(o.choice.root);
   Inventory inv = probe::probe_inventory(root);
+  // On the real root, as the daemon does: ldconfig -p, then nvidia-smi, when no libcuda file
+  // answered (a recorded tree runs no programs of this host).
+  if (std::error_code ec; std::filesystem::weakly_canonical(o.choice.root, ec) == "/") {
+    sys::ProcessRunner runner;
+    probe::probe_userspace_by_commands(root, runner, inv.nvidia);
+    probe::probe_gpu_memory_by_commands(runner, inv);  // each GPU's own VRAM, where a driver runs
+  }
   if (!o.agent_result.empty()) {
     std::ifstream in(o.agent_result, std::ios::binary);
     std::ostringstream text;
@@ -32,7 +42,7 @@ int run_check(const CheckOptions& o) {
       std::cerr << "p2pnode check: --agent-result " << o.agent_result << ": not a readable JSON document\n";
       return kUsage;
     }
-    if (auto st = probe::merge_agent_interconnect(inv, doc); !st) {
+    if (auto st = judge::merge_agent_interconnect(inv, doc); !st) {
       std::cerr << "p2pnode check: --agent-result " << o.agent_result << ": " << st.error().message << "\n";
       return kUsage;
     }
@@ -55,7 +65,7 @@ int run_check(const CheckOptions& o) {
     }
   }
   if (o.json) std::cout << render::check_report_json(inv, profile->name, findings).dump(2) << "\n";
-  else std::cout << render::render_check_table(inv, profile->name, findings);
+  else std::cout << render::render_check_table(inv, profile->name, findings, o.verbose);
   return worst(findings) == Severity::error ? kFindings : kOk;
 }
 }  // namespace
@@ -65,6 +75,7 @@ void register_check(CLI::App& app) {
   auto* cmd = app.add_subcommand("check", "Check this box against its profile (reads only)");
   add_profile_options(*cmd, opts->choice);
   cmd->add_flag("--json", opts->json, "Print the findings as JSON (api/check-report.schema.json)");
+  cmd->add_flag("-v,--verbose", opts->verbose, "One row per finding (the table groups subjects with identical results)");
   cmd->add_option("--only", opts->only, "Run only this check (repeatable), e.g. driver.kernels");
   cmd->add_option("--agent-result", opts->agent_result,
                   "A p2pnode-agent JSON document of this box: its NVLink pairs show as NV<n> (sysfs sees only PCIe)");

@@ -25,6 +25,7 @@ struct ServeOptions {
   std::string port_file;
   bool verbose = false;
   bool check_config = false;  // validate and exit (Ansible's template validate, `nginx -t`)
+  bool strict = false;        // --check-config: a missing token file fails too
 };
 
 // Against a recorded tree (--root) the daemon must not run dkms or update-grub on this host.
@@ -108,6 +109,20 @@ void reload_tls(const LoadedConfig& fresh, http::ApiServer& server, const engine
                                         " the configuration; it takes effect on restart", "", "config", ""});
 }
 
+// The HTTP server's options from the configuration (its TLS identity is set apart).
+http::ServerOptions server_options(const engine::DaemonConfig& c) {
+  http::ServerOptions h;
+  h.listen = c.listen;
+  h.threads = c.http_threads;
+  h.max_body = c.http_max_body;
+  h.max_connections = c.http_max_connections;
+  h.max_connections_per_client = c.http_max_connections_per_client;
+  h.request_timeout = c.http_request_timeout;
+  h.idle_timeout = c.http_idle_timeout;
+  h.max_connection_time = c.http_max_connection_time;
+  return h;
+}
+
 int run_serve(const ServeOptions& o) {
   const sys::SysRoot root(o.root);
   const engine::LogFn log = service::make_logger(o.verbose);
@@ -126,6 +141,19 @@ int run_serve(const ServeOptions& o) {
     return kUsage;
   }
   if (o.check_config) {
+    // The daemon would start with a bad token file, but with every POST disabled: say so here.
+    const auto token = engine::host_paths(*config, root).token_file;
+    std::error_code ec;
+    if (!std::filesystem::exists(token, ec)) {
+      std::cerr << "p2pnode serve: " << (o.strict ? "" : "warning: ") << "the token file " << token.string()
+                << " does not exist: POST /v1/reconcile and /v1/selftest would answer 503. Create it (root only, at least "
+                   "16 characters), e.g. umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > "
+                << token.string() << "\n";
+      if (o.strict) return kUsage;
+    } else if (auto t = http::read_token_file(token); !t) {
+      std::cerr << "p2pnode serve: " << t.error().message << ": POST /v1/reconcile and /v1/selftest would answer 503\n";
+      return kUsage;
+    }
     std::cout << "p2pnode serve: the configuration " << (o.config.empty() ? "(built-in defaults)" : o.config)
               << " is valid\n";
     return kOk;
@@ -151,15 +179,7 @@ int run_serve(const ServeOptions& o) {
                           }};
   engine::Engine engine(deps, *config, P2PNODE_VERSION);
 
-  http::ServerOptions hopt;
-  hopt.listen = config->listen;
-  hopt.threads = config->http_threads;
-  hopt.max_body = config->http_max_body;
-  hopt.max_connections = config->http_max_connections;
-  hopt.max_connections_per_client = config->http_max_connections_per_client;
-  hopt.request_timeout = config->http_request_timeout;
-  hopt.idle_timeout = config->http_idle_timeout;
-  hopt.max_connection_time = config->http_max_connection_time;
+  http::ServerOptions hopt = server_options(*config);
   hopt.tls = loaded->tls;
   hopt.log = log;
   http::ApiServer server(engine, hopt);
@@ -220,6 +240,9 @@ int run_serve(const ServeOptions& o) {
         log({engine::LogLevel::warning, "the listen address changed to " + fresh->listen.display() +
                                             "; it takes effect on restart", "", "config", ""});
       reload_tls(*reloaded, server, log);
+      if (std::string why_not; !server.set_limits(server_options(*fresh), &why_not))
+        log({engine::LogLevel::error, "the new HTTP limits could not take effect, the previous ones stay: " + why_not, "",
+             "http", ""});
       config = fresh;
       engine.set_config(*config);
       load_token(root, *config, server, log);
@@ -249,7 +272,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--port-file", o->port_file, "Write the bound port to this file once listening");
   cmd->add_flag("-v,--verbose", o->verbose, "Log debug messages too");
   cmd->add_flag("--check-config", o->check_config,
-                "Validate the configuration (TLS files included) and exit: 0 valid, 2 not; serves nothing");
+                "Validate the configuration (TLS and token files included) and exit: 0 valid, 2 not; serves nothing");
+  cmd->add_flag("--strict", o->strict, "With --check-config: a missing token file is an error, not a warning");
   cmd->callback([o] { throw CLI::RuntimeError(run_serve(*o)); });
 }
 

@@ -79,7 +79,7 @@ const char* to_string(CopyKind k) {
 
 // Each factor is the median of healthy measurements over the ceiling of their link, rounded
 // down to two places. The lowest healthy cell over its expectation is 0.93 (seed 001, across
-// sockets), which is why the default threshold fraction is 0.85 (engine/expectations.hpp).
+// sockets), which is why the default threshold fraction is 0.85 (judge/expectations.hpp).
 const std::vector<Efficiency>& efficiency_table() {
   static const std::vector<Efficiency> t = {
       {PathKind::nvlink, CopyKind::ce, 0.875,

@@ -1,15 +1,21 @@
 #include "engine/reconcile.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
 #include "actions/action.hpp"
 #include "checks/check.hpp"
-#include "engine/agent.hpp"
-#include "engine/nvme_doorbell.hpp"
-#include "engine/expectations.hpp"
 #include "engine/selftest.hpp"
 #include "engine/views.hpp"
+#include "judge/bandwidth_finding.hpp"
+#include "judge/contention.hpp"
+#include "judge/doorbell.hpp"
+#include "judge/expectations.hpp"
+#include "judge/verdict.hpp"
+#include "lifecycle/reload.hpp"
+#include "probe/agent_run.hpp"
+#include "probe/gpu_activity.hpp"
 #include "probe/nvme.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
@@ -53,8 +59,51 @@ Inventory discover(const PassContext& ctx) {
   return inv;
 }
 
+// The agent run, then the judge's verdict on what it did and printed.
+judge::AgentRun run_agent(const PassContext& ctx, const std::string& path, const std::vector<std::string>& args,
+                          std::chrono::nanoseconds limit, const SelftestSpec& spec, const Inventory& inv) {
+  auto p = probe::run_agent(ctx.agent_runner, path, args, limit, judge::kMaxAgentOutputBytes + 1, ctx.cancel);
+  return judge::judge_agent_run(std::move(p.process), p.started_unix, p.duration_s, path, limit, spec, inv);
+}
+
+// Whether the self-test may run now (selftest.when): with `idle`, what else uses the GPUs is read
+// first (NVML through the agent, else the device files' holders, and the scheduler). A skip is
+// recorded with its reason and what was seen; a busy one is tried again after retry_busy.
+bool may_run_selftest(const PassContext& ctx, const SelftestSpec& spec, const std::string& agent, RecordedState& st) {
+  judge::Busy busy;
+  if (spec.when == SelftestWhen::idle && !ctx.force_selftest) {
+    const auto seen = probe::probe_gpu_activity(ctx.root, ctx.agent_runner, ctx.action_runner, agent, spec.scheduler);
+    busy = judge::judge_busy(seen.agent, seen.device_holders, seen.scheduler, spec.ignore_processes);
+    if (!busy.note.empty()) log(ctx, LogLevel::info, "who uses the GPUs: " + busy.note + "; read the device files instead", "selftest");
+  }
+  const auto decision = judge::decide_selftest(spec.when, ctx.force_selftest, busy);
+  if (decision.run) return true;
+  st.selftest_skipped = SelftestSkip{now_unix(), ctx.trigger, decision.reason, busy.busy, judge::to_json(busy)};
+  st.selftest_runs["skipped"]++;
+  log(ctx, busy.busy ? LogLevel::notice : LogLevel::info, "self-test skipped: " + decision.reason, "selftest");
+  return false;
+}
+
+// Who else used the GPUs while the agent ran: its own NVML samples, else the device files' holders
+// right after it (an agent without NVML cannot tell; the agent itself has exited by then).
+judge::Contention contention_of(const judge::AgentRun& run, const SelftestSpec& spec, const sys::SysRoot& root) {
+  judge::Contention c = run.result ? judge::contention_in(run.result->raw, spec.ignore_processes) : judge::Contention{};
+  if (c.source == "nvml") return c;
+  c.source = "device files";
+  for (const auto& h : nvidia::find_holders(root)) {
+    if (std::find(spec.ignore_processes.begin(), spec.ignore_processes.end(), h.comm) != spec.ignore_processes.end()) continue;
+    GpuUser u{"", h.pid, h.comm, 0, ""};
+    for (const auto& f : h.files) u.seen += (u.seen.empty() ? "" : " ") + f;
+    c.processes.push_back(std::move(u));
+  }
+  if (!c.processes.empty()) c.seen_at.push_back("after");
+  c.contended = !c.processes.empty();
+  return c;
+}
+
 void run_selftest(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
   const SelftestSpec spec = *profile.selftest;
+  const std::string agent = host_paths(ctx.config, ctx.root).agent_path.string();
   const auto limit = ctx.config.selftest_time_limit.value_or(spec.time_limit);
   std::vector<std::string> args = ctx.config.agent_args;
   if (!spec.cases.empty()) {
@@ -63,17 +112,23 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
     args.push_back("--cases");
     args.push_back(list);
   }
-  const std::string agent = host_paths(ctx.config, ctx.root).agent_path.string();
   log(ctx, LogLevel::info, "self-test: running " + agent + " (time limit " + format_duration(limit) + ")", "selftest");
-  AgentRun run = run_agent(ctx.agent_runner, agent, args, limit, spec, inv, ctx.cancel);
+  const judge::AgentRun run = run_agent(ctx, agent, args, limit, spec, inv);
   if (run.process.cancelled) {  // not a verdict on the box: keep the last result for the next start
     log(ctx, LogLevel::warning, "self-test " + run.process.describe() + " after " +
                                     std::to_string(static_cast<int>(run.duration_s)) + " s; the previous result is kept",
         "selftest");
     return;
   }
-  const auto notes = record_selftest(st, run, spec, inv, ctx.trigger);
+  const auto contention = contention_of(run, spec, ctx.root);
+  const auto notes = record_selftest(st, run, spec, inv, ctx.trigger, contention);
   if (!notes.baseline_reset.empty()) log(ctx, LogLevel::notice, "self-test baseline reset: " + notes.baseline_reset, "selftest");
+  if (notes.contended) {
+    log(ctx, LogLevel::notice, "self-test contended: " + st.selftest_contended->reasons.front(), "selftest");
+    return;
+  }
+  if (contention.contended)  // judged all the same: a failure no job can cause
+    log(ctx, LogLevel::warning, "self-test shared the GPUs (" + contention.describe() + ") and failed in a way no job causes", "selftest");
   const SelftestRecord& rec = *st.selftest;
   const LogLevel level = rec.verdict == "passed" ? LogLevel::info
                          : rec.verdict == "below_threshold" ? LogLevel::warning : LogLevel::error;
@@ -86,7 +141,7 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
 // Issue 13: the GPU and then the host ring each paired drive's admin SQ tail doorbell. Not run
 // when no profile drive on vfio-pci names a pair_gpu.
 void run_nvme_doorbell(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
-  const auto t = doorbell_targets(profile, probe::probe_nvme_identities(ctx.root));
+  const auto t = judge::doorbell_targets(profile, probe::probe_nvme_identities(ctx.root));
   for (const auto& why : t.skipped) log(ctx, LogLevel::warning, "NVMe doorbell: " + why, "selftest");
   if (t.targets.empty()) {
     st.nvme_doorbell.reset();  // nothing paired any more: no stale result, no stale metric
@@ -97,12 +152,12 @@ void run_nvme_doorbell(const PassContext& ctx, const Profile& profile, const Inv
   log(ctx, LogLevel::info, "NVMe doorbell test: " + std::to_string(t.targets.size()) + " drive(s), GPU and host writers",
       "selftest");
   std::vector<std::string> args = ctx.config.agent_args;
-  for (auto& a : doorbell_args(t.targets)) args.push_back(std::move(a));
-  AgentRun run = run_agent(ctx.agent_runner, ctx.config.agent_path, args, limit, spec, inv, ctx.cancel);
+  for (auto& a : judge::doorbell_args(t.targets)) args.push_back(std::move(a));
+  const judge::AgentRun run = run_agent(ctx, ctx.config.agent_path, args, limit, spec, inv);
   if (run.process.cancelled) return;
-  DoorbellRecord rec = judge_doorbell(run, t.targets);
+  judge::DoorbellRecord rec = judge::judge_doorbell(run, t.targets);
   rec.trigger = ctx.trigger;
-  for (const auto& l : doorbell_lines(rec))
+  for (const auto& l : judge::doorbell_lines(rec))
     log(ctx, rec.verdict == "failed" || rec.verdict == "error" ? LogLevel::error : LogLevel::info, "NVMe doorbell: " + l,
         "selftest");
   st.nvme_doorbell = std::move(rec);
@@ -120,12 +175,13 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
   st.trigger = ctx.trigger;
   st.applied = json::array();
   st.profile_selftest_schedule.reset();
+  st.profile_selftest_retry.reset();
 
   // 1. discover
   log(ctx, LogLevel::info, "reconcile (" + ctx.trigger + "): discovering the box", "discover");
   Inventory inv = discover(ctx);
   // The driver's view of the pairs (NVLink), from the last self-test: NV<n> in check and topology.
-  if (st.selftest) merge_interconnects(inv, st.selftest->result);
+  if (st.selftest) judge::merge_interconnects(inv, st.selftest->result);
   for (const auto& p : inv.problems) log(ctx, LogLevel::warning, "discovery: " + p, "discover");
 
   // 2. the profile that matches this box
@@ -150,7 +206,11 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
     record_inventory(st, inv, nullptr);
   } else {
     st.profile = profile->name;
-    if (profile->selftest) st.profile_selftest_schedule = profile->selftest->schedule;
+    // selftest.when never: no schedule (a forced request still runs one).
+    if (profile->selftest && profile->selftest->when != SelftestWhen::never) {
+      st.profile_selftest_schedule = profile->selftest->schedule;
+      st.profile_selftest_retry = profile->selftest->retry_busy;
+    }
 
     // 3. check, 4. plan
     auto findings = checks::run_all_checks(*profile, inv);
@@ -176,7 +236,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
           d.raise(NodeState::reboot_required, r.action + " " + r.subject + ": takes effect after a reboot");
       }
       inv = discover(ctx);
-      if (st.selftest) merge_interconnects(inv, st.selftest->result);
+      if (st.selftest) judge::merge_interconnects(inv, st.selftest->result);
       findings = checks::run_all_checks(*profile, inv);
       plan = actions::plan_all(*profile, inv, ctx.root);
     }
@@ -206,13 +266,13 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
       if (ctx.want_selftest) {
         if (severity_rank(d.state) > severity_rank(NodeState::degraded))
           log(ctx, LogLevel::warning, std::string("self-test skipped: the node is ") + to_string(d.state), "selftest");
-        else {
+        else if (may_run_selftest(ctx, *profile->selftest, host_paths(ctx.config, ctx.root).agent_path.string(), st)) {
           run_selftest(ctx, *profile, inv, st);
           run_nvme_doorbell(ctx, *profile, inv, st);
           // A fresh result may say more about the pairs than the last one (NVLink): show it.
           if (st.selftest && st.selftest->result.is_object()) {
             const bool had = !inv.interconnects.empty();
-            merge_interconnects(inv, st.selftest->result);
+            judge::merge_interconnects(inv, st.selftest->result);
             if (had || !inv.interconnects.empty()) {
               findings = checks::run_all_checks(*profile, inv);
               st.findings = json::array();
@@ -226,14 +286,16 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
       // The self-test's figures beside their expectations, as one more finding (it decides nothing:
       // the verdict and the regressions below do).
       if (st.selftest && st.selftest->expectations.is_array() && !st.selftest->expectations.empty()) {
-        findings.push_back(expectation_finding(*st.selftest));
+        findings.push_back(judge::bandwidth_finding(st.selftest->expectations, st.selftest->warnings));
         st.findings = json::array();
         for (const auto& f : findings) st.findings.push_back(to_json(f));
         st.findings_table = render::render_check_table(inv, profile->name, findings);
       }
       if (st.nvme_doorbell && (st.nvme_doorbell->verdict == "failed" || st.nvme_doorbell->verdict == "error"))
         for (const auto& r : st.nvme_doorbell->reasons) d.raise(NodeState::failed, "NVMe doorbell: " + r);
-      if (!st.selftest) d.raise(NodeState::degraded, "no self-test has run yet");
+      // Not yet tested because the GPUs were busy, or by policy, is no fault of the node: the skip
+      // is in /v1/selftest and the stale-self-test alert watches how long it lasts.
+      if (!st.selftest && !st.selftest_skipped && !st.selftest_contended) d.raise(NodeState::degraded, "no self-test has run yet");
       else if (st.selftest->verdict == "error" || st.selftest->verdict == "failed")
         for (const auto& r : st.selftest->reasons) d.raise(NodeState::failed, "self-test " + st.selftest->verdict + ": " + r);
       else if (st.selftest->verdict == "below_threshold")

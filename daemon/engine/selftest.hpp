@@ -5,26 +5,25 @@
 #include <string>
 #include <vector>
 
-#include "core/finding.hpp"
 #include "core/inventory.hpp"
 #include "core/profile.hpp"
-#include "engine/agent.hpp"
+#include "judge/contention.hpp"
+#include "judge/verdict.hpp"
 #include "engine/state.hpp"
 
 namespace p2pnode::engine {
 
 struct RecordNotes {
   std::string baseline_reset;  // why the history started over; empty when it did not
+  bool contended = false;      // recorded as st.selftest_contended: it judged nothing
 };
 
-// run.judgement must come from judge_agent_result (or run_agent). Updates st.selftest,
-// st.selftest_runs, the last success and st.baselines.
-RecordNotes record_selftest(RecordedState& st, const AgentRun& run, const SelftestSpec& spec, const Inventory& inv,
-                            const std::string& trigger);
-
-// The self-test's bandwidth beside its expectations as one finding (check selftest.bandwidth):
-// the range of measured / expected, the lowest cell, cells below their threshold or regressed.
-// ok, or warning when any cell is below its threshold or regressed.
-Finding expectation_finding(const SelftestRecord& rec);
+// run.judgement must come from judge::judge_agent_result (or judge_agent_run). Updates st.selftest,
+// st.selftest_runs, the last success and st.baselines. A run that shared the GPUs with another
+// process (contention.contended) goes to st.selftest_contended instead, verdict "contended", and
+// touches neither the baseline nor the last success, unless it failed in a way no job can cause
+// (corrupted bytes, peer access denied): that run judges the node as any other.
+RecordNotes record_selftest(RecordedState& st, const judge::AgentRun& run, const SelftestSpec& spec, const Inventory& inv,
+                            const std::string& trigger, const judge::Contention& contention = {});
 
 }  // namespace p2pnode::engine

@@ -95,6 +95,12 @@ void ConnectionGuard::log_due_locked(Clock::time_point now, bool force) {
   if (log_) log_(msg);
 }
 
+void ConnectionGuard::set_limits(Limits limits) {
+  std::lock_guard lk(mu_);
+  limits_ = limits;
+  cv_.notify_one();
+}
+
 int ConnectionGuard::sweep(Clock::time_point now) {
   std::lock_guard lk(mu_);
   int cut = 0;

@@ -50,6 +50,8 @@ class ConnectionGuard {
   // One pass at `now`: cuts what is past its deadline, logs what was shed when due. Returns how
   // many it cut. The thread calls it every sweep_interval while connections are open.
   int sweep(Clock::time_point now);
+  // New limits (SIGHUP): admissions and deadlines use them from now on; open connections stay.
+  void set_limits(Limits limits);
   void start();
   void stop();
 

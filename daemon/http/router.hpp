@@ -3,6 +3,7 @@
 // sockets or the HTTP library (http/server.cpp speaks HTTP), so every route is a plain function
 // of the published Snapshot and is tested without a server. GET handlers only copy a Snapshot;
 // POST handlers need the bearer token and only queue work for the engine.
+#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -45,12 +46,13 @@ class Router {
   void set_token(std::string token, std::string problem);
   // Appended to every /metrics body: the server's own counters (live, not from the snapshot).
   void set_metrics_extra(std::function<std::string()> f) { metrics_extra_ = std::move(f); }
+  void set_max_headers(std::size_t n) { max_headers_ = n; }  // SIGHUP
 
  private:
   Response post(const Request& req, bool selftest);
   bool authorized(const Request& req, Response& denied);
   engine::Engine& engine_;
-  std::size_t max_headers_;
+  std::atomic<std::size_t> max_headers_;
   std::function<std::string()> metrics_extra_;
   std::mutex token_mu_;
   std::string token_, token_problem_ = "no token file was read";

@@ -9,12 +9,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "http/connection_guard.hpp"
 #include "sys/private_file.hpp"
@@ -88,6 +90,7 @@ struct ApiServer::Impl {
   ServerOptions opt;
   Router router;
   ConnectionGuard guard;
+  std::atomic<std::size_t> max_body;  // read by the event loops, changed by a reload
   int listen_fd = -1;  // ours until a libmicrohttpd daemon takes it over
   int bound_port = 0;
   bool tls = false;
@@ -100,12 +103,40 @@ struct ApiServer::Impl {
       : engine(e),
         opt(std::move(o)),
         router(e, opt.max_headers),
-        guard(ConnectionGuard::Limits{opt.max_connections, opt.max_connections_per_client, opt.request_timeout,
-                                      opt.max_connection_time, std::chrono::seconds(10), std::chrono::milliseconds(250)},
-              [this](const std::string& m) { log(engine::LogLevel::warning, m); },
+        guard(guard_limits(opt), [this](const std::string& m) { log(engine::LogLevel::warning, m); },
               [](int fd) { ::shutdown(fd, SHUT_RDWR); }),
+        max_body(opt.max_body),
         tls(opt.tls != nullptr) {
     router.set_metrics_extra([this] { return guard.metrics_text(); });
+  }
+
+  static ConnectionGuard::Limits guard_limits(const ServerOptions& o) {
+    return {o.max_connections, o.max_connections_per_client, o.request_timeout, o.max_connection_time,
+            std::chrono::seconds(10), std::chrono::milliseconds(250)};
+  }
+
+  // Hands the listening socket to a new libmicrohttpd daemon built from opt (daemon_mu held): it
+  // listens on a duplicate while the old one still accepts, so no connection attempt is refused;
+  // then the old one stops accepting and goes. A failed start leaves the old one as it was.
+  bool swap_daemon(const tls::PemIdentity* pem, std::string* why) {
+    const int fd = ::fcntl(listen_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) {
+      if (why) *why = std::string("cannot duplicate the listening socket: ") + std::strerror(errno);
+      return false;
+    }
+    std::string problem_text;
+    MHD_Daemon* fresh = start_daemon(fd, pem, &problem_text);
+    if (!fresh) {
+      if (why) *why = problem_text;
+      return false;
+    }
+    MHD_Daemon* old = daemon;
+    const MHD_socket old_fd = MHD_quiesce_daemon(old);  // it no longer accepts, nor owns the socket
+    daemon = fresh;
+    listen_fd = fd;
+    MHD_stop_daemon(old);
+    if (old_fd != MHD_INVALID_SOCKET) ::close(old_fd);
+    return true;
   }
 
   void log(engine::LogLevel level, const std::string& m) {
@@ -159,14 +190,14 @@ struct ApiServer::Impl {
       st = new RequestState;
       *con_cls = st;
       const char* length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-      if (length && std::strtoull(length, nullptr, 10) > self->opt.max_body) {
+      if (length && std::strtoull(length, nullptr, 10) > self->max_body.load()) {
         self->guard.request_complete(connection_id(c));  // answered now; the body is not read
         return send(c, problem(413, "the request body is larger than the daemon accepts"));
       }
       return MHD_YES;
     }
     if (*upload_size) {
-      if (st->body.size() + *upload_size > self->opt.max_body) st->too_large = true;
+      if (st->body.size() + *upload_size > self->max_body.load()) st->too_large = true;
       else if (!st->too_large) st->body.append(upload_data, *upload_size);
       *upload_size = 0;
       return MHD_YES;
@@ -309,28 +340,40 @@ bool ApiServer::set_tls_identity(std::shared_ptr<const tls::Identity> identity, 
   std::lock_guard lk(impl_->daemon_mu);
   if (!impl_->daemon) return false;
   const auto pem = tls::to_pem(*identity);
-  std::string problem_text;
-  // The new server listens on a duplicate of the socket while the old one still accepts, so no
-  // connection attempt is refused; then the old one stops accepting and goes. A failed start
-  // leaves the old server and its socket as they were.
-  const int fd = ::fcntl(impl_->listen_fd, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) {
-    if (why) *why = std::string("cannot duplicate the listening socket: ") + std::strerror(errno);
-    return false;
-  }
-  MHD_Daemon* fresh = impl_->start_daemon(fd, &pem, &problem_text);
-  if (!fresh) {
-    if (why) *why = problem_text;
-    return false;
-  }
-  MHD_Daemon* old = impl_->daemon;
-  const MHD_socket old_fd = MHD_quiesce_daemon(old);  // it no longer accepts, nor owns the socket
-  impl_->daemon = fresh;
-  impl_->listen_fd = fd;
-  MHD_stop_daemon(old);
-  if (old_fd != MHD_INVALID_SOCKET) ::close(old_fd);
+  if (!impl_->swap_daemon(&pem, why)) return false;
   impl_->opt.tls = std::move(identity);
   return true;
+}
+
+bool ApiServer::set_limits(const ServerOptions& fresh, std::string* why) {
+  auto& o = impl_->opt;
+  impl_->max_body = fresh.max_body;
+  impl_->router.set_max_headers(fresh.max_headers);
+  impl_->guard.set_limits(Impl::guard_limits(fresh));
+  const bool daemon_level = fresh.threads != o.threads || fresh.idle_timeout != o.idle_timeout ||
+                            fresh.max_connections != o.max_connections ||
+                            fresh.max_connections_per_client != o.max_connections_per_client;
+  const ServerOptions before = o;
+  o.max_body = fresh.max_body;
+  o.max_headers = fresh.max_headers;
+  o.request_timeout = fresh.request_timeout;
+  o.max_connection_time = fresh.max_connection_time;
+  o.threads = fresh.threads;
+  o.idle_timeout = fresh.idle_timeout;
+  o.max_connections = fresh.max_connections;
+  o.max_connections_per_client = fresh.max_connections_per_client;
+  if (!daemon_level) return true;
+  std::lock_guard lk(impl_->daemon_mu);
+  if (!impl_->daemon) return true;  // not started yet: start() uses the new options
+  std::optional<tls::PemIdentity> pem;
+  if (o.tls) pem = tls::to_pem(*o.tls);
+  if (impl_->swap_daemon(pem ? &*pem : nullptr, why)) return true;
+  // The old server goes on with its own options: put back those of them a new one would read.
+  o.threads = before.threads;
+  o.idle_timeout = before.idle_timeout;
+  o.max_connections = before.max_connections;
+  o.max_connections_per_client = before.max_connections_per_client;
+  return false;
 }
 
 bool ApiServer::serves_tls() const { return impl_->tls; }

@@ -45,6 +45,11 @@ class ApiServer {
   // (the old one then keeps serving).
   bool set_tls_identity(std::shared_ptr<const tls::Identity> identity, std::string* why = nullptr);
   bool serves_tls() const;
+  // The HTTP limits of `fresh` (SIGHUP; its listen address and TLS identity are not looked at):
+  // body size and the guard's limits apply at once; a change of threads, idle timeout or the
+  // connection limits starts a new server on the same socket (as a certificate reload does). False,
+  // with the reason in *why, when that server cannot start: the old limits then stay.
+  bool set_limits(const ServerOptions& fresh, std::string* why = nullptr);
   // Swap the token (SIGHUP); empty: POST endpoints answer 503 until a token is configured.
   void set_token(std::string token, std::string problem);
 

@@ -1,6 +1,8 @@
 #include "core/hex.hpp"
 #include "render/report.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -58,28 +60,82 @@ std::string wrap(const std::string& text, std::size_t width, const std::string& 
   return out;
 }
 
+namespace {
+// "6 GPUs", "2 NVMe", "3 devices": what a group of subjects is, counted.
+std::string count_subjects(const Inventory& inv, const std::vector<std::string>& subjects) {
+  auto in = [](const std::vector<const PciDevice*>& ds, const std::string& s) {
+    return std::any_of(ds.begin(), ds.end(), [&](const PciDevice* d) { return d->bdf == s; });
+  };
+  const auto all_gpus = inv.gpus(), all_nvme = inv.nvme_controllers();
+  std::size_t gpus = 0, nvme = 0;
+  for (const auto& s : subjects) {
+    gpus += in(all_gpus, s);
+    nvme += in(all_nvme, s);
+  }
+  const std::string n = std::to_string(subjects.size());
+  if (gpus == subjects.size()) return n + (gpus == 1 ? " GPU" : " GPUs");
+  if (nvme == subjects.size()) return n + " NVMe";
+  if (gpus + nvme == 0 && std::all_of(subjects.begin(), subjects.end(), [&](const std::string& s) {
+        return inv.find(s) == nullptr && !s.empty() && std::isdigit(static_cast<unsigned char>(s[0]));
+      }))
+    return n + " kernels";
+  return n + " devices";
+}
+}  // namespace
+
+std::vector<FindingRow> group_findings(const Inventory& inv, const std::vector<Finding>& findings) {
+  std::vector<FindingRow> rows;
+  for (const auto& f : findings) {
+    auto same = std::find_if(rows.begin(), rows.end(), [&](const FindingRow& r) {
+      const Finding& g = *r.first;
+      return g.check == f.check && g.severity == f.severity && g.summary == f.summary && g.remediation == f.remediation &&
+             g.subject != "node" && f.subject != "node";
+    });
+    if (same == rows.end()) rows.push_back({&f, {f.subject}, f.subject});
+    else same->subjects.push_back(f.subject);
+  }
+  for (auto& r : rows)
+    if (r.subjects.size() > 1) r.subject = count_subjects(inv, r.subjects);
+  return rows;
+}
+
 std::string render_check_table(const Inventory& inv, const std::string& profile,
-                               const std::vector<Finding>& findings) {
+                               const std::vector<Finding>& findings, bool verbose) {
   std::ostringstream o;
   o << "p2pnode check: " << (inv.hostname.empty() ? "(no hostname)" : inv.hostname) << ", profile " << profile
     << ", kernel " << (inv.kernel.release.empty() ? "?" : inv.kernel.release) << "\n";
   o << inv.gpus().size() << " GPU(s), " << inv.nvme_controllers().size() << " NVMe controller(s), IOMMU "
     << to_string(inv.iommu.mode) << ", NVIDIA driver " << inv.nvidia.loaded_version.value_or("not loaded") << "\n\n";
+  std::vector<FindingRow> rows;
+  if (verbose) {
+    for (const auto& f : findings) rows.push_back({&f, {f.subject}, f.subject});
+  } else {
+    rows = group_findings(inv, findings);
+  }
   std::size_t check_w = 5, subject_w = 7;
-  for (const auto& f : findings) {
-    check_w = std::max(check_w, f.check.size());
-    subject_w = std::max(subject_w, f.subject.size());
+  for (const auto& r : rows) {
+    check_w = std::max(check_w, r.first->check.size());
+    subject_w = std::max(subject_w, r.subject.size());
   }
   auto pad = [](const std::string& s, std::size_t w) { return s + std::string(w > s.size() ? w - s.size() : 0, ' '); };
   o << pad("RESULT", 8) << "  " << pad("CHECK", check_w) << "  " << pad("SUBJECT", subject_w) << "  SUMMARY\n";
-  int counts[3] = {0, 0, 0};
-  for (const auto& f : findings) {
-    ++counts[static_cast<int>(f.severity)];
+  const std::string indent(12, ' ');
+  for (const auto& r : rows) {
+    const Finding& f = *r.first;
     const char* sev = f.severity == Severity::ok ? "ok" : f.severity == Severity::warning ? "WARNING" : "ERROR";
-    o << pad(sev, 8) << "  " << pad(f.check, check_w) << "  " << pad(f.subject, subject_w) << "  " << f.summary << "\n";
-    if (!f.remediation.empty()) o << wrap("fix: " + f.remediation, 110, std::string(12, ' '));
+    o << pad(sev, 8) << "  " << pad(f.check, check_w) << "  " << pad(r.subject, subject_w) << "  " << f.summary << "\n";
+    if (r.subjects.size() > 1 && f.severity != Severity::ok) {
+      std::string list;
+      for (const auto& s : r.subjects) list += (list.empty() ? "" : ", ") + s;
+      o << wrap("on: " + list, 110, indent);
+    }
+    if (!f.remediation.empty()) o << wrap("fix: " + f.remediation, 110, indent);
   }
-  o << "\n" << counts[2] << " error(s), " << counts[1] << " warning(s), " << counts[0] << " ok\n";
+  int counts[3] = {0, 0, 0};
+  for (const auto& f : findings) ++counts[static_cast<int>(f.severity)];
+  o << "\n" << counts[2] << " error(s), " << counts[1] << " warning(s), " << counts[0] << " ok";
+  if (rows.size() < findings.size()) o << " (" << findings.size() << " findings in " << rows.size() << " rows; --verbose lists each)";
+  o << "\n";
   return o.str();
 }
 

@@ -42,6 +42,9 @@ struct Case {
   int exit_code;        // what `p2pnode check` would return: 0 pass, 1 errors
 };
 
+// ctest lists each case by this, not by its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.fixture << (c.profile.empty() ? "" : " with " + c.profile); }
+
 class CheckGolden : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CheckGolden, MatchesGoldenFiles) {
@@ -65,6 +68,7 @@ TEST_P(CheckGolden, MatchesGoldenFiles) {
   const fs::path dir = kSrc / "tests/golden" / c.fixture;
   fs::create_directories(dir);
   expect_golden(dir / "check.txt", render::render_check_table(inv, profile.name, findings));
+  expect_golden(dir / "check-verbose.txt", render::render_check_table(inv, profile.name, findings, true));
   expect_golden(dir / "check.json", render::check_report_json(inv, profile.name, findings).dump(2) + "\n");
 }
 

@@ -75,7 +75,7 @@ have = set(re.findall(r"^# TYPE (p2pnode_[a-z0-9_]+)", open(sys.argv[2]).read(),
 have |= {h + "_total" for h in have}
 # Families this 8-GPU node cannot have (its profile pairs no NVMe drive with a GPU, so no doorbell
 # test runs): the name must at least be the one the daemon registers; its exposition line is
-# asserted in tests/unit/engine/nvme_doorbell_test.cpp.
+# asserted in tests/unit/judge/doorbell_test.cpp.
 conditional = {"p2pnode_nvme_doorbell_ok"}
 code = open(sys.argv[3]).read()
 have |= {n for n in conditional if '"%s"' % n in code}

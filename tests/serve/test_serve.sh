@@ -121,6 +121,21 @@ kill -HUP "$(cat "$WORK/h200/pid")"
 wait_until 20 bash -c "curl -s '$URL/v1/status' | jq -e '.daemon.config_problem == null' >/dev/null" \
   && pass "a good config on SIGHUP clears the problem" || fail "a good config on SIGHUP clears the problem"
 
+# --- SIGHUP applies the HTTP limits: a smaller body limit at once, new threads on the same socket ---
+head -c 2048 /dev/zero | tr '\0' x > "$WORK/body2k"
+post_2k() { curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' --data-binary @"$WORK/body2k" "$URL/v1/reconcile"; }
+check "a 2 KiB body is within max_body 4KiB" test "$(post_2k)" != 413
+sed -i 's/^  max_body: 4KiB$/  max_body: 1KiB/; s/^  threads: 4$/  threads: 2/' "$WORK/h200/p2pnode.yaml"
+kill -HUP "$(cat "$WORK/h200/pid")"
+wait_until 20 bash -c "test \"\$(curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary @'$WORK/body2k' '$URL/v1/reconcile')\" = 413" \
+  && pass "after SIGHUP with max_body 1KiB the same body gets 413" || fail "SIGHUP applied max_body"
+check "still serving after the server's threads changed" curl -sf "$URL/livez" -o /dev/null
+check "no error about the new limits in the log" bash -c "! grep -q 'new HTTP limits could not' '$WORK/h200/log'"
+cp "$WORK/h200/good.yaml" "$WORK/h200/p2pnode.yaml"
+kill -HUP "$(cat "$WORK/h200/pid")"
+wait_until 20 bash -c "test \"\$(curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary @'$WORK/body2k' '$URL/v1/reconcile')\" != 413" \
+  && pass "and back to 4KiB on the next SIGHUP" || fail "SIGHUP restored max_body"
+
 # --- restart: the last self-test survives ---
 wait_until 30 decided "$URL"
 LAST=$(curl -s "$URL/v1/selftest" | jq .started_unix)

@@ -38,7 +38,15 @@ TMP=$(mktemp -d /tmp/p2pnode-drv.XXXXXX)
 HOOK=/etc/kernel/postinst.d/z50-p2pnode
 HOOK_WAS_THERE=0
 [ -e "$HOOK" ] && HOOK_WAS_THERE=1
+# apply runs update-initramfs for the kernel it built for: keep the host's initramfs as it was.
+INITRD=/boot/initrd.img-$KV
+INITRD_KEPT=$(mktemp /var/tmp/p2pnode-initrd.XXXXXX)
+if [ -f "$INITRD" ]; then cp -p "$INITRD" "$INITRD_KEPT"; else rm -f "$INITRD_KEPT"; INITRD_KEPT=; fi
 cleanup() {
+  if [ -n "$INITRD_KEPT" ]; then
+    cmp -s "$INITRD_KEPT" "$INITRD" || { cp -p "$INITRD_KEPT" "$INITRD.p2pnode-tmp" && mv -f "$INITRD.p2pnode-tmp" "$INITRD"; }
+    rm -f "$INITRD_KEPT"
+  fi
   [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"
   rm -rf /var/lib/p2pnode/dkms/failed/"$NAME"
   "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
-#include "probe/agent_links.hpp"
+#include "judge/interconnect.hpp"
 #include "probe/probe.hpp"
 #include "sys/command_runner.hpp"
 
@@ -54,7 +54,7 @@ TEST(RebarVram, TheAgentsReportIsUsedAndNvidiaSmiIsThenNotAsked) {
   Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/tinybox-6x4090"));
   const nlohmann::json doc = {{"started_at", "2026-11-24T02:00:00Z"},
                               {"devices", {{{"pci_bus_id", "0000:c2:00.0"}, {"memory_bytes", 51527024640ULL}}}}};
-  ASSERT_TRUE(probe::merge_agent_interconnect(inv, doc));
+  ASSERT_TRUE(judge::merge_agent_interconnect(inv, doc));
   EXPECT_EQ(inv.gpu_memory.at("0000:c2:00.0"), 51527024640ULL);
   EXPECT_EQ(inv.gpu_memory_source, "agent (self-test of 2026-11-24T02:00:00Z)");
   sys::ScriptedRunner runner;

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/agent.hpp"
+#include "judge/agent_result.hpp"
 #include "engine/metrics.hpp"
 #include "engine/views.hpp"
 #include "probe/probe.hpp"

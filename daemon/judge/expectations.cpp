@@ -1,0 +1,141 @@
+#include "judge/expectations.hpp"
+
+#include <cstdio>
+
+#include "core/link_rate.hpp"
+#include "pci/expectation.hpp"
+#include "judge/interconnect.hpp"
+
+namespace p2pnode::judge {
+
+namespace {
+using json = nlohmann::json;
+
+struct CaseKind {
+  const char* key;
+  const char* engine;
+  const char* direction;
+  CopyKind copy;
+};
+constexpr CaseKind kPairCases[] = {
+    {"ce_write_bandwidth", "ce", "write", CopyKind::ce},
+    {"ce_read_bandwidth", "ce", "read", CopyKind::ce},
+    {"ce_bidir_bandwidth", "ce", "bidirectional", CopyKind::bidirectional},
+    {"sm_write_bandwidth", "sm", "write", CopyKind::sm},
+    {"sm_read_bandwidth", "sm", "read", CopyKind::sm},
+};
+
+// A GPU the inventory lacks (the document came from another box, or sysfs was unreadable):
+// what the document says of its PCIe link.
+PciDevice from_document(const AgentResult& r, int index) {
+  PciDevice d;
+  const AgentDevice* a = r.device(index);
+  d.bdf = a ? a->pci_bus_id : "gpu" + std::to_string(index);
+  d.kind = DeviceKind::gpu;
+  if (!a || !r.raw.is_object()) return d;
+  const auto& devs = r.raw.value("devices", json::array());
+  if (static_cast<std::size_t>(index) >= devs.size()) return d;
+  const json link = devs[static_cast<std::size_t>(index)].value("pcie_link", json());
+  if (link.is_object()) {
+    if (link.contains("current_speed_gts") && link["current_speed_gts"].is_number())
+      d.link.current_gts = link["current_speed_gts"].get<double>();
+    if (link.contains("current_width") && link["current_width"].is_number_integer())
+      d.link.current_width = link["current_width"].get<int>();
+  }
+  return d;
+}
+}  // namespace
+
+void merge_interconnects(Inventory& inv, const AgentResult& r) { (void)merge_agent_interconnect(inv, r.raw); }
+
+void merge_interconnects(Inventory& inv, const nlohmann::json& doc) { (void)merge_agent_interconnect(inv, doc); }
+
+std::optional<double> CellExpectation::ratio() const {
+  if (!expected_gbps || *expected_gbps <= 0) return std::nullopt;
+  return measured_gbps / *expected_gbps;
+}
+
+std::string CellExpectation::key() const {
+  return case_key + (direction == "h2d" || direction == "d2h" ? "/" + direction : "") + " " + gpu +
+         (peer_gpu.empty() ? "" : "->" + peer_gpu);
+}
+
+std::vector<CellExpectation> expectations(const AgentResult& r, const Inventory& inv) {
+  std::vector<CellExpectation> out;
+  auto device = [&](int i, PciDevice& scratch) -> const PciDevice* {
+    const AgentDevice* a = r.device(i);
+    if (a)
+      if (const PciDevice* d = inv.find(a->pci_bus_id)) return d;
+    scratch = from_document(r, i);
+    return &scratch;
+  };
+  for (const auto& c : r.cases) {
+    const CaseKind* kind = nullptr;
+    for (const auto& k : kPairCases)
+      if (c.key == k.key) kind = &k;
+    for (const auto& cell : c.cells) {
+      if (kind && cell.src && cell.dst && cell.bandwidth_gbps) {
+        PciDevice sa, sb;
+        const PciDevice *a = device(*cell.src, sa), *b = device(*cell.dst, sb);
+        CellExpectation e;
+        e.case_key = c.key;
+        e.src = *cell.src;
+        e.dst = *cell.dst;
+        e.gpu = a->bdf;
+        e.peer_gpu = b->bdf;
+        e.engine = kind->engine;
+        e.direction = kind->direction;
+        e.link = pci::pair_link(*a, *b, inv);
+        e.measured_gbps = *cell.bandwidth_gbps;
+        if (auto ceil = pci::pair_ceiling(*a, *b, inv)) {
+          const auto x = pci::expect(*ceil, kind->copy);
+          e.ceiling_gbps = ceil->gbps;
+          e.expected_gbps = x.expected_gbps;
+          e.efficiency = x.efficiency;
+          e.narrowest = ceil->narrowest;
+        }
+        out.push_back(std::move(e));
+      }
+      if (c.key == "host_device_bandwidth" && cell.gpu) {
+        PciDevice sg;
+        const PciDevice* g = device(*cell.gpu, sg);
+        const auto ceil = pci::host_ceiling(*g, inv);
+        for (const auto& [dir, v] : {std::pair{"h2d", cell.h2d_gbps}, {"d2h", cell.d2h_gbps}}) {
+          if (!v) continue;
+          CellExpectation e;
+          e.case_key = c.key;
+          e.src = *cell.gpu;
+          e.gpu = g->bdf;
+          e.engine = "ce";
+          e.direction = dir;
+          e.link = "PCIe";
+          e.measured_gbps = *v;
+          if (ceil) {
+            const auto x = pci::expect(*ceil, CopyKind::ce);
+            e.ceiling_gbps = ceil->gbps;
+            e.expected_gbps = x.expected_gbps;
+            e.efficiency = x.efficiency;
+            e.narrowest = ceil->narrowest;
+          }
+          out.push_back(std::move(e));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+json to_json(const CellExpectation& e) {
+  auto round3 = [](double v) { return static_cast<double>(static_cast<long long>(v * 1000 + 0.5)) / 1000; };
+  json j = {{"case", e.case_key},        {"gpu", e.gpu},
+            {"peer_gpu", e.peer_gpu.empty() ? json() : json(e.peer_gpu)},
+            {"engine", e.engine},        {"direction", e.direction},
+            {"link", e.link},            {"measured_gbps", round3(e.measured_gbps)},
+            {"ceiling_gbps", e.ceiling_gbps ? json(round3(*e.ceiling_gbps)) : json()},
+            {"expected_gbps", e.expected_gbps ? json(round3(*e.expected_gbps)) : json()},
+            {"ratio", e.ratio() ? json(round3(*e.ratio())) : json()},
+            {"narrowest_link", e.narrowest.empty() ? json() : json(e.narrowest)}};
+  return j;
+}
+
+}  // namespace p2pnode::judge

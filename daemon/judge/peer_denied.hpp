@@ -1,0 +1,19 @@
+#pragma once
+// Why the driver refused peer access for a pair, where the evidence allows a cause: mixed GPU
+// models, an IOMMU that translates, a VRAM aperture (BAR1) smaller than VRAM, the stock driver on
+// GeForce (NVIDIA enables P2P only on data-center and workstation GPUs; the patched open module
+// lifts that), an Intel root complex with no PCIe switch between the GPUs (the driver refuses P2P
+// through Intel root ports: `nvidia-smi topo -p2p r` shows CNS there). The agent's NVML P2P status
+// (chipset_not_supported, gpu_not_supported, …) corroborates or rules out the last two.
+#include <string>
+#include <vector>
+
+#include "core/inventory.hpp"
+#include "judge/agent_result.hpp"
+
+namespace p2pnode::judge {
+
+// Empty when nothing in the evidence explains the refusal.
+std::vector<std::string> explain_denied_peer_access(const AgentResult& r, int src, int dst, const Inventory& inv);
+
+}  // namespace p2pnode::judge
