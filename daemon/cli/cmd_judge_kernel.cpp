@@ -13,7 +13,7 @@ struct JudgeOptions {
   ProfileChoice choice;
   std::string release, version;  // --release/--version: this kernel instead of apt's candidate
   std::vector<std::string> modules;
-  bool json = false;
+  bool json = false, force = false;
 };
 
 // Exit: 0 keeps P2P (or nothing new to judge), 1 breaks it, 2 could not judge.
@@ -50,6 +50,20 @@ int run_judge(const JudgeOptions& o) {
     release = (*next)->release;
     version = (*next)->version;
   }
+  // Once per candidate: the same kernel, module and staged patches keep their verdict (--force judges again).
+  if (!o.force) {
+    if (auto text = root.read_text(std::string(nvidia::kNextKernelRecord))) {
+      const auto j = nlohmann::json::parse(*text, nullptr, false);
+      if (auto old = j.is_discarded() ? Result<nvidia::KernelVerdict>(Error{"garbled"}) : nvidia::verdict_from_json(j);
+          old && old->release == release && old->package_version == version &&
+          old->module == profile->driver->kernel_module->name + "/" + profile->driver->version &&
+          old->staged_sha256 == nvidia::staged_fingerprint(root, *profile->driver)) {
+        if (o.json) std::cout << nvidia::to_json(*old).dump(2) << "\n";
+        else std::cout << old->summary << " (judged before; --force judges again)\n";
+        return old->keeps_p2p ? kOk : kFindings;
+      }
+    }
+  }
   nvidia::JudgeOptions jo;
   jo.modules = o.modules;
   auto v = nvidia::judge_kernel(root, runner, *profile->driver, release, version, jo,
@@ -76,6 +90,7 @@ void register_judge_kernel(CLI::App& app) {
   cmd->add_option("--version", o->version, "The Debian version of its headers packages (6.1.200-1)");
   cmd->add_option("--modules", o->modules, "Build only these modules of the tree (nvidia, nvidia-uvm, …); default: all")
       ->delimiter(',');
+  cmd->add_flag("--force", o->force, "Judge again although this kernel, module and staged patches were judged");
   cmd->add_flag("--json", o->json, "Print the verdict as JSON (also recorded in /var/lib/p2pnode/next-kernel.json)");
   cmd->callback([o] { throw CLI::RuntimeError(run_judge(*o)); });
 }

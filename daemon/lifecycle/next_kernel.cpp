@@ -12,6 +12,7 @@
 #include "lifecycle/build_lock.hpp"
 #include "lifecycle/dkms_run.hpp"
 #include "nvidia/breakage.hpp"
+#include "nvidia/sha256.hpp"
 
 namespace p2pnode::nvidia {
 namespace fs = std::filesystem;
@@ -124,7 +125,7 @@ json to_json(const KernelVerdict& v) {
   return {{"release", v.release}, {"package_version", v.package_version}, {"module", v.module},
           {"keeps_p2p", v.keeps_p2p}, {"summary", v.summary}, {"breakages", v.breakages}, {"fixes", v.fixes},
           {"patches_applied", v.patches_applied}, {"first_error", v.first_error}, {"make_log", v.make_log},
-          {"build_seconds", v.build_seconds}, {"core", v.core}};
+          {"build_seconds", v.build_seconds}, {"core", v.core}, {"staged_sha256", v.staged_sha256}};
 }
 
 Result<KernelVerdict> verdict_from_json(const json& j) {
@@ -142,6 +143,7 @@ Result<KernelVerdict> verdict_from_json(const json& j) {
     v.make_log = j.value("make_log", std::string());
     v.build_seconds = j.value("build_seconds", 0.0);
     v.core = j.value("core", std::string());
+    v.staged_sha256 = j.value("staged_sha256", std::string());
     return v;
   } catch (const std::exception& e) {
     return Error{std::string("next-kernel record: ") + e.what()};
@@ -202,6 +204,16 @@ Result<std::pair<std::string, std::string>> fetch_kernel_headers(const sys::SysR
   return std::make_pair(build, source_of());
 }
 
+std::string staged_fingerprint(const sys::SysRoot& root, const DriverSpec& d) {
+  const ModuleTarget t = module_target(d);
+  std::string all = root.read_text(sys::join(t.src_dir, "dkms.conf")).value_or("");
+  auto names = root.list_dir(sys::join(t.src_dir, "patches"));
+  std::sort(names.begin(), names.end());
+  const std::string sep(1, '\0');
+  for (const auto& n : names) all += sep + n + sep + root.read_text(sys::join(t.src_dir, "patches", n), 64 << 20).value_or("");
+  return sha256_hex(all);
+}
+
 Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
                                    const std::string& release, const std::string& version, const JudgeOptions& opt,
                                    const ProgressFn& log) {
@@ -210,6 +222,7 @@ Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner&
   v.release = release;
   v.package_version = version;
   v.module = t.name + "/" + t.version;
+  v.staged_sha256 = staged_fingerprint(root, d);
   const auto conf = root.read_text(sys::join(t.src_dir, "dkms.conf"));
   if (!conf) return Error{t.src_dir + "/dkms.conf is missing: the module is not staged yet (run `p2pnode apply`)"};
   // One build of this package at a time: a running apply or kernel-hook build finishes first.

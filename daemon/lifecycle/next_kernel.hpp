@@ -64,9 +64,13 @@ struct KernelVerdict {
   std::string make_log;                 // in-root
   double build_seconds = 0;
   std::string core;                     // "cached core linked" / why the link was not checked
+  std::string staged_sha256;            // of the staged dkms.conf and patches: a changed profile is judged again
 };
 nlohmann::json to_json(const KernelVerdict& v);
 Result<KernelVerdict> verdict_from_json(const nlohmann::json& j);
+
+// sha256 of the staged tree's dkms.conf and patches/ (what decides the build for a new kernel).
+std::string staged_fingerprint(const sys::SysRoot& root, const DriverSpec& d);
 
 struct JudgeOptions {
   std::vector<std::string> modules;  // NV_KERNEL_MODULES; empty: every module of the tree

@@ -6,7 +6,7 @@
 # pci-resize-resource-exclude-bars (exit 1); with it staged (dkms.conf PATCH[0]) the kernel keeps P2P
 # (exit 0); `check` then shows the candidate. The host's /lib/modules, DKMS, dpkg and apt state list
 # as before. The staged tree carries no prebuilt core, so the judge compiles the 50 kernel-layer
-# objects of nvidia without linking (--modules nvidia): 138 s measured on the busy 2-core box (about
+# objects of nvidia without linking (--modules nvidia): 138 s and 223 s measured on the shared 2-core box (about
 # 75 s quiet), the headers (~10 MB) downloaded once and reused by the second judgement.
 # Exit 77 without the trees, apt-get/dpkg-deb/make/gcc, or when the archive cannot be reached.
 # Usage: bash tests/dkms/test_judge_kernel.sh <path-to-p2pnode>
@@ -73,6 +73,14 @@ rc=$(judge)
 grep -c "CC \[M\].*/kernel-open/nvidia/" "$ROOT/var/cache/p2pnode/kernels/$REL/make-nvidia-p2p-550.90.07.log" |
   { read -r n; [ "$n" -ge 40 ] || fail "patched: only $n nvidia objects compiled"; echo "ok: $n nvidia objects compiled"; }
 echo "ok: with the builtin patch $REL keeps P2P ($((SECONDS - t1)) s, headers reused from the cache)"
+
+# Once per candidate: the same kernel, module and staged patches keep their verdict, nothing is rebuilt.
+t2=$SECONDS
+out=$("$P2PNODE" judge-kernel --root "$ROOT" --profile tests/profiles/judge-550.yaml --release "$REL" --version "$VER" 2>&1) ||
+  fail "judged again: $out"
+case "$out" in *"keeps P2P"*"(judged before; --force judges again)") ;; *) fail "expected the recorded verdict, got: $out" ;; esac
+[ $((SECONDS - t2)) -lt 10 ] || fail "the recorded verdict took $((SECONDS - t2)) s: rebuilt?"
+echo "ok: a third judgement of the same candidate reuses the verdict"
 
 # check shows the judged candidate (the scratch root has no kernel installed, so it is not "installed").
 out=$("$P2PNODE" check --root "$ROOT" --profile tests/profiles/judge-550.yaml --only driver.kernels --json |
