@@ -204,6 +204,11 @@ void kernel_metrics(Registry& reg, const RecordedState& s) {
   Family<Gauge>* fam = nullptr;
   for (const auto& f : s.findings) {
     if (str_or(f, "check") != "driver.kernels") continue;
+    if (f.value("observed", json::object()).value("candidate", false)) {  // apt's next kernel, judged before it lands
+      gauge(reg, "p2pnode_next_kernel_keeps_p2p", "1 when the profile's module builds for the kernel apt would install next")
+          .Add({{"kernel", str_or(f, "subject")}}).Set(str_or(f, "severity") == "ok" ? 1 : 0);
+      continue;
+    }
     if (!fam)
       fam = &gauge(reg, "p2pnode_kernel_module_installed",
                    "1 when the profile's NVIDIA module is built and installed by DKMS for this kernel (version: the profile's)");
