@@ -16,5 +16,5 @@ install(PROGRAMS daemon/lifecycle/kernel-postinst.sh DESTINATION ${P2PNODE_KERNE
 
 install(DIRECTORY profiles/ DESTINATION share/p2pnode/profiles FILES_MATCHING PATTERN "*.yaml")
 install(FILES grafana/p2pnode-cluster.json DESTINATION share/p2pnode/grafana)
-install(FILES prometheus/p2pnode-alerts.yml DESTINATION share/p2pnode/prometheus)
+install(FILES prometheus/p2pnode-alerts.yml prometheus/p2pnode-rules.yml DESTINATION share/p2pnode/prometheus)
 install(FILES api/profile.schema.json DESTINATION share/p2pnode/api)

@@ -56,6 +56,9 @@ struct DaemonConfig {
   bool allow_non_loopback = false;  // listening beyond loopback must be said twice
   bool device_monitor = true;       // reconcile on PCI add/remove of devices the profile names
   std::optional<TlsFiles> tls;      // absent: plain HTTP
+  // /metrics: false (`metrics: {detail: compact}`, the default) keeps a node within its series
+  // budget (constants per path class, error flags only where set); true adds every per-pair figure.
+  bool metrics_full_detail = false;
 
   std::string state_file() const { return state_dir + "/state.json"; }
 };
