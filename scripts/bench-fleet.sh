@@ -10,13 +10,13 @@
 # names against the nodes the fleet made faulty. First: series per node for 2, 4, 8 GPUs, default
 # and metrics.detail full (and before this layout, with BEFORE=path/to/an-older/p2pnode).
 # usage: scripts/bench-fleet.sh path/to/p2pnode [NODES_SMALL NODES_LARGE]
-#        env: SETTLE_S (default 100: three 30 s scrapes; then 30 s to measure ingest), ROUNDS (default 25), BEFORE
+#        env: SETTLE_S (default 100: three 30 s scrapes; then 30 s to measure ingest), ROUNDS (default 50), BEFORE
 set -uo pipefail
 BIN=$(readlink -f "${1:?usage: $0 path/to/p2pnode [NODES_SMALL NODES_LARGE]}")
 SMALL=${2:-100}
 LARGE=${3:-1000}
 SETTLE_S=${SETTLE_S:-100}
-ROUNDS=${ROUNDS:-25}
+ROUNDS=${ROUNDS:-50}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 for t in prometheus promtool ansible-playbook curl python3; do
   command -v $t >/dev/null || { echo "$t is not installed (scripts/install-deps.sh test installs it)"; exit 1; }
@@ -146,6 +146,7 @@ for f, inst in (("p2pnode-fleet.json", ".*"), ("p2pnode-cluster.json", node)):
             times.sort()
             rows.append((f.replace(".json", ""), p["title"] + ("" if len(p["targets"]) == 1 else " " + t["refId"]), res,
                          statistics.median(times), times[min(len(times) - 1, int(round(0.99 * (len(times) - 1))))]))
+print("\n%d runs of each query; load average during them: %s (this machine's 2 cores are shared)" % (rounds, open("/proc/loadavg").read().split()[0]))
 print("\n| dashboard | panel | series | p50 ms | p99 ms |\n|---|---|---|---|---|")
 for r in rows: print("| %s | %s | %d | %.1f | %.1f |" % r)
 worst = max(rows, key=lambda r: r[4])

@@ -81,9 +81,8 @@ promtool check rules "$WORK/rules.yml" > "$WORK/promtool.out" 2>&1 && pass "prom
 # 2. the fleet: scrapes of real daemons, 25 variants served on consecutive ports
 bash "$SRC/tests/fleet/capture.sh" "$BIN" "$WORK/captures" || { fail "capturing the daemons' scrapes"; exit 1; }
 BASE=$(free_range $NODES)
-python3 "$SRC/tests/fleet/fleet.py" plan --captures "$WORK/captures" --nodes $NODES --base-port "$BASE" --out "$WORK/fleet" \
-  && pass "fleet: $(python3 "$SRC/tests/fleet/fleet.py" plan --captures "$WORK/captures" --nodes $NODES --base-port "$BASE" --out "$WORK/fleet")" \
-  || { fail "fleet.py plan"; exit 1; }
+planned=$(python3 "$SRC/tests/fleet/fleet.py" plan --captures "$WORK/captures" --nodes $NODES --base-port "$BASE" --out "$WORK/fleet") \
+  && pass "fleet: $planned" || { fail "fleet.py plan: $planned"; exit 1; }
 python3 "$SRC/tests/fleet/fleet.py" serve --captures "$WORK/captures" --nodes $NODES --base-port "$BASE" --ready-file "$WORK/fleet/ready" \
   > "$WORK/fleet.log" 2>&1 &
 PIDS+=($!)
