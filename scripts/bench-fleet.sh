@@ -10,12 +10,12 @@
 # names against the nodes the fleet made faulty. First: series per node for 2, 4, 8 GPUs, default
 # and metrics.detail full (and before this layout, with BEFORE=path/to/an-older/p2pnode).
 # usage: scripts/bench-fleet.sh path/to/p2pnode [NODES_SMALL NODES_LARGE]
-#        env: SETTLE_S (default 100: three 30 s scrapes; then 30 s to measure ingest), ROUNDS (default 50), BEFORE
+#        env: SETTLE_S (default 130: four 30 s scrapes and a 2-minute rule group's evaluation; then 30 s to measure ingest), ROUNDS (default 50), BEFORE
 set -uo pipefail
 BIN=$(readlink -f "${1:?usage: $0 path/to/p2pnode [NODES_SMALL NODES_LARGE]}")
 SMALL=${2:-100}
 LARGE=${3:-1000}
-SETTLE_S=${SETTLE_S:-100}
+SETTLE_S=${SETTLE_S:-130}
 ROUNDS=${ROUNDS:-50}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 for t in prometheus promtool ansible-playbook curl python3; do

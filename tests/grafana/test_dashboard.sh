@@ -110,7 +110,9 @@ PY
 
 # 3. a real Prometheus scraping the fleet every second, rules every second; every panel's query
 PROM_PORT=$(free_port)
-cp "$SRC/prometheus/p2pnode-alerts.yml" "$SRC/prometheus/p2pnode-rules.yml" "$WORK/fleet/"
+# The shipped rules, their groups' 2-minute intervals cut to the test's second.
+for r in p2pnode-alerts.yml p2pnode-rules.yml; do sed 's/^    interval: 2m$/    interval: 1s/' "$SRC/prometheus/$r" > "$WORK/fleet/$r"; done
+grep -q 'interval: 2m' "$WORK"/fleet/*.yml && { fail "a rule group's interval was not cut to 1s"; exit 1; }
 cat > "$WORK/fleet/prometheus.yml" <<Y
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 rule_files: [p2pnode-alerts.yml, p2pnode-rules.yml]
