@@ -1,101 +1,24 @@
 // `p2pnode status`: asks a running daemon and prints the same report as `check`, then the
 // node state and its reasons. It finds the daemon, and over HTTPS the certificate to trust, in
 // the daemon's own configuration.
-#include <httplib.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
-
 #include <iostream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/daemon_client.hpp"
 #include "engine/views.hpp"
-#include "engine/config.hpp"
-#include "sys/sysroot.hpp"
 
 namespace p2pnode::cli {
 
 namespace {
-struct StatusOptions {
-  std::string url;  // empty: from the configuration's listen and tls
-  std::string config;
-  std::string root = "/";
-  std::string cacert;
+struct StatusOptions : DaemonClientOptions {
   bool json = false;
-  int timeout_s = 10;
 };
-
-// Where to connect and whom to trust, from the options and the daemon's configuration.
-struct Target {
-  std::string url;
-  std::string ca_file;         // empty: the system's CA store (https) or none (http)
-  bool pin_ca_file = false;    // the configured certificate itself is the trust anchor
-  bool config_has_tls = false;
-};
-
-std::optional<Target> resolve_target(const StatusOptions& o) {
-  const sys::SysRoot root(o.root);
-  const bool explicit_file = !o.config.empty();
-  const std::string file = explicit_file ? o.config : root.host_path("/etc/p2pnode/p2pnode.yaml").string();
-  std::error_code ec;
-  engine::DaemonConfig c;
-  if (explicit_file || std::filesystem::exists(file, ec)) {
-    auto loaded = engine::load_config_file(file);
-    if (loaded.config) {
-      c = *loaded.config;
-    } else if (explicit_file) {
-      std::cerr << "p2pnode status: the daemon configuration is not valid:\n" << loaded.diagnostics.format();
-      return std::nullopt;
-    } else {  // e.g. not readable by this user: the defaults, as without a file
-      std::cerr << "p2pnode status: ignoring " << file << ", which is not valid here (pass --config or --url):\n"
-                << loaded.diagnostics.format();
-    }
-  }
-  Target t;
-  t.config_has_tls = c.tls.has_value();
-  if (!o.url.empty()) {
-    t.url = o.url;
-  } else {
-    engine::ListenAddress a = c.listen;  // a wildcard listener is reached on loopback
-    if (a.host == "0.0.0.0") a.host = "127.0.0.1";
-    if (a.host == "::") a.host = "::1";
-    t.url = (c.tls ? "https://" : "http://") + a.display();
-  }
-  if (!o.cacert.empty()) {
-    t.ca_file = o.cacert;
-  } else if (c.tls) {
-    t.ca_file = engine::host_paths(c, root).cert_file.string();
-    t.pin_ca_file = true;
-  }
-  return t;
-}
-
-void set_trust(httplib::Client& client, const Target& t) {
-  SSL_CTX* ctx = client.ssl_context();
-  if (!ctx) return;  // plain http
-  client.enable_server_certificate_verification(true);
-  if (t.ca_file.empty()) return;  // OpenSSL's default CA store
-  client.set_ca_cert_path(t.ca_file);
-  // The daemon's own certificate (self-signed or not) is trusted as it is; no root is needed.
-  if (t.pin_ca_file) X509_VERIFY_PARAM_set_flags(SSL_CTX_get0_param(ctx), X509_V_FLAG_PARTIAL_CHAIN);
-}
-
-std::string connect_hint(const httplib::Client& client, const Target& t, httplib::Error e) {
-  const bool https = t.url.rfind("https://", 0) == 0;
-  if (e == httplib::Error::SSLServerVerification)
-    return "; the daemon's certificate did not verify (" +
-           std::string(X509_verify_cert_error_string(client.get_openssl_verify_result())) + ") against " +
-           (t.ca_file.empty() ? "the system's CA store" : t.ca_file) +
-           ": it must name the URL's host (subjectAltName), or pass --cacert with the CA that signed it";
-  if (e == httplib::Error::SSLLoadingCerts) return "; cannot read the CA file " + t.ca_file;
-  if (!https && t.config_has_tls) return "; the configuration sets tls, so the daemon speaks https://";
-  return "";
-}
 
 int run_status(const StatusOptions& o) {
-  auto target = resolve_target(o);
+  auto target = resolve_target(o, "p2pnode status");
   if (!target) return kUsage;
   httplib::Client client(target->url);
   if (!client.is_valid()) {
@@ -134,6 +57,8 @@ int run_status(const StatusOptions& o) {
   if (st.contains("selftest") && st["selftest"].is_object())
     std::cout << ", self-test " << st["selftest"].value("verdict", "?");
   std::cout << "\n";
+  if (st.contains("selftest_note") && st["selftest_note"].is_string())
+    std::cout << st["selftest_note"].get<std::string>() << "\n";
   // Issue 13: one line per NVMe drive, GPU and doorbell writer.
   if (st.contains("nvme_doorbell") && st["nvme_doorbell"].is_object() && st["nvme_doorbell"].contains("lines") &&
       st["nvme_doorbell"]["lines"].is_array())

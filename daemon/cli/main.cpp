@@ -21,6 +21,6 @@ int main(int argc, char** argv) {
   // Listed in --help; run by p2pnode-serve (see above).
   app.add_subcommand("serve", "Run the daemon: reconcile, self-tests, REST API and /metrics (see `p2pnode serve --help`)");
   app.add_subcommand("status", "Ask the running daemon and print its report (see `p2pnode status --help`)");
-  app.add_subcommand("selftest", "Judge recorded self-test results as the daemon would (see `p2pnode selftest judge --help`)");
+  app.add_subcommand("selftest", "Judge recorded self-test results as the daemon would, or ask the daemon for one (see `p2pnode selftest judge|run --help`)");
   return p2pnode::cli::run_app(app, argc, argv);
 }

@@ -2,6 +2,15 @@
 
 namespace p2pnode {
 
+const char* to_string(SelftestWhen w) {
+  switch (w) {
+    case SelftestWhen::always: return "always";
+    case SelftestWhen::never: return "never";
+    case SelftestWhen::idle: break;
+  }
+  return "idle";
+}
+
 const char* to_string(IommuPolicy p) {
   switch (p) {
     case IommuPolicy::off: return "off";

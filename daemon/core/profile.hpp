@@ -86,7 +86,30 @@ struct NvmeSpec {
   std::vector<NvmeDrive> drives;
 };
 
+// When an active self-test may run beside other work on the GPUs (selftest.when).
+enum class SelftestWhen {
+  idle,    // default: a busy node's scheduled or on-start run is skipped (with why) and retried
+  always,  // runs; a run that shared the GPUs is marked contended and judges nothing
+  never,   // no scheduled or on-start run (passive health only); a forced request still runs
+};
+const char* to_string(SelftestWhen w);
+
+// The scheduler's view of the node (selftest.scheduler): a command (argv, no shell) whose exit
+// status 0 means idle and 1 busy (its first line of output says why), or a file whose presence
+// means busy (its first line says why), e.g. one a Slurm prolog writes and its epilog removes.
+struct SchedulerSpec {
+  std::vector<std::string> command;
+  std::optional<std::string> busy_file;
+  std::chrono::nanoseconds timeout = std::chrono::seconds(10);
+};
+
 struct SelftestSpec {
+  SelftestWhen when = SelftestWhen::idle;
+  // A skipped run is tried again this long after the skip (never later than the schedule).
+  std::chrono::nanoseconds retry_busy = std::chrono::minutes(15);
+  std::optional<SchedulerSpec> scheduler;
+  // Process names that never make the GPUs busy (monitoring agents holding a context).
+  std::vector<std::string> ignore_processes;
   std::chrono::nanoseconds schedule = std::chrono::hours(6);
   std::chrono::nanoseconds time_limit = std::chrono::seconds(300);
   std::vector<std::string> cases;             // empty: the agent's default suite

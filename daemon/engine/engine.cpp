@@ -62,7 +62,7 @@ void Engine::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-RequestResult Engine::request(const std::string& trigger, bool selftest) {
+RequestResult Engine::request(const std::string& trigger, bool selftest, bool force) {
   RequestResult r;
   {
     std::lock_guard lk(mu_);
@@ -75,6 +75,7 @@ RequestResult Engine::request(const std::string& trigger, bool selftest) {
       pending_trigger_ = trigger;
     }
     pending_selftest_ = pending_selftest_ || selftest;
+    pending_force_ = pending_force_ || (selftest && force);
     publish();
   }
   cv_.notify_all();
@@ -111,9 +112,15 @@ std::optional<std::chrono::system_clock::time_point> Engine::next_selftest_locke
   // From the last attempt, or the last pass that wanted one and skipped it (a blocked node must
   // not loop on a due self-test it cannot run).
   std::int64_t last = state_.selftest ? state_.selftest->started_unix : runtime_.started_unix;
+  if (state_.selftest_contended) last = std::max(last, state_.selftest_contended->started_unix);
   last = std::max(last, last_selftest_request_unix_);
-  return std::chrono::system_clock::from_time_t(static_cast<std::time_t>(last)) +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(*interval);
+  auto next = std::chrono::system_clock::from_time_t(static_cast<std::time_t>(last)) +
+              std::chrono::duration_cast<std::chrono::system_clock::duration>(*interval);
+  // A run skipped because the GPUs were busy is tried again sooner (selftest.retry_busy).
+  if (const auto& skip = state_.selftest_skipped; skip && skip->busy && state_.profile_selftest_retry)
+    next = std::min(next, std::chrono::system_clock::from_time_t(static_cast<std::time_t>(skip->at_unix)) +
+                              std::chrono::duration_cast<std::chrono::system_clock::duration>(*state_.profile_selftest_retry));
+  return next;
 }
 
 void Engine::publish() {
@@ -165,16 +172,18 @@ void Engine::worker() {
     }
     const std::string trigger = pending_trigger_;
     const bool selftest = pending_selftest_;
+    const bool force = pending_force_;
     if (selftest) last_selftest_request_unix_ = static_cast<std::int64_t>(std::time(nullptr));
     pending_ = false;
     pending_selftest_ = false;
+    pending_force_ = false;
     running_ = true;
     const DaemonConfig config = config_;
     RecordedState working = state_;
     publish();
     lk.unlock();
 
-    PassContext ctx{deps_.root, deps_.action_runner, deps_.agent_runner, config, deps_.log, trigger, selftest, &cancel_};
+    PassContext ctx{deps_.root, deps_.action_runner, deps_.agent_runner, config, deps_.log, trigger, selftest, force, &cancel_};
     try {
       reconcile_pass(ctx, working);
     } catch (const std::exception& e) {  // a bug in a step must not take the daemon down

@@ -52,7 +52,8 @@ class Engine {
   void start();
   void stop();
 
-  RequestResult request(const std::string& trigger, bool selftest);
+  // force: a self-test that runs even while other processes use the GPUs (selftest.when).
+  RequestResult request(const std::string& trigger, bool selftest, bool force = false);
   // A new config applies from the next pass on; problem is shown in /v1/status (empty: clear).
   void set_config(DaemonConfig config);
   void set_config_problem(std::string problem);
@@ -75,7 +76,7 @@ class Engine {
   Runtime runtime_;
   bool decided_ = false;
   std::int64_t last_selftest_request_unix_ = 0;  // a pass that wanted one (it may have been skipped)
-  bool pending_ = false, pending_selftest_ = false, stopping_ = false;
+  bool pending_ = false, pending_selftest_ = false, pending_force_ = false, stopping_ = false;
   std::string pending_trigger_;
   std::atomic<bool> running_{false};
   std::atomic<bool> cancel_{false};

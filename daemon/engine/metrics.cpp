@@ -146,6 +146,22 @@ void pair_metrics(Registry& reg, const AgentResult& r, const PathClasses& paths,
       .Set(static_cast<double>(bad.size()));
 }
 
+// Self-tests beside other jobs: skipped because the GPUs were busy, or run and contended.
+void selftest_sharing_metrics(Registry& reg, const RecordedState& s) {
+  const std::int64_t judged = s.selftest ? s.selftest->started_unix : 0;
+  const bool skipped = s.selftest_skipped && s.selftest_skipped->at_unix >= judged;
+  const bool contended = !skipped && s.selftest_contended && s.selftest_contended->started_unix >= judged;
+  gauge(reg, "p2pnode_selftest_skipped_busy", "1 when the last self-test was skipped because other processes used the GPUs")
+      .Add({}).Set(skipped && s.selftest_skipped->busy ? 1 : 0);
+  gauge(reg, "p2pnode_selftest_contended", "1 when the last self-test shared the GPUs with another process (reported, not judged)")
+      .Add({}).Set(contended ? 1 : 0);
+  std::size_t others = 0;
+  const json* seen = skipped ? &s.selftest_skipped->seen : contended ? &s.selftest_contended->contention : nullptr;
+  if (seen && seen->is_object()) others = seen->value("processes", json::array()).size();
+  gauge(reg, "p2pnode_selftest_other_processes", "Other processes seen on the GPUs at the last self-test (skipped or contended)")
+      .Add({}).Set(static_cast<double>(others));
+}
+
 void gpu_info_metric(Registry& reg, const RecordedState& s) {
   std::optional<AgentResult> last;
   if (s.selftest && s.selftest->result.is_object())
@@ -338,6 +354,7 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
     gauge(reg, "p2pnode_selftest_schedule_seconds", "How often the self-test runs (the config's schedule, else the profile's)")
         .Add({})
         .Set(*rt.selftest_schedule_s);
+  selftest_sharing_metrics(reg, s);
   if (s.selftest) {
     gauge(reg, "p2pnode_selftest_last_run_timestamp_seconds", "When the last self-test started (Unix time)")
         .Add({})

@@ -1,5 +1,6 @@
 #include "engine/reconcile.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -8,10 +9,13 @@
 #include "engine/selftest.hpp"
 #include "engine/views.hpp"
 #include "judge/bandwidth_finding.hpp"
+#include "judge/contention.hpp"
 #include "judge/doorbell.hpp"
 #include "judge/expectations.hpp"
 #include "judge/verdict.hpp"
+#include "lifecycle/reload.hpp"
 #include "probe/agent_run.hpp"
+#include "probe/gpu_activity.hpp"
 #include "probe/nvme.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
@@ -61,8 +65,44 @@ judge::AgentRun run_agent(const PassContext& ctx, const std::string& path, const
   return judge::judge_agent_run(std::move(p.process), p.started_unix, p.duration_s, path, limit, spec, inv);
 }
 
+// Whether the self-test may run now (selftest.when): with `idle`, what else uses the GPUs is read
+// first (NVML through the agent, else the device files' holders, and the scheduler). A skip is
+// recorded with its reason and what was seen; a busy one is tried again after retry_busy.
+bool may_run_selftest(const PassContext& ctx, const SelftestSpec& spec, const std::string& agent, RecordedState& st) {
+  judge::Busy busy;
+  if (spec.when == SelftestWhen::idle && !ctx.force_selftest) {
+    const auto seen = probe::probe_gpu_activity(ctx.root, ctx.agent_runner, ctx.action_runner, agent, spec.scheduler);
+    busy = judge::judge_busy(seen.agent, seen.device_holders, seen.scheduler, spec.ignore_processes);
+    if (!busy.note.empty()) log(ctx, LogLevel::info, "who uses the GPUs: " + busy.note + "; read the device files instead", "selftest");
+  }
+  const auto decision = judge::decide_selftest(spec.when, ctx.force_selftest, busy);
+  if (decision.run) return true;
+  st.selftest_skipped = SelftestSkip{now_unix(), ctx.trigger, decision.reason, busy.busy, judge::to_json(busy)};
+  st.selftest_runs["skipped"]++;
+  log(ctx, busy.busy ? LogLevel::notice : LogLevel::info, "self-test skipped: " + decision.reason, "selftest");
+  return false;
+}
+
+// Who else used the GPUs while the agent ran: its own NVML samples, else the device files' holders
+// right after it (an agent without NVML cannot tell; the agent itself has exited by then).
+judge::Contention contention_of(const judge::AgentRun& run, const SelftestSpec& spec, const sys::SysRoot& root) {
+  judge::Contention c = run.result ? judge::contention_in(run.result->raw, spec.ignore_processes) : judge::Contention{};
+  if (c.source == "nvml") return c;
+  c.source = "device files";
+  for (const auto& h : nvidia::find_holders(root)) {
+    if (std::find(spec.ignore_processes.begin(), spec.ignore_processes.end(), h.comm) != spec.ignore_processes.end()) continue;
+    GpuUser u{"", h.pid, h.comm, 0, ""};
+    for (const auto& f : h.files) u.seen += (u.seen.empty() ? "" : " ") + f;
+    c.processes.push_back(std::move(u));
+  }
+  if (!c.processes.empty()) c.seen_at.push_back("after");
+  c.contended = !c.processes.empty();
+  return c;
+}
+
 void run_selftest(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
   const SelftestSpec spec = *profile.selftest;
+  const std::string agent = host_paths(ctx.config, ctx.root).agent_path.string();
   const auto limit = ctx.config.selftest_time_limit.value_or(spec.time_limit);
   std::vector<std::string> args = ctx.config.agent_args;
   if (!spec.cases.empty()) {
@@ -71,7 +111,6 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
     args.push_back("--cases");
     args.push_back(list);
   }
-  const std::string agent = host_paths(ctx.config, ctx.root).agent_path.string();
   log(ctx, LogLevel::info, "self-test: running " + agent + " (time limit " + format_duration(limit) + ")", "selftest");
   const judge::AgentRun run = run_agent(ctx, agent, args, limit, spec, inv);
   if (run.process.cancelled) {  // not a verdict on the box: keep the last result for the next start
@@ -80,8 +119,15 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
         "selftest");
     return;
   }
-  const auto notes = record_selftest(st, run, spec, inv, ctx.trigger);
+  const auto contention = contention_of(run, spec, ctx.root);
+  const auto notes = record_selftest(st, run, spec, inv, ctx.trigger, contention);
   if (!notes.baseline_reset.empty()) log(ctx, LogLevel::notice, "self-test baseline reset: " + notes.baseline_reset, "selftest");
+  if (notes.contended) {
+    log(ctx, LogLevel::notice, "self-test contended: " + st.selftest_contended->reasons.front(), "selftest");
+    return;
+  }
+  if (contention.contended)  // judged all the same: a failure no job can cause
+    log(ctx, LogLevel::warning, "self-test shared the GPUs (" + contention.describe() + ") and failed in a way no job causes", "selftest");
   const SelftestRecord& rec = *st.selftest;
   const LogLevel level = rec.verdict == "passed" ? LogLevel::info
                          : rec.verdict == "below_threshold" ? LogLevel::warning : LogLevel::error;
@@ -128,6 +174,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
   st.trigger = ctx.trigger;
   st.applied = json::array();
   st.profile_selftest_schedule.reset();
+  st.profile_selftest_retry.reset();
 
   // 1. discover
   log(ctx, LogLevel::info, "reconcile (" + ctx.trigger + "): discovering the box", "discover");
@@ -158,7 +205,11 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
     record_inventory(st, inv, nullptr);
   } else {
     st.profile = profile->name;
-    if (profile->selftest) st.profile_selftest_schedule = profile->selftest->schedule;
+    // selftest.when never: no schedule (a forced request still runs one).
+    if (profile->selftest && profile->selftest->when != SelftestWhen::never) {
+      st.profile_selftest_schedule = profile->selftest->schedule;
+      st.profile_selftest_retry = profile->selftest->retry_busy;
+    }
 
     // 3. check, 4. plan
     auto findings = checks::run_all_checks(*profile, inv);
@@ -214,7 +265,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
       if (ctx.want_selftest) {
         if (severity_rank(d.state) > severity_rank(NodeState::degraded))
           log(ctx, LogLevel::warning, std::string("self-test skipped: the node is ") + to_string(d.state), "selftest");
-        else {
+        else if (may_run_selftest(ctx, *profile->selftest, host_paths(ctx.config, ctx.root).agent_path.string(), st)) {
           run_selftest(ctx, *profile, inv, st);
           run_nvme_doorbell(ctx, *profile, inv, st);
           // A fresh result may say more about the pairs than the last one (NVLink): show it.
@@ -241,7 +292,9 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
       }
       if (st.nvme_doorbell && (st.nvme_doorbell->verdict == "failed" || st.nvme_doorbell->verdict == "error"))
         for (const auto& r : st.nvme_doorbell->reasons) d.raise(NodeState::failed, "NVMe doorbell: " + r);
-      if (!st.selftest) d.raise(NodeState::degraded, "no self-test has run yet");
+      // Not yet tested because the GPUs were busy, or by policy, is no fault of the node: the skip
+      // is in /v1/selftest and the stale-self-test alert watches how long it lasts.
+      if (!st.selftest && !st.selftest_skipped && !st.selftest_contended) d.raise(NodeState::degraded, "no self-test has run yet");
       else if (st.selftest->verdict == "error" || st.selftest->verdict == "failed")
         for (const auto& r : st.selftest->reasons) d.raise(NodeState::failed, "self-test " + st.selftest->verdict + ": " + r);
       else if (st.selftest->verdict == "below_threshold")

@@ -20,6 +20,7 @@ struct PassContext {
   LogFn log;
   std::string trigger;         // start, reload, api, schedule, device, selftest
   bool want_selftest = false;  // run the agent in this pass (when the platform allows it)
+  bool force_selftest = false;  // an operator asked for it with force: run even on busy GPUs
   const std::atomic<bool>* cancel = nullptr;  // true: the daemon is stopping; the agent is killed
 };
 

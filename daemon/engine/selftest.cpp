@@ -8,7 +8,7 @@
 namespace p2pnode::engine {
 
 RecordNotes record_selftest(RecordedState& st, const judge::AgentRun& run, const SelftestSpec& spec, const Inventory& inv,
-                            const std::string& trigger) {
+                            const std::string& trigger, const judge::Contention& contention) {
   RecordNotes notes;
   SelftestRecord rec;
   rec.verdict = run.judgement.verdict;
@@ -17,9 +17,26 @@ RecordNotes record_selftest(RecordedState& st, const judge::AgentRun& run, const
   rec.trigger = trigger;
   rec.started_unix = run.started_unix;
   rec.duration_s = run.duration_s;
+  if (contention.source != "absent") rec.contention = judge::to_json(contention);
+  st.selftest_skipped.reset();
+  if (contention.contended && !run.judgement.load_independent_failure) {
+    // Reported with its figures, judged on nothing: the other job's traffic shares the links.
+    if (run.result) rec.result = run.result->raw;
+    std::vector<std::string> reasons = {"another process used the GPUs during the run (" + contention.describe() +
+                                        "): its figures are shown, not judged (no thresholds, baseline or readiness)"};
+    for (const auto& r : rec.reasons) reasons.push_back("not judged: " + r);
+    rec.reasons = std::move(reasons);
+    rec.verdict = "contended";
+    for (auto& e : rec.expectations)  // shown beside their thresholds, never held below them
+      if (e.is_object()) e["below_threshold"] = false;
+    st.selftest_runs["contended"]++;
+    st.selftest_contended = std::move(rec);
+    notes.contended = true;
+    return notes;
+  }
   if (run.result) {
     rec.result = run.result->raw;
-    if (run.result->status != "error") {
+    if (run.result->status != "error" && !contention.contended) {  // a shared run's figures say nothing of the links
       Inventory merged = inv;
       judge::merge_interconnects(merged, *run.result);
       const auto cells = judge::expectations(*run.result, merged);

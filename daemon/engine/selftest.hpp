@@ -7,6 +7,7 @@
 
 #include "core/inventory.hpp"
 #include "core/profile.hpp"
+#include "judge/contention.hpp"
 #include "judge/verdict.hpp"
 #include "engine/state.hpp"
 
@@ -14,11 +15,15 @@ namespace p2pnode::engine {
 
 struct RecordNotes {
   std::string baseline_reset;  // why the history started over; empty when it did not
+  bool contended = false;      // recorded as st.selftest_contended: it judged nothing
 };
 
 // run.judgement must come from judge::judge_agent_result (or judge_agent_run). Updates st.selftest,
-// st.selftest_runs, the last success and st.baselines.
+// st.selftest_runs, the last success and st.baselines. A run that shared the GPUs with another
+// process (contention.contended) goes to st.selftest_contended instead, verdict "contended", and
+// touches neither the baseline nor the last success, unless it failed in a way no job can cause
+// (corrupted bytes, peer access denied): that run judges the node as any other.
 RecordNotes record_selftest(RecordedState& st, const judge::AgentRun& run, const SelftestSpec& spec, const Inventory& inv,
-                            const std::string& trigger);
+                            const std::string& trigger, const judge::Contention& contention = {});
 
 }  // namespace p2pnode::engine

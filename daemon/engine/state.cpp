@@ -56,7 +56,11 @@ int severity_rank(NodeState s) { return s == NodeState::starting ? -1 : static_c
 json to_json(const SelftestRecord& s) {
   return {{"verdict", s.verdict},           {"reasons", s.reasons},   {"trigger", s.trigger},
           {"started_unix", s.started_unix}, {"duration_s", s.duration_s}, {"result", s.result},
-          {"expectations", s.expectations}, {"warnings", s.warnings}};
+          {"expectations", s.expectations}, {"warnings", s.warnings},   {"contention", s.contention}};
+}
+
+json to_json(const SelftestSkip& s) {
+  return {{"at_unix", s.at_unix}, {"trigger", s.trigger}, {"reason", s.reason}, {"busy", s.busy}, {"seen", s.seen}};
 }
 
 json to_json(const RecordedState& s) {
@@ -76,6 +80,8 @@ json to_json(const RecordedState& s) {
             {"applied", s.applied},
             {"findings_table", s.findings_table},
             {"selftest", s.selftest ? to_json(*s.selftest) : json(nullptr)},
+            {"selftest_contended", s.selftest_contended ? to_json(*s.selftest_contended) : json(nullptr)},
+            {"selftest_skipped", s.selftest_skipped ? to_json(*s.selftest_skipped) : json(nullptr)},
             {"selftest_last_success_unix",
              s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr)},
             {"selftest_last_success_duration_s", s.selftest_last_success_duration_s},
@@ -85,6 +91,24 @@ json to_json(const RecordedState& s) {
             {"baselines", to_json(s.baselines)}};
   return j;
 }
+
+namespace {
+SelftestRecord selftest_from_json(const json& t, const std::string& name) {
+  SelftestRecord r;
+  r.verdict = str(t, "verdict");
+  r.reasons = strs(t, "reasons");
+  r.trigger = str(t, "trigger");
+  r.started_unix = at(t, "started_unix", json::value_t::number_integer).get<std::int64_t>();
+  r.duration_s = at(t, "duration_s", json::value_t::number_float).get<double>();
+  if (!t.contains("result")) throw Bad{"missing '" + name + ".result'"};
+  r.result = t["result"];
+  // Optional: states written before issue 14 have neither, nor contention before the busy-GPU work.
+  if (t.contains("expectations")) r.expectations = at(t, "expectations", json::value_t::array);
+  if (t.contains("warnings")) r.warnings = strs(t, "warnings");
+  if (t.contains("contention")) r.contention = t["contention"];
+  return r;
+}
+}  // namespace
 
 Result<RecordedState> state_from_json(const json& j) {
   try {
@@ -110,21 +134,20 @@ Result<RecordedState> state_from_json(const json& j) {
     s.applied = at(j, "applied", json::value_t::array);
     s.findings_table = str(j, "findings_table");
     if (!j.contains("selftest")) throw Bad{"missing 'selftest'"};
-    if (!j["selftest"].is_null()) {
-      const json& t = at(j, "selftest", json::value_t::object);
-      SelftestRecord r;
-      r.verdict = str(t, "verdict");
-      r.reasons = strs(t, "reasons");
-      r.trigger = str(t, "trigger");
-      r.started_unix = at(t, "started_unix", json::value_t::number_integer).get<std::int64_t>();
-      r.duration_s = at(t, "duration_s", json::value_t::number_float).get<double>();
-      if (!t.contains("result")) throw Bad{"missing 'selftest.result'"};
-      r.result = t["result"];
-      // Optional: states written before issue 14 have neither.
-      if (t.contains("expectations")) r.expectations = at(t, "expectations", json::value_t::array);
-      if (t.contains("warnings")) r.warnings = strs(t, "warnings");
-      s.selftest = std::move(r);
+    // Absent in state files written before self-tests knew about other jobs.
+    if (j.contains("selftest_contended") && !j["selftest_contended"].is_null())
+      s.selftest_contended = selftest_from_json(at(j, "selftest_contended", json::value_t::object), "selftest_contended");
+    if (j.contains("selftest_skipped") && !j["selftest_skipped"].is_null()) {
+      const json& t = at(j, "selftest_skipped", json::value_t::object);
+      SelftestSkip k;
+      k.at_unix = at(t, "at_unix", json::value_t::number_integer).get<std::int64_t>();
+      k.trigger = str(t, "trigger");
+      k.reason = str(t, "reason");
+      k.busy = at(t, "busy", json::value_t::boolean).get<bool>();
+      if (t.contains("seen")) k.seen = t["seen"];
+      s.selftest_skipped = std::move(k);
     }
+    if (!j["selftest"].is_null()) s.selftest = selftest_from_json(at(j, "selftest", json::value_t::object), "selftest");
     if (!j.contains("selftest_last_success_unix")) throw Bad{"missing 'selftest_last_success_unix'"};
     if (!j["selftest_last_success_unix"].is_null())
       s.selftest_last_success_unix = at(j, "selftest_last_success_unix", json::value_t::number_integer).get<std::int64_t>();

@@ -27,7 +27,8 @@ std::optional<NodeState> node_state_from(std::string_view s);
 int severity_rank(NodeState s);  // ready 0 … failed 5; starting sits below ready
 
 // A self-test verdict: passed; below_threshold (bandwidth or latency short of the profile);
-// failed (a case failed or data was corrupted); error (the agent hung, crashed or lied).
+// failed (a case failed or data was corrupted); error (the agent hung, crashed or lied);
+// contended (another process used the GPUs during the run: its figures are reported, not judged).
 struct SelftestRecord {
   std::string verdict;
   std::vector<std::string> reasons;
@@ -38,6 +39,15 @@ struct SelftestRecord {
   // Per bandwidth cell: measured, ceiling, expected, ratio, threshold, baseline, regressed.
   nlohmann::json expectations = nlohmann::json::array();
   std::vector<std::string> warnings;  // regressions against the node's own baseline
+  nlohmann::json contention;          // judge::to_json(Contention): who else used the GPUs; null: not known
+};
+
+// A self-test that did not run (selftest.when): when, what asked for it, why, and what was busy.
+struct SelftestSkip {
+  std::int64_t at_unix = 0;
+  std::string trigger, reason;
+  bool busy = false;    // the GPUs were in use (retried after selftest.retry_busy); false: when is never
+  nlohmann::json seen;  // judge::to_json(Busy)
 };
 
 struct RecordedState {
@@ -55,7 +65,9 @@ struct RecordedState {
   nlohmann::json plan = nlohmann::json::object();      // what is left after apply
   nlohmann::json applied = nlohmann::json::array();    // step results of the last apply
   std::string findings_table;                          // render_check_table, for `p2pnode status`
-  std::optional<SelftestRecord> selftest;              // the last attempt
+  std::optional<SelftestRecord> selftest;              // the last run that judges the node
+  std::optional<SelftestRecord> selftest_contended;    // the last run that shared the GPUs (judges nothing)
+  std::optional<SelftestSkip> selftest_skipped;        // the last self-test that did not run; cleared by a run
   std::optional<std::int64_t> selftest_last_success_unix;
   double selftest_last_success_duration_s = 0;
   std::map<std::string, std::uint64_t> reconcile_runs;  // by resulting node state
@@ -64,9 +76,11 @@ struct RecordedState {
   judge::Baselines baselines;                          // per pair and case, the last runs' figures
   // Not persisted: the matched profile's self-test schedule (re-read on every pass).
   std::optional<std::chrono::nanoseconds> profile_selftest_schedule;
+  std::optional<std::chrono::nanoseconds> profile_selftest_retry;  // selftest.retry_busy
 };
 
 nlohmann::json to_json(const SelftestRecord& s);
+nlohmann::json to_json(const SelftestSkip& s);
 nlohmann::json to_json(const RecordedState& s);
 // Strict: every field is type-checked; an error names the first bad one.
 Result<RecordedState> state_from_json(const nlohmann::json& j);

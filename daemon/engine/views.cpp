@@ -105,6 +105,16 @@ json driver_view(const Inventory& inv, const Profile* profile) {
   return j;
 }
 
+// One line on a self-test that did not judge the node: skipped, or run beside another job.
+json selftest_note(const RecordedState& s) {
+  const std::int64_t judged = s.selftest ? s.selftest->started_unix : 0;
+  if (s.selftest_skipped && s.selftest_skipped->at_unix >= judged)
+    return "self-test skipped (" + s.selftest_skipped->trigger + "): " + s.selftest_skipped->reason;
+  if (s.selftest_contended && s.selftest_contended->started_unix >= judged && !s.selftest_contended->reasons.empty())
+    return "self-test contended (" + s.selftest_contended->trigger + "): " + s.selftest_contended->reasons.front();
+  return nullptr;
+}
+
 json status_body(const RecordedState& s, const Runtime& rt) {
   std::map<std::string, int> counts = {{"ok", 0}, {"warning", 0}, {"error", 0}};
   for (const auto& f : s.findings)
@@ -150,6 +160,7 @@ json status_body(const RecordedState& s, const Runtime& rt) {
                                         : json(nullptr)},
       {"selftest_last_success_unix",
        s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr)},
+      {"selftest_note", selftest_note(s)},
       {"next_selftest_unix", rt.next_selftest_unix ? json(*rt.next_selftest_unix) : json(nullptr)},
       {"daemon", {{"started_unix", rt.started_unix},
                   {"config_file", rt.config_file},
@@ -222,13 +233,25 @@ json plan_body(const RecordedState& s) {
 
 json selftest_body(const RecordedState& s) {
   const json doorbell = s.nvme_doorbell ? to_json(*s.nvme_doorbell) : json(nullptr);
-  if (!s.selftest)
-    return with_version({{"verdict", nullptr}, {"reasons", json::array()}, {"trigger", nullptr},
-                         {"started_unix", nullptr}, {"duration_s", nullptr}, {"result", nullptr},
-                         {"last_success_unix", nullptr}, {"nvme_doorbell", doorbell}});
-  json j = to_json(*s.selftest);
+  json j;
+  if (!s.selftest) {
+    j = {{"verdict", nullptr}, {"reasons", json::array()}, {"trigger", nullptr},
+         {"started_unix", nullptr}, {"duration_s", nullptr}, {"result", nullptr}, {"contention", nullptr}};
+  } else {
+    j = to_json(*s.selftest);
+  }
   j["last_success_unix"] = s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr);
   j["nvme_doorbell"] = doorbell;
+  // The last run beside another job, when it is newer than the judged one (the document stays out:
+  // its figures are in expectations).
+  json contended = nullptr;
+  if (s.selftest_contended && (!s.selftest || s.selftest_contended->started_unix >= s.selftest->started_unix)) {
+    contended = to_json(*s.selftest_contended);
+    contended.erase("result");
+    contended.erase("warnings");
+  }
+  j["contended_run"] = std::move(contended);
+  j["skipped"] = s.selftest_skipped ? to_json(*s.selftest_skipped) : json(nullptr);
   return with_version(std::move(j));
 }
 

@@ -94,8 +94,23 @@ bool Router::authorized(const Request& req, Response& denied) {
 Response Router::post(const Request& req, bool selftest) {
   Response denied;
   if (!authorized(req, denied)) return denied;
-  const auto r = engine_.request(selftest ? "api-selftest" : "api", selftest);
-  return Response{202, kJson, json{{"accepted", true}, {"request", engine::to_string(r)}, {"selftest", selftest}}.dump(), {}};
+  // POST /v1/selftest {"force": true}: run even while other processes use the GPUs.
+  bool force = false;
+  if (selftest && req.body.find_first_not_of(" \t\r\n") != std::string::npos) {
+    const json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object())
+      return problem(400, "the body must be a JSON object such as {\"force\": true}, or empty");
+    for (const auto& [k, v] : body.items())
+      if (k != "force") return problem(400, "unknown field '" + k + "' in the body; the only one is force (a boolean)");
+    if (auto f = body.find("force"); f != body.end()) {
+      if (!f->is_boolean()) return problem(400, "force: expected true or false");
+      force = f->get<bool>();
+    }
+  }
+  const auto r = engine_.request(selftest ? "api-selftest" : "api", selftest, force);
+  json out{{"accepted", true}, {"request", engine::to_string(r)}, {"selftest", selftest}};
+  if (selftest) out["force"] = force;
+  return Response{202, kJson, out.dump(), {}};
 }
 
 Response Router::handle(const Request& req) {

@@ -61,6 +61,7 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
         if (why.empty()) line += "no cause found in the evidence (GPU models, IOMMU, BAR size, driver, root complex)";
         for (std::size_t k = 0; k < why.size(); ++k) line += (k ? "; " : "") + why[k];
         j.reasons.push_back(line);
+        j.load_independent_failure = true;
       }
       if (c.key == "latency" && cell.src && cell.dst && cell.latency_ns && spec.max_latency) {
         const double limit_ns = static_cast<double>(spec.max_latency->count());
@@ -116,6 +117,7 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
   bad_bytes = std::max(bad_bytes, cell_bad);
   if (bad_bytes > spec.max_integrity_errors) {
     worse("failed");
+    j.load_independent_failure = true;
     j.reasons.push_back("integrity: " + std::to_string(bad_bytes) + " corrupted byte(s) in P2P copies (the profile allows " +
                         std::to_string(spec.max_integrity_errors) + ")");
   }

@@ -23,6 +23,9 @@ struct Judgement {
   // Per bandwidth cell: measured, ceiling, expected, ratio, threshold and where it came from
   // (judge/expectations to_json plus threshold_gbps, threshold_source, below_threshold).
   nlohmann::json expectations = nlohmann::json::array();
+  // A failure no other job can cause: corrupted bytes, peer access denied. It counts even in a
+  // run that shared the GPUs (a contended run's other verdicts judge nothing).
+  bool load_independent_failure = false;
 };
 // Bandwidth thresholds are per pair class (NV<n>, then NV; PIX, PXB, PHB, NODE, SYS; then "any"):
 // the class from the document's interconnect (NVLink) merged with the inventory's PCI paths.

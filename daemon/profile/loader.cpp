@@ -251,9 +251,35 @@ std::optional<double> fraction(MapReader& m, std::string_view key) {
 }
 
 void read_selftest(MapReader& root, Profile& p) {
-  auto m = root.map("selftest", {"schedule", "time_limit", "cases", "thresholds", "baseline_runs"});
+  auto m = root.map("selftest", {"when", "retry_busy", "scheduler", "ignore_processes", "schedule", "time_limit",
+                                  "cases", "thresholds", "baseline_runs"});
   if (!m) return;
   SelftestSpec s;
+  if (auto w = m->choice("when", {"idle", "always", "never"}))
+    s.when = *w == "always" ? SelftestWhen::always : *w == "never" ? SelftestWhen::never : SelftestWhen::idle;
+  if (auto v = m->duration("retry_busy")) {
+    if (*v < std::chrono::minutes(1)) m->diag().add(m->get("retry_busy"), m->child_path("retry_busy"), "expected at least 1m");
+    else s.retry_busy = *v;
+  }
+  s.ignore_processes = m->string_list("ignore_processes");
+  if (auto sc = m->map("scheduler", {"command", "busy_file", "timeout"})) {
+    SchedulerSpec spec;
+    spec.command = sc->string_list("command");
+    spec.busy_file = sc->string("busy_file");
+    if (spec.busy_file && (spec.busy_file->empty() || spec.busy_file->front() != '/'))
+      sc->diag().add(sc->get("busy_file"), sc->child_path("busy_file"), "expected an absolute path, found '" + *spec.busy_file + "'");
+    if (!spec.command.empty() && (spec.command.front().empty() || spec.command.front().front() != '/'))
+      sc->diag().add(sc->get("command"), sc->child_path("command"),
+                     "expected the program's absolute path first (it runs without a shell or PATH), found '" +
+                         spec.command.front() + "'");
+    if (spec.command.empty() && !spec.busy_file)
+      sc->diag().add(sc->node(), sc->path(), "expected command (argv; exit 0 idle, 1 busy) or busy_file (present: busy)");
+    if (auto v = sc->duration("timeout")) {
+      if (v->count() <= 0) sc->diag().add(sc->get("timeout"), sc->child_path("timeout"), "expected a duration above zero");
+      else spec.timeout = *v;
+    }
+    s.scheduler = spec;
+  }
   if (auto v = m->duration("schedule")) {
     if (*v < std::chrono::minutes(1)) m->diag().add(m->get("schedule"), m->child_path("schedule"), "expected at least 1m between self-tests");
     else s.schedule = *v;

@@ -379,6 +379,12 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     }
     rep.interconnect = read_interconnect(bus_ids);
     mark("interconnect_read");
+    watch_ = std::make_unique<ProcessWatch>(bus_ids, static_cast<unsigned>(::getpid()));
+    rep.contention.emplace();
+    rep.contention->source = watch_->available() ? "nvml" : "none";
+    rep.contention->reason = watch_->reason();
+    rep.contention->before = watch_->sample();
+    mark("processes_read");
   }
   try {
     const std::string err = setup();
@@ -430,9 +436,11 @@ int Agent::main(const std::vector<CaseDef>& cases) {
       }
     }
     cr.duration_s = std::chrono::duration<double>(Clock::now() - t).count();
+    if (watch_) cr.foreign_processes = watch_->sample();
     rep.cases.push_back(std::move(cr));
     mark(("after_" + std::string(c.key)).c_str());
   }
+  if (watch_) rep.contention->after = watch_->sample();
   release();
   mark("released");
   return emit();
@@ -447,6 +455,11 @@ int run_agent(int argc, char** argv) {
   if (!parsed.options) {
     (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.message << "\n";
     return parsed.exit_code;
+  }
+  if (parsed.options->processes) {  // before any CUDA call: no context on any GPU
+    ProcessWatch watch({}, 0);
+    std::cout << processes_document(watch, P2PNODE_AGENT_VERSION).dump(1) << "\n";
+    return 0;
   }
   if (parsed.options->list) {
     for (const auto& c : case_list()) {

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "kernels.hpp"
+#include "p2pnode/agent/gpu_processes.hpp"
 #include "p2pnode/agent/link.hpp"
 #include "p2pnode/agent/nvme/doorbell_case.hpp"
 #include "p2pnode/agent/options.hpp"
@@ -182,6 +184,7 @@ class Agent {
   Options opt_;
   Clock::time_point t0_ = Clock::now();
   std::vector<Gpu> gpus_;
+  std::unique_ptr<ProcessWatch> watch_;  // who else uses the GPUs, sampled around the cases
   std::vector<std::vector<PeerInfo>> peers_;
   std::vector<Pair> selected_;
   std::size_t size_ = 0;

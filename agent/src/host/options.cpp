@@ -75,6 +75,8 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   app.add_option("--format", format, "Output: json (default) or table")->check(CLI::IsMember({"json", "table"}));
   app.add_flag("--json", json_flag, "Same as --format json");
   app.add_flag("--list", o.list, "List the cases and exit");
+  app.add_flag("--processes", o.processes,
+               "Print the compute processes on every GPU (NVML; no CUDA context, no GPU work) as JSON and exit");
   app.add_option("--cases", cases, "Cases to run, comma separated (default: all)");
   app.add_option("--pairs", o.pairs, "Ordered GPU pairs SRC:DST, comma separated, or 'all'");
   app.add_option("--size", size, "Peer bandwidth buffer (MiB, or with B/KiB/MiB/GiB), default 512MiB");

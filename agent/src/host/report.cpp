@@ -216,6 +216,12 @@ nlohmann::json to_json(const Report& r) {
   if (r.interconnect) {
     j["interconnect"] = to_json(*r.interconnect);
   }
+  if (r.contention) {
+    j["contention"] = {{"source", r.contention->source},
+                       {"reason", r.contention->reason.empty() ? nlohmann::json() : nlohmann::json(r.contention->reason)},
+                       {"before", to_json(r.contention->before)},
+                       {"after", to_json(r.contention->after)}};
+  }
   const int n = static_cast<int>(r.devices.size());
   auto cases = nlohmann::json::array();
   int passed = 0;
@@ -247,6 +253,9 @@ nlohmann::json to_json(const Report& r) {
       }
     }
     jc["cells"] = std::move(cells);
+    if (r.contention && r.contention->source == "nvml") {
+      jc["foreign_processes"] = to_json(c.foreign_processes);
+    }
     cases.push_back(std::move(jc));
     passed += c.status == Status::passed ? 1 : 0;
     failed += c.status == Status::failed ? 1 : 0;

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "judge/contention.hpp"
 #include "judge/verdict.hpp"
 #include "probe/agent_run.hpp"
 #include "probe/probe.hpp"
@@ -45,7 +46,15 @@ TEST(AgentParse, RecordedOutputsParse) {
   int n = 0;
   for (const auto& f : fs::recursive_directory_iterator(kSrc / "tests/gpu/results")) {
     if (f.path().extension() != ".json") continue;
-    auto r = parse_agent_result(slurp(f.path()));
+    const std::string name = f.path().filename().string();
+    if (name.size() > 9 && name.compare(name.size() - 9, 9, "-api.json") == 0) continue;  // a daemon's API body
+    const std::string text = slurp(f.path());
+    if (text.find("\"kind\": \"gpu_processes\"") != std::string::npos) {  // p2pnode-agent --processes
+      auto a = parse_gpu_activity(text);
+      EXPECT_TRUE(a.ok()) << f.path() << ": " << (a.ok() ? "" : a.error().message);
+      continue;
+    }
+    auto r = parse_agent_result(text);
     EXPECT_TRUE(r.ok()) << f.path() << ": " << (r.ok() ? "" : r.error().message);
     ++n;
   }

@@ -18,6 +18,7 @@ inline constexpr std::uint64_t kMiB = 1024ULL * 1024ULL;
 struct Options {
   Format format = Format::json;
   bool list = false;
+  bool processes = false;  // --processes: print who else uses the GPUs (NVML) and exit; no CUDA
   std::vector<std::string> cases;  // empty: the default cases
   std::string pairs = "all";       // "all" or "SRC:DST,..."
   std::uint64_t size_bytes = 512 * kMiB;           // peer bandwidth buffer

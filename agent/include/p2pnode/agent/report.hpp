@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "p2pnode/agent/gpu_processes.hpp"
 #include "p2pnode/agent/interconnect.hpp"
 #include "p2pnode/agent/link.hpp"
 #include "p2pnode/agent/schedule.hpp"
@@ -56,6 +57,16 @@ struct CaseResult {
   std::vector<std::string> matrix_keys;  // measure/number keys shown as matrices (median for measures)
   std::vector<Cell> cells;
   int steps = 0;  // how many steps (serial pairs or rounds) it took
+  // Other processes on the GPUs right after the case (only when the run watches: Report::contention).
+  std::vector<GpuProcess> foreign_processes;
+};
+
+// Who else used the GPUs during the run (NVML's compute processes, our own left out), sampled
+// before the first case, after each case (CaseResult::foreign_processes) and after the last.
+struct Contention {
+  std::string source = "none";  // "nvml" or "none"
+  std::string reason;           // source none: why
+  std::vector<GpuProcess> before, after;
 };
 
 struct DeviceInfo {
@@ -86,6 +97,7 @@ struct Report {
   int runtime_version = 0;
   std::vector<DeviceInfo> devices;
   std::optional<Interconnect> interconnect;  // how the driver connects the pairs (NVML)
+  std::optional<Contention> contention;      // who else used the GPUs (NVML)
   Mode mode = Mode::serial;
   std::vector<Round> rounds;  // the circle rounds in rounds mode
   std::uint64_t seed = 0;

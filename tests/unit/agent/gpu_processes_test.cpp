@@ -1,0 +1,69 @@
+// src/host/gpu_processes.cpp through dlopen against the stand-in NVML (fake_nvml.cpp): the
+// processes of the watched GPUs by bus id, our own pid left out, names, the buffer grown when
+// NVML asks for more room, every GPU when none is named, and no NVML at all.
+#include "p2pnode/agent/gpu_processes.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+using namespace p2pnode::agent;
+
+namespace {
+struct FakeProcesses {
+  explicit FakeProcesses(const std::string& rows) { setenv("FAKE_NVML_PROCESSES", rows.c_str(), 1); }
+  ~FakeProcesses() { unsetenv("FAKE_NVML_PROCESSES"); }
+};
+}  // namespace
+
+TEST(GpuProcesses, ListsOtherProcessesOnTheWatchedGpus) {
+  FakeProcesses f("0:4242:python3:1717986918;1:4242:python3:1717986918;1:777:p2pnode-agent:1000;2:99:other:5");
+  ProcessWatch w({"0000:00:06.0", "0000:00:07.0"}, 777, P2PNODE_FAKE_NVML);
+  ASSERT_TRUE(w.available()) << w.reason();
+  const auto ps = w.sample();
+  ASSERT_EQ(ps.size(), 2u);  // our own pid 777 and GPU 2, which is not watched, are left out
+  EXPECT_EQ(ps[0].gpu, "0000:00:06.0");
+  EXPECT_EQ(ps[0].pid, 4242u);
+  EXPECT_EQ(ps[0].name, "python3");  // NVML's path, its last part
+  EXPECT_EQ(ps[0].used_memory_bytes, 1717986918u);
+  EXPECT_EQ(ps[1].gpu, "0000:00:07.0");
+  const auto load = w.load();
+  ASSERT_EQ(load.size(), 2u);
+  EXPECT_EQ(load[0].utilization_percent, 57u);
+}
+
+TEST(GpuProcesses, GrowsItsBufferWhenNvmlAsksForMoreRoom) {
+  std::string rows;
+  for (int pid = 100; pid < 140; ++pid) rows += "0:" + std::to_string(pid) + ":job:1;";
+  FakeProcesses f(rows);
+  ProcessWatch w({"0000:00:06.0"}, 0, P2PNODE_FAKE_NVML);
+  EXPECT_EQ(w.sample().size(), 40u);
+}
+
+TEST(GpuProcesses, EveryGpuWhenNoneIsNamedAndTheDocument) {
+  FakeProcesses f("2:99:other:5");
+  ProcessWatch w({}, 0, P2PNODE_FAKE_NVML);
+  ASSERT_TRUE(w.available()) << w.reason();
+  EXPECT_EQ(w.gpus(), (std::vector<std::string>{"0000:00:06.0", "0000:00:07.0", "0000:00:08.0"}));
+  const auto doc = processes_document(w, "1.2.3");
+  EXPECT_EQ(doc["kind"], "gpu_processes");
+  EXPECT_EQ(doc["source"], "nvml");
+  EXPECT_EQ(doc["gpus"].size(), 3u);
+  ASSERT_EQ(doc["processes"].size(), 1u);
+  EXPECT_EQ(doc["processes"][0]["gpu"], "0000:00:08.0");
+  EXPECT_EQ(doc["processes"][0]["name"], "other");
+}
+
+TEST(GpuProcesses, NoNvmlIsAStatedReasonAndNoProcess) {
+  ProcessWatch w({"0000:00:06.0"}, 0, "/nonexistent/libnvidia-ml.so.1");
+  EXPECT_FALSE(w.available());
+  EXPECT_EQ(w.reason().rfind("NVML not available: ", 0), 0u) << w.reason();
+  EXPECT_TRUE(w.sample().empty());
+  const auto doc = processes_document(w, "1.2.3");
+  EXPECT_EQ(doc["source"], "none");
+  EXPECT_TRUE(doc["reason"].is_string());
+  ProcessWatch unknown({"0000:3b:00.0"}, 0, P2PNODE_FAKE_NVML);
+  EXPECT_FALSE(unknown.available());
+  EXPECT_NE(unknown.reason().find("NVML does not know GPU 0000:3b:00.0"), std::string::npos) << unknown.reason();
+}
