@@ -165,10 +165,9 @@ done
 if python3 - "$PROM" "$WORK/fleet/expected.json" <<'PY'
 import json, sys, urllib.parse, urllib.request
 prom, expected = sys.argv[1], json.load(open(sys.argv[2]))
-url = prom + "/api/v1/query?" + urllib.parse.urlencode({"query": "ALERTS"})
-got = {}
-for r in json.load(urllib.request.urlopen(url))["data"]["result"]:
-    got.setdefault(r["metric"]["alertname"], set()).add(r["metric"]["instance"])
+got = {}  # the alerts Prometheus holds (and sends to Alertmanager), pending or firing
+for a in json.load(urllib.request.urlopen(prom + "/api/v1/alerts"))["data"]["alerts"]:
+    got.setdefault(a["labels"]["alertname"], set()).add(a["labels"]["instance"])
 bad = 0
 for name in sorted(set(got) | set(expected)):
     g, e = got.get(name, set()), set(expected.get(name, []))
