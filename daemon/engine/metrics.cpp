@@ -63,7 +63,8 @@ std::string gbps_text(double v) {
   return o.str();
 }
 
-PathClasses path_classes(const json& expectations) {
+// host: the GPUs' host-copy cells (peer_gpu empty, keyed by the GPU alone), else the pairs'.
+PathClasses path_classes(const json& expectations, bool host) {
   struct Pair {
     std::string name;
     std::map<PathClasses::Case, PathClasses::Figures> cases;
@@ -71,7 +72,7 @@ PathClasses path_classes(const json& expectations) {
   std::map<std::pair<std::string, std::string>, Pair> pairs;
   if (expectations.is_array())
     for (const auto& e : expectations) {
-      if (!e.is_object() || str_or(e, "peer_gpu").empty()) continue;
+      if (!e.is_object() || str_or(e, "peer_gpu").empty() != host) continue;
       Pair& p = pairs[{str_or(e, "gpu"), str_or(e, "peer_gpu")}];
       if (p.name.empty()) {
         const auto ceiling = num(e, "ceiling_gbps");
@@ -94,7 +95,7 @@ PathClasses path_classes(const json& expectations) {
   return out;
 }
 
-void pair_metrics(Registry& reg, const AgentResult& r, const PathClasses& paths, bool full) {
+void pair_metrics(Registry& reg, const AgentResult& r, const PathClasses& paths, const PathClasses& host_paths, bool full) {
   auto& bw = gauge(reg, "p2pnode_p2p_bandwidth_bytes_per_second",
                    "Median P2P copy bandwidth of the last self-test, from gpu to peer_gpu (write), peer_gpu to gpu (read) or both; "
                    "path: the pair's class in p2pnode_p2p_path_expected_bandwidth_bytes_per_second");
@@ -106,7 +107,8 @@ void pair_metrics(Registry& reg, const AgentResult& r, const PathClasses& paths,
                              "p2pnode_p2p_integrity_checked_pairs counts the pairs checked)");
   auto& access = gauge(reg, "p2pnode_p2p_access", "1 when gpu can access peer_gpu's memory (last self-test)");
   auto& host = gauge(reg, "p2pnode_gpu_host_bandwidth_bytes_per_second",
-                     "Median host-to-device (h2d) and device-to-host (d2h) bandwidth in the last self-test");
+                     "Median host-to-device (h2d) and device-to-host (d2h) bandwidth in the last self-test; path: the GPU's "
+                     "class in p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second");
   auto bdf = [&](std::optional<int> i) {
     const AgentDevice* d = i ? r.device(*i) : nullptr;
     return d ? d->pci_bus_id : std::string();
@@ -122,8 +124,10 @@ void pair_metrics(Registry& reg, const AgentResult& r, const PathClasses& paths,
     for (const auto& cell : c.cells) {
       if (cell.gpu) {
         const std::string g = bdf(cell.gpu);
-        if (cell.h2d_gbps) host.Add({{"gpu", g}, {"direction", "h2d"}}).Set(*cell.h2d_gbps * 1e9);
-        if (cell.d2h_gbps) host.Add({{"gpu", g}, {"direction", "d2h"}}).Set(*cell.d2h_gbps * 1e9);
+        prometheus::Labels l = {{"gpu", g}};
+        if (auto path = host_paths.path(g, ""); !path.empty()) l["path"] = path;
+        if (cell.h2d_gbps) (l["direction"] = "h2d", host.Add(l).Set(*cell.h2d_gbps * 1e9));
+        if (cell.d2h_gbps) (l["direction"] = "d2h", host.Add(l).Set(*cell.d2h_gbps * 1e9));
         continue;
       }
       if (!cell.src || !cell.dst) continue;
@@ -192,7 +196,8 @@ void link_metrics(Registry& reg, const RecordedState& s) {
 
 // The constants per path class; regressed cells (with their baseline) and how many; with full
 // detail also expected, threshold, baseline, ratio and regressed for every bandwidth cell.
-void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClasses& paths, bool full) {
+void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClasses& paths, const PathClasses& host_paths,
+                         bool full) {
   if (!t.expectations.is_array() || t.expectations.empty()) return;
   auto& path_expected = gauge(reg, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second",
                               "What a pair of this path class should move: the narrowest link's rate x the efficiency healthy boxes "
@@ -212,12 +217,19 @@ void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClass
   auto& regressed = gauge(reg, "p2pnode_p2p_regressed",
                           full ? "1 when the pair's bandwidth dropped more than the profile allows below its baseline"
                                : "1 for a pair whose bandwidth dropped more than the profile allows below its baseline (only those)");
-  auto& host = gauge(reg, "p2pnode_gpu_host_expected_bandwidth_bytes_per_second",
-                     "What host<->device copies should move: the GPU's narrowest PCIe link x the host-copy efficiency");
+  auto& host_path = gauge(reg, "p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second",
+                          "What host<->device copies of a GPU of this class should move: its narrowest PCIe link x the host-copy "
+                          "efficiency (the GPU's path label on p2pnode_gpu_host_bandwidth_bytes_per_second)");
+  for (const auto& [path, cases] : host_paths.paths)
+    for (const auto& [c, f] : cases)
+      if (f.expected) host_path.Add({{"path", path}, {"direction", c.second}}).Set(*f.expected * 1e9);
+  Family<Gauge>* host = nullptr;
   Family<Gauge>* expected = nullptr;
   Family<Gauge>* threshold = nullptr;
   Family<Gauge>* ratio = nullptr;
   if (full) {
+    host = &gauge(reg, "p2pnode_gpu_host_expected_bandwidth_bytes_per_second",
+                  "What host<->device copies should move: the GPU's narrowest PCIe link x the host-copy efficiency");
     expected = &gauge(reg, "p2pnode_p2p_expected_bandwidth_bytes_per_second",
                       "What the pair should move: the narrowest link's rate x the efficiency healthy boxes reach on that path");
     threshold = &gauge(reg, "p2pnode_p2p_threshold_bytes_per_second",
@@ -229,7 +241,7 @@ void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClass
     if (!e.is_object()) continue;
     const std::string gpu = str_or(e, "gpu"), peer = str_or(e, "peer_gpu"), direction = str_or(e, "direction");
     if (peer.empty()) {
-      if (auto v = num(e, "expected_gbps")) host.Add({{"gpu", gpu}, {"direction", direction}}).Set(*v * 1e9);
+      if (auto v = num(e, "expected_gbps"); v && host) host->Add({{"gpu", gpu}, {"direction", direction}}).Set(*v * 1e9);
       continue;
     }
     const prometheus::Labels l = {{"gpu", gpu}, {"peer_gpu", peer}, {"engine", str_or(e, "engine")}, {"direction", direction}};
@@ -360,10 +372,11 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
         .Add({})
         .Set(static_cast<double>(s.selftest->started_unix));
     gauge(reg, "p2pnode_selftest_passed", "1 when the last self-test passed").Add({}).Set(s.selftest->verdict == "passed" ? 1 : 0);
-    const PathClasses paths = path_classes(s.selftest->expectations);
+    const PathClasses paths = path_classes(s.selftest->expectations, false),
+                      host_paths = path_classes(s.selftest->expectations, true);
     if (s.selftest->result.is_object())
-      if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r, paths, rt.metrics_full_detail);
-    expectation_metrics(reg, *s.selftest, paths, rt.metrics_full_detail);
+      if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r, paths, host_paths, rt.metrics_full_detail);
+    expectation_metrics(reg, *s.selftest, paths, host_paths, rt.metrics_full_detail);
   }
   if (s.nvme_doorbell) {
     // 1: the writer rang the drive's admin SQ tail doorbell and the drive answered Identify with the

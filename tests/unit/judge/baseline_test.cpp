@@ -175,6 +175,9 @@ TEST(Baseline, APlantedRegressionIsAWarningAboveTheThresholdAndSurvivesARestart)
             std::string::npos) << c;
   EXPECT_NE(c.find(R"(p2pnode_p2p_bandwidth_bytes_per_second{direction="write",engine="ce",gpu="0000:00:06.0",path="NV18-450",peer_gpu="0000:00:07.0"})"),
             std::string::npos);
+  // Host copies: the expected figure once per class of GPU, not per GPU.
+  EXPECT_NE(c.find(R"(p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second{direction="h2d",path="PCIe-)"), std::string::npos) << c;
+  EXPECT_EQ(c.find("p2pnode_gpu_host_expected_bandwidth_bytes_per_second{"), std::string::npos);
   // `status` shows measured, expected and the ratio.
   const auto body = status_body(restarted, Runtime{});
   EXPECT_EQ(body["selftest"]["warnings"].size(), 1u);
