@@ -16,6 +16,6 @@ install(DIRECTORY DESTINATION ${P2PNODE_CONFDIR}/profiles)
 install(PROGRAMS daemon/lifecycle/kernel-postinst.sh DESTINATION ${P2PNODE_KERNEL_HOOKDIR} RENAME z50-p2pnode)
 
 install(DIRECTORY profiles/ DESTINATION share/p2pnode/profiles FILES_MATCHING PATTERN "*.yaml")
-install(FILES grafana/p2pnode-cluster.json DESTINATION share/p2pnode/grafana)
-install(FILES prometheus/p2pnode-alerts.yml DESTINATION share/p2pnode/prometheus)
+install(FILES grafana/p2pnode-cluster.json grafana/p2pnode-fleet.json DESTINATION share/p2pnode/grafana)
+install(FILES prometheus/p2pnode-alerts.yml prometheus/p2pnode-rules.yml DESTINATION share/p2pnode/prometheus)
 install(FILES api/profile.schema.json DESTINATION share/p2pnode/api)

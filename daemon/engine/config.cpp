@@ -144,7 +144,7 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
   if (!doc) return out;
   MapReader root(*doc, "", out.diagnostics,
                  {"apiVersion", "kind", "listen", "allow_non_loopback", "token_file", "profiles_dir", "state_dir",
-                  "agent", "selftest", "apply", "http", "device_monitor", "tls", "health"});
+                  "agent", "selftest", "apply", "http", "device_monitor", "tls", "health", "metrics"});
   if (!root.valid()) return out;
   if (auto v = root.string("apiVersion"); v && *v != "p2pnode/v1")
     out.diagnostics.add(root.get("apiVersion"), "apiVersion", "expected 'p2pnode/v1', found '" + *v + "'");
@@ -181,6 +181,13 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
   }
   read_tls(root, c);
   read_health(root, c);
+  if (auto m = root.map("metrics", {"detail"})) {
+    if (auto v = m->string("detail")) {
+      if (*v == "full") c.metrics_full_detail = true;
+      else if (*v != "compact")
+        m->diag().add(m->get("detail"), m->child_path("detail"), "expected 'compact' or 'full', found '" + *v + "'");
+    }
+  }
   if (auto h = root.map("http", {"threads", "max_body", "max_connection_time", "max_connections",
                                  "max_connections_per_client", "request_timeout", "idle_timeout"})) {
     if (auto v = h->integer("threads", 1, 64)) c.http_threads = static_cast<int>(*v);

@@ -66,6 +66,9 @@ struct DaemonConfig {
     // NVML's init costs CPU on every agent start: NVLink is read this often, AER and Xid every pass.
     std::chrono::milliseconds nvlink_interval{std::chrono::minutes(1)};
   } health;
+  // /metrics: false (`metrics: {detail: compact}`, the default) keeps a node within its series
+  // budget (constants per path class, error flags only where set); true adds every per-pair figure.
+  bool metrics_full_detail = false;
 
   std::string state_file() const { return state_dir + "/state.json"; }
 };

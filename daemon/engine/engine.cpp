@@ -135,6 +135,7 @@ std::optional<std::chrono::system_clock::time_point> Engine::next_selftest_locke
 void Engine::publish() {
   runtime_.reconcile_running = running_;
   runtime_.reconcile_queued = pending_;
+  runtime_.metrics_full_detail = config_.metrics_full_detail;
   if (auto next = next_selftest_locked(); next && decided_)
     runtime_.next_selftest_unix = static_cast<std::int64_t>(std::chrono::system_clock::to_time_t(*next));
   else

@@ -28,6 +28,7 @@ struct Runtime {
   std::optional<std::int64_t> next_selftest_unix;
   std::optional<double> selftest_schedule_s;  // the schedule in effect; none: no scheduled self-test
   nlohmann::json health = nullptr;            // health_summary() of the last health pass
+  bool metrics_full_detail = false;           // the config's metrics.detail: full
 };
 
 nlohmann::json status_body(const RecordedState& s, const Runtime& rt);

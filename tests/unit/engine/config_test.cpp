@@ -12,6 +12,21 @@ TEST(DaemonConfig, EmptyFileGivesDefaults) {
   EXPECT_EQ(r.config->state_file(), "/var/lib/p2pnode/state.json");
   EXPECT_TRUE(r.config->apply);
   EXPECT_TRUE(r.config->selftest_on_start);
+  EXPECT_FALSE(r.config->metrics_full_detail);
+}
+
+TEST(DaemonConfig, MetricsDetailIsCompactOrFull) {
+  auto full = load_config_text("metrics:\n  detail: full\n", "c.yaml");
+  ASSERT_TRUE(full.config) << full.diagnostics.format();
+  EXPECT_TRUE(full.config->metrics_full_detail);
+  auto compact = load_config_text("metrics: {detail: compact}\n", "c.yaml");
+  ASSERT_TRUE(compact.config) << compact.diagnostics.format();
+  EXPECT_FALSE(compact.config->metrics_full_detail);
+  auto bad = load_config_text("metrics:\n  detail: everything\n", "c.yaml");
+  EXPECT_FALSE(bad.config);
+  EXPECT_NE(bad.diagnostics.format().find("c.yaml:2:"), std::string::npos) << bad.diagnostics.format();
+  EXPECT_NE(bad.diagnostics.format().find("expected 'compact' or 'full', found 'everything'"), std::string::npos)
+      << bad.diagnostics.format();
 }
 
 TEST(DaemonConfig, ReadsEveryKey) {
