@@ -6,7 +6,8 @@ set(P2PNODE_SYSTEMD_UNITDIR "/lib/systemd/system" CACHE PATH "Where the systemd 
 set(P2PNODE_CONFDIR "/etc/p2pnode" CACHE PATH "Where the daemon's configuration is installed")
 set(P2PNODE_KERNEL_HOOKDIR "/etc/kernel/postinst.d" CACHE PATH "Where kernel packages look for install hooks")
 
-install(FILES systemd/p2pnode.service systemd/p2pnode-apply.service DESTINATION ${P2PNODE_SYSTEMD_UNITDIR})
+install(FILES systemd/p2pnode.service systemd/p2pnode-apply.service systemd/p2pnode-judge-kernel.service
+  systemd/p2pnode-judge-kernel.timer DESTINATION ${P2PNODE_SYSTEMD_UNITDIR})
 install(FILES systemd/p2pnode.yaml DESTINATION ${P2PNODE_CONFDIR})
 # The node's profiles go here (Ansible, or by hand); the daemon starts once one exists.
 install(DIRECTORY DESTINATION ${P2PNODE_CONFDIR}/profiles)
@@ -15,6 +16,6 @@ install(DIRECTORY DESTINATION ${P2PNODE_CONFDIR}/profiles)
 install(PROGRAMS daemon/lifecycle/kernel-postinst.sh DESTINATION ${P2PNODE_KERNEL_HOOKDIR} RENAME z50-p2pnode)
 
 install(DIRECTORY profiles/ DESTINATION share/p2pnode/profiles FILES_MATCHING PATTERN "*.yaml")
-install(FILES grafana/p2pnode-cluster.json DESTINATION share/p2pnode/grafana)
-install(FILES prometheus/p2pnode-alerts.yml DESTINATION share/p2pnode/prometheus)
+install(FILES grafana/p2pnode-cluster.json grafana/p2pnode-fleet.json DESTINATION share/p2pnode/grafana)
+install(FILES prometheus/p2pnode-alerts.yml prometheus/p2pnode-rules.yml DESTINATION share/p2pnode/prometheus)
 install(FILES api/profile.schema.json DESTINATION share/p2pnode/api)

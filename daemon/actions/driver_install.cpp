@@ -9,6 +9,7 @@
 #include "lifecycle/module_install.hpp"
 #include "lifecycle/reload.hpp"
 #include "lifecycle/verify.hpp"
+#include "nvidia/gpu_arch.hpp"
 
 namespace p2pnode::actions {
 namespace {
@@ -48,6 +49,13 @@ class DriverModule final : public Action {
     const auto gaps = nvidia::module_gaps(root, *p.driver);
     if (gaps.empty()) return steps;
     const auto t = nvidia::module_target(*p.driver);
+    if (const auto not_driven = nvidia::gpus_not_driven(inv, p.driver->version); !not_driven.empty()) {
+      steps.push_back({"driver.module", t.name + "/" + t.version,
+                       "refused: " + not_driven.front() + "; name a driver of that branch in the profile (nothing is "
+                       "downloaded or built)",
+                       false, true, {{"gaps", gaps}, {"not_driven", not_driven}}});
+      return steps;
+    }
     const auto kernels = nvidia::kernels_with_headers(root);
     if (kernels.empty()) {
       const std::string k = running_kernel(root, inv);
@@ -69,6 +77,14 @@ class DriverModule final : public Action {
     if (!ctx.profile.driver || !ctx.profile.driver->kernel_module) return {};
     const auto t = nvidia::module_target(*ctx.profile.driver);
     const std::string subject = t.name + "/" + t.version;
+    // Before any download: a branch that cannot drive these GPUs would build for minutes, then fail at load.
+    if (const auto not_driven = nvidia::gpus_not_driven(inv, ctx.profile.driver->version); !not_driven.empty()) {
+      StepResult r{"driver.module", subject, StepOutcome::refused,
+                   "refused before any download or build: " + not_driven.front(), {{"not_driven", not_driven}},
+                   json::object(), 0};
+      ctx.log("driver.module", subject, "refused: " + r.message);
+      return {r};
+    }
     auto r = nvidia::install_module(ctx.root, ctx.runner, *ctx.profile.driver, running_kernel(ctx.root, inv),
                                     [&](std::string_view line) { ctx.log("driver.module", subject, line); });
     ctx.log("driver.module", subject, std::string(to_string(r.outcome)) + ": " + r.message);

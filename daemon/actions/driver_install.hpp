@@ -14,6 +14,7 @@ std::unique_ptr<Action> make_driver_userspace();  // "driver.userspace"
 std::unique_ptr<Action> make_driver_options();    // "driver.options"
 std::unique_ptr<Action> make_driver_reload();     // "driver.reload"
 std::unique_ptr<Action> make_kernel_hook();       // "driver.kernel_hook" (actions/kernel_hook.cpp)
+std::unique_ptr<Action> make_boot_guard();        // "driver.boot_guard" (actions/boot_guard.cpp)
 
 // The kernel-install hook p2pnode writes (daemon/lifecycle/kernel-postinst.sh).
 inline constexpr const char* kKernelHook = "/etc/kernel/postinst.d/z50-p2pnode";

@@ -17,6 +17,7 @@ const std::vector<std::unique_ptr<Action>>& all_actions() {
     v.push_back(make_kernel_cmdline_fix());
     v.push_back(make_driver_module());
     v.push_back(make_kernel_hook());
+    v.push_back(make_boot_guard());
     v.push_back(make_driver_userspace());
     v.push_back(make_driver_options());
     v.push_back(make_driver_reload());

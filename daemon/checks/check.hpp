@@ -32,7 +32,10 @@ std::vector<Finding> check_pcie_link(const Profile&, const Inventory&);
 std::vector<Finding> check_pcie_topology(const Profile&, const Inventory&);
 std::vector<Finding> check_gpu_models(const Profile&, const Inventory&);
 std::vector<Finding> check_driver_state(const Profile&, const Inventory&);
+std::vector<Finding> check_driver_branch(const Profile&, const Inventory&);
+std::vector<Finding> check_peer_alignment(const Profile&, const Inventory&);
 std::vector<Finding> check_driver_kernels(const Profile&, const Inventory&);
+std::vector<Finding> check_boot_guard(const Profile&, const Inventory&);
 std::vector<Finding> check_nvme_binding(const Profile&, const Inventory&);
 
 // RMForceP2PType sanity for a driver branch (nullopt when fine).

@@ -1,12 +1,35 @@
 // driver.kernels: the profile's module is built and installed by DKMS, at the profile's version,
 // for every installed kernel, above all for the one the boot loader starts next.
+#include <algorithm>
+
 #include "checks/check.hpp"
 
 namespace p2pnode::checks {
 
+namespace {
+// The kernel apt would install next, judged before it lands (lifecycle/next_kernel.hpp).
+Finding judge_candidate(const ModuleSource& km, const NextKernelJudged& c) {
+  Finding f = make_finding("driver.kernels", c.release, c.keeps_p2p ? Severity::ok : Severity::warning, c.summary);
+  f.observed = {{"candidate", true}, {"package_version", c.package_version}, {"keeps_p2p", c.keeps_p2p},
+                {"breakages", c.breakages}, {"fixes", c.fixes}, {"first_error", c.first_error}, {"make_log", c.make_log}};
+  f.expected = {{"module", c.module}, {"state", "builds for the next kernel before it is installed"}};
+  if (c.keeps_p2p) return f;
+  std::vector<std::string> missing;
+  for (const auto& fix : c.fixes)
+    if (std::none_of(km.patches.begin(), km.patches.end(), [&](const Artifact& a) { return a.builtin && *a.builtin == fix; }))
+      missing.push_back(fix);
+  f.remediation = missing.empty()
+                      ? "Hold the kernel (apt-mark hold the kernel metapackage) until the module builds for " + c.release +
+                            " (make.log: " + c.make_log + "), then judge again with `p2pnode judge-kernel`."
+                      : "Add {builtin: " + missing.front() + "} to driver.kernel_module.patches and apply, then judge again "
+                        "with `p2pnode judge-kernel`; until then hold the kernel (apt-mark hold the kernel metapackage).";
+  return f;
+}
+}  // namespace
+
 std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv) {
   std::vector<Finding> out;
-  if (!p.driver || !p.driver->kernel_module || inv.kernels.kernels.empty()) return out;
+  if (!p.driver || !p.driver->kernel_module) return out;
   const std::string pkg = p.driver->kernel_module->name, ver = p.driver->version;
   const std::string want = pkg + "/" + ver;
   for (const auto& k : inv.kernels.kernels) {
@@ -64,6 +87,11 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
       f.remediation = "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + ".";
     }
     out.push_back(std::move(f));
+  }
+  if (const auto& c = inv.kernels.next_candidate; c && c->module == want) {
+    const bool installed = std::any_of(inv.kernels.kernels.begin(), inv.kernels.kernels.end(),
+                                       [&](const InstalledKernel& k) { return k.release == c->release; });
+    if (!installed) out.push_back(judge_candidate(*p.driver->kernel_module, *c));
   }
   return out;
 }

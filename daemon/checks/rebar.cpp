@@ -17,10 +17,30 @@ std::string hex(std::uint64_t v) {
 struct Vram {
   Bytes bytes = 0;
   std::string source;
+  std::string note;  // the card's own report where it overrides the table, for the summary
 };
-std::optional<Vram> vram_of(const Profile& p, const PciDevice& g) {
-  if (p.platform.gpu_vram) return Vram{*p.platform.gpu_vram, "profile platform.gpu_vram"};
-  if (auto m = nvidia::find_gpu_model(g.device)) return Vram{m->vram, "built-in table: " + std::string(m->name)};
+
+// What the card reports is a little below its physical memory (CUDA keeps some); beyond this
+// fraction the card is not the model the table names (a modded 48 GB card reports twice as much).
+constexpr double kReportedTolerance = 0.10;
+
+Bytes whole_gib(Bytes b) { return (b + GiB - 1) / GiB * GiB; }
+
+std::optional<Vram> vram_of(const Profile& p, const Inventory& inv, const PciDevice& g) {
+  if (p.platform.gpu_vram) return Vram{*p.platform.gpu_vram, "profile platform.gpu_vram", ""};
+  const auto m = nvidia::find_gpu_model(g.device);
+  const auto rep = inv.gpu_memory.find(g.bdf);
+  if (rep != inv.gpu_memory.end() && rep->second > 0) {
+    const Bytes r = rep->second;
+    const std::string said = "the card reports " + format_size(r) + " (" + inv.gpu_memory_source + ")";
+    if (!m) return Vram{whole_gib(r), said + ", rounded up to whole GiB", ""};
+    const double diff = (static_cast<double>(r) - static_cast<double>(m->vram)) / static_cast<double>(m->vram);
+    if (diff > kReportedTolerance || diff < -kReportedTolerance)
+      return Vram{whole_gib(r), said + ", rounded up to whole GiB",
+                  "; " + said + ", the model table says " + format_size(m->vram) + " for " + std::string(m->name) +
+                      ": judged by the card's own (a modded card?)"};
+  }
+  if (m) return Vram{m->vram, "built-in table: " + std::string(m->name), ""};
   return std::nullopt;
 }
 
@@ -38,7 +58,7 @@ std::vector<Finding> check_rebar_aperture(const Profile& p, const Inventory& inv
   for (const auto* g : inv.gpus()) {
     Finding f = make_finding("rebar.aperture", g->bdf, Severity::ok, "");
     const Bar* ap = g->vram_aperture();
-    const auto vram = vram_of(p, *g);
+    const auto vram = vram_of(p, inv, *g);
     if (vram) f.expected = {{"min_bytes", vram->bytes + kExtra},
                             {"why", "VRAM " + format_size(vram->bytes) + " + 128 KiB (" + vram->source + ")"}};
     if (!ap) {
@@ -50,6 +70,8 @@ std::vector<Finding> check_rebar_aperture(const Profile& p, const Inventory& inv
       continue;
     }
     f.observed = {{"bar", ap->index}, {"bytes", ap->size()}, {"start", hex(ap->start)}};
+    if (const auto rep = inv.gpu_memory.find(g->bdf); rep != inv.gpu_memory.end())
+      f.observed["vram_reported"] = {{"bytes", rep->second}, {"source", inv.gpu_memory_source}};
     if (!vram) {
       f.severity = Severity::warning;
       f.summary = "VRAM aperture " + format_size(ap->size()) + "; VRAM of device " + hex(g->device) + " unknown";
@@ -60,14 +82,20 @@ std::vector<Finding> check_rebar_aperture(const Profile& p, const Inventory& inv
     const Bytes need = vram->bytes + kExtra;
     if (ap->size() >= need) {
       f.summary = "VRAM aperture (BAR" + std::to_string(ap->index) + ") is " + format_size(ap->size()) +
-                  ", covers " + format_size(vram->bytes) + " + 128 KiB";
+                  ", covers " + format_size(vram->bytes) + " + 128 KiB" + vram->note;
     } else {
       f.severity = fail;
       const bool below_4g = ap->end < 4 * GiB;
       f.summary = "VRAM aperture (BAR" + std::to_string(ap->index) + ") is " + format_size(ap->size()) +
-                  ", needs >= " + format_size(vram->bytes) + " + 128 KiB";
+                  ", needs >= " + format_size(vram->bytes) + " + 128 KiB" + vram->note;
       f.remediation = bios_fix(below_4g);
-      if (!below_4g && !g->rebar.empty() && g->resize_attrs.count(ap->index))
+      for (const auto& e : g->rebar)
+        if (!vram->note.empty() && e.bar == ap->index && e.supported_mask && e.largest_supported() < need)
+          f.remediation = "This card's Resizable BAR offers at most " + format_size(e.largest_supported()) +
+                          " for BAR" + std::to_string(ap->index) + ", less than its VRAM: no BIOS setting lets the P2P "
+                          "patch map it (modded cards: tinygrad#36). Use cards whose BAR covers their VRAM, or "
+                          "leave P2P off for this one.";
+      if (vram->note.empty() && !below_4g && !g->rebar.empty() && g->resize_attrs.count(ap->index))
         f.remediation += " Or let p2pnode resize it: set platform.fixes.rebar: true (the kernel offers "
                          "resource" + std::to_string(ap->index) + "_resize; it works while no driver is bound).";
     }

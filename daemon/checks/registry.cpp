@@ -14,7 +14,10 @@ const std::vector<CheckDef>& all_checks() {
       {"pcie.link", "links trained at their maximum and the profile's minimum", check_pcie_link},
       {"pcie.topology", "pairwise PCIe topology versus the profile", check_pcie_topology},
       {"driver.state", "NVIDIA kernel module and userspace versions and options", check_driver_state},
+      {"driver.branch", "the driver branch can drive every GPU's architecture (checked before any download or build)", check_driver_branch},
+      {"platform.peer_alignment", "the module tree accepts the peer DMA address where the platform offsets it (AMD client root complexes)", check_peer_alignment},
       {"driver.kernels", "the profile's module is built and installed by DKMS for every installed kernel, above all the next boot one", check_driver_kernels},
+      {"driver.boot_guard", "GRUB does not boot a kernel without the module (p2pnode holds it on one that has it)", check_boot_guard},
       {"nvme.binding", "NVMe drives on vfio-pci are in D0 with power/control on and Memory+BusMaster", check_nvme_binding},
   };
   return list;

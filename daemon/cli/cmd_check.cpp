@@ -31,6 +31,7 @@ int run_check(const CheckOptions& o) {
   if (std::error_code ec; std::filesystem::weakly_canonical(o.choice.root, ec) == "/") {
     sys::ProcessRunner runner;
     probe::probe_userspace_by_commands(root, runner, inv.nvidia);
+    probe::probe_gpu_memory_by_commands(runner, inv);  // each GPU's own VRAM, where a driver runs
   }
   if (!o.agent_result.empty()) {
     std::ifstream in(o.agent_result, std::ios::binary);

@@ -168,6 +168,7 @@ int run_serve(const ServeOptions& o) {
 
   sys::ProcessRunner agent_runner;
   sys::ProcessRunner host_runner;
+  sys::ProcessRunner health_runner;  // the health pass's own thread runs `p2pnode-agent --health`
   RefusingRunner refusing;
   const bool real_root = std::filesystem::weakly_canonical(o.root) == "/";
   sys::CommandRunner& action_runner = real_root ? static_cast<sys::CommandRunner&>(host_runner) : refusing;
@@ -176,7 +177,8 @@ int run_serve(const ServeOptions& o) {
   engine::EngineDeps deps{root, action_runner, agent_runner, log, [ready_sent](const engine::Snapshot& s) {
                             if (!ready_sent->exchange(true)) service::notify_ready(status_line(s));
                             else service::notify_status(status_line(s));
-                          }};
+                          },
+                          &health_runner};
   engine::Engine engine(deps, *config, P2PNODE_VERSION);
 
   http::ServerOptions hopt = server_options(*config);

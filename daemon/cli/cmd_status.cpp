@@ -69,6 +69,13 @@ int run_status(const StatusOptions& o) {
       if (r.is_string()) std::cout << "  - " << r.get<std::string>() << "\n";
   if (st.contains("selftest") && st["selftest"].is_object())
     std::cout << engine::expectations_table(st["selftest"].value("expectations", nlohmann::json::array()));
+  // The passive health pass: reported beside the state, never part of it.
+  if (st.contains("health") && st["health"].is_object() && st["health"].contains("findings") && st["health"]["findings"].is_array() &&
+      !st["health"]["findings"].empty()) {
+    std::cout << "health (GET /v1/health):\n";
+    for (const auto& l : st["health"]["findings"])
+      if (l.is_string()) std::cout << "  " << l.get<std::string>() << "\n";
+  }
   return ready ? kOk : kFindings;
 }
 }  // namespace

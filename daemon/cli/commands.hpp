@@ -33,5 +33,6 @@ void register_plan_apply(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_status(CLI::App& app);
 void register_selftest(CLI::App& app);
+void register_judge_kernel(CLI::App& app);
 
 }  // namespace p2pnode::cli

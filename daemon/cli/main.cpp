@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   p2pnode::cli::register_check(app);
   p2pnode::cli::register_profiles(app);
   p2pnode::cli::register_plan_apply(app);
+  p2pnode::cli::register_judge_kernel(app);
   // Listed in --help; run by p2pnode-serve (see above).
   app.add_subcommand("serve", "Run the daemon: reconcile, self-tests, REST API and /metrics (see `p2pnode serve --help`)");
   app.add_subcommand("status", "Ask the running daemon and print its report (see `p2pnode status --help`)");

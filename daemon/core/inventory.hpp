@@ -101,6 +101,9 @@ struct NvidiaDriverState {
   std::vector<std::string> modules_loaded;    // nvidia, nvidia_uvm, …
   std::map<std::string, std::string> modprobe_options;  // NVreg_* -> value, from /etc/modprobe.d
   std::vector<std::string> gsp_firmware_versions;       // /lib/firmware/nvidia/<ver>/
+  // Open module trees in /usr/src -> whether their source refuses a peer DMA address not aligned at
+  // 512 MiB (nvidia/peer_alignment.hpp; nullopt: the file is there, the check is not recognised).
+  std::map<std::string, std::optional<bool>> peer_alignment;
 };
 
 // One DKMS package/version for one kernel, from /var/lib/dkms/<package>/<version>/<kernel>/<arch>/module
@@ -128,10 +131,21 @@ struct InstalledKernel {
   std::vector<FailedBuild> failed;
 };
 
+// The kernel apt would install next, as p2pnode judged it before it was installed
+// (lifecycle/next_kernel.hpp; the record /var/lib/p2pnode/next-kernel.json).
+struct NextKernelJudged {
+  std::string release, package_version, module;  // 6.1.0-57-amd64, 6.1.200-1, nvidia-p2p/550.90.07
+  bool keeps_p2p = false;
+  std::string summary, first_error, make_log;
+  std::vector<std::string> breakages, fixes;  // known breakage ids, their builtin patches
+};
+
 struct KernelsState {
+  std::optional<NextKernelJudged> next_candidate;
   std::vector<InstalledKernel> kernels;  // newest first
   std::string next_boot;                 // release, empty when unknown
   std::string next_boot_how;             // how it was decided (grub.cfg default, newest vmlinuz)
+  bool boot_guard_held = false;          // p2pnode holds GRUB's default (lifecycle/boot_guard.hpp)
 };
 
 // How the driver connects two GPUs, beyond what sysfs shows: NVLink (direct or through NVSwitch),
@@ -181,6 +195,10 @@ struct Inventory {
   std::vector<NvmeControllerIdentity> nvme_identities;
   std::vector<NvmeControllerUse> nvme_usage;
   std::vector<std::string> problems;
+  // VRAM each GPU reports about itself (bytes, by BDF): the agent's memory_bytes (CUDA) or nvidia-smi's
+  // memory.total; empty when no driver answered. rebar.aperture prefers it where the model table differs.
+  std::map<std::string, std::uint64_t> gpu_memory;
+  std::string gpu_memory_source;               // "agent (self-test of …)", "nvidia-smi"
   std::vector<GpuInterconnect> interconnects;  // merged from the last agent result (engine)
   std::string interconnect_source;             // "nvml (agent …)", or why there is none
 

@@ -69,6 +69,9 @@ struct DriverSpec {
   std::vector<std::string> stop_units;  // units p2pnode may stop for a reload
   bool allow_reload = false;
   bool allow_kill_holders = false;
+  // false (default): never let GRUB boot a kernel that lacks the built module while an older
+  // installed one has it (driver.boot_guard holds GRUB's default on that one, and says so).
+  bool allow_boot_without_module = false;
 };
 
 struct NvmeDrive {

@@ -99,6 +99,27 @@ void read_tls(MapReader& root, DaemonConfig& c) {
   place(t->get("key_file"), f.key_line, f.key_column);
   c.tls = std::move(f);
 }
+
+void read_health(MapReader& root, DaemonConfig& c) {
+  auto h = root.map("health", {"enabled", "interval", "window", "agent_time_limit", "nvlink", "nvlink_interval"});
+  if (!h) return;
+  if (auto v = h->boolean("enabled")) c.health.enabled = *v;
+  if (auto v = h->boolean("nvlink")) c.health.nvlink = *v;
+  auto within = [&](const char* key, std::chrono::milliseconds lo, std::chrono::milliseconds hi, const char* range,
+                    std::chrono::milliseconds& dest) {
+    if (auto v = h->duration(key)) {
+      if (*v < lo || *v > hi) h->diag().add(h->get(key), h->child_path(key), std::string("expected ") + range);
+      else dest = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+    }
+  };
+  within("interval", std::chrono::seconds(1), std::chrono::hours(1), "1s to 1h", c.health.interval);
+  within("window", std::chrono::seconds(10), std::chrono::hours(24 * 7), "10s to 7d", c.health.window);
+  within("agent_time_limit", std::chrono::milliseconds(500), std::chrono::minutes(1), "500ms to 1m", c.health.agent_time_limit);
+  within("nvlink_interval", std::chrono::seconds(1), std::chrono::hours(1), "1s to 1h", c.health.nvlink_interval);
+  if (c.health.window < c.health.interval && h->has("window"))
+    h->diag().add(h->get("window"), h->child_path("window"),
+                  "expected at least the interval: a rise is seen by comparing two passes within the window");
+}
 }  // namespace
 
 HostPaths host_paths(const DaemonConfig& c, const sys::SysRoot& root) {
@@ -123,7 +144,7 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
   if (!doc) return out;
   MapReader root(*doc, "", out.diagnostics,
                  {"apiVersion", "kind", "listen", "allow_non_loopback", "token_file", "profiles_dir", "state_dir",
-                  "agent", "selftest", "apply", "http", "device_monitor", "tls"});
+                  "agent", "selftest", "apply", "http", "device_monitor", "tls", "health", "metrics"});
   if (!root.valid()) return out;
   if (auto v = root.string("apiVersion"); v && *v != "p2pnode/v1")
     out.diagnostics.add(root.get("apiVersion"), "apiVersion", "expected 'p2pnode/v1', found '" + *v + "'");
@@ -159,6 +180,14 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
     if (auto v = s->boolean("on_start")) c.selftest_on_start = *v;
   }
   read_tls(root, c);
+  read_health(root, c);
+  if (auto m = root.map("metrics", {"detail"})) {
+    if (auto v = m->string("detail")) {
+      if (*v == "full") c.metrics_full_detail = true;
+      else if (*v != "compact")
+        m->diag().add(m->get("detail"), m->child_path("detail"), "expected 'compact' or 'full', found '" + *v + "'");
+    }
+  }
   if (auto h = root.map("http", {"threads", "max_body", "max_connection_time", "max_connections",
                                  "max_connections_per_client", "request_timeout", "idle_timeout"})) {
     if (auto v = h->integer("threads", 1, 64)) c.http_threads = static_cast<int>(*v);

@@ -56,6 +56,19 @@ struct DaemonConfig {
   bool allow_non_loopback = false;  // listening beyond loopback must be said twice
   bool device_monitor = true;       // reconcile on PCI add/remove of devices the profile names
   std::optional<TlsFiles> tls;      // absent: plain HTTP
+  // Passive health between self-tests (engine/health_pass.hpp): AER, links, NVLink, Xid.
+  struct Health {
+    bool enabled = true;
+    std::chrono::milliseconds interval{std::chrono::seconds(10)};      // one pass every …
+    std::chrono::milliseconds window{std::chrono::minutes(10)};        // a counter that rose within it is a finding
+    std::chrono::milliseconds agent_time_limit{std::chrono::seconds(5)};  // `p2pnode-agent --health`
+    bool nvlink = true;                                                 // run the agent for NVLink counters
+    // NVML's init costs CPU on every agent start: NVLink is read this often, AER and Xid every pass.
+    std::chrono::milliseconds nvlink_interval{std::chrono::minutes(1)};
+  } health;
+  // /metrics: false (`metrics: {detail: compact}`, the default) keeps a node within its series
+  // budget (constants per path class, error flags only where set); true adds every per-pair figure.
+  bool metrics_full_detail = false;
 
   std::string state_file() const { return state_dir + "/state.json"; }
 };

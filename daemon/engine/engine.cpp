@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <ctime>
+#include <set>
 
+#include "engine/health_metrics.hpp"
 #include "engine/metrics.hpp"
 #include "engine/reconcile.hpp"
 
@@ -19,7 +21,11 @@ const char* to_string(RequestResult r) {
 }
 
 Engine::Engine(EngineDeps deps, DaemonConfig config, std::string version)
-    : deps_(std::move(deps)), version_(std::move(version)), config_(std::move(config)) {
+    : deps_(std::move(deps)),
+      version_(std::move(version)),
+      config_(std::move(config)),
+      health_pass_(deps_.root, deps_.health_runner),
+      health_body_(health_body_idle(config_)) {
   runtime_.version = version_;
   runtime_.started_unix = static_cast<std::int64_t>(std::time(nullptr));
 }
@@ -50,6 +56,7 @@ void Engine::start() {
     publish();
   }
   thread_ = std::thread([this] { worker(); });
+  health_thread_ = std::thread([this] { health_worker(); });
 }
 
 void Engine::stop() {
@@ -59,7 +66,9 @@ void Engine::stop() {
   }
   cancel_ = true;  // a running self-test is killed rather than waited for
   cv_.notify_all();
+  health_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (health_thread_.joinable()) health_thread_.join();
 }
 
 RequestResult Engine::request(const std::string& trigger, bool selftest, bool force) {
@@ -126,6 +135,7 @@ std::optional<std::chrono::system_clock::time_point> Engine::next_selftest_locke
 void Engine::publish() {
   runtime_.reconcile_running = running_;
   runtime_.reconcile_queued = pending_;
+  runtime_.metrics_full_detail = config_.metrics_full_detail;
   if (auto next = next_selftest_locked(); next && decided_)
     runtime_.next_selftest_unix = static_cast<std::int64_t>(std::chrono::system_clock::to_time_t(*next));
   else
@@ -134,6 +144,7 @@ void Engine::publish() {
     runtime_.selftest_schedule_s = std::chrono::duration<double>(*interval).count();
   else
     runtime_.selftest_schedule_s.reset();
+  runtime_.health = health_summary(health_body_);
   auto s = std::make_shared<Snapshot>();
   s->state = state_;
   s->ready = state_.state == NodeState::ready;
@@ -146,7 +157,8 @@ void Engine::publish() {
   s->topology = topology_body(state_).dump();
   s->plan = plan_body(state_).dump();
   s->selftest = selftest_body(state_).dump();
-  s->metrics = render_metrics(state_, runtime_);
+  s->metrics = render_metrics(state_, runtime_) + render_health_metrics(health_body_);
+  s->health = health_body_.dump();
   snapshot_ = std::move(s);
 }
 
@@ -183,6 +195,7 @@ void Engine::worker() {
     lk.unlock();
 
     PassContext ctx{deps_.root, deps_.action_runner, deps_.agent_runner, config, deps_.log, trigger, selftest, force, &cancel_};
+    std::unique_lock agent_guard(agent_mu_);  // waits out a health agent run (its time limit at most)
     try {
       reconcile_pass(ctx, working);
     } catch (const std::exception& e) {  // a bug in a step must not take the daemon down
@@ -191,6 +204,7 @@ void Engine::worker() {
       working.reconcile_runs["failed"]++;
       if (deps_.log) deps_.log({LogLevel::error, working.reasons.front(), "", "reconcile", ""});
     }
+    agent_guard.unlock();
     StateStore store(deps_.root, config.state_file());
     const Status saved = store.save(working);
     if (!saved && deps_.log) deps_.log({LogLevel::error, saved.error().message, "", "record", ""});
@@ -210,6 +224,50 @@ void Engine::worker() {
     lk.unlock();
     if (deps_.on_record) deps_.on_record(*snap);
     lk.lock();
+  }
+}
+
+void Engine::health_worker() {
+  std::unique_lock lk(mu_);
+  auto next = std::chrono::steady_clock::now();
+  for (;;) {
+    health_cv_.wait_until(lk, next, [&] { return stopping_; });
+    if (stopping_) return;
+    if (std::chrono::steady_clock::now() < next) continue;
+    const DaemonConfig config = config_;
+    if (!config.health.enabled) {
+      health_body_ = health_body_idle(config);
+      publish();
+      next = std::chrono::steady_clock::now() + std::chrono::seconds(10);  // a reload may turn it on
+      continue;
+    }
+    const nlohmann::json devices = state_.devices;
+    lk.unlock();
+    std::unique_lock agent_guard(agent_mu_, std::try_to_lock);
+    const std::string skip = agent_guard.owns_lock()
+                                 ? std::string()
+                                 : "a reconcile pass is running (it may reload the driver or run the self-test); read on a later pass";
+    nlohmann::json body;
+    try {
+      body = health_pass_.run(config, devices, skip, &cancel_);
+    } catch (const std::exception& e) {  // a bug in a read must not take the daemon down
+      body = health_body_idle(config);
+      body["problem"] = std::string("health pass aborted: ") + e.what();
+      if (deps_.log) deps_.log({LogLevel::error, body["problem"].get<std::string>(), "", "health", ""});
+    }
+    if (agent_guard.owns_lock()) agent_guard.unlock();
+    lk.lock();
+    // A finding that was not there in the last pass goes to the journal once.
+    auto key = [](const nlohmann::json& f) { return f.value("check", "") + " " + f.value("subject", "") + " " + f.value("severity", ""); };
+    std::set<std::string> before;
+    for (const auto& f : health_body_.value("findings", nlohmann::json::array())) before.insert(key(f));
+    for (const auto& f : body.value("findings", nlohmann::json::array()))
+      if (deps_.log && !before.count(key(f)))
+        deps_.log({f.value("severity", "") == "error" ? LogLevel::error : LogLevel::warning, f.value("summary", ""),
+                   f.value("check", ""), "health", f.value("subject", "")});
+    health_body_ = std::move(body);
+    publish();
+    next = std::chrono::steady_clock::now() + config.health.interval;
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "engine/config.hpp"
 #include "engine/device_guard.hpp"
+#include "engine/health_pass.hpp"
 #include "engine/log.hpp"
 #include "engine/state.hpp"
 #include "engine/views.hpp"
@@ -27,6 +28,7 @@ struct Snapshot {
   bool ready = false;
   bool decided = false;  // a reconcile has decided the state since the daemon started
   std::string status, readyz, findings, findings_table, devices, topology, plan, selftest, metrics;
+  std::string health;  // /v1/health: the passive health pass (engine/health_pass.hpp)
 };
 
 struct EngineDeps {
@@ -36,6 +38,8 @@ struct EngineDeps {
   LogFn log;
   // Called on the worker thread after each pass is recorded (sd_notify READY/STATUS).
   std::function<void(const Snapshot&)> on_record;
+  // Runs `p2pnode-agent --health` for the health pass; nullptr: NVLink is not read (unit tests).
+  sys::CommandRunner* health_runner = nullptr;
 };
 
 enum class RequestResult { started, queued, already_queued, ignored };  // ignored: DeviceLoopGuard
@@ -64,6 +68,7 @@ class Engine {
 
  private:
   void worker();
+  void health_worker();  // one passive health pass every config_.health.interval
   void publish();  // builds a Snapshot from state_ and the runtime, under mu_
   std::optional<std::chrono::system_clock::time_point> next_selftest_locked() const;
 
@@ -83,6 +88,13 @@ class Engine {
   DeviceLoopGuard device_guard_;  // stop(): kills a running agent (PassContext::cancel)
   std::shared_ptr<const Snapshot> snapshot_;
   std::thread thread_;
+  // Health: its own thread and body; agent_mu_ keeps its agent run and a reconcile pass apart (a
+  // pass may reload the driver, which an NVML client would hold open).
+  HealthPass health_pass_;
+  nlohmann::json health_body_;
+  std::mutex agent_mu_;
+  std::condition_variable health_cv_;
+  std::thread health_thread_;
 };
 
 }  // namespace p2pnode::engine

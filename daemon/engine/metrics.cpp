@@ -5,6 +5,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "judge/agent_result.hpp"
@@ -38,16 +40,75 @@ std::optional<double> num(const json& j, const char* key) {
   return it->get<double>();
 }
 
-void pair_metrics(Registry& reg, const AgentResult& r) {
+// A pair's path class: pairs whose expected and threshold figures agree in every case share one,
+// so those constants cost a series per class, not per pair. Named after the link and its ceiling
+// ("NODE-31.5"); a suffix keeps apart pairs of one link and ceiling whose figures still differ.
+struct PathClasses {
+  using Case = std::pair<std::string, std::string>;  // engine, direction
+  struct Figures {
+    std::optional<double> expected, threshold;
+    bool operator==(const Figures&) const = default;
+  };
+  std::map<std::string, std::map<Case, Figures>> paths;
+  std::map<std::pair<std::string, std::string>, std::string> of_pair;  // (gpu, peer_gpu) -> path
+  std::string path(const std::string& gpu, const std::string& peer) const {
+    auto it = of_pair.find({gpu, peer});
+    return it == of_pair.end() ? std::string() : it->second;
+  }
+};
+
+std::string gbps_text(double v) {
+  std::ostringstream o;
+  o << static_cast<double>(static_cast<long long>(v * 10 + 0.5)) / 10;
+  return o.str();
+}
+
+// host: the GPUs' host-copy cells (peer_gpu empty, keyed by the GPU alone), else the pairs'.
+PathClasses path_classes(const json& expectations, bool host) {
+  struct Pair {
+    std::string name;
+    std::map<PathClasses::Case, PathClasses::Figures> cases;
+  };
+  std::map<std::pair<std::string, std::string>, Pair> pairs;
+  if (expectations.is_array())
+    for (const auto& e : expectations) {
+      if (!e.is_object() || str_or(e, "peer_gpu").empty() != host) continue;
+      Pair& p = pairs[{str_or(e, "gpu"), str_or(e, "peer_gpu")}];
+      if (p.name.empty()) {
+        const auto ceiling = num(e, "ceiling_gbps");
+        p.name = str_or(e, "link", "unknown") + (ceiling ? "-" + gbps_text(*ceiling) : std::string());
+      }
+      p.cases[{str_or(e, "engine"), str_or(e, "direction")}] = {num(e, "expected_gbps"), num(e, "threshold_gbps")};
+    }
+  PathClasses out;
+  for (const auto& [key, p] : pairs) {
+    auto fits = [&](const std::map<PathClasses::Case, PathClasses::Figures>& known) {
+      for (const auto& [c, f] : p.cases)
+        if (auto it = known.find(c); it != known.end() && !(it->second == f)) return false;
+      return true;
+    };
+    std::string name = p.name;
+    for (int n = 2; out.paths.count(name) && !fits(out.paths[name]); ++n) name = p.name + "~" + std::to_string(n);
+    for (const auto& [c, f] : p.cases) out.paths[name][c] = f;
+    out.of_pair[key] = name;
+  }
+  return out;
+}
+
+void pair_metrics(Registry& reg, const AgentResult& r, const PathClasses& paths, const PathClasses& host_paths, bool full) {
   auto& bw = gauge(reg, "p2pnode_p2p_bandwidth_bytes_per_second",
-                   "Median P2P copy bandwidth of the last self-test, from gpu to peer_gpu (write), peer_gpu to gpu (read) or both");
+                   "Median P2P copy bandwidth of the last self-test, from gpu to peer_gpu (write), peer_gpu to gpu (read) or both; "
+                   "path: the pair's class in p2pnode_p2p_path_expected_bandwidth_bytes_per_second");
   auto& lat = gauge(reg, "p2pnode_p2p_latency_seconds",
                     "Median latency of a dependent load by gpu from peer_gpu's memory in the last self-test");
   auto& integ = gauge(reg, "p2pnode_p2p_integrity_error_bytes",
-                      "Bytes that arrived corrupted in P2P copies from gpu to peer_gpu in the last self-test");
+                      full ? "Bytes that arrived corrupted in P2P copies from gpu to peer_gpu in the last self-test"
+                           : "Bytes that arrived corrupted in P2P copies from gpu to peer_gpu in the last self-test (only pairs with some; "
+                             "p2pnode_p2p_integrity_checked_pairs counts the pairs checked)");
   auto& access = gauge(reg, "p2pnode_p2p_access", "1 when gpu can access peer_gpu's memory (last self-test)");
   auto& host = gauge(reg, "p2pnode_gpu_host_bandwidth_bytes_per_second",
-                     "Median host-to-device (h2d) and device-to-host (d2h) bandwidth in the last self-test");
+                     "Median host-to-device (h2d) and device-to-host (d2h) bandwidth in the last self-test; path: the GPU's "
+                     "class in p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second");
   auto bdf = [&](std::optional<int> i) {
     const AgentDevice* d = i ? r.device(*i) : nullptr;
     return d ? d->pci_bus_id : std::string();
@@ -63,21 +124,30 @@ void pair_metrics(Registry& reg, const AgentResult& r) {
     for (const auto& cell : c.cells) {
       if (cell.gpu) {
         const std::string g = bdf(cell.gpu);
-        if (cell.h2d_gbps) host.Add({{"gpu", g}, {"direction", "h2d"}}).Set(*cell.h2d_gbps * 1e9);
-        if (cell.d2h_gbps) host.Add({{"gpu", g}, {"direction", "d2h"}}).Set(*cell.d2h_gbps * 1e9);
+        prometheus::Labels l = {{"gpu", g}};
+        if (auto path = host_paths.path(g, ""); !path.empty()) l["path"] = path;
+        if (cell.h2d_gbps) (l["direction"] = "h2d", host.Add(l).Set(*cell.h2d_gbps * 1e9));
+        if (cell.d2h_gbps) (l["direction"] = "d2h", host.Add(l).Set(*cell.d2h_gbps * 1e9));
         continue;
       }
       if (!cell.src || !cell.dst) continue;
       const std::string g = bdf(cell.src), p = bdf(cell.dst);
-      if (!engine.empty() && cell.bandwidth_gbps)
-        bw.Add({{"gpu", g}, {"peer_gpu", p}, {"engine", engine}, {"direction", direction}}).Set(*cell.bandwidth_gbps * 1e9);
+      if (!engine.empty() && cell.bandwidth_gbps) {
+        prometheus::Labels l = {{"gpu", g}, {"peer_gpu", p}, {"engine", engine}, {"direction", direction}};
+        if (auto path = paths.path(g, p); !path.empty()) l["path"] = path;
+        bw.Add(l).Set(*cell.bandwidth_gbps * 1e9);
+      }
       if (c.key == "latency" && cell.latency_ns) lat.Add({{"gpu", g}, {"peer_gpu", p}}).Set(*cell.latency_ns * 1e-9);
       if (c.key == "peer_access" && cell.peer_access) access.Add({{"gpu", g}, {"peer_gpu", p}}).Set(*cell.peer_access);
       if (!cell.integrity_checked_bytes) continue;
       bad[{g, p}] += static_cast<double>(cell.integrity_bad_bytes);
     }
   }
-  for (const auto& [k, v] : bad) integ.Add({{"gpu", k.first}, {"peer_gpu", k.second}}).Set(v);
+  for (const auto& [k, v] : bad)
+    if (full || v > 0) integ.Add({{"gpu", k.first}, {"peer_gpu", k.second}}).Set(v);
+  gauge(reg, "p2pnode_p2p_integrity_checked_pairs", "GPU pairs whose copies the last self-test checked byte for byte")
+      .Add({})
+      .Set(static_cast<double>(bad.size()));
 }
 
 // Self-tests beside other jobs: skipped because the GPUs were busy, or run and contended.
@@ -124,35 +194,72 @@ void link_metrics(Registry& reg, const RecordedState& s) {
   }
 }
 
-// Expected, threshold, baseline, ratio and regressed per bandwidth cell of the last self-test.
-void expectation_metrics(Registry& reg, const SelftestRecord& t) {
+// The constants per path class; regressed cells (with their baseline) and how many; with full
+// detail also expected, threshold, baseline, ratio and regressed for every bandwidth cell.
+void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClasses& paths, const PathClasses& host_paths,
+                         bool full) {
   if (!t.expectations.is_array() || t.expectations.empty()) return;
-  auto& expected = gauge(reg, "p2pnode_p2p_expected_bandwidth_bytes_per_second",
-                         "What the pair should move: the narrowest link's rate x the efficiency healthy boxes reach on that path");
-  auto& threshold = gauge(reg, "p2pnode_p2p_threshold_bytes_per_second",
-                          "The self-test's pass mark for the pair: the profile's min_bandwidth, else a fraction of the expected figure");
+  auto& path_expected = gauge(reg, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second",
+                              "What a pair of this path class should move: the narrowest link's rate x the efficiency healthy boxes "
+                              "reach on that path (the pair's path label on p2pnode_p2p_bandwidth_bytes_per_second)");
+  auto& path_threshold = gauge(reg, "p2pnode_p2p_path_threshold_bytes_per_second",
+                               "The self-test's pass mark for a pair of this path class: the profile's min_bandwidth, else a "
+                               "fraction of the expected figure");
+  for (const auto& [path, cases] : paths.paths)
+    for (const auto& [c, f] : cases) {
+      const prometheus::Labels l = {{"path", path}, {"engine", c.first}, {"direction", c.second}};
+      if (f.expected) path_expected.Add(l).Set(*f.expected * 1e9);
+      if (f.threshold) path_threshold.Add(l).Set(*f.threshold * 1e9);
+    }
   auto& baseline = gauge(reg, "p2pnode_p2p_baseline_bandwidth_bytes_per_second",
-                         "The node's own baseline for the pair: median of its last self-tests (absent until enough runs)");
-  auto& ratio = gauge(reg, "p2pnode_p2p_bandwidth_ratio", "Measured over expected bandwidth in the last self-test");
+                         full ? "The node's own baseline for the pair: median of its last self-tests (absent until enough runs)"
+                              : "The node's own baseline for a regressed pair: median of its last self-tests");
   auto& regressed = gauge(reg, "p2pnode_p2p_regressed",
-                          "1 when the pair's bandwidth dropped more than the profile allows below its baseline");
-  auto& host = gauge(reg, "p2pnode_gpu_host_expected_bandwidth_bytes_per_second",
-                     "What host<->device copies should move: the GPU's narrowest PCIe link x the host-copy efficiency");
+                          full ? "1 when the pair's bandwidth dropped more than the profile allows below its baseline"
+                               : "1 for a pair whose bandwidth dropped more than the profile allows below its baseline (only those)");
+  auto& host_path = gauge(reg, "p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second",
+                          "What host<->device copies of a GPU of this class should move: its narrowest PCIe link x the host-copy "
+                          "efficiency (the GPU's path label on p2pnode_gpu_host_bandwidth_bytes_per_second)");
+  for (const auto& [path, cases] : host_paths.paths)
+    for (const auto& [c, f] : cases)
+      if (f.expected) host_path.Add({{"path", path}, {"direction", c.second}}).Set(*f.expected * 1e9);
+  Family<Gauge>* host = nullptr;
+  Family<Gauge>* expected = nullptr;
+  Family<Gauge>* threshold = nullptr;
+  Family<Gauge>* ratio = nullptr;
+  if (full) {
+    host = &gauge(reg, "p2pnode_gpu_host_expected_bandwidth_bytes_per_second",
+                  "What host<->device copies should move: the GPU's narrowest PCIe link x the host-copy efficiency");
+    expected = &gauge(reg, "p2pnode_p2p_expected_bandwidth_bytes_per_second",
+                      "What the pair should move: the narrowest link's rate x the efficiency healthy boxes reach on that path");
+    threshold = &gauge(reg, "p2pnode_p2p_threshold_bytes_per_second",
+                       "The self-test's pass mark for the pair: the profile's min_bandwidth, else a fraction of the expected figure");
+    ratio = &gauge(reg, "p2pnode_p2p_bandwidth_ratio", "Measured over expected bandwidth in the last self-test");
+  }
+  double regressed_cells = 0;
   for (const auto& e : t.expectations) {
     if (!e.is_object()) continue;
     const std::string gpu = str_or(e, "gpu"), peer = str_or(e, "peer_gpu"), direction = str_or(e, "direction");
     if (peer.empty()) {
-      if (auto v = num(e, "expected_gbps")) host.Add({{"gpu", gpu}, {"direction", direction}}).Set(*v * 1e9);
+      if (auto v = num(e, "expected_gbps"); v && host) host->Add({{"gpu", gpu}, {"direction", direction}}).Set(*v * 1e9);
       continue;
     }
     const prometheus::Labels l = {{"gpu", gpu}, {"peer_gpu", peer}, {"engine", str_or(e, "engine")}, {"direction", direction}};
-    if (auto v = num(e, "expected_gbps")) expected.Add(l).Set(*v * 1e9);
-    if (auto v = num(e, "threshold_gbps")) threshold.Add(l).Set(*v * 1e9);
-    if (auto v = num(e, "baseline_gbps")) baseline.Add(l).Set(*v * 1e9);
-    if (auto v = num(e, "ratio")) ratio.Add(l).Set(*v);
     const auto it = e.find("regressed");
-    regressed.Add(l).Set(it != e.end() && it->is_boolean() && it->get<bool>() ? 1 : 0);
+    const bool is_regressed = it != e.end() && it->is_boolean() && it->get<bool>();
+    regressed_cells += is_regressed ? 1 : 0;
+    if (full || is_regressed) {
+      if (auto v = num(e, "baseline_gbps")) baseline.Add(l).Set(*v * 1e9);
+      regressed.Add(l).Set(is_regressed ? 1 : 0);
+    }
+    if (!full) continue;
+    if (auto v = num(e, "expected_gbps")) expected->Add(l).Set(*v * 1e9);
+    if (auto v = num(e, "threshold_gbps")) threshold->Add(l).Set(*v * 1e9);
+    if (auto v = num(e, "ratio")) ratio->Add(l).Set(*v);
   }
+  gauge(reg, "p2pnode_p2p_regressed_cells", "Bandwidth cells (pair and case) of the last self-test regressed against their baseline")
+      .Add({})
+      .Set(regressed_cells);
 }
 
 void device_metrics(Registry& reg, const RecordedState& s) {
@@ -204,6 +311,11 @@ void kernel_metrics(Registry& reg, const RecordedState& s) {
   Family<Gauge>* fam = nullptr;
   for (const auto& f : s.findings) {
     if (str_or(f, "check") != "driver.kernels") continue;
+    if (f.value("observed", json::object()).value("candidate", false)) {  // apt's next kernel, judged before it lands
+      gauge(reg, "p2pnode_next_kernel_keeps_p2p", "1 when the profile's module builds for the kernel apt would install next")
+          .Add({{"kernel", str_or(f, "subject")}}).Set(str_or(f, "severity") == "ok" ? 1 : 0);
+      continue;
+    }
     if (!fam)
       fam = &gauge(reg, "p2pnode_kernel_module_installed",
                    "1 when the profile's NVIDIA module is built and installed by DKMS for this kernel (version: the profile's)");
@@ -265,9 +377,11 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
         .Add({})
         .Set(static_cast<double>(s.selftest->started_unix));
     gauge(reg, "p2pnode_selftest_passed", "1 when the last self-test passed").Add({}).Set(s.selftest->verdict == "passed" ? 1 : 0);
+    const PathClasses paths = path_classes(s.selftest->expectations, false),
+                      host_paths = path_classes(s.selftest->expectations, true);
     if (s.selftest->result.is_object())
-      if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r);
-    expectation_metrics(reg, *s.selftest);
+      if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r, paths, host_paths, rt.metrics_full_detail);
+    expectation_metrics(reg, *s.selftest, paths, host_paths, rt.metrics_full_detail);
   }
   if (s.nvme_doorbell) {
     // 1: the writer rang the drive's admin SQ tail doorbell and the drive answered Identify with the

@@ -55,6 +55,7 @@ void record_inventory(RecordedState& st, const Inventory& inv, const Profile* pr
 Inventory discover(const PassContext& ctx) {
   Inventory inv = probe::probe_inventory(ctx.root);
   probe::probe_userspace_by_commands(ctx.root, ctx.action_runner, inv.nvidia);
+  probe::probe_gpu_memory_by_commands(ctx.action_runner, inv);
   return inv;
 }
 

@@ -167,7 +167,26 @@ json status_body(const RecordedState& s, const Runtime& rt) {
                   {"config_problem", rt.config_problem.empty() ? json(nullptr) : json(rt.config_problem)},
                   {"state_file", rt.state_file},
                   {"state_problem", rt.state_problem.empty() ? json(nullptr) : json(rt.state_problem)}}}};
+  if (!rt.health.is_null()) j["health"] = rt.health;
   return with_version(std::move(j));
+}
+
+json health_summary(const json& h) {
+  if (!h.is_object()) return nullptr;
+  int warning = 0, error = 0;
+  json lines = json::array();
+  for (const auto& f : h.value("findings", json::array())) {
+    if (!f.is_object()) continue;
+    (f.value("severity", "") == "error" ? error : warning)++;
+    lines.push_back(f.value("severity", "") + " " + f.value("check", "") + " " + f.value("subject", "") + ": " + f.value("summary", ""));
+  }
+  return {{"enabled", h.value("enabled", false)},
+          {"passes", h.value("passes", 0)},
+          {"last_pass_unix", h.value("last_pass_unix", json(nullptr))},
+          {"findings_warning", warning},
+          {"findings_error", error},
+          {"findings", lines},
+          {"problem", h.value("problem", json(nullptr))}};
 }
 
 std::string expectations_table(const json& rows) {

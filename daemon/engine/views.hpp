@@ -27,9 +27,13 @@ struct Runtime {
   bool reconcile_queued = false;
   std::optional<std::int64_t> next_selftest_unix;
   std::optional<double> selftest_schedule_s;  // the schedule in effect; none: no scheduled self-test
+  nlohmann::json health = nullptr;            // health_summary() of the last health pass
+  bool metrics_full_detail = false;           // the config's metrics.detail: full
 };
 
 nlohmann::json status_body(const RecordedState& s, const Runtime& rt);
+// /v1/status's health part: passes, when, findings by severity, and their one-line summaries.
+nlohmann::json health_summary(const nlohmann::json& health_body);
 nlohmann::json readyz_body(const RecordedState& s);
 nlohmann::json findings_body(const RecordedState& s);  // the `check --json` document, plus state
 nlohmann::json devices_body(const RecordedState& s);

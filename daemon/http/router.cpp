@@ -29,7 +29,7 @@ const std::map<std::string, std::string>& known_paths() {  // path -> Allow
       {"/livez", "GET, HEAD"},         {"/readyz", "GET, HEAD"},         {"/metrics", "GET, HEAD"},
       {"/v1/status", "GET, HEAD"},     {"/v1/findings", "GET, HEAD"},    {"/v1/devices", "GET, HEAD"},
       {"/v1/topology", "GET, HEAD"},   {"/v1/plan", "GET, HEAD"},        {"/v1/selftest", "GET, HEAD, POST"},
-      {"/v1/reconcile", "POST"}};
+      {"/v1/reconcile", "POST"},       {"/v1/health", "GET, HEAD"}};
   return m;
 }
 
@@ -139,6 +139,7 @@ Response Router::handle(const Request& req) {
     if (p == "/v1/topology") return ok(snap->topology, kJson);
     if (p == "/v1/plan") return ok(snap->plan, kJson);
     if (p == "/v1/selftest") return ok(snap->selftest, kJson);
+    if (p == "/v1/health") return ok(snap->health, kJson);
   } else if (req.method == "POST" && (p == "/v1/reconcile" || p == "/v1/selftest")) {
     return post(req, p == "/v1/selftest");  // these take no body; whatever came is ignored
   }

@@ -4,12 +4,26 @@
 #include <cstdlib>
 
 #include "core/link_rate.hpp"
+#include "nvidia/gpu_memory.hpp"
 
 namespace p2pnode::judge {
 
 Status merge_agent_interconnect(Inventory& inv, const nlohmann::json& doc) {
   using json = nlohmann::json;
   if (!doc.is_object()) return Error{"the agent document is not a JSON object"};
+  // Each GPU's own VRAM (devices[].memory_bytes, CUDA's totalGlobalMem), for rebar.aperture.
+  if (const auto devs = doc.find("devices"); devs != doc.end() && devs->is_array()) {
+    std::map<std::string, std::uint64_t> mem;
+    for (const auto& d : *devs)
+      if (d.is_object() && d.contains("pci_bus_id") && d["pci_bus_id"].is_string() && d.contains("memory_bytes") &&
+          d["memory_bytes"].is_number_unsigned())
+        if (const auto bdf = nvidia::sysfs_bus_id(d["pci_bus_id"].get<std::string>()); !bdf.empty())
+          mem[bdf] = d["memory_bytes"].get<std::uint64_t>();
+    if (!mem.empty()) {
+      inv.gpu_memory = std::move(mem);
+      inv.gpu_memory_source = "agent (self-test of " + doc.value("started_at", std::string("?")) + ")";
+    }
+  }
   auto ic = doc.find("interconnect");
   if (ic == doc.end()) return {};
   if (!ic->is_object() || !ic->contains("source") || !(*ic)["source"].is_string())

@@ -9,8 +9,9 @@
 
 namespace p2pnode::judge {
 
-// Sets inv.interconnects and inv.interconnect_source. A document without `interconnect` (an
-// agent before issue 14) changes nothing. Errors name the bad field.
+// Sets inv.interconnects and inv.interconnect_source, and inv.gpu_memory from the devices'
+// memory_bytes. A document without `interconnect` (an older agent) leaves the interconnects as they
+// are. Errors name the bad field.
 Status merge_agent_interconnect(Inventory& inv, const nlohmann::json& agent_document);
 
 }  // namespace p2pnode::judge

@@ -133,7 +133,41 @@ std::string grubenv_value(std::string_view env, std::string_view key) {
   return {};
 }
 
+std::vector<std::string_view> lines_of(std::string_view cfg) {
+  std::vector<std::string_view> lines;
+  std::size_t pos = 0;
+  while (pos <= cfg.size()) {
+    const auto nl = cfg.find('\n', pos);
+    lines.push_back(cfg.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
+  return lines;
+}
+
+std::vector<Entry> parse_cfg(std::string_view cfg) {
+  std::size_t i = 0;
+  return parse_entries(lines_of(cfg), i, 0);
+}
+
+// Depth-first: the first entry booting `kernel` that is not a recovery entry, as a path.
+std::optional<std::string> find_path(const std::vector<Entry>& entries, std::string_view kernel) {
+  for (const auto& e : entries) {
+    const std::string name = e.id.empty() ? e.title : e.id;
+    if (e.submenu) {
+      if (auto sub = find_path(e.children, kernel)) return name + ">" + *sub;
+    } else if (e.kernel == kernel && e.title.find("recovery mode") == std::string::npos) {
+      return name;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> grub_entry_for(std::string_view grub_cfg, std::string_view kernel) {
+  return find_path(parse_cfg(grub_cfg), kernel);
+}
 
 int compare_releases(std::string_view a, std::string_view b) {
   std::size_t i = 0, j = 0;
@@ -156,14 +190,7 @@ int compare_releases(std::string_view a, std::string_view b) {
 }
 
 std::optional<BootChoice> grub_default_kernel(std::string_view cfg, std::string_view env) {
-  std::vector<std::string_view> lines;
-  std::size_t pos = 0;
-  while (pos <= cfg.size()) {
-    const auto nl = cfg.find('\n', pos);
-    lines.push_back(cfg.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
-    if (nl == std::string_view::npos) break;
-    pos = nl + 1;
-  }
+  const auto lines = lines_of(cfg);
   // The last top-level `set default=` before the first entry wins (Debian writes it once, or in
   // an `if [ "${next_entry}" ]` block whose else branch sets "0" or "${saved_entry}").
   std::string def = "0", def_line = "(no set default: entry 0)";

@@ -23,6 +23,11 @@ struct BootChoice {
 // the default cannot be resolved to an entry with a /vmlinuz-<release>.
 std::optional<BootChoice> grub_default_kernel(std::string_view grub_cfg, std::string_view grubenv);
 
+// The entry path that boots `kernel` normally (not its recovery entry), as grub-set-default and
+// saved_entry take it: "submenu-id>entry-id" (ids where grub.cfg gives them, else titles). nullopt
+// when grub.cfg has no such entry.
+std::optional<std::string> grub_entry_for(std::string_view grub_cfg, std::string_view kernel);
+
 // /boot/grub/grub.cfg's default when it resolves to a kernel that is installed, else the newest
 // /boot/vmlinuz-* (what Debian's grub.cfg lists first), else the newest /lib/modules/<k>.
 BootChoice next_boot_kernel(const sys::SysRoot& root);

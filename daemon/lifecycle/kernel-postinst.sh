@@ -4,7 +4,9 @@
 # there as `<script> <kernel version> <image path>`, DKMS's own hook (dkms, autoinstall) first.
 # It builds and installs the profile's module for the new kernel through DKMS when it is missing
 # (`p2pnode apply --only driver.module`, which names a known breakage and its fix when the build
-# fails), prints driver.kernels for every kernel, and asks the daemon to reconcile now (SIGHUP) so
+# fails); when the newest kernel still has no module, holds GRUB's default on the newest kernel
+# that has it (driver.boot_guard: this runs before Debian's zz-update-grub, which then keeps
+# that default), and lifts the hold once the newest has it; prints driver.kernels for every kernel, and asks the daemon to reconcile now (SIGHUP) so
 # p2pnode_kernel_module_installed reports the new kernel without waiting for the schedule.
 # It never fails the kernel's installation: a failed build is reported here, by `p2pnode check`
 # and by the daemon, and the previous module stays installed.
@@ -24,12 +26,12 @@ if [ ! -x "$P2PNODE" ]; then
 fi
 echo "p2pnode kernel hook: kernel $version installed; building the profile's module where it is missing"
 # shellcheck disable=SC2086
-"$P2PNODE" apply --only driver.module ${P2PNODE_HOOK_ARGS:-}
+"$P2PNODE" apply --only driver.module --only driver.boot_guard ${P2PNODE_HOOK_ARGS:-}
 rc=$?
 # shellcheck disable=SC2086
 "$P2PNODE" check --only driver.kernels ${P2PNODE_HOOK_ARGS:-}
 if [ $rc -ne 0 ]; then
-  echo "p2pnode kernel hook: the module is NOT installed for every kernel (see above); do not reboot into $version until it is" >&2
+  echo "p2pnode kernel hook: the module is NOT installed for every kernel (see above); do not reboot into $version until it is (driver.boot_guard above says where GRUB was held)" >&2
 fi
 if "$SYSTEMCTL" is-active --quiet p2pnode.service 2>/dev/null; then
   "$SYSTEMCTL" kill --signal=HUP p2pnode.service || echo "p2pnode kernel hook: could not signal p2pnode.service" >&2

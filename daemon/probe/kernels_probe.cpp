@@ -2,6 +2,8 @@
 
 #include "dkms/status.hpp"
 #include "lifecycle/boot.hpp"
+#include "lifecycle/boot_guard.hpp"
+#include "lifecycle/next_kernel.hpp"
 #include "nvidia/breakage.hpp"
 #include "probe/probe.hpp"
 
@@ -69,6 +71,7 @@ KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running)
   const auto boot = lifecycle::next_boot_kernel(root);
   s.next_boot = boot.kernel;
   s.next_boot_how = boot.how;
+  s.boot_guard_held = root.exists(lifecycle::kBootGuardDropIn);
   for (const auto& k : lifecycle::installed_kernels(root)) {
     InstalledKernel ik;
     ik.release = k;
@@ -78,6 +81,15 @@ KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running)
     ik.dkms = dkms_on(root, k);
     ik.failed = failed_on(root, k);
     s.kernels.push_back(std::move(ik));
+  }
+  // The judged apt candidate, when p2pnode judged one (`p2pnode judge-kernel`, or the daemon).
+  if (auto text = root.read_text(std::string(nvidia::kNextKernelRecord))) {
+    try {
+      if (auto v = nvidia::verdict_from_json(nlohmann::json::parse(*text)))
+        s.next_candidate = NextKernelJudged{v->release, v->package_version, v->module, v->keeps_p2p, v->summary,
+                                            v->first_error, v->make_log, v->breakages, v->fixes};
+    } catch (const std::exception&) {  // a garbled record is as good as none: the next judgement rewrites it
+    }
   }
   return s;
 }

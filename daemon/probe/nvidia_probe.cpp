@@ -1,5 +1,9 @@
+#include <chrono>
+#include <iterator>
 #include <regex>
 
+#include "nvidia/gpu_memory.hpp"
+#include "nvidia/peer_alignment.hpp"
 #include "nvidia/userspace.hpp"
 #include "nvidia/version.hpp"
 #include "probe/probe.hpp"
@@ -16,6 +20,25 @@ void set_userspace(NvidiaDriverState& s, const nvidia::UserspaceDriver& u) {
 void probe_userspace_by_commands(const sys::SysRoot& root, sys::CommandRunner& runner, NvidiaDriverState& s) {
   if (s.userspace_version) return;
   set_userspace(s, nvidia::find_userspace_driver_by_commands(root, runner, nvidia::UserspaceDriver{}));
+}
+
+void probe_gpu_memory_by_commands(sys::CommandRunner& runner, Inventory& inv) {
+  if (!inv.gpu_memory.empty() || !inv.nvidia.loaded_version || inv.gpus().empty()) return;
+  sys::Command c;
+  c.argv.assign(std::begin(nvidia::kSmiMemoryArgv), std::end(nvidia::kSmiMemoryArgv));
+  c.timeout = std::chrono::seconds(20);
+  const auto r = runner.run(c);
+  if (!r.success()) {
+    inv.gpu_memory_source = "nvidia-smi " + r.describe();
+    return;
+  }
+  auto mem = nvidia::parse_smi_memory(r.out);
+  if (!mem) {
+    inv.gpu_memory_source = mem.error().message;
+    return;
+  }
+  inv.gpu_memory = std::move(*mem);
+  inv.gpu_memory_source = "nvidia-smi";
 }
 
 NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root) {
@@ -38,6 +61,12 @@ NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root) {
     if (f.size() < 5 || f.substr(f.size() - 5) != ".conf") continue;
     if (auto text = root.read_text(join("/etc/modprobe.d", f)))
       for (const auto& [k, v] : nvidia::parse_modprobe_options(*text, "nvidia")) s.modprobe_options[k] = v;
+  }
+  // Module trees staged in /usr/src: does each still refuse an unaligned peer address (its source says)?
+  for (const auto& dir : root.list_dir("/usr/src")) {
+    const std::string tree = join("/usr/src", dir);
+    if (auto text = root.read_text(join(tree, std::string(nvidia::kPeerAlignmentFile)), 8 << 20))
+      s.peer_alignment[tree] = nvidia::demands_peer_alignment(*text);
   }
   return s;
 }

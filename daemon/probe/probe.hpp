@@ -23,6 +23,10 @@ KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running_
 // `ldconfig -p`, then nvidia-smi, through the runner (read-only programs; the daemon's runner for
 // the real root only). Leaves `s` as it is when it already has a userspace version.
 void probe_userspace_by_commands(const sys::SysRoot& root, sys::CommandRunner& runner, NvidiaDriverState& s);
+// Where a driver is loaded and no agent result said it: each GPU's VRAM from `nvidia-smi
+// --query-gpu=pci.bus_id,memory.total` (read-only) into inv.gpu_memory. A failed or garbled answer
+// leaves it empty and says why in inv.gpu_memory_source.
+void probe_gpu_memory_by_commands(sys::CommandRunner& runner, Inventory& inv);
 Inventory probe_inventory(const sys::SysRoot& root);
 
 }  // namespace p2pnode::probe

@@ -129,7 +129,8 @@ void read_platform(MapReader& root, Profile& p) {
 }
 
 void read_driver(MapReader& root, Profile& p) {
-  auto m = root.map("driver", {"version", "userspace", "kernel_module", "options", "conflicts", "reload"});
+  auto m = root.map("driver", {"version", "userspace", "kernel_module", "options", "conflicts", "reload",
+                               "allow_boot_without_module"});
   if (!m) return;
   DriverSpec d;
   if (auto v = m->string("version", true)) {
@@ -139,6 +140,7 @@ void read_driver(MapReader& root, Profile& p) {
                            "expected an NVIDIA driver version such as 550.90.07, found '" + *v + "'");
     d.version = *v;
   }
+  d.allow_boot_without_module = m->boolean("allow_boot_without_module").value_or(false);
   if (auto u = m->map("userspace", {"installer", "flags"})) {
     d.userspace_installer = read_artifact(*u, "installer");
     if (!u->has("installer")) u->require("installer");

@@ -109,6 +109,8 @@ add_kernel 6.1.0-58-amd64
 : > "$ROOT/systemctl.calls"
 FAKE_DKMS_FAIL=6.1.0-58-amd64 "$HOOK" 6.1.0-58-amd64 /boot/vmlinuz-6.1.0-58-amd64 > "$TMP/hook2.out" 2>&1 || { cat "$TMP/hook2.out"; fail "the hook failed the kernel's installation"; }
 grep -q "do not reboot into 6.1.0-58-amd64" "$TMP/hook2.out" || { cat "$TMP/hook2.out"; fail "no warning not to reboot"; }
+# This root has no GRUB: the boot guard says it could not hold the default, and why.
+grep -q "driver.boot_guard  grub  holding GRUB on .*: no /boot/grub/grub.cfg" "$TMP/hook2.out" || { cat "$TMP/hook2.out"; fail "the boot guard's outcome is not in the hook's output"; }
 grep -q "ERROR  *driver.kernels  *6.1.0-58-amd64 .*its DKMS build failed: .*nv-pci.c:234:9: error: too few arguments" "$TMP/hook2.out" ||
   { cat "$TMP/hook2.out"; fail "driver.kernels does not name the kernel and the compiler's error"; }
 rc=0; "$P2PNODE" check --only driver.kernels --json $P2PNODE_HOOK_ARGS > "$TMP/check.json" || rc=$?

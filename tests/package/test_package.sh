@@ -36,6 +36,7 @@ dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' > "$work/contents"
 for f in /usr/bin/p2pnode /usr/libexec/p2pnode/p2pnode-serve /lib/systemd/system/p2pnode.service \
          /lib/systemd/system/p2pnode-apply.service /etc/p2pnode/p2pnode.yaml /etc/p2pnode/profiles/ \
          /usr/share/p2pnode/profiles/tinybox-6x4090.yaml /usr/share/p2pnode/grafana/p2pnode-cluster.json \
+         /usr/share/p2pnode/grafana/p2pnode-fleet.json /usr/share/p2pnode/prometheus/p2pnode-rules.yml \
          /usr/share/p2pnode/prometheus/p2pnode-alerts.yml /var/lib/p2pnode/ /usr/share/man/man1/p2pnode.1.gz \
          /etc/kernel/postinst.d/z50-p2pnode; do
   grep -qx "$f" "$work/contents" && ok "contains $f" || bad "contains $f"

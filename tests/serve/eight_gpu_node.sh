@@ -1,19 +1,22 @@
-# Sourced by scripts/bench-serve.sh and tests/grafana/test_dashboard.sh: `p2pnode serve` on the
-# 8x RTX 4090 fixture (tests/fixtures/epyc-8x4090-4nvme) holding a synthesised 8-GPU self-test.
-# start_eight_gpu_node BIN SRC WORK: starts it under WORK and waits for its first reconcile.
+# Sourced by scripts/bench-serve.sh, scripts/bench-fleet.sh and tests/grafana/test_dashboard.sh:
+# `p2pnode serve` on a recorded machine (tests/fixtures) holding a self-test result synthesised for
+# its GPUs from a recorded one (tests/gpu/results).
+# start_fixture_node BIN SRC WORK FIXTURE PROFILE [TEMPLATE [CONFIG_EXTRA]]: starts it under WORK
+# (an empty directory) and waits for its first reconcile. PROFILE: a file under profiles/, an absolute path, or "".
 # Sets NODE_ADDR (127.0.0.1:port) and NODE_PID; returns 1 (after saying why on stderr) when the
 # daemon does not listen within 20 s or decide within 60 s.
-start_eight_gpu_node() {
-  local bin=$1 src=$2 work=$3 root=$3/root gpus i
-  cp -a "$src/tests/fixtures/epyc-8x4090-4nvme" "$root"
+start_fixture_node() {
+  local bin=$1 src=$2 work=$3 fixture=$4 profile=$5 template=${6:-$2/tests/gpu/results/h200x4-rounds.json} extra=${7:-}
+  local root=$work/root gpus i
+  cp -a "$src/tests/fixtures/$fixture" "$root"
   mkdir -p "$root/etc/p2pnode/profiles" "$root/var/lib/p2pnode"
-  cp "$src/profiles/epyc-8x4090.yaml" "$root/etc/p2pnode/profiles/"
+  case $profile in "") ;; /*) cp "$profile" "$root/etc/p2pnode/profiles/" ;; *) cp "$src/profiles/$profile" "$root/etc/p2pnode/profiles/" ;; esac
   gpus=$("$bin" check --root "$root" --json | python3 -c 'import json,sys; print(" ".join(g["bdf"] for g in json.load(sys.stdin)["node"]["gpus"]))')
-  python3 "$src/tests/serve/synth_agent_result.py" "$src/tests/gpu/results/h200x4-rounds.json" $gpus > "$work/result.json"
+  python3 "$src/tests/serve/synth_agent_result.py" "$template" $gpus > "$work/result.json"
   # agent.path is inside the root, like every configured path
   mkdir -p "$root/usr/libexec/p2pnode"
   ln -sfn "$src/tests/serve/agents/replay.sh" "$root/usr/libexec/p2pnode/p2pnode-agent"
-  printf 'listen: 127.0.0.1:0\nagent:\n  args: ["%s"]\n' "$work/result.json" > "$work/p2pnode.yaml"
+  printf 'listen: 127.0.0.1:0\nagent:\n  args: ["%s"]\n%s' "$work/result.json" "$extra" > "$work/p2pnode.yaml"
   "$bin" serve --root "$root" --config "$work/p2pnode.yaml" --port-file "$work/port" > "$work/daemon.log" 2>&1 &
   NODE_PID=$!
   for i in $(seq 200); do [ -s "$work/port" ] && break; sleep 0.1; done
@@ -26,4 +29,10 @@ start_eight_gpu_node() {
   done
   echo "the daemon's first reconcile did not finish in 60 s" >&2
   return 1
+}
+
+# The 8x RTX 4090 fixture (tests/fixtures/epyc-8x4090-4nvme) holding a synthesised 8-GPU self-test.
+# start_eight_gpu_node BIN SRC WORK [CONFIG_EXTRA]
+start_eight_gpu_node() {
+  start_fixture_node "$1" "$2" "$3" epyc-8x4090-4nvme epyc-8x4090.yaml "" "${4:-}"
 }

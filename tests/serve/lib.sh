@@ -123,6 +123,8 @@ ensure_validator() {
       openapi-response-validator@12 @apidevtools/swagger-parser@10 >/dev/null 2>&1) || return 1
   fi
 }
+# validate_responses [--recorded-only]: without it, every operation of the spec must have been recorded.
+# `command`: a test may define a shell function named node (test_doorbell.sh does).
 validate_responses() {
-  NODE_PATH="$NODE_CACHE/node_modules" node "$SRC/tests/serve/validate.cjs" "$SRC/api/openapi.yaml" "$RESP"
+  NODE_PATH="$NODE_CACHE/node_modules" command node "$SRC/tests/serve/validate.cjs" "$SRC/api/openapi.yaml" "$RESP" "$@"
 }

@@ -158,7 +158,7 @@ check "a forced request still runs" jq -e '.skipped == null and .verdict == "pas
 for p in /livez /v1/findings /v1/devices /v1/topology /v1/plan /metrics; do record "get${p//\//_}" GET "$p"; done
 record post_reconcile POST /v1/reconcile "${AUTH[@]}"
 if ensure_validator; then
-  validate_responses && pass "every response matches api/openapi.yaml" || fail "responses against api/openapi.yaml"
+  validate_responses --recorded-only && pass "every response matches api/openapi.yaml" || fail "responses against api/openapi.yaml"
 else
   skip_note="npm could not install the validator"; echo "note: $skip_note; responses not validated"; fail "$skip_note"
 fi

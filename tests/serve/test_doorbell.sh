@@ -104,7 +104,7 @@ check "p2pnode status: the failed line" grep -q "^NVMe doorbell: 0000:87:00.0 <-
 record selftest_bad GET /v1/selftest
 
 if ensure_validator; then
-  validate_responses && pass "every response matches api/openapi.yaml" || fail "responses match api/openapi.yaml"
+  validate_responses --recorded-only && pass "every response matches api/openapi.yaml" || fail "responses match api/openapi.yaml"
 else
   echo "SKIP OpenAPI validation: node/npm could not install openapi-response-validator and swagger-parser"
 fi

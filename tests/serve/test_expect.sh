@@ -40,8 +40,8 @@ check "/v1/findings: pcie.topology counts 1 NV18" \
   jq -e '.findings[] | select(.check == "pcie.topology") | .summary | test("1 NV18")' <(curl -s "$URL/v1/findings")
 M=$(curl -s "$URL/metrics")
 check "p2pnode_p2p_link_info says NV18" grep -q 'p2pnode_p2p_link_info{gpu="0000:00:06.0",link="NV18",peer_gpu="0000:00:07.0"} 1' <<<"$M"
-check "p2pnode_p2p_expected_bandwidth_bytes_per_second is there" grep -q '^p2pnode_p2p_expected_bandwidth_bytes_per_second{' <<<"$M"
-check "p2pnode_gpu_host_expected_bandwidth_bytes_per_second is there" grep -q '^p2pnode_gpu_host_expected_bandwidth_bytes_per_second{' <<<"$M"
+check "p2pnode_p2p_path_expected_bandwidth_bytes_per_second is there (NV18-450)" grep -q '^p2pnode_p2p_path_expected_bandwidth_bytes_per_second{direction="write",engine="ce",path="NV18-450"}' <<<"$M"
+check "p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second is there" grep -q '^p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second{' <<<"$M"
 check "p2pnode status prints the expectations" bash -c "'$BIN' status --url '$URL' | grep -q 'measured / expected (ratio)'"
 
 selftest() {  # POST one and wait until it is recorded

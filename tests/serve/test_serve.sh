@@ -41,6 +41,8 @@ record plan GET /v1/plan
 check "GET /v1/plan is 200" test "$STATUS" = 200
 record selftest GET /v1/selftest
 check "GET /v1/selftest has the full matrices" jq -e '.verdict == "passed" and (.result.cases | length) == 9' "$RESP/selftest.body"
+record health GET /v1/health
+check "GET /v1/health is 200, health on" jq -e '.schema_version == 1 and .enabled == true' "$RESP/health.body"
 record metrics GET /metrics
 check "GET /metrics is text 0.0.4" grep -q 'version=0.0.4' "$RESP/metrics.meta"
 check "metrics have pair bandwidth" grep -q '^p2pnode_p2p_bandwidth_bytes_per_second{.*gpu="0000:00:06.0"' "$RESP/metrics.body"

@@ -46,7 +46,7 @@ record status GET /v1/status
 check "GET /v1/status over https is 200" test "$STATUS" = 200
 check "status names the profile" test "$(jq -r .profile <<<"$BODY")" = h200-nvlink
 STATE=$(jq -r .state <<<"$BODY")
-for ep in findings:/v1/findings devices:/v1/devices topology:/v1/topology plan:/v1/plan selftest:/v1/selftest; do
+for ep in findings:/v1/findings devices:/v1/devices topology:/v1/topology plan:/v1/plan selftest:/v1/selftest health:/v1/health; do
   record "${ep%%:*}" GET "${ep#*:}"
   check "GET ${ep#*:} over https is 200" test "$STATUS" = 200
 done

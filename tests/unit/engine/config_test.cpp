@@ -12,6 +12,21 @@ TEST(DaemonConfig, EmptyFileGivesDefaults) {
   EXPECT_EQ(r.config->state_file(), "/var/lib/p2pnode/state.json");
   EXPECT_TRUE(r.config->apply);
   EXPECT_TRUE(r.config->selftest_on_start);
+  EXPECT_FALSE(r.config->metrics_full_detail);
+}
+
+TEST(DaemonConfig, MetricsDetailIsCompactOrFull) {
+  auto full = load_config_text("metrics:\n  detail: full\n", "c.yaml");
+  ASSERT_TRUE(full.config) << full.diagnostics.format();
+  EXPECT_TRUE(full.config->metrics_full_detail);
+  auto compact = load_config_text("metrics: {detail: compact}\n", "c.yaml");
+  ASSERT_TRUE(compact.config) << compact.diagnostics.format();
+  EXPECT_FALSE(compact.config->metrics_full_detail);
+  auto bad = load_config_text("metrics:\n  detail: everything\n", "c.yaml");
+  EXPECT_FALSE(bad.config);
+  EXPECT_NE(bad.diagnostics.format().find("c.yaml:2:"), std::string::npos) << bad.diagnostics.format();
+  EXPECT_NE(bad.diagnostics.format().find("expected 'compact' or 'full', found 'everything'"), std::string::npos)
+      << bad.diagnostics.format();
 }
 
 TEST(DaemonConfig, ReadsEveryKey) {
@@ -273,5 +288,28 @@ TEST(DaemonConfig, HttpLimitsHaveSafeDefaultsAndAreChecked) {
     auto b = load_config_text(bad, "c.yaml");
     EXPECT_FALSE(b.config) << bad;
     EXPECT_NE(b.diagnostics.format().find("c.yaml:"), std::string::npos) << b.diagnostics.format();
+  }
+}
+
+TEST(DaemonConfig, HealthSection) {
+  auto d = load_config_text("", "c.yaml");
+  ASSERT_TRUE(d.config);
+  EXPECT_TRUE(d.config->health.enabled);
+  EXPECT_EQ(d.config->health.interval, std::chrono::seconds(10));
+  EXPECT_EQ(d.config->health.window, std::chrono::minutes(10));
+  EXPECT_EQ(d.config->health.nvlink_interval, std::chrono::minutes(1));
+  auto r = load_config_text("health:\n  interval: 2s\n  window: 1h\n  agent_time_limit: 800ms\n  nvlink: false\n  nvlink_interval: 5s\n", "c.yaml");
+  ASSERT_TRUE(r.config) << r.diagnostics.format();
+  EXPECT_EQ(r.config->health.interval, std::chrono::seconds(2));
+  EXPECT_EQ(r.config->health.window, std::chrono::hours(1));
+  EXPECT_EQ(r.config->health.agent_time_limit, std::chrono::milliseconds(800));
+  EXPECT_FALSE(r.config->health.nvlink);
+  EXPECT_EQ(r.config->health.nvlink_interval, std::chrono::seconds(5));
+  for (const char* bad : {"health:\n  interval: 100ms\n", "health:\n  window: 5s\n", "health:\n  interval: 1m\n  window: 30s\n",
+                          "health:\n  intervall: 1s\n"}) {
+    auto b = load_config_text(bad, "c.yaml");
+    EXPECT_FALSE(b.config) << bad;
+    EXPECT_NE(b.diagnostics.format().find("c.yaml:"), std::string::npos) << b.diagnostics.format();
+    EXPECT_NE(b.diagnostics.format().find("health."), std::string::npos) << b.diagnostics.format();
   }
 }

@@ -65,7 +65,7 @@ TEST(Metrics, NamesLabelsAndUnits) {
   EXPECT_NE(m.find("engine=\"sm\""), std::string::npos);
   EXPECT_NE(m.find("direction=\"bidirectional\""), std::string::npos);
   EXPECT_TRUE(has_line_starting(m, "p2pnode_p2p_latency_seconds{"));
-  EXPECT_TRUE(has_line_starting(m, "p2pnode_p2p_integrity_error_bytes{"));
+  EXPECT_TRUE(has_line_starting(m, "p2pnode_p2p_integrity_checked_pairs "));
   EXPECT_TRUE(has_line_starting(m, "p2pnode_p2p_access{"));
   EXPECT_TRUE(has_line_starting(m, "p2pnode_gpu_aperture_bytes{gpu=\"0000:00:06.0\"}"));
   EXPECT_TRUE(has_line_starting(m, "p2pnode_gpu_link_width_lanes{"));
@@ -94,4 +94,60 @@ TEST(Metrics, SelftestScheduleWhenOneApplies) {
   EXPECT_EQ(render_metrics(RecordedState{}, rt).find("p2pnode_selftest_schedule_seconds"), std::string::npos);
   rt.selftest_schedule_s = 21600;
   EXPECT_NE(render_metrics(RecordedState{}, rt).find("\np2pnode_selftest_schedule_seconds 21600\n"), std::string::npos);
+}
+
+namespace {
+std::size_t series(const std::string& text, const std::string& family) {
+  std::istringstream in(text);
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(in, line))
+    if (line.rfind(family + "{", 0) == 0 || line.rfind(family + " ", 0) == 0) ++n;
+  return n;
+}
+}  // namespace
+
+// The default scrape keeps the P2P matrix (bandwidth per pair and case with its path class,
+// latency, access) and moves the constants to one series per path class and case; error flags
+// appear only where set. `metrics: {detail: full}` adds the per-pair figures back.
+TEST(Metrics, CompactByDefaultFullOnRequest) {
+  RecordedState s = h200_state();
+  s.selftest->expectations = nlohmann::json::array();
+  for (const char* peer : {"0000:00:07.0", "0000:00:08.0"})
+    for (const char* dir : {"write", "read"})
+      s.selftest->expectations.push_back({{"case", std::string("ce_") + dir + "_bandwidth"}, {"gpu", "0000:00:06.0"}, {"peer_gpu", peer},
+                                          {"engine", "ce"}, {"direction", dir}, {"link", "NV18"}, {"ceiling_gbps", 450.0},
+                                          {"expected_gbps", 393.75}, {"threshold_gbps", 350.0}, {"ratio", 1.0}, {"regressed", false}});
+  // Same link and ceiling, another threshold: a class of its own.
+  s.selftest->expectations.push_back({{"case", "ce_write_bandwidth"}, {"gpu", "0000:00:07.0"}, {"peer_gpu", "0000:00:06.0"},
+                                      {"engine", "ce"}, {"direction", "write"}, {"link", "NV18"}, {"ceiling_gbps", 450.0},
+                                      {"expected_gbps", 393.75}, {"threshold_gbps", 300.0}, {"ratio", 1.0}, {"regressed", false}});
+  const std::string c = render_metrics(s, Runtime{});
+  EXPECT_EQ(series(c, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second"), 3u) << c;
+  EXPECT_NE(c.find(R"(p2pnode_p2p_path_threshold_bytes_per_second{direction="write",engine="ce",path="NV18-450"} 350000000000)"),
+            std::string::npos) << c;
+  EXPECT_NE(c.find(R"(p2pnode_p2p_path_threshold_bytes_per_second{direction="write",engine="ce",path="NV18-450~2"} 300000000000)"),
+            std::string::npos) << c;
+  EXPECT_NE(c.find(R"(engine="ce",gpu="0000:00:07.0",path="NV18-450~2",peer_gpu="0000:00:06.0"})"), std::string::npos);
+  EXPECT_EQ(series(c, "p2pnode_p2p_expected_bandwidth_bytes_per_second"), 0u);
+  EXPECT_EQ(series(c, "p2pnode_p2p_threshold_bytes_per_second"), 0u);
+  EXPECT_EQ(series(c, "p2pnode_p2p_bandwidth_ratio"), 0u);
+  EXPECT_EQ(series(c, "p2pnode_p2p_regressed"), 0u);
+  EXPECT_NE(c.find("\np2pnode_p2p_regressed_cells 0\n"), std::string::npos);
+  // The recorded result is clean: no pair with corrupted bytes, 12 pairs checked.
+  EXPECT_EQ(series(c, "p2pnode_p2p_integrity_error_bytes"), 0u);
+  EXPECT_NE(c.find("\np2pnode_p2p_integrity_checked_pairs 12\n"), std::string::npos) << c;
+  EXPECT_EQ(series(c, "p2pnode_p2p_latency_seconds"), 12u);
+  EXPECT_EQ(series(c, "p2pnode_p2p_access"), 12u);
+
+  Runtime full;
+  full.metrics_full_detail = true;
+  const std::string f = render_metrics(s, full);
+  EXPECT_EQ(series(f, "p2pnode_p2p_expected_bandwidth_bytes_per_second"), 5u);
+  EXPECT_EQ(series(f, "p2pnode_p2p_threshold_bytes_per_second"), 5u);
+  EXPECT_EQ(series(f, "p2pnode_p2p_bandwidth_ratio"), 5u);
+  EXPECT_EQ(series(f, "p2pnode_p2p_regressed"), 5u);
+  EXPECT_EQ(series(f, "p2pnode_p2p_integrity_error_bytes"), 12u);
+  EXPECT_EQ(series(f, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second"), 3u);
+  EXPECT_EQ(series(f, "p2pnode_p2p_bandwidth_bytes_per_second"), series(c, "p2pnode_p2p_bandwidth_bytes_per_second"));
 }

@@ -149,7 +149,9 @@ TEST(Baseline, APlantedRegressionIsAWarningAboveTheThresholdAndSurvivesARestart)
     inv.interconnects.push_back({"0000:00:06.0", "0000:00:07.0", 18, 4});
     return inv;
   }());
-  const std::string m = render_metrics(restarted, Runtime{});
+  Runtime full;
+  full.metrics_full_detail = true;
+  const std::string m = render_metrics(restarted, full);
   const std::string pair = R"({direction="write",engine="ce",gpu="0000:00:06.0",peer_gpu="0000:00:07.0"})";
   EXPECT_NE(m.find("p2pnode_p2p_regressed" + pair + " 1"), std::string::npos) << m;
   EXPECT_NE(m.find("p2pnode_p2p_expected_bandwidth_bytes_per_second" + pair), std::string::npos);
@@ -161,6 +163,21 @@ TEST(Baseline, APlantedRegressionIsAWarningAboveTheThresholdAndSurvivesARestart)
   EXPECT_NE(m.find(R"(p2pnode_gpu_host_expected_bandwidth_bytes_per_second{direction="h2d",gpu="0000:00:06.0"})"), std::string::npos);
   EXPECT_NE(m.find(R"(p2pnode_p2p_link_info{gpu="0000:00:06.0",link="NV18",peer_gpu="0000:00:07.0"} 1)"), std::string::npos);
   EXPECT_NE(m.find(R"(p2pnode_p2p_link_info{gpu="0000:00:06.0",link="PHB",peer_gpu="0000:00:08.0"} 1)"), std::string::npos);
+  // The default (compact) scrape: the regressed cell and its baseline only, the constants per path.
+  const std::string c = render_metrics(restarted, Runtime{});
+  EXPECT_NE(c.find("p2pnode_p2p_regressed" + pair + " 1"), std::string::npos) << c;
+  EXPECT_NE(c.find("p2pnode_p2p_baseline_bandwidth_bytes_per_second" + pair), std::string::npos);
+  EXPECT_EQ(c.find("p2pnode_p2p_regressed{direction=\"read\""), std::string::npos);
+  EXPECT_NE(c.find("\np2pnode_p2p_regressed_cells 1\n"), std::string::npos);
+  EXPECT_EQ(c.find("p2pnode_p2p_bandwidth_ratio"), std::string::npos);
+  EXPECT_EQ(c.find("p2pnode_p2p_expected_bandwidth_bytes_per_second{"), std::string::npos);
+  EXPECT_NE(c.find(R"(p2pnode_p2p_path_expected_bandwidth_bytes_per_second{direction="write",engine="ce",path="NV18-450"})"),
+            std::string::npos) << c;
+  EXPECT_NE(c.find(R"(p2pnode_p2p_bandwidth_bytes_per_second{direction="write",engine="ce",gpu="0000:00:06.0",path="NV18-450",peer_gpu="0000:00:07.0"})"),
+            std::string::npos);
+  // Host copies: the expected figure once per class of GPU, not per GPU.
+  EXPECT_NE(c.find(R"(p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second{direction="h2d",path="PCIe-)"), std::string::npos) << c;
+  EXPECT_EQ(c.find("p2pnode_gpu_host_expected_bandwidth_bytes_per_second{"), std::string::npos);
   // `status` shows measured, expected and the ratio.
   const auto body = status_body(restarted, Runtime{});
   EXPECT_EQ(body["selftest"]["warnings"].size(), 1u);

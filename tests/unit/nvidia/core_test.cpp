@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "nvidia/breakage.hpp"
+
 #include "../source_files.hpp"
 
 namespace p2pnode::nvidia {
@@ -71,6 +73,12 @@ TEST(NvidiaCore, DecidesWhetherOneCoreServesEveryKernel) {
   EXPECT_FALSE(d.reuse);
   EXPECT_NE(d.why_not.find("01-odd.patch names no file"), std::string::npos);
   EXPECT_TRUE(decide_core({}).reuse);
+  // The builtin peer-address-alignment patch changes the core (for every kernel): applied to it once.
+  const auto align = builtin_patch("peer-address-alignment");
+  ASSERT_TRUE(align);
+  d = decide_core({{"01-pci.patch", layer, ""}, {"02-peer-address-alignment.patch", *align, ""}});
+  EXPECT_TRUE(d.reuse);
+  EXPECT_EQ(d.apply, (std::vector<std::size_t>{1}));
 }
 
 TEST(NvidiaCore, TheKeyFollowsEveryInput) {

@@ -1,0 +1,90 @@
+// driver.boot_guard: never boot into a kernel without the module (lifecycle/boot_guard.hpp decides).
+// Holding writes the drop-in (GRUB_DEFAULT=saved), sets saved_entry with grub-set-default to the
+// entry of the newest kernel that has the module, runs update-grub and reads back what GRUB will
+// boot; releasing removes the drop-in, points saved_entry at the first entry again and runs
+// update-grub. The kernel-install hook runs it right after the module step, before Debian's
+// zz-update-grub, so apt's output says what was held and why.
+#include "actions/driver_install.hpp"
+#include "lifecycle/boot.hpp"
+#include "lifecycle/boot_guard.hpp"
+
+namespace p2pnode::actions {
+namespace {
+using json = nlohmann::json;
+using What = lifecycle::BootGuardDecision::What;
+constexpr const char* kGrubCfg = "/boot/grub/grub.cfg";
+
+sys::CommandResult run(ApplyContext& ctx, std::vector<std::string> argv) {
+  sys::Command c;
+  c.argv = std::move(argv);
+  c.timeout = std::chrono::minutes(5);
+  return ctx.runner.run(c);
+}
+
+class BootGuard final : public Action {
+ public:
+  std::string_view id() const override { return "driver.boot_guard"; }
+
+  std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot& root) const override {
+    if (!p.driver || !p.driver->kernel_module) return {};
+    const auto d = lifecycle::decide_boot_guard(lifecycle::boot_guard_inputs(p, inv));
+    if (d.what == What::nothing) return {};
+    return {Step{"driver.boot_guard", "grub",
+                 (d.what == What::hold ? "hold GRUB's default on " + d.kernel + ": " : "release GRUB's default: ") + d.reason,
+                 false, false, {{"held", root.exists(lifecycle::kBootGuardDropIn)}, {"next_boot", inv.kernels.next_boot}}}};
+  }
+
+  std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
+    StepResult r{"driver.boot_guard", "grub", StepOutcome::failed, "", json::object(), json::object(), 0};
+    const auto d = lifecycle::decide_boot_guard(lifecycle::boot_guard_inputs(ctx.profile, inv));
+    r.before = {{"held", ctx.root.exists(lifecycle::kBootGuardDropIn)}, {"next_boot", inv.kernels.next_boot}};
+    if (d.what == What::nothing) {
+      r.outcome = StepOutcome::unchanged;
+      r.message = d.unsafe ? d.reason : "GRUB's default needs no hold";
+      return {r};
+    }
+    const auto w0 = ctx.root.write_count();
+    const auto fail = [&](std::string why) {
+      r.writes = ctx.root.write_count() - w0;
+      r.message = (d.what == What::hold ? "holding GRUB on " + d.kernel : std::string("releasing GRUB's hold")) + ": " + why;
+      return std::vector<StepResult>{r};
+    };
+    std::string entry = "0";
+    if (d.what == What::hold) {
+      const auto cfg = ctx.root.read_text(kGrubCfg, 4 << 20);
+      if (!cfg) return fail(std::string("no ") + kGrubCfg + " to find its entry in (GRUB only; set the boot loader's default by hand)");
+      const auto e = lifecycle::grub_entry_for(*cfg, d.kernel);
+      if (!e) return fail(std::string(kGrubCfg) + " has no entry that boots " + d.kernel);
+      entry = *e;
+      auto st = ctx.root.make_dirs("/etc/default/grub.d");
+      if (st)
+        st = ctx.root.write_file_atomic(lifecycle::kBootGuardDropIn,
+                                        "# Written by p2pnode (driver.boot_guard), removed by it once the newest kernel has the\n"
+                                        "# module: " + d.reason + "\nGRUB_DEFAULT=saved\n",
+                                        std::filesystem::perms(0644));
+      if (!st) return fail("writing " + std::string(lifecycle::kBootGuardDropIn) + ": " + st.error().message);
+    } else if (auto st = ctx.root.remove_file(lifecycle::kBootGuardDropIn); !st) {
+      return fail("removing " + std::string(lifecycle::kBootGuardDropIn) + ": " + st.error().message);
+    }
+    if (auto g = run(ctx, {"grub-set-default", entry}); !g.success())
+      return fail("grub-set-default " + entry + " " + g.describe() + (g.err.empty() ? "" : ": " + g.err));
+    if (auto u = run(ctx, {"update-grub"}); !u.success())
+      return fail("update-grub " + u.describe() + (u.err.empty() ? "" : ": " + u.err.substr(0, 300)));
+    r.writes = ctx.root.write_count() - w0;
+    // What GRUB boots now, read back from grub.cfg and grubenv.
+    const auto now = lifecycle::next_boot_kernel(ctx.root);
+    r.after = {{"held", ctx.root.exists(lifecycle::kBootGuardDropIn)}, {"next_boot", now.kernel}, {"how", now.how}};
+    const std::string want = d.what == What::hold ? d.kernel : (inv.kernels.kernels.empty() ? "" : inv.kernels.kernels.front().release);
+    if (!want.empty() && now.kernel != want) return fail("GRUB would boot " + now.kernel + " (" + now.how + "), not " + want);
+    r.outcome = StepOutcome::changed;
+    r.message = d.what == What::hold ? "GRUB held on " + d.kernel + ": " + d.reason : "GRUB's hold released: " + d.reason;
+    ctx.log("driver.boot_guard", "grub", r.message);
+    return {r};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Action> make_boot_guard() { return std::make_unique<BootGuard>(); }
+
+}  // namespace p2pnode::actions

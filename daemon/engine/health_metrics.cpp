@@ -1,0 +1,88 @@
+#include "engine/health_metrics.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <map>
+#include <sstream>
+
+namespace p2pnode::engine {
+
+namespace {
+using json = nlohmann::json;
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+
+std::string str(const json& j, const char* k) {
+  const auto it = j.find(k);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+}  // namespace
+
+std::string render_health_metrics(const json& h) {
+  if (!h.is_object() || !h.value("enabled", false)) return {};
+  prometheus::Registry reg;
+  const auto passes = h.find("passes");
+  if (passes != h.end() && passes->is_number() && passes->get<double>() > 0) {
+    BuildGauge().Name("p2pnode_health_last_pass_timestamp_seconds").Help("When the last passive health pass ran (Unix time)").Register(reg)
+        .Add({}).Set(h.value("last_pass_unix", 0.0));
+    BuildGauge().Name("p2pnode_health_pass_duration_seconds").Help("How long the last passive health pass took").Register(reg)
+        .Add({}).Set(h.value("pass_duration_s", 0.0));
+  }
+  auto& aer = BuildCounter().Name("p2pnode_pcie_aer_errors_total")
+                  .Help("PCIe AER errors the kernel counted on a GPU, NVMe drive or bridge on their P2P paths (sysfs aer_dev_*), by type: correctable, nonfatal, fatal")
+                  .Register(reg);
+  auto& degraded = BuildGauge().Name("p2pnode_pcie_link_degraded")
+                       .Help("1 when the device's PCIe link runs below its maximum width, or speed where the link does not idle down")
+                       .Register(reg);
+  for (const auto& d : h.value("devices", json::array())) {
+    if (!d.is_object()) continue;
+    const std::string dev = str(d, "bdf"), kind = str(d, "kind");
+    if (d.contains("aer") && d["aer"].is_object())
+      for (const auto& [sev, v] : d["aer"].items())
+        if (v.is_object() && v.contains("total") && v["total"].is_number())
+          aer.Add({{"device", dev}, {"kind", kind}, {"type", sev}}).Increment(v["total"].get<double>());
+    if (d.contains("link_degraded") && d["link_degraded"].is_boolean())
+      degraded.Add({{"device", dev}, {"kind", kind}}).Set(d["link_degraded"].get<bool>() ? 1 : 0);
+  }
+  const json nv = h.value("nvlink", json());
+  if (nv.is_object() && nv.value("read", false)) {
+    auto& errs = BuildCounter().Name("p2pnode_nvlink_errors_total")
+                     .Help("NVLink error counters of the GPU summed over its links, as NVML reports them (replay, recovery, crc_flit, crc_data, ecc_data)")
+                     .Register(reg);
+    auto& active = BuildGauge().Name("p2pnode_nvlink_active_links").Help("NVLinks of the GPU that NVML reports active").Register(reg);
+    for (const auto& g : nv.value("gpus", json::array())) {
+      if (!g.is_object()) continue;
+      const std::string gpu = str(g, "gpu");
+      std::map<std::string, double> sums;
+      for (const auto& l : g.value("links", json::array()))
+        if (l.is_object() && l.contains("errors") && l["errors"].is_object())
+          for (const auto& [name, v] : l["errors"].items())
+            if (v.is_number()) sums[name] += v.get<double>();
+      for (const auto& [name, v] : sums) errs.Add({{"gpu", gpu}, {"counter", name}}).Increment(v);
+      active.Add({{"gpu", gpu}}).Set(g.value("active_links", 0));
+    }
+  }
+  const json xid = h.value("xid", json());
+  if (xid.is_object()) {
+    auto& events = BuildCounter().Name("p2pnode_gpu_xid_events_total")
+                       .Help("Xid events of the GPU in the kernel log since the daemon started reading it (the log from boot on, as far as the ring buffer reaches)")
+                       .Register(reg);
+    for (const auto& c : xid.value("counts", json::array()))
+      if (c.is_object() && c.contains("xid") && c["xid"].is_number_integer())
+        events.Add({{"gpu", str(c, "gpu")}, {"xid", std::to_string(c["xid"].get<int>())}}).Increment(c.value("count", 0.0));
+  }
+  // One series per finding of the last pass (none when all is well): what the alert rules read.
+  auto& finding = BuildGauge().Name("p2pnode_health_finding")
+                      .Help("1 for each finding of the last passive health pass: check (health.aer, health.link, health.nvlink, health.xid), device, severity")
+                      .Register(reg);
+  for (const auto& f : h.value("findings", json::array()))
+    if (f.is_object()) finding.Add({{"check", str(f, "check")}, {"device", str(f, "subject")}, {"severity", str(f, "severity")}}).Set(1);
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, reg.Collect());
+  return out.str();
+}
+
+}  // namespace p2pnode::engine

@@ -1,0 +1,61 @@
+#pragma once
+// The health monitor: fed one HealthSample per pass, it keeps the counters' windows and the recent
+// Xid events, and says what rose: findings health.aer, health.link, health.nvlink, health.xid,
+// each naming the device and the P2P paths it is on. Pure: no clock, no I/O.
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/finding.hpp"
+#include "health/paths.hpp"
+#include "health/sample.hpp"
+#include "health/window.hpp"
+
+namespace p2pnode::health {
+
+inline constexpr int kHealthSchemaVersion = 1;
+
+class HealthMonitor {
+ public:
+  explicit HealthMonitor(double window_s = 600) : window_(window_s) {}
+  void set_window(double window_s) { window_.set_window(window_s); }
+  double window() const { return window_.window(); }
+
+  void update(const HealthSample& s, const PathIndex& paths);
+
+  const std::vector<Finding>& findings() const { return findings_; }
+  std::uint64_t passes() const { return passes_; }
+  // The /v1/health body's data part: devices, nvlink, xid, findings (the engine adds the rest).
+  nlohmann::json view() const;
+
+ private:
+  void assess_aer(const HealthSample& s, const PathIndex& paths);
+  void assess_link(const HealthSample& s, const PathIndex& paths);
+  void assess_nvlink(const HealthSample& s, const PathIndex& paths);
+  void assess_xid(const HealthSample& s, const PathIndex& paths);
+
+  struct SeenXid {
+    XidEvent ev;
+    double seen_mono = 0;
+  };
+  CounterWindow window_;
+  std::uint64_t passes_ = 0;
+  std::vector<Finding> findings_;
+  nlohmann::json devices_ = nlohmann::json::array(), nvlink_ = nlohmann::json::object(), xid_ = nlohmann::json::object();
+  std::set<std::string> links_seen_active_;               // "gpu/link"
+  std::map<std::pair<std::string, int>, std::uint64_t> xid_counts_;  // (gpu, xid) -> events read
+  std::deque<SeenXid> recent_xids_;                       // within the window, the newest 4096
+  std::optional<std::uint64_t> last_xid_seq_;
+};
+
+// "RxErr +2, BadTLP +1": the named counters that rose, for a summary.
+std::string describe_rises(const std::map<std::string, std::uint64_t>& rises);
+// "10m", "90s", "2h": a window for people.
+std::string window_text(double seconds);
+
+}  // namespace p2pnode::health

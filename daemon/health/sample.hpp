@@ -1,0 +1,69 @@
+#pragma once
+// What one health pass read (probe/health_probe.cpp fills it; nothing here touches the machine).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/inventory.hpp"
+#include "health/aer.hpp"
+#include "health/xid.hpp"
+
+namespace p2pnode::health {
+
+// A GPU, NVMe drive or bridge on their paths, with where it sits (from the last discovery).
+struct Endpoint {
+  std::string bdf;
+  std::string kind;                   // gpu, nvme
+  std::vector<std::string> upstream;  // bridges from the root port down
+  std::string root_complex;
+  int numa_node = -1;
+};
+
+struct DeviceReading {
+  std::string bdf;
+  std::string kind;                             // gpu, nvme, bridge
+  std::map<std::string, AerCounts> aer;         // "correctable", "nonfatal", "fatal"; empty: no AER statistics
+  std::string aer_absent;                       // why there are none (or a file that did not decode)
+  LinkInfo link;
+  bool link_idles = false;                      // a GPU's own link: GPUs lower the speed when idle
+};
+
+inline constexpr const char* kNvlinkCounters[] = {"replay", "recovery", "crc_flit", "crc_data", "ecc_data"};
+
+struct NvlinkLinkReading {
+  int link = 0;
+  bool active = false;
+  std::string remote;                                   // far end's PCI bus id (GPU or NVSwitch), if known
+  std::map<std::string, std::optional<std::uint64_t>> errors;  // kNvlinkCounters; nullopt: not supported
+};
+struct NvlinkGpuReading {
+  std::string gpu;
+  std::vector<NvlinkLinkReading> links;
+  std::string problem;  // NVML refused this GPU
+};
+struct NvlinkReading {
+  bool read = false;
+  std::string skipped;  // why not read (no agent, no NVML, a pass running, timed out …)
+  std::string driver_version;
+  std::vector<NvlinkGpuReading> gpus;
+};
+
+struct XidReading {
+  std::string source;                    // /dev/kmsg
+  std::string problem;                   // why it could not be read
+  std::vector<XidEvent> events;          // new since the last pass
+  std::optional<double> uptime_s;        // the kernel's clock now (/proc/uptime), to age events
+};
+
+struct HealthSample {
+  double mono_s = 0;          // monotonic seconds, for the windows
+  std::int64_t unix_s = 0;
+  double duration_s = 0;
+  std::vector<DeviceReading> devices;
+  NvlinkReading nvlink;
+  XidReading xid;
+};
+
+}  // namespace p2pnode::health

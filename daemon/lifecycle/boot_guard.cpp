@@ -1,0 +1,52 @@
+#include "lifecycle/boot_guard.hpp"
+
+#include <algorithm>
+
+namespace p2pnode::lifecycle {
+
+BootGuardDecision decide_boot_guard(const BootGuardInputs& in) {
+  using What = BootGuardDecision::What;
+  BootGuardDecision d;
+  const auto good = std::find_if(in.kernels.begin(), in.kernels.end(), [](const KernelModuleState& s) { return s.has_module; });
+  const bool newest_ok = !in.kernels.empty() && in.kernels.front().has_module;
+  if (in.allow_boot_without_module) {
+    if (in.held) d = {What::release, "", "the profile allows booting a kernel without the module (driver.allow_boot_without_module)"};
+    return d;
+  }
+  if (newest_ok) {
+    if (in.held) d = {What::release, "", "the newest kernel " + in.kernels.front().release + " has the module now: GRUB may boot it again"};
+    return d;
+  }
+  if (in.kernels.empty()) return d;
+  // Debian's update-grub makes the newest kernel the default: it must have the module, or GRUB
+  // is held on one that has.
+  const std::string& newest = in.kernels.front().release;
+  if (good == in.kernels.end()) {
+    d.unsafe = true;
+    d.reason = "the newest kernel " + newest + " has no module and no installed kernel has one to fall back to";
+    return d;
+  }
+  if (in.held && in.next_boot == good->release) return d;  // already held there
+  d = {What::hold, good->release,
+       "the newest kernel " + newest + " has no module (its build failed or its headers are missing): hold GRUB on " +
+           good->release + ", the newest kernel that has it, until the module is built"};
+  return d;
+}
+
+BootGuardInputs boot_guard_inputs(const Profile& p, const Inventory& inv) {
+  BootGuardInputs in;
+  if (!p.driver || !p.driver->kernel_module) return in;
+  const std::string& pkg = p.driver->kernel_module->name;
+  const std::string& ver = p.driver->version;
+  for (const auto& k : inv.kernels.kernels) {
+    KernelModuleState s{k.release, false};
+    for (const auto& d : k.dkms) s.has_module = s.has_module || (d.package == pkg && d.version == ver && d.installed);
+    in.kernels.push_back(s);
+  }
+  in.next_boot = inv.kernels.next_boot;
+  in.held = inv.kernels.boot_guard_held;
+  in.allow_boot_without_module = p.driver->allow_boot_without_module;
+  return in;
+}
+
+}  // namespace p2pnode::lifecycle

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""A simulated p2pnode fleet on loopback: node scrapes made from real daemon scrapes (captured by
+tests/fleet/capture.sh from the recorded fixtures and agent results), served by one process on one
+port per node, with a file_sd target list as ansible/prometheus.yml writes it.
+
+  fleet.py plan --captures DIR --nodes N --base-port P --out DIR
+      writes DIR/inventory.yml (for ansible/prometheus.yml), DIR/p2pnode-targets.json (the same
+      file_sd the playbook writes), DIR/expected.json (which instances each alert must name)
+  fleet.py serve --captures DIR --nodes N --base-port P [--ready-file F]
+      serves node i's scrape on 127.0.0.1:P+i until killed
+
+Node i is a variant of one captured kind (different node name, GPU UUIDs, figures and times):
+  h8  8x RTX 4090 (EPYC, 4 NVMe), ready          h4  4x H200 (NVLink), ready
+  h2  the 4x H200 node restricted to 2 GPUs      b2  2x RTX 4090, a link trained at x8: blocked
+  f6  tinybox 6x RTX 4090 as its BIOS left it: failed, a kernel without the module
+and every 25th node from a few offsets plays a role: a pair below its threshold, a pair without
+peer access, corrupted bytes (each degraded), a regressed pair, a self-test overdue, a userspace
+driver that does not match, an NVMe drive without BAR0 and a doorbell the GPU cannot ring; the
+kinds b2 and f6 come in the same way. Everything is deterministic in i."""
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import resource
+import sys
+import time
+import zlib
+
+KIND_FILES = {"h8": "h8.prom", "h4": "h4.prom", "b2": "b2.prom", "f6": "f6.prom"}
+ROLES = {1: "noaccess", 3: "below", 5: "driver", 7: "regressed", 9: "nvme", 11: "corrupt", 13: "overdue", 17: "blocked",
+         19: "nomodule"}
+LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse(text):
+    """Exposition text -> [[name, help, type, [[labels, value], ...]], ...] in file order."""
+    fams, by_name = [], {}
+    for line in text.splitlines():
+        if line.startswith("# HELP ") or line.startswith("# TYPE "):
+            _, kind, name, rest = (line.split(" ", 3) + [""])[:4]
+            if name not in by_name:
+                by_name[name] = [name, "", "", []]
+                fams.append(by_name[name])
+            by_name[name][1 if kind == "HELP" else 2] = rest
+            continue
+        if not line or line.startswith("#"):
+            continue
+        m = LINE.match(line)
+        if not m:
+            raise ValueError("not an exposition line: %r" % line)
+        name, labels, value = m.group(1), dict(LABEL.findall(m.group(2) or "")), m.group(3)
+        fam = by_name.get(name) or by_name.get(re.sub(r"_total$", "", name))
+        if fam is None:
+            fam = by_name[name] = [name, "", "untyped", []]
+            fams.append(fam)
+        fam[3].append([labels, float(value)])
+    return fams
+
+
+def render(fams):
+    out = []
+    for name, help_, type_, samples in fams:
+        if not samples:
+            continue
+        out.append("# HELP %s %s\n# TYPE %s %s\n" % (name, help_, name, type_))
+        for labels, value in samples:
+            lab = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
+            sample_name = name + "_total" if type_ == "counter" and not name.endswith("_total") else name
+            out.append("%s%s %s\n" % (sample_name, "{%s}" % lab if lab else "", repr(float(value))))
+    return "".join(out)
+
+
+def restrict(fams, keep):
+    """The scrape of a node with only the GPUs in keep (series naming another GPU are dropped)."""
+    out = []
+    for name, h, t, samples in fams:
+        s = [[l, v] for l, v in samples if l.get("gpu", "") in keep | {""} and l.get("peer_gpu", "") in keep | {""}]
+        out.append([name, h, t, s])
+    checked = family(out, "p2pnode_p2p_integrity_checked_pairs")
+    if checked:
+        checked[3] = [[{}, float(len(family(out, "p2pnode_p2p_access")[3]))]]
+    return out
+
+
+def kind_of(i):
+    role = ROLES.get(i % 25)
+    if role == "blocked":
+        return "b2", role
+    if role == "nomodule":
+        return "f6", role
+    if role == "nvme":
+        return "h8", role
+    return ["h8", "h8", "h4", "h2"][i % 4], role
+
+
+def load_kinds(captures):
+    kinds = {k: parse(open(os.path.join(captures, f)).read()) for k, f in KIND_FILES.items()}
+    gpus = sorted({l["gpu"] for l, _ in next(f for f in kinds["h4"] if f[0] == "p2pnode_gpu_info")[3]})
+    kinds["h2"] = restrict(kinds["h4"], set(gpus[:2]))
+    return kinds
+
+
+def family(fams, name):
+    return next((f for f in fams if f[0] == name), None)
+
+
+def add_family(fams, name, help_, samples, type_="gauge"):
+    f = family(fams, name)
+    if f is None:
+        fams.append([name, help_, type_, samples])
+    else:
+        f[3].extend(samples)
+
+
+def set_state(fams, state):
+    f = family(fams, "p2pnode_node_state")
+    f[3] = [[l, 1.0 if l["state"] == state else 0.0] for l, _ in f[3]]
+    f = family(fams, "p2pnode_node_reasons")
+    if f:
+        f[3] = [[{}, 1.0 if state != "ready" else 0.0]]
+
+
+def last_pass(fams, now):
+    """A failed self-test now; the last pass half a schedule ago (not yet overdue)."""
+    sched = family(fams, "p2pnode_selftest_schedule_seconds")[3][0][1]
+    family(fams, "p2pnode_selftest_last_success_timestamp_seconds")[3] = [[{}, float(int(now - sched / 2))]]
+
+
+def variant(kinds, i, now):
+    """Node i's scrape text and the alerts it must raise."""
+    kind, role = kind_of(i)
+    rng = random.Random(i)
+    fams = json.loads(json.dumps(kinds[kind]))
+    name = "gpu-node-%04d" % i
+    for f in fams:
+        for s in f[3]:
+            l = s[0]
+            if "UUID" in l and l["UUID"]:
+                l["UUID"] = "GPU-%08x-%04x-0000-0000-%012x" % (i, len(l["UUID"]), zlib.crc32(l["gpu"].encode()))
+            if "Hostname" in l:
+                l["Hostname"] = name
+    # Figures: each pair a little off its path class's expected figure (as healthy boxes measure).
+    expected = {(l["path"], l["engine"], l["direction"]): v
+                for l, v in (family(fams, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second") or ["", "", "", []])[3]}
+    threshold = {(l["path"], l["engine"], l["direction"]): v
+                 for l, v in (family(fams, "p2pnode_p2p_path_threshold_bytes_per_second") or ["", "", "", []])[3]}
+    bw = family(fams, "p2pnode_p2p_bandwidth_bytes_per_second")
+    if bw:
+        for s in bw[3]:
+            key = (s[0].get("path"), s[0]["engine"], s[0]["direction"])
+            s[1] = round(max((expected.get(key) or s[1]) * rng.uniform(0.94, 1.03), threshold.get(key, 0) * 1.01), -6)
+    # Times: started up to 1.5 schedules ago, reconciled a minute ago, passed within the schedule.
+    sched = family(fams, "p2pnode_selftest_schedule_seconds")
+    uptime = rng.uniform(600, 1.5 * sched[3][0][1] if sched else 86400)  # not yet overdue without a pass
+    for n, v in (("p2pnode_start_time_seconds", now - uptime), ("p2pnode_reconcile_last_timestamp_seconds", now - 60),
+                 ("p2pnode_selftest_last_run_timestamp_seconds", now - 600),
+                 ("p2pnode_selftest_last_success_timestamp_seconds", now - 540)):
+        f = family(fams, n)
+        if f:
+            f[3] = [[{}, float(int(v))]]
+    alerts = []
+    pair = bw[3][0][0] if bw and bw[3] else None
+    ce_write = [s for s in (bw[3] if bw else []) if s[0]["engine"] == "ce" and s[0]["direction"] == "write"]
+    if role == "below" and ce_write:
+        s = ce_write[0]
+        s[1] = round(expected[(s[0]["path"], "ce", "write")] * 0.5, -6)
+        set_state(fams, "degraded")
+        family(fams, "p2pnode_selftest_passed")[3] = [[{}, 0.0]]
+        last_pass(fams, now)
+        alerts.append("P2pnodePairBelowThreshold")
+    elif role == "regressed" and ce_write:
+        l = ce_write[0][0]
+        cells = [s for s in bw[3] if s[0]["gpu"] == l["gpu"] and s[0]["peer_gpu"] == l["peer_gpu"] and s[0]["direction"] == "write"]
+        for s in cells:
+            base = {k: v for k, v in s[0].items() if k != "path"}
+            add_family(fams, "p2pnode_p2p_regressed", "1 for a pair whose bandwidth dropped more than the profile allows below its baseline (only those)", [[base, 1.0]])
+            add_family(fams, "p2pnode_p2p_baseline_bandwidth_bytes_per_second", "The node's own baseline for a regressed pair: median of its last self-tests", [[dict(base), round(s[1] / 0.86, -6)]])
+        family(fams, "p2pnode_p2p_regressed_cells")[3] = [[{}, float(len(cells))]]
+        alerts.append("P2PNodePairRegressed")
+    elif role == "corrupt" and pair:
+        add_family(fams, "p2pnode_p2p_integrity_error_bytes", "Bytes that arrived corrupted in P2P copies from gpu to peer_gpu in the last self-test (only pairs with some; p2pnode_p2p_integrity_checked_pairs counts the pairs checked)",
+                   [[{"gpu": pair["gpu"], "peer_gpu": pair["peer_gpu"]}, 4096.0]])
+        set_state(fams, "degraded")
+        family(fams, "p2pnode_selftest_passed")[3] = [[{}, 0.0]]
+        last_pass(fams, now)
+        alerts.append("P2pnodeIntegrityError")
+    elif role == "overdue":
+        sched = family(fams, "p2pnode_selftest_schedule_seconds")[3][0][1]
+        family(fams, "p2pnode_start_time_seconds")[3] = [[{}, float(int(now - 5 * sched))]]
+        family(fams, "p2pnode_selftest_last_success_timestamp_seconds")[3] = [[{}, float(int(now - 3 * sched))]]
+        alerts.append("P2pnodeSelftestStale")
+    elif role == "noaccess" and pair:
+        # One pair without peer access: no bandwidth for it, the self-test fails, the node degrades.
+        g, p = pair["gpu"], pair["peer_gpu"]
+        bw[3] = [s for s in bw[3] if (s[0]["gpu"], s[0]["peer_gpu"]) != (g, p)]
+        for s in family(fams, "p2pnode_p2p_access")[3]:
+            if (s[0]["gpu"], s[0]["peer_gpu"]) == (g, p):
+                s[1] = 0.0
+        set_state(fams, "degraded")
+        family(fams, "p2pnode_selftest_passed")[3] = [[{}, 0.0]]
+        last_pass(fams, now)
+    elif role == "driver":
+        for s in family(fams, "p2pnode_driver_info")[3]:
+            s[0]["userspace"] = "550.54.15"
+        family(fams, "p2pnode_driver_versions_match")[3] = [[{}, 0.0]]
+    elif role == "nvme":
+        bar0 = family(fams, "p2pnode_nvme_bar0_ok")[3]
+        bar0[0][1] = 0.0
+        gpu = sorted(s[0]["gpu"] for s in family(fams, "p2pnode_gpu_info")[3])[0]
+        add_family(fams, "p2pnode_nvme_doorbell_ok", "1 when the writer (gpu or host) rang the NVMe drive's doorbell and Identify came back right",
+                   [[{"nvme": bar0[1][0]["nvme"], "gpu": gpu, "writer": "gpu"}, 0.0], [{"nvme": bar0[1][0]["nvme"], "gpu": gpu, "writer": "host"}, 1.0]])
+        alerts.append("P2pnodeNvmeUnhealthy")  # pending: it waits 5 minutes
+    # What the captured kinds bring with them (the recorded machines' own faults).
+    if any(v == 0 for _, v in (family(fams, "p2pnode_kernel_module_installed") or [0, 0, 0, []])[3]):
+        alerts.append("P2pnodeKernelWithoutModule")
+    if any(v == 0 for _, v in (family(fams, "p2pnode_driver_versions_match") or [0, 0, 0, []])[3]):
+        alerts.append("P2pnodeDriverMismatch")  # pending: it waits 5 minutes
+    st = family(fams, "p2pnode_node_state")
+    if any(l["state"] != "ready" and v == 1 for l, v in st[3]):
+        alerts.append("P2pnodeNodeNotReady")  # pending: it waits 15 minutes
+    return render(fams), kind, role, alerts
+
+
+def plan(a):
+    kinds = load_kinds(a.captures)
+    now = time.time()
+    os.makedirs(a.out, exist_ok=True)
+    targets, expected, inv = [], {}, ["gpu_nodes:", "  hosts:"]
+    counts = {}
+    for i in range(a.nodes):
+        text, kind, role, alerts = variant(kinds, i, now)
+        addr = "127.0.0.1:%d" % (a.base_port + i)
+        name, cluster = "gpu-node-%04d" % i, "dc%d" % (1 + i % 2)
+        targets.append({"labels": {"__scheme__": "http", "cluster": cluster, "node": name}, "targets": [addr]})
+        inv.append('    %s: {p2pnode_listen: "%s", p2pnode_cluster: %s}' % (name, addr, cluster))
+        for al in alerts:
+            expected.setdefault(al, []).append(addr)
+        key = kind + ("/" + role if role else "")
+        c = counts.setdefault(key, [0, 0])
+        c[0] += 1
+        c[1] += sum(1 for ln in text.splitlines() if not ln.startswith("#"))
+    json.dump(targets, open(os.path.join(a.out, "p2pnode-targets.json"), "w"), indent=4)
+    open(os.path.join(a.out, "inventory.yml"), "w").write("\n".join(inv) + "\n")
+    json.dump({k: sorted(v) for k, v in expected.items()}, open(os.path.join(a.out, "expected.json"), "w"), indent=1)
+    total = sum(c[1] for c in counts.values())
+    print("%d nodes, %d series: %s" % (a.nodes, total,
+          ", ".join("%s %d (%d series each)" % (k, c[0], c[1] // c[0]) for k, c in sorted(counts.items()))))
+
+
+async def serve_all(a):
+    kinds = load_kinds(a.captures)
+    now = time.time()
+    bodies = []
+    for i in range(a.nodes):
+        text = variant(kinds, i, now)[0].encode()
+        bodies.append(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(text) + text)
+    not_found = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+
+    def handler(body):
+        async def handle(reader, writer):
+            try:
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    writer.write(body if head.split(b" ", 2)[1].startswith(b"/metrics") else not_found)
+                    await writer.drain()
+            except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+                pass
+            finally:
+                writer.close()
+        return handle
+
+    servers = [await asyncio.start_server(handler(b), "127.0.0.1", a.base_port + i, backlog=64) for i, b in enumerate(bodies)]
+    if a.ready_file:
+        open(a.ready_file, "w").write("%d\n" % len(servers))
+    await asyncio.gather(*(s.serve_forever() for s in servers))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=["plan", "serve"])
+    p.add_argument("--captures", required=True)
+    p.add_argument("--nodes", type=int, required=True)
+    p.add_argument("--base-port", type=int, required=True)
+    p.add_argument("--out")
+    p.add_argument("--ready-file")
+    a = p.parse_args()
+    missing = [f for f in KIND_FILES.values() if not os.path.isfile(os.path.join(a.captures, f))]
+    if missing:
+        sys.exit("fleet.py: %s lacks the captured scrapes %s (tests/fleet/capture.sh writes them)" % (a.captures, ", ".join(missing)))
+    if a.command == "plan":
+        if not a.out:
+            sys.exit("fleet.py plan: --out DIR is required")
+        plan(a)
+    else:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        asyncio.run(serve_all(a))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+#!/bin/bash
+# The passive health pass through the daemon, about 10 s: the recorded 4x H200 node with a recorded
+# /dev/kmsg stream (tests/serve/data/kmsg-xid.txt: Xid 79 on 0000:00:06.0 and 74 on 0000:00:07.0
+# five minutes before now, an Xid 13 from long before) and /proc/uptime put in its root, AER files
+# added to GPU 0000:00:06.0, and an agent that answers --health with an NVLink document the test
+# rewrites. health.interval 1s: the Xids are findings naming the GPUs and their pairs, counted once
+# per record; a correctable AER rise and an NVLink replay rise become findings and metrics; every
+# response against api/openapi.yaml; promtool on the scrape; the alert rules on what was scraped.
+BIN=${1:?usage: test_health.sh PATH-TO-p2pnode}
+source "$(dirname "$0")/lib.sh"
+for tool in curl jq; do command -v $tool >/dev/null || skip "$tool is not installed"; done
+
+make_node h200 h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
+R="$WORK/h200/root"
+mkdir -p "$R/dev"
+cp "$SRC/tests/serve/data/kmsg-xid.txt" "$R/dev/kmsg"
+echo "86400.25 170000.00" > "$R/proc/uptime"  # the kernel's clock: the 79 and 74 are 5 minutes old
+G="$R/sys/bus/pci/devices/0000:00:06.0"
+aer() {  # aer RXERR: the kernel's aer_dev_* files with RxErr at RXERR
+  printf 'RxErr %s\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR %s\n' "$1" "$1" > "$G/aer_dev_correctable.new"
+  mv "$G/aer_dev_correctable.new" "$G/aer_dev_correctable"
+}
+aer 0
+printf 'Undefined 0\nDLP 0\nCmpltTO 0\nTOTAL_ERR_NONFATAL 0\n' > "$G/aer_dev_nonfatal"
+printf 'Undefined 0\nDLP 0\nCmpltTO 0\nTOTAL_ERR_FATAL 0\n' > "$G/aer_dev_fatal"
+export P2PNODE_TEST_HEALTH_DOC="$WORK/health.json"
+nvlink() {  # nvlink REPLAY: GPUs 06.0 and 07.0 with two links each to one another
+  cat > "$P2PNODE_TEST_HEALTH_DOC.new" <<JSON
+{"schema_version": 1, "kind": "health", "agent_version": "test",
+ "nvml": {"available": true, "driver_version": "580.159.04", "reason": null},
+ "gpus": [
+  {"index": 0, "pci_bus_id": "0000:00:06.0", "name": "NVIDIA H200", "problem": null, "links": [
+    {"link": 0, "active": true, "remote_pci_bus_id": "0000:00:07.0", "errors": {"replay": $1, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc_data": null}},
+    {"link": 1, "active": true, "remote_pci_bus_id": "0000:00:07.0", "errors": {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc_data": null}}]},
+  {"index": 1, "pci_bus_id": "0000:00:07.0", "name": "NVIDIA H200", "problem": null, "links": [
+    {"link": 0, "active": true, "remote_pci_bus_id": "0000:00:06.0", "errors": {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc_data": null}},
+    {"link": 1, "active": true, "remote_pci_bus_id": "0000:00:06.0", "errors": {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc_data": null}}]}]}
+JSON
+  mv "$P2PNODE_TEST_HEALTH_DOC.new" "$P2PNODE_TEST_HEALTH_DOC"
+}
+nvlink 5
+write_config h200 "$SRC/tests/serve/agents/health.sh" "[\"$SRC/tests/gpu/results/h200x4-rounds.json\"]" \
+  "health: {interval: 1s, window: 10m, agent_time_limit: 5s, nvlink_interval: 1s}"
+start_daemon h200 || exit 1
+
+passes() { curl -s "$URL/v1/health" | jq -e ".passes >= $1 and (.devices | length) == 4" >/dev/null; }
+wait_until 30 passes 2 || fail "two health passes with the four GPUs within 30 s"
+record health GET /v1/health
+H=$BODY
+check "/v1/health: schema 1, interval 1 s, window 600 s" jq -e '.schema_version == 1 and .interval_s == 1 and .window_s == 600' <<<"$H"
+check "Xid 79 is an error finding on GPU 0000:00:06.0 naming its pairs and the process" \
+  jq -e '.findings[] | select(.check == "health.xid" and .subject == "0000:00:06.0") | .severity == "error" and
+         (.summary | test("^Xid 79 on GPU 0000:00:06.0: GPU has fallen off the bus.*1x in the last 10m.*0000:00:06.0-0000:00:07.0")) and
+         .observed.processes[0].process == "all_reduce_perf" and (.observed.pairs | length) == 3' <<<"$H"
+check "Xid 74 is an error finding on GPU 0000:00:07.0 (NVLink)" \
+  jq -e '.findings[] | select(.check == "health.xid" and .subject == "0000:00:07.0" and .observed.xid == 74) | .severity == "error" and .observed.area == "nvlink"' <<<"$H"
+check "the Xid 45 after it is a warning" \
+  jq -e '[.findings[] | select(.check == "health.xid" and .observed.xid == 45 and .severity == "warning")] | length == 1' <<<"$H"
+check "the Xid 13 of long ago is counted but no finding" \
+  jq -e '([.findings[] | select(.observed.xid == 13)] | length == 0) and (.xid.counts | any(.xid == 13 and .gpu == "0000:00:08.0" and .count == 1))' <<<"$H"
+check "no AER or NVLink finding from first readings" jq -e '[.findings[] | select(.check == "health.aer" or .check == "health.nvlink")] | length == 0' <<<"$H"
+check "GPU 0000:00:07.0 has no AER statistics, and says so" \
+  jq -e '.devices[] | select(.bdf == "0000:00:07.0") | .aer == null and (.aer_absent | test("no AER statistics"))' <<<"$H"
+check "NVLink read through the agent's --health" jq -e '.nvlink.read == true and .nvlink.driver_version == "580.159.04" and (.nvlink.gpus | length) == 2' <<<"$H"
+check "the 32 GT/s x16 links are not degraded" jq -e '[.devices[] | select(.link_degraded)] | length == 0' <<<"$H"
+
+# The stream grows by one Xid 79 record; the records already seen are not counted again.
+printf '4,2007,86390000000,-;NVRM: Xid (PCI:0000:00:06): 79, pid=48300, name=python3, GPU has fallen off the bus.\n' >> "$R/dev/kmsg"
+aer 3
+nvlink 9
+risen() {
+  curl -s "$URL/v1/health" | jq -e '[.findings[] | select(.check == "health.aer" or .check == "health.nvlink" or (.check == "health.xid" and .observed.count == 2))] | length == 3' >/dev/null
+}
+wait_until 20 risen || fail "the AER, NVLink and second Xid 79 findings within 20 s"
+record health2 GET /v1/health
+H=$BODY
+check "3 correctable AER errors on GPU 0000:00:06.0 are a warning naming RxErr and the pairs" \
+  jq -e '.findings[] | select(.check == "health.aer") | .subject == "0000:00:06.0" and .severity == "warning" and
+         (.summary | test("3 correctable PCIe AER errors in the last 10m on gpu 0000:00:06.0 \\(RxErr \\+3\\); on 3 P2P paths"))' <<<"$H"
+check "NVLink 0 of 0000:00:06.0: replay +4" \
+  jq -e '.findings[] | select(.check == "health.nvlink") | .subject == "0000:00:06.0" and (.summary | test("NVLink 0 of GPU 0000:00:06.0: replay \\+4 errors"))' <<<"$H"
+check "the new Xid 79 record is counted once: 2 for 0000:00:06.0, the 74 still 1" \
+  jq -e '(.xid.counts[] | select(.gpu == "0000:00:06.0" and .xid == 79) | .count == 2) and (.xid.counts[] | select(.xid == 74) | .count == 1)' <<<"$H"
+
+record status GET /v1/status
+check "/v1/status carries the health summary" \
+  jq -e '.health.enabled and .health.findings_error >= 2 and .health.findings_warning >= 3 and (.health.findings | any(test("^error health.xid 0000:00:06.0: Xid 79")))' <<<"$BODY"
+check "p2pnode status lists the health findings" bash -c "'$BIN' status --url '$URL' | grep -q '^  error health.xid 0000:00:06.0: Xid 79'"
+record metrics GET /metrics
+M=$BODY
+check "p2pnode_gpu_xid_events_total counts the 79s" grep -q '^p2pnode_gpu_xid_events_total{gpu="0000:00:06.0",xid="79"} 2$' <<<"$M"
+check "p2pnode_pcie_aer_errors_total for the GPU" grep -q '^p2pnode_pcie_aer_errors_total{device="0000:00:06.0",kind="gpu",type="correctable"} 3$' <<<"$M"
+check "p2pnode_nvlink_errors_total sums the GPU's links" grep -q '^p2pnode_nvlink_errors_total{counter="replay",gpu="0000:00:06.0"} 9$' <<<"$M"
+check "p2pnode_nvlink_active_links" grep -q '^p2pnode_nvlink_active_links{gpu="0000:00:07.0"} 2$' <<<"$M"
+check "p2pnode_health_finding for the Xid" grep -q '^p2pnode_health_finding{check="health.xid",device="0000:00:06.0",severity="error"} 1$' <<<"$M"
+check "p2pnode_pcie_link_degraded is 0 for the GPUs" grep -q '^p2pnode_pcie_link_degraded{device="0000:00:09.0",kind="gpu"} 0$' <<<"$M"
+if command -v promtool >/dev/null; then
+  check "promtool check metrics passes" bash -c "promtool check metrics < '$RESP/metrics.body'"
+  # The alert rules on what this daemon exported: the Xid alert fires on its finding series.
+  series=$(grep '^p2pnode_health_finding{check="health.xid",device="0000:00:06.0"' <<<"$M" | sed 's/ 1$//; s/{/{job="p2pnode",instance="n1:9470",/')
+  cat > "$WORK/alerts_test.yml" <<YML
+rule_files: [$SRC/prometheus/p2pnode-alerts.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - {series: '$series', values: '1x5'}
+    alert_rule_test:
+      - eval_time: 2m
+        alertname: P2pnodeGpuXid
+        exp_alerts:
+          - exp_labels: {severity: critical, job: p2pnode, instance: "n1:9470", check: health.xid, device: "0000:00:06.0"}
+            exp_annotations:
+              summary: "n1:9470: GPU 0000:00:06.0 logged an Xid that takes it out of P2P"
+              description: "The NVIDIA driver logged an Xid on 0000:00:06.0 in the health window (74 NVLink, 79 fallen off the bus, 48/95 memory, 119/120 GSP, …): GET /v1/health names it and what to do"
+YML
+  check "P2pnodeGpuXid fires on the scraped finding series" promtool test rules "$WORK/alerts_test.yml"
+else
+  echo "SKIP promtool: not installed (scripts/install-deps.sh test installs Debian's prometheus)"
+fi
+check "the journal line for the Xid 79 finding" grep -q 'Xid 79 on GPU 0000:00:06.0' "$WORK/h200/log"
+if ensure_validator; then
+  validate_responses --recorded-only && pass "every response matches api/openapi.yaml" || fail "responses match api/openapi.yaml"
+else
+  echo "SKIP openapi validation: node/npm not available"
+fi
+stop_daemon h200
+echo "$FAILS failure(s)"
+[ "$FAILS" -eq 0 ]
