@@ -114,9 +114,6 @@ check "SIGSTOP: restarted (pid $pid1 -> $pid2)" sh -c "[ '$pid2' != 0 ] && [ '$p
 check "SIGSTOP: /readyz 200 again" test "$(readyz)" = 200
 in_node 'rm -r /run/systemd/system/p2pnode.service.d && systemctl daemon-reload'
 echo "node: case 3 (daemon crashes) done at $((SECONDS - t0)) s"
-for u in p2pnode p2pnode-apply; do
-  echo "node: systemd-analyze security $u: $(in_node systemd-analyze security $u.service --no-pager | tail -1)"
-done
 
 # Power cut during an apply: unbind the free drive so the apply has work, start it, cut QEMU.
 state_files() { in_node 'for f in /var/lib/p2pnode/state.json /etc/modprobe.d/*p2pnode* /etc/p2pnode/profiles/*.yaml; do [ -f "$f" ] && md5sum "$f"; done'; }
