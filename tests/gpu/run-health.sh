@@ -9,10 +9,10 @@
 #                         the bridges above them), each command with its exit status and wall time
 #   agent-health.json     `p2pnode-agent --health --json`, as the daemon reads it
 #   agent-health-2.json   the same again 5 s later (counters compared in the log)
-#   health.json           GET /v1/health after the passes: devices on P2P paths with AER and link,
+#   health-api.json         GET /v1/health after the passes: devices on P2P paths with AER and link,
 #                         NVLink per GPU and link, Xid events from /dev/kmsg, findings
 #   health-metrics.txt    the health families of GET /metrics
-#   status.json           GET /v1/status (its health summary)
+#   status-api.json         GET /v1/status (its health summary)
 #   serve-log.txt         the daemon's log
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -93,11 +93,11 @@ for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.2; done
 URL="http://127.0.0.1:$(cat "$WORK/port" 2>/dev/null)"
 sleep "$SECONDS_TO_RUN"
 get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$URL$1"; }
-get /v1/health >"$OUT/health.json"; say "GET /v1/health rc=$?"
-get /v1/status >"$OUT/status.json"; say "GET /v1/status rc=$?"
+get /v1/health >"$OUT/health-api.json"; say "GET /v1/health rc=$?"
+get /v1/status >"$OUT/status-api.json"; say "GET /v1/status rc=$?"
 get /metrics | grep -E '^(# (HELP|TYPE) )?p2pnode_(pcie_aer|pcie_link_degraded|nvlink|gpu_xid|health)' >"$OUT/health-metrics.txt"
 kill -TERM "$pid"; wait "$pid"; say "serve stopped rc=$?"
-python3 - "$OUT/health.json" >>"$LOG" 2>&1 <<'PY'
+python3 - "$OUT/health-api.json" >>"$LOG" 2>&1 <<'PY'
 import json, sys
 h = json.load(open(sys.argv[1]))
 print("passes", h["passes"], "last pass took", h["pass_duration_s"], "s; problem:", h["problem"])

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "health/agent_health.hpp"
 #include "judge/contention.hpp"
 #include "judge/verdict.hpp"
 #include "probe/agent_run.hpp"
@@ -52,6 +53,11 @@ TEST(AgentParse, RecordedOutputsParse) {
     if (text.find("\"kind\": \"gpu_processes\"") != std::string::npos) {  // p2pnode-agent --processes
       auto a = parse_gpu_activity(text);
       EXPECT_TRUE(a.ok()) << f.path() << ": " << (a.ok() ? "" : a.error().message);
+      continue;
+    }
+    if (text.find("\"kind\": \"health\"") != std::string::npos) {  // p2pnode-agent --health
+      auto h = health::decode_agent_health(text);
+      EXPECT_TRUE(h.ok()) << f.path() << ": " << (h.ok() ? "" : h.error().message);
       continue;
     }
     auto r = parse_agent_result(text);
