@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Synthesises an N-GPU agent result from a recorded one (tests/gpu/results), for GPUs at the
-given PCI addresses: every pair cell and matrix is copied from the recorded pair (0, 1) or GPU 0.
+given PCI addresses: every pair cell and matrix is copied from the recorded pair (0, 1) or GPU 0;
+a GPU the recording does not have reports memory_bytes 0 (not known).
 Used by the benchmark to serve a full 8-GPU self-test without 8 GPUs.
 usage: synth_agent_result.py TEMPLATE.json BDF... > result.json"""
 import copy
@@ -13,9 +14,14 @@ n = len(bdfs)
 doc = copy.deepcopy(template)
 dev0 = template["devices"][0]
 doc["devices"] = []
+recorded = {d["pci_bus_id"]: d for d in template["devices"]}
 for i, bdf in enumerate(bdfs):
-    d = copy.deepcopy(dev0)
+    d = copy.deepcopy(recorded.get(bdf, dev0))
     d.update(index=i, cuda_ordinal=i, pci_bus_id=bdf, uuid="GPU-%08x-0000-0000-0000-%012x" % (i, i))
+    # A GPU the recording does not have: its VRAM is not known, so none is reported (0), and
+    # rebar.aperture judges it by the model table, not by the template's card.
+    if bdf not in recorded:
+        d["memory_bytes"] = 0
     doc["devices"].append(d)
 for case in doc["cases"]:
     cells = case["cells"]
