@@ -1,11 +1,10 @@
 #include "p2pnode/agent/gpu_processes.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 
+#include "nvml_lib.hpp"
 #include "p2pnode/agent/interconnect.hpp"
 
 namespace p2pnode::agent {
@@ -14,13 +13,9 @@ namespace {
 // The NVML types used, as nvml.h declares them. nvmlProcessInfo_t (pid, usedGpuMemory,
 // gpuInstanceId, computeInstanceId) is what the _v2 and _v3 process queries fill; the first
 // version (nvmlDeviceGetComputeRunningProcesses) fills the two-field nvmlProcessInfo_v1_t.
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-struct nvmlPciInfo_t {
-  char busIdLegacy[16];
-  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
-  char busId[32];
-};
+using nvmlReturn_t = nvml::Return;
+using nvmlDevice_t = nvml::Device;
+using nvmlPciInfo_t = nvml::PciInfo;
 struct nvmlProcessInfo_t {
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -34,7 +29,7 @@ struct nvmlProcessInfo_v1_t {
 struct nvmlUtilization_t {
   unsigned int gpu, memory;
 };
-constexpr nvmlReturn_t kSuccess = 0;
+using nvml::kSuccess;
 constexpr nvmlReturn_t kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
 constexpr unsigned long long kNotAvailable = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE
 constexpr unsigned kMaxProcesses = 256;
@@ -48,15 +43,11 @@ std::string proc_comm(unsigned pid) {
 }  // namespace
 
 struct ProcessWatch::Impl {
-  void* lib = nullptr;
-  bool initialized = false;
+  nvml::Lib lib;
   std::string reason;
   unsigned exclude_pid = 0;
   std::vector<std::string> bus_ids;
   std::vector<nvmlDevice_t> devices;
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
-  const char* (*error_string)(nvmlReturn_t) = nullptr;
   nvmlReturn_t (*count)(unsigned*) = nullptr;
   nvmlReturn_t (*by_index)(unsigned, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*by_bus_id)(const char*, nvmlDevice_t*) = nullptr;
@@ -68,12 +59,9 @@ struct ProcessWatch::Impl {
 
   template <typename F>
   bool sym(F& f, const char* name) {
-    f = reinterpret_cast<F>(dlsym(lib, name));
-    return f != nullptr;
+    return lib.sym(f, name);
   }
-  std::string err(nvmlReturn_t r) const {
-    return error_string ? std::string(error_string(r)) + " (" + std::to_string(r) + ")" : "error " + std::to_string(r);
-  }
+  std::string err(nvmlReturn_t r) const { return lib.err(r); }
   bool fail(std::string why) {
     reason = std::move(why);
     devices.clear();
@@ -81,23 +69,17 @@ struct ProcessWatch::Impl {
   }
 
   bool open(const char* library) {
-    lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* e = dlerror();
-      return fail(std::string("NVML not available: ") + (e ? e : std::string(library) + " not found"));
-    }
-    if (!(sym(init, "nvmlInit_v2") && sym(shutdown, "nvmlShutdown") && sym(error_string, "nvmlErrorString") &&
-          sym(count, "nvmlDeviceGetCount_v2") && sym(by_index, "nvmlDeviceGetHandleByIndex_v2") &&
+    if (auto why = lib.open(library); !why.empty()) return fail(why);
+    if (!(sym(count, "nvmlDeviceGetCount_v2") && sym(by_index, "nvmlDeviceGetHandleByIndex_v2") &&
           sym(by_bus_id, "nvmlDeviceGetHandleByPciBusId_v2") &&
           (sym(pci_info, "nvmlDeviceGetPciInfo_v3") || sym(pci_info, "nvmlDeviceGetPciInfo_v2"))))
-      return fail("NVML lacks a function the process watch needs");
+      return fail(nvml::Lib::missing("the process watch"));
     if (!sym(procs, "nvmlDeviceGetComputeRunningProcesses_v3") && !sym(procs, "nvmlDeviceGetComputeRunningProcesses_v2") &&
         !sym(procs_v1, "nvmlDeviceGetComputeRunningProcesses"))
       return fail("NVML has no nvmlDeviceGetComputeRunningProcesses");
     sym(process_name, "nvmlSystemGetProcessName");
     sym(utilization, "nvmlDeviceGetUtilizationRates");
-    if (const auto r = init(); r != kSuccess) return fail("nvmlInit failed: " + err(r));
-    initialized = true;
+    if (auto why = lib.init(); !why.empty()) return fail(why);
     if (bus_ids.empty()) {
       unsigned n = 0;
       if (const auto r = count(&n); r != kSuccess) return fail("nvmlDeviceGetCount failed: " + err(r));
@@ -168,10 +150,7 @@ ProcessWatch::ProcessWatch(std::vector<std::string> bus_ids, unsigned exclude_pi
   impl_->open(library);
 }
 
-ProcessWatch::~ProcessWatch() {
-  if (impl_->initialized && impl_->shutdown) impl_->shutdown();
-  if (impl_->lib) dlclose(impl_->lib);
-}
+ProcessWatch::~ProcessWatch() = default;
 
 bool ProcessWatch::available() const { return impl_->reason.empty(); }
 const std::string& ProcessWatch::reason() const { return impl_->reason; }

@@ -1,90 +1,60 @@
 #include "p2pnode/agent/health.hpp"
 
-#include <dlfcn.h>
-
 #include <cstring>
 #include <iostream>
 #include <string_view>
 
+#include "nvml_lib.hpp"
 #include "p2pnode/agent/interconnect.hpp"
 
 namespace p2pnode::agent {
 
 namespace {
-// The NVML types used, as nvml.h declares them (ABI stable since driver 346; the error counters since 361).
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-struct nvmlPciInfo_t {
-  char busIdLegacy[16];
-  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
-  char busId[32];
-};
-constexpr int kSuccess = 0;
+using nvml::Device;
+using nvml::kSuccess;
+using nvml::PciInfo;
+using nvml::Return;
 constexpr unsigned kMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
 
-struct Nvml {
-  void* lib = nullptr;
-  bool inited = false;
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
-  const char* (*error_string)(nvmlReturn_t) = nullptr;
-  nvmlReturn_t (*count)(unsigned*) = nullptr;
-  nvmlReturn_t (*by_index)(unsigned, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
-  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*link_state)(nvmlDevice_t, unsigned, int*) = nullptr;
-  nvmlReturn_t (*link_remote)(nvmlDevice_t, unsigned, nvmlPciInfo_t*) = nullptr;
-  nvmlReturn_t (*error_counter)(nvmlDevice_t, unsigned, int, unsigned long long*) = nullptr;
-  nvmlReturn_t (*driver_version)(char*, unsigned) = nullptr;
-
-  ~Nvml() {
-    if (lib) {
-      if (inited && shutdown) shutdown();
-      dlclose(lib);
-    }
-  }
-  template <typename F>
-  bool sym(F& f, const char* s) {
-    f = reinterpret_cast<F>(dlsym(lib, s));
-    return f != nullptr;
-  }
-  std::string err(nvmlReturn_t r) const {
-    return error_string ? std::string(error_string(r)) + " (" + std::to_string(r) + ")" : "error " + std::to_string(r);
-  }
+// The entry points the health reader needs (the NVLink error counters since driver 361).
+struct Calls {
+  Return (*count)(unsigned*) = nullptr;
+  Return (*by_index)(unsigned, Device*) = nullptr;
+  Return (*pci_info)(Device, PciInfo*) = nullptr;
+  Return (*name)(Device, char*, unsigned) = nullptr;
+  Return (*link_state)(Device, unsigned, int*) = nullptr;
+  Return (*link_remote)(Device, unsigned, PciInfo*) = nullptr;
+  Return (*error_counter)(Device, unsigned, int, unsigned long long*) = nullptr;
+  Return (*driver_version)(char*, unsigned) = nullptr;
 };
 }  // namespace
 
 HealthReport read_health(const char* library) {
   HealthReport rep;
-  Nvml n;
-  n.lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-  if (!n.lib) {
-    const char* e = dlerror();
-    rep.reason = std::string("NVML not available: ") + (e ? e : std::string(library) + " not found");
+  nvml::Lib n;
+  if (auto why = n.open(library); !why.empty()) {
+    rep.reason = why;
     return rep;
   }
-  const bool ok = n.sym(n.init, "nvmlInit_v2") && n.sym(n.shutdown, "nvmlShutdown") &&
-                  n.sym(n.error_string, "nvmlErrorString") && n.sym(n.count, "nvmlDeviceGetCount_v2") &&
-                  n.sym(n.by_index, "nvmlDeviceGetHandleByIndex_v2") && n.sym(n.pci_info, "nvmlDeviceGetPciInfo_v3") &&
-                  n.sym(n.link_state, "nvmlDeviceGetNvLinkState");
+  Calls calls;
+  const bool ok = n.sym(calls.count, "nvmlDeviceGetCount_v2") && n.sym(calls.by_index, "nvmlDeviceGetHandleByIndex_v2") &&
+                  n.sym(calls.pci_info, "nvmlDeviceGetPciInfo_v3") && n.sym(calls.link_state, "nvmlDeviceGetNvLinkState");
   if (!ok) {
-    const char* e = dlerror();
-    rep.reason = std::string("NVML lacks a function the health mode needs (") + (e ? e : "dlsym") + ")";
+    rep.reason = nvml::Lib::missing("the health mode");
     return rep;
   }
-  n.sym(n.name, "nvmlDeviceGetName");
-  n.sym(n.link_remote, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
-  n.sym(n.error_counter, "nvmlDeviceGetNvLinkErrorCounter");
-  n.sym(n.driver_version, "nvmlSystemGetDriverVersion");
-  if (const auto r = n.init(); r != kSuccess) {
-    rep.reason = "nvmlInit failed: " + n.err(r);
+  n.sym(calls.name, "nvmlDeviceGetName");
+  n.sym(calls.link_remote, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  n.sym(calls.error_counter, "nvmlDeviceGetNvLinkErrorCounter");
+  n.sym(calls.driver_version, "nvmlSystemGetDriverVersion");
+  if (auto why = n.init(); !why.empty()) {
+    rep.reason = why;
     return rep;
   }
-  n.inited = true;
   char ver[96] = {};
-  if (n.driver_version && n.driver_version(ver, sizeof ver) == kSuccess) rep.driver_version = ver;
+  if (calls.driver_version && calls.driver_version(ver, sizeof ver) == kSuccess) rep.driver_version = ver;
   unsigned count = 0;
-  if (const auto r = n.count(&count); r != kSuccess) {
+  if (const auto r = calls.count(&count); r != kSuccess) {
     rep.reason = "nvmlDeviceGetCount failed: " + n.err(r);
     return rep;
   }
@@ -92,31 +62,31 @@ HealthReport read_health(const char* library) {
   for (unsigned i = 0; i < count; ++i) {
     GpuHealth g;
     g.index = i;
-    nvmlDevice_t dev = nullptr;
-    if (const auto r = n.by_index(i, &dev); r != kSuccess) {
+    Device dev = nullptr;
+    if (const auto r = calls.by_index(i, &dev); r != kSuccess) {
       g.problem = "nvmlDeviceGetHandleByIndex failed: " + n.err(r);  // e.g. a GPU that fell off the bus
       rep.gpus.push_back(std::move(g));
       continue;
     }
-    nvmlPciInfo_t pci;
+    PciInfo pci;
     std::memset(&pci, 0, sizeof pci);
-    if (const auto r = n.pci_info(dev, &pci); r == kSuccess) g.pci_bus_id = normalize_bus_id(pci.busId);
+    if (const auto r = calls.pci_info(dev, &pci); r == kSuccess) g.pci_bus_id = normalize_bus_id(pci.busId);
     else g.problem = "nvmlDeviceGetPciInfo failed: " + n.err(r);
     char name[96] = {};
-    if (n.name && n.name(dev, name, sizeof name) == kSuccess) g.name = name;
+    if (calls.name && calls.name(dev, name, sizeof name) == kSuccess) g.name = name;
     for (unsigned l = 0; l < kMaxLinks; ++l) {
       int active = 0;
-      if (n.link_state(dev, l, &active) != kSuccess) continue;  // not a link this GPU has
+      if (calls.link_state(dev, l, &active) != kSuccess) continue;  // not a link this GPU has
       NvlinkHealth h;
       h.link = l;
       h.active = active != 0;
-      nvmlPciInfo_t remote;
+      PciInfo remote;
       std::memset(&remote, 0, sizeof remote);
-      if (h.active && n.link_remote && n.link_remote(dev, l, &remote) == kSuccess)
+      if (h.active && calls.link_remote && calls.link_remote(dev, l, &remote) == kSuccess)
         h.remote_pci_bus_id = normalize_bus_id(remote.busId);
       for (int c = 0; c < 5; ++c) {
         unsigned long long v = 0;
-        if (n.error_counter && n.error_counter(dev, l, c, &v) == kSuccess) h.errors[c] = v;
+        if (calls.error_counter && calls.error_counter(dev, l, c, &v) == kSuccess) h.errors[c] = v;
       }
       g.links.push_back(std::move(h));
     }
