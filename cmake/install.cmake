@@ -5,6 +5,7 @@
 set(P2PNODE_SYSTEMD_UNITDIR "/lib/systemd/system" CACHE PATH "Where the systemd units are installed")
 set(P2PNODE_CONFDIR "/etc/p2pnode" CACHE PATH "Where the daemon's configuration is installed")
 set(P2PNODE_KERNEL_HOOKDIR "/etc/kernel/postinst.d" CACHE PATH "Where kernel packages look for install hooks")
+set(P2PNODE_HEADER_HOOKDIR "/etc/kernel/header_postinst.d" CACHE PATH "Where kernel headers packages look for install hooks")
 
 install(FILES systemd/p2pnode.service systemd/p2pnode-apply.service systemd/p2pnode-judge-kernel.service
   systemd/p2pnode-judge-kernel.timer DESTINATION ${P2PNODE_SYSTEMD_UNITDIR})
@@ -13,7 +14,9 @@ install(FILES systemd/p2pnode.yaml DESTINATION ${P2PNODE_CONFDIR})
 install(DIRECTORY DESTINATION ${P2PNODE_CONFDIR}/profiles)
 # The kernel-install hook (the same file `apply` writes as driver.kernel_hook): a new kernel gets
 # the module built and checked, and the daemon reports it (daemon/lifecycle/kernel-postinst.sh).
+# Also run by the headers' postinst: dpkg may configure a kernel image before its headers.
 install(PROGRAMS daemon/lifecycle/kernel-postinst.sh DESTINATION ${P2PNODE_KERNEL_HOOKDIR} RENAME z50-p2pnode)
+install(PROGRAMS daemon/lifecycle/kernel-postinst.sh DESTINATION ${P2PNODE_HEADER_HOOKDIR} RENAME z50-p2pnode)
 
 install(DIRECTORY profiles/ DESTINATION share/p2pnode/profiles FILES_MATCHING PATTERN "*.yaml")
 install(FILES grafana/p2pnode-cluster.json grafana/p2pnode-fleet.json DESTINATION share/p2pnode/grafana)

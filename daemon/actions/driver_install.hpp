@@ -16,8 +16,12 @@ std::unique_ptr<Action> make_driver_reload();     // "driver.reload"
 std::unique_ptr<Action> make_kernel_hook();       // "driver.kernel_hook" (actions/kernel_hook.cpp)
 std::unique_ptr<Action> make_boot_guard();        // "driver.boot_guard" (actions/boot_guard.cpp)
 
-// The kernel-install hook p2pnode writes (daemon/lifecycle/kernel-postinst.sh).
+// The kernel-install hook p2pnode writes (daemon/lifecycle/kernel-postinst.sh), twice: a kernel
+// image's postinst runs postinst.d, a headers package's runs header_postinst.d, and dpkg may
+// configure the image before its headers (neither depends on the other), so the module can only
+// be built once the headers' hook runs.
 inline constexpr const char* kKernelHook = "/etc/kernel/postinst.d/z50-p2pnode";
+inline constexpr const char* kHeaderHook = "/etc/kernel/header_postinst.d/z50-p2pnode";
 
 inline constexpr const char* kModprobeConf = "/etc/modprobe.d/p2pnode-nvidia.conf";
 

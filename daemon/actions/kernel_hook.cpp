@@ -1,6 +1,7 @@
-// driver.kernel_hook: /etc/kernel/postinst.d/z50-p2pnode (daemon/lifecycle/kernel-postinst.sh,
-// compiled in), so that installing a kernel builds and checks the profile's module for it and the
-// daemon reports without waiting. Written when the profile has a kernel_module and the file differs.
+// driver.kernel_hook: /etc/kernel/postinst.d/z50-p2pnode and /etc/kernel/header_postinst.d/
+// z50-p2pnode (daemon/lifecycle/kernel-postinst.sh, compiled in), so that installing a kernel or
+// its headers builds and checks the profile's module for it and the daemon reports without
+// waiting. Written when the profile has a kernel_module and a file differs.
 #include "actions/driver_install.hpp"
 #include "core/embedded.hpp"
 
@@ -8,46 +9,62 @@ namespace p2pnode::actions {
 namespace {
 using json = nlohmann::json;
 
+constexpr const char* kHooks[] = {kKernelHook, kHeaderHook};
+
 std::string hook_text() { return std::string(embedded_file("lifecycle/kernel-postinst.sh").value_or("")); }
 
-bool hook_in_place(const sys::SysRoot& root) {
-  const auto have = root.read_text(kKernelHook, 1 << 20);
+bool hook_in_place(const sys::SysRoot& root, const char* path) {
+  const auto have = root.read_text(path, 1 << 20);
   return have && *have == hook_text();
 }
+
+std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
 class KernelHook final : public Action {
  public:
   std::string_view id() const override { return "driver.kernel_hook"; }
 
   std::vector<Step> plan(const Profile& p, const Inventory&, const sys::SysRoot& root) const override {
-    if (!p.driver || !p.driver->kernel_module || hook_in_place(root)) return {};
-    return {Step{"driver.kernel_hook", kKernelHook,
-                 std::string("write ") + kKernelHook + ": a kernel package's postinst then builds " +
-                     p.driver->kernel_module->name + "/" + p.driver->version + " for the new kernel and the daemon reports it",
-                 false, false, {{"present", root.exists(kKernelHook)}}}};
+    std::vector<Step> out;
+    if (!p.driver || !p.driver->kernel_module) return out;
+    for (const char* path : kHooks) {
+      if (hook_in_place(root, path)) continue;
+      out.push_back(Step{"driver.kernel_hook", path,
+                         std::string("write ") + path + ": a kernel (or its headers) installed by apt then builds " +
+                             p.driver->kernel_module->name + "/" + p.driver->version + " for it and the daemon reports it",
+                         false, false, {{"present", root.exists(path)}}});
+    }
+    return out;
   }
 
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory&) const override {
-    StepResult r{"driver.kernel_hook", kKernelHook, StepOutcome::failed, "", json::object(), json::object(), 0};
-    r.before["present"] = ctx.root.exists(kKernelHook);
-    if (hook_in_place(ctx.root)) {
+    std::vector<StepResult> out;
+    for (const char* path : kHooks) out.push_back(write_hook(ctx, path));
+    return out;
+  }
+
+ private:
+  static StepResult write_hook(ApplyContext& ctx, const char* path) {
+    StepResult r{"driver.kernel_hook", path, StepOutcome::failed, "", json::object(), json::object(), 0};
+    r.before["present"] = ctx.root.exists(path);
+    if (hook_in_place(ctx.root, path)) {
       r.outcome = StepOutcome::unchanged;
-      r.message = std::string(kKernelHook) + " is in place";
-      return {r};
+      r.message = std::string(path) + " is in place";
+      return r;
     }
     const auto w0 = ctx.root.write_count();
-    auto st = ctx.root.make_dirs("/etc/kernel/postinst.d");
-    if (st) st = ctx.root.write_file_atomic(kKernelHook, hook_text(), std::filesystem::perms(0755));
+    auto st = ctx.root.make_dirs(parent_of(path));
+    if (st) st = ctx.root.write_file_atomic(path, hook_text(), std::filesystem::perms(0755));
     r.writes = ctx.root.write_count() - w0;
     if (!st) {
-      r.message = "writing " + std::string(kKernelHook) + ": " + st.error().message;
-      return {r};
+      r.message = "writing " + std::string(path) + ": " + st.error().message;
+      return r;
     }
     r.outcome = StepOutcome::changed;
-    r.message = std::string("kernel-install hook written: ") + kKernelHook;
+    r.message = std::string("kernel-install hook written: ") + path;
     r.after["present"] = true;
-    ctx.log("driver.kernel_hook", kKernelHook, r.message);
-    return {r};
+    ctx.log("driver.kernel_hook", path, r.message);
+    return r;
   }
 };
 

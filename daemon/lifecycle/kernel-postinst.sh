@@ -10,8 +10,10 @@
 # p2pnode_kernel_module_installed reports the new kernel without waiting for the schedule.
 # It never fails the kernel's installation: a failed build is reported here, by `p2pnode check`
 # and by the daemon, and the previous module stays installed.
+# Its outcome also goes to the journal (logger, tag p2pnode-kernel-hook), where an operator who did
+# not watch apt finds it.
 # Environment (tests): P2PNODE (the binary), P2PNODE_HOOK_ARGS (e.g. --root DIR --profile FILE),
-# SYSTEMCTL (the systemctl to signal the daemon with).
+# SYSTEMCTL (the systemctl to signal the daemon with), LOGGER (the logger to write the journal with).
 set -u
 version=${1:-}
 if [ -z "$version" ]; then
@@ -30,8 +32,16 @@ echo "p2pnode kernel hook: kernel $version installed; building the profile's mod
 rc=$?
 # shellcheck disable=SC2086
 "$P2PNODE" check --only driver.kernels ${P2PNODE_HOOK_ARGS:-}
+journal() {  # journal PRIORITY MESSAGE
+  command -v "${LOGGER:-logger}" >/dev/null 2>&1 && "${LOGGER:-logger}" -t p2pnode-kernel-hook -p "daemon.$1" -- "$2" 2>/dev/null
+  return 0
+}
 if [ $rc -ne 0 ]; then
-  echo "p2pnode kernel hook: the module is NOT installed for every kernel (see above); do not reboot into $version until it is (driver.boot_guard above says where GRUB was held)" >&2
+  msg="the module is NOT installed for every kernel; do not reboot into $version until it is (driver.boot_guard says where GRUB was held)"
+  echo "p2pnode kernel hook: $msg (see above)" >&2
+  journal err "kernel $version: $msg; \`p2pnode check --only driver.kernels --only driver.boot_guard\` says why"
+else
+  journal info "kernel $version: the profile's module is built and installed for it"
 fi
 if "$SYSTEMCTL" is-active --quiet p2pnode.service 2>/dev/null; then
   "$SYSTEMCTL" kill --signal=HUP p2pnode.service || echo "p2pnode kernel hook: could not signal p2pnode.service" >&2

@@ -40,11 +40,12 @@ NAME=p2ptest-$RND
 KO=p2ptest_$RND
 VER=1.$((RND % 100000))
 # apply writes the kernel-install hook (driver.kernel_hook): take it away again unless it was there.
-HOOK=/etc/kernel/postinst.d/z50-p2pnode
-HOOK_WAS_THERE=0
+HOOK=/etc/kernel/postinst.d/z50-p2pnode HEADER_HOOK=/etc/kernel/header_postinst.d/z50-p2pnode
+HOOK_WAS_THERE=0 HEADER_HOOK_WAS_THERE=0
 [ -e "$HOOK" ] && HOOK_WAS_THERE=1
+[ -e "$HEADER_HOOK" ] && HEADER_HOOK_WAS_THERE=1
 cleanup() {
-  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"
+  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"; [ "$HEADER_HOOK_WAS_THERE" = 1 ] || rm -f "$HEADER_HOOK"
   rm -rf /var/lib/p2pnode/dkms/failed/"$NAME"
   "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1 || true
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \

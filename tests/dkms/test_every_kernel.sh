@@ -31,11 +31,12 @@ echo "== kernels: $NEW and $OLD"
 TMP=$(mktemp -d /tmp/p2pnode-kernels.XXXXXX)
 RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 NAME=p2pkern-$RND KO=p2pkern_$RND VER=1.${RND:0:4}
-HOOK=/etc/kernel/postinst.d/z50-p2pnode
-HOOK_WAS_THERE=0
+HOOK=/etc/kernel/postinst.d/z50-p2pnode HEADER_HOOK=/etc/kernel/header_postinst.d/z50-p2pnode
+HOOK_WAS_THERE=0 HEADER_HOOK_WAS_THERE=0
 [ -e "$HOOK" ] && HOOK_WAS_THERE=1
+[ -e "$HEADER_HOOK" ] && HEADER_HOOK_WAS_THERE=1
 cleanup() {
-  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"
+  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"; [ "$HEADER_HOOK_WAS_THERE" = 1 ] || rm -f "$HEADER_HOOK"
   dkms remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1 || true
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
          /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/locks/"$NAME-$VER".lock /var/lib/p2pnode/dkms/prev/"$NAME-$VER" /var/lib/p2pnode/dkms/failed/"$NAME" "$TMP"

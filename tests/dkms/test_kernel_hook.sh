@@ -81,7 +81,11 @@ cat > "$BIN/systemctl" <<'SH'
 echo "systemctl $*" >> "$FAKE_ROOT/systemctl.calls"
 exit 0
 SH
-chmod +x "$BIN/dkms" "$BIN/systemctl"
+cat > "$BIN/logger" <<'SH'
+#!/bin/bash
+echo "logger $*" >> "$FAKE_ROOT/logger.calls"
+SH
+chmod +x "$BIN/dkms" "$BIN/systemctl" "$BIN/logger"
 export PATH=$BIN:$PATH FAKE_ROOT=$ROOT FAKE_MAKE_LOG=$REPO/tests/fixtures/make-logs/550.90.07-p2p-6.1.0-56-amd64.make.log
 
 # 1. apply: module for 6.1.0-56, and the hook.
@@ -89,10 +93,13 @@ export PATH=$BIN:$PATH FAKE_ROOT=$ROOT FAKE_MAKE_LOG=$REPO/tests/fixtures/make-l
 HOOK=$ROOT/etc/kernel/postinst.d/z50-p2pnode
 [ -x "$HOOK" ] || { cat "$TMP/apply.out"; fail "apply did not write an executable $HOOK"; }
 cmp -s "$HOOK" "$REPO/daemon/lifecycle/kernel-postinst.sh" || fail "the hook apply wrote is not daemon/lifecycle/kernel-postinst.sh"
+# The same hook for the headers' postinst (dpkg may configure the image before its headers).
+cmp -s "$ROOT/etc/kernel/header_postinst.d/z50-p2pnode" "$HOOK" || fail "apply did not write the same hook to /etc/kernel/header_postinst.d"
+[ -x "$ROOT/etc/kernel/header_postinst.d/z50-p2pnode" ] || fail "the headers' hook is not executable"
 [ -f "$ROOT/lib/modules/6.1.0-56-amd64/updates/dkms/p2phook.ko" ] || fail "the module was not installed for 6.1.0-56-amd64"
 echo "ok: apply installed the module and the hook"
 
-export P2PNODE P2PNODE_HOOK_ARGS="--root $ROOT --profile $TMP/profile.yaml" SYSTEMCTL=$BIN/systemctl
+export P2PNODE P2PNODE_HOOK_ARGS="--root $ROOT --profile $TMP/profile.yaml" SYSTEMCTL=$BIN/systemctl LOGGER=$BIN/logger
 # 2. A new kernel, as its package's postinst would call the hook.
 add_kernel 6.1.0-57-amd64
 : > "$ROOT/dkms.calls"
@@ -109,6 +116,8 @@ add_kernel 6.1.0-58-amd64
 : > "$ROOT/systemctl.calls"
 FAKE_DKMS_FAIL=6.1.0-58-amd64 "$HOOK" 6.1.0-58-amd64 /boot/vmlinuz-6.1.0-58-amd64 > "$TMP/hook2.out" 2>&1 || { cat "$TMP/hook2.out"; fail "the hook failed the kernel's installation"; }
 grep -q "do not reboot into 6.1.0-58-amd64" "$TMP/hook2.out" || { cat "$TMP/hook2.out"; fail "no warning not to reboot"; }
+grep -q "^logger -t p2pnode-kernel-hook -p daemon.err -- kernel 6.1.0-58-amd64: the module is NOT installed" "$ROOT/logger.calls" ||
+  { cat "$ROOT/logger.calls"; fail "the failure was not written to the journal (logger)"; }
 # This root has no GRUB: the boot guard says it could not hold the default, and why.
 grep -q "driver.boot_guard  grub  holding GRUB on .*: no /boot/grub/grub.cfg" "$TMP/hook2.out" || { cat "$TMP/hook2.out"; fail "the boot guard's outcome is not in the hook's output"; }
 grep -q "ERROR  *driver.kernels  *6.1.0-58-amd64 .*its DKMS build failed: .*nv-pci.c:234:9: error: too few arguments" "$TMP/hook2.out" ||

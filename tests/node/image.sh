@@ -1,6 +1,6 @@
 # Sourced by tests/node/test_*.sh: a Debian 12 node disk image booted by SeaBIOS -> GRUB -> systemd.
 # The root (debootstrap minbase + python3, then kernel, systemd, udev, openssh-server, GRUB's i386-pc
-# files) is made once and cached as a tarball in $P2PNODE_TEST_CACHE like tests/package's roots; the
+# files and update-grub, DKMS with gcc and the kernel's headers) is made once and cached as a tarball in $P2PNODE_TEST_CACHE like tests/package's roots; the
 # p2pnode .deb is installed into a fresh copy each run with apt. The disk is made without mounting:
 # mkfs.ext4 -d fills the root file system from the directory, an MBR is written by hand and GRUB's
 # boot.img + core.img (grub-mkimage from the root's own grub-pc-bin) go in with dd.
@@ -15,9 +15,10 @@ _node_root() {
   mkdir -p "$1" && tar -C "$1" -xf "$base"
   cp /etc/resolv.conf "$1/etc/resolv.conf"
   # initramfs-tools in a chroot cannot see the VM's disk: include every storage driver (MODULES=most).
+  # DKMS, make, gcc and the kernel's headers: a node that builds the P2P module for every kernel.
   chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    linux-image-amd64 systemd-sysv udev openssh-server grub-pc-bin grub2-common dbus \
-    iproute2 kmod pciutils > "$1.apt.log" 2>&1 || { tail -30 "$1.apt.log"; return 1; }
+    linux-image-amd64 linux-headers-amd64 systemd-sysv udev openssh-server grub-pc-bin grub2-common dbus \
+    iproute2 kmod pciutils dkms make gcc > "$1.apt.log" 2>&1 || { tail -30 "$1.apt.log"; return 1; }
   rm -f "$1.apt.log"
   chroot "$1" apt-get clean
 }
@@ -38,7 +39,7 @@ _le32() { printf "$(printf '\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 1
 node_image() {
   local dir=$1 deb=$2 t0=$SECONDS
   local r=$dir/root tar
-  tar=$(_debian_root_tarball bookworm-node _node_root) || return 1
+  tar=$(_debian_root_tarball bookworm-node-dkms _node_root) || return 1
   mkdir -p "$r" && tar -C "$r" -xf "$tar" && cp /etc/resolv.conf "$r/etc/resolv.conf"
   echo "node image: root unpacked ($((SECONDS - t0)) s)"
   cp "$deb" "$r/tmp/p2pnode.deb"
@@ -76,12 +77,27 @@ menuentry 'Debian GNU/Linux, with Linux $kv' {
   initrd /boot/initrd.img-$kv
 }
 CFG
+  # What grub-install would leave: the modules beside grub.cfg (a generated grub.cfg insmods
+  # loadenv, gzio, ...), and /etc/default/grub for update-grub, which the kernel packages' hooks run
+  # in the VM (zz-update-grub), with the serial console and the IOMMU this VM needs.
+  cp -r "$r/usr/lib/grub/i386-pc" "$r/boot/grub/i386-pc"
+  cat > "$r/etc/default/grub" <<'DEF'
+GRUB_DEFAULT=0
+GRUB_TIMEOUT=0
+GRUB_DISTRIBUTOR=Debian
+GRUB_CMDLINE_LINUX_DEFAULT="quiet"
+GRUB_CMDLINE_LINUX="console=ttyS0,115200 intel_iommu=on"
+GRUB_TERMINAL=serial
+GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"
+GRUB_DISABLE_OS_PROBER=true
+DEF
   chroot "$r" grub-mkimage -O i386-pc -o /tmp/core.img -p '(hd0,msdos1)/boot/grub' \
     biosdisk part_msdos ext2 search search_fs_uuid linux normal configfile serial terminal echo test || return 1
   local core=$r/tmp/core.img boot=$r/usr/lib/grub/i386-pc/boot.img
   # Disk: 1 MiB for MBR + core.img, then the root partition (its size: the files + room).
   local mb start=2048 sectors
-  mb=$(( $(du -sm "$r" | cut -f1) + 1024 ))
+  # Room for a second kernel with its headers and initramfs (about 700 MiB) arriving through apt.
+  mb=$(( $(du -sm "$r" | cut -f1) + 2048 ))
   sectors=$(( mb * 2048 ))
   rm -f "$dir/root.ext4"
   mkfs.ext4 -q -F -L node-root -U "$NODE_ROOT_UUID" -d "$r" "$dir/root.ext4" "${mb}M" >/dev/null || return 1

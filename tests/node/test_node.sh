@@ -8,6 +8,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 . "$here/image.sh"
 . "$here/vm.sh"
+. "$here/kernels.sh"
+. "$here/case_kernel.sh"
 bin=${1:-build/daemon/p2pnode}
 reason=$(node_image_skip_reason); [ -z "$reason" ] || { echo "SKIP: $reason"; exit 77; }
 [ -x "$bin" ] || { echo "FAIL: p2pnode binary '$bin' is missing (build it first)"; exit 1; }
@@ -38,6 +40,19 @@ check "the data drive is mounted at /data from fstab" in_node findmnt -n /data
 check "the package is installed by apt" in_node dpkg -s p2pnode
 in_node systemctl is-system-running --wait; echo "node: system state: $(in_node systemctl is-system-running)"
 in_node systemctl --failed --no-legend
+readyz() { in_node "python3 -c 'import urllib.request,sys
+try: print(urllib.request.urlopen(\"http://127.0.0.1:9470/readyz\", timeout=10).status)
+except urllib.error.HTTPError as e: print(e.code)
+except Exception as e: print(e)'"; }
+# Developers: P2P_NODE_ONLY=kernel runs the kernel case alone (the profile placed without a reboot).
+if [ "${P2P_NODE_ONLY:-}" = kernel ]; then
+  in_node mkdir -p /etc/p2pnode/profiles
+  in_node "cat > /etc/p2pnode/profiles/node-vm.yaml" < "$here/profiles/node-vm.yaml"
+  in_node systemctl start p2pnode-apply.service p2pnode.service
+  case_kernel
+  echo "node: total $((SECONDS - t0)) s; $passes passed, $fails failed"
+  [ $fails -eq 0 ]; exit
+fi
 
 # Case 1: profile placed, reboot, the boot-time apply binds the free drive before multi-user.target.
 in_node mkdir -p /etc/p2pnode/profiles
@@ -64,10 +79,6 @@ drive_ok() {
 drive_ok
 check "p2pnode.service sent READY=1 with a status text" in_node "systemctl show -P StatusText p2pnode | grep -q ." 
 echo "node: p2pnode status text: $(in_node systemctl show -P StatusText p2pnode)"
-readyz() { in_node "python3 -c 'import urllib.request,sys
-try: print(urllib.request.urlopen(\"http://127.0.0.1:9470/readyz\", timeout=10).status)
-except urllib.error.HTTPError as e: print(e.code)
-except Exception as e: print(e)'"; }
 check "/readyz answers 200" test "$(readyz)" = 200
 check "systemd-analyze verify passes for both units" in_node systemd-analyze verify /lib/systemd/system/p2pnode.service /lib/systemd/system/p2pnode-apply.service
 check "journalctl -o json carries p2pnode's structured fields (STEP or CHECK)" in_node \
@@ -134,12 +145,12 @@ check "power cut: /readyz 200 after the boot" test "$(readyz)" = 200
 echo "node: state after the power cut:"; state_files | sed 's/^/  /'
 echo "node: case 3 done at $((SECONDS - t0)) s"
 
-# Case 5: systemd's exposure scores of both units (the README records them).
+# Case 6: systemd's exposure scores of both units (the README records them).
 for u in p2pnode p2pnode-apply; do
   echo "node: systemd-analyze security $u: $(in_node systemd-analyze security $u.service --no-pager | tail -1)"
 done
 
-# Case 4: Ansible over real SSH rolls the package out (again) and upgrades it, gated on /readyz.
+# Case 5: Ansible over real SSH rolls the package out (again) and upgrades it, gated on /readyz.
 if command -v ansible-playbook >/dev/null; then
   version=$(sed -n 's/^project(p2pnode VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
   # The role takes packages named as build-deb.sh names them.
@@ -166,13 +177,13 @@ all:
 INV
   echo marker > "$NODE_DIR/marker"; in_node "echo kept > /var/lib/p2pnode/upgrade-marker"
   pid1=$(in_node systemctl show -P MainPID p2pnode)
-  for v in 1 2; do
-    [ $v = 1 ] && pkg=$deb || pkg=$deb2
-    t=$SECONDS
-    ANSIBLE_HOST_KEY_CHECKING=False ansible-playbook -i "$NODE_DIR/inventory.yml" "$repo/ansible/site.yml" -e "p2pnode_deb=$pkg" > "$NODE_DIR/ansible-$v.log" 2>&1
-    rc=$?; echo "node: ansible run $v rc $rc ($((SECONDS - t)) s)"; [ $rc = 0 ] || tail -25 "$NODE_DIR/ansible-$v.log"
-    check "ansible run $v over SSH succeeded (gated on /readyz)" test $rc = 0
-  done
+  # One run: it rolls the role out over the node apt made (profiles, configuration, token, the
+  # package) and upgrades the package to VERSION+1 on the way, gated on /readyz.
+  t=$SECONDS
+  ANSIBLE_HOST_KEY_CHECKING=False ansible-playbook -i "$NODE_DIR/inventory.yml" "$repo/ansible/site.yml" -e "p2pnode_deb=$deb2" > "$NODE_DIR/ansible.log" 2>&1
+  rc=$?; echo "node: ansible run rc $rc ($((SECONDS - t)) s)"; [ $rc = 0 ] || tail -25 "$NODE_DIR/ansible.log"
+  check "ansible over SSH succeeded (gated on /readyz)" test $rc = 0
+  check "ansible: the role's tasks ran over SSH (changed > 0)" grep -Eq "node-vm +: ok=[0-9]+ +changed=[1-9]" "$NODE_DIR/ansible.log"
   pid2=$(in_node systemctl show -P MainPID p2pnode)
   check "ansible upgrade: version $version+1 installed" test "$(in_node dpkg-query -W -f '\${Version}' p2pnode)" = "$version+1"
   check "ansible upgrade: the unit restarted (pid $pid1 -> $pid2)" sh -c "[ '$pid2' != 0 ] && [ '$pid2' != '$pid1' ]"
@@ -181,5 +192,8 @@ INV
 else
   echo "node: ansible-playbook is not installed: the Ansible case did not run"
 fi
+
+# Case 4 (last: it changes the profile and the kernel): a kernel through apt, broken then fixed.
+case_kernel
 echo "node: total $((SECONDS - t0)) s; $passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -35,9 +35,10 @@ VER=$(sed -n 's/^NVIDIA_VERSION *= *//p' "$here/nvidia-mini/version.mk")
 STOCK=535.183.01
 TMP=$(mktemp -d /tmp/p2pnode-drv.XXXXXX)
 # apply writes the kernel-install hook (driver.kernel_hook): take it away again unless it was there.
-HOOK=/etc/kernel/postinst.d/z50-p2pnode
-HOOK_WAS_THERE=0
+HOOK=/etc/kernel/postinst.d/z50-p2pnode HEADER_HOOK=/etc/kernel/header_postinst.d/z50-p2pnode
+HOOK_WAS_THERE=0 HEADER_HOOK_WAS_THERE=0
 [ -e "$HOOK" ] && HOOK_WAS_THERE=1
+[ -e "$HEADER_HOOK" ] && HEADER_HOOK_WAS_THERE=1
 # apply runs update-initramfs for the kernel it built for: keep the host's initramfs as it was.
 INITRD=/boot/initrd.img-$KV
 INITRD_KEPT=$(mktemp /var/tmp/p2pnode-initrd.XXXXXX)
@@ -47,7 +48,7 @@ cleanup() {
     cmp -s "$INITRD_KEPT" "$INITRD" || { cp -p "$INITRD_KEPT" "$INITRD.p2pnode-tmp" && mv -f "$INITRD.p2pnode-tmp" "$INITRD"; }
     rm -f "$INITRD_KEPT"
   fi
-  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"
+  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"; [ "$HEADER_HOOK_WAS_THERE" = 1 ] || rm -f "$HEADER_HOOK"
   rm -rf /var/lib/p2pnode/dkms/failed/"$NAME"
   "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
