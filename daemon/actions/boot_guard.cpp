@@ -1,8 +1,8 @@
 // driver.boot_guard: never boot into a kernel without the module (lifecycle/boot_guard.hpp decides).
-// Holding writes the drop-in (GRUB_DEFAULT=saved), sets saved_entry with grub-set-default to the
-// entry of the newest kernel that has the module, runs update-grub and reads back what GRUB will
-// boot; releasing removes the drop-in, points saved_entry at the first entry again and runs
-// update-grub. The kernel-install hook runs it right after the module step, before Debian's
+// Holding writes the drop-in (GRUB_DEFAULT=saved), runs update-grub, sets saved_entry with
+// grub-set-default to the entry of the newest kernel that has the module in the grub.cfg it wrote,
+// and reads back what GRUB will boot; releasing removes the drop-in, runs update-grub and points
+// saved_entry at the first entry again. The kernel-install hook runs it right after the module step, before Debian's
 // zz-update-grub, so apt's output says what was held and why.
 #include "actions/driver_install.hpp"
 #include "lifecycle/boot.hpp"
@@ -49,13 +49,11 @@ class BootGuard final : public Action {
       r.message = (d.what == What::hold ? "holding GRUB on " + d.kernel : std::string("releasing GRUB's hold")) + ": " + why;
       return std::vector<StepResult>{r};
     };
-    std::string entry = "0";
+    // update-grub first, then the entry from the grub.cfg it wrote: the entry's path (Debian's
+    // "gnulinux-advanced-<uuid>>gnulinux-<release>-advanced-<uuid>") is the one GRUB will see.
     if (d.what == What::hold) {
-      const auto cfg = ctx.root.read_text(kGrubCfg, 4 << 20);
-      if (!cfg) return fail(std::string("no ") + kGrubCfg + " to find its entry in (GRUB only; set the boot loader's default by hand)");
-      const auto e = lifecycle::grub_entry_for(*cfg, d.kernel);
-      if (!e) return fail(std::string(kGrubCfg) + " has no entry that boots " + d.kernel);
-      entry = *e;
+      if (!ctx.root.exists(kGrubCfg))
+        return fail(std::string("no ") + kGrubCfg + " (GRUB only; set the boot loader's default by hand)");
       auto st = ctx.root.make_dirs("/etc/default/grub.d");
       if (st)
         st = ctx.root.write_file_atomic(lifecycle::kBootGuardDropIn,
@@ -66,10 +64,18 @@ class BootGuard final : public Action {
     } else if (auto st = ctx.root.remove_file(lifecycle::kBootGuardDropIn); !st) {
       return fail("removing " + std::string(lifecycle::kBootGuardDropIn) + ": " + st.error().message);
     }
-    if (auto g = run(ctx, {"grub-set-default", entry}); !g.success())
-      return fail("grub-set-default " + entry + " " + g.describe() + (g.err.empty() ? "" : ": " + g.err));
     if (auto u = run(ctx, {"update-grub"}); !u.success())
       return fail("update-grub " + u.describe() + (u.err.empty() ? "" : ": " + u.err.substr(0, 300)));
+    std::string entry = "0";
+    if (d.what == What::hold) {
+      const auto cfg = ctx.root.read_text(kGrubCfg, 4 << 20);
+      if (!cfg) return fail(std::string("update-grub left no readable ") + kGrubCfg);
+      const auto e = lifecycle::grub_entry_for(*cfg, d.kernel);
+      if (!e) return fail(std::string(kGrubCfg) + " has no entry that boots " + d.kernel);
+      entry = *e;
+    }
+    if (auto g = run(ctx, {"grub-set-default", entry}); !g.success())
+      return fail("grub-set-default " + entry + " " + g.describe() + (g.err.empty() ? "" : ": " + g.err));
     r.writes = ctx.root.write_count() - w0;
     // What GRUB boots now, read back from grub.cfg and grubenv.
     const auto now = lifecycle::next_boot_kernel(ctx.root);

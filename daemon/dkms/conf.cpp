@@ -105,4 +105,20 @@ std::string render(const Conf& c) {
   return o.str();
 }
 
+std::optional<std::string> without_autoinstall(std::string_view text) {
+  std::string out;
+  bool found = false;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    const auto next = end == std::string_view::npos ? text.size() : end + 1;
+    const auto line = text.substr(pos, next - pos);
+    if (line.starts_with("AUTOINSTALL=")) found = true;
+    else out += line;
+    pos = next;
+  }
+  if (!found) return std::nullopt;
+  return out;
+}
+
 }  // namespace p2pnode::dkms

@@ -20,7 +20,11 @@ struct Conf {
   std::string dest_location = "/kernel/drivers/video";  // DKMS puts it in /updates/dkms on Debian
   std::vector<std::string> patches;  // file names under <source>/patches/, applied in order
   std::vector<std::string> patch_match;  // PATCH_MATCH[i]: a kernel-release regex; "" or absent = every kernel
-  bool autoinstall = true;           // rebuilt by DKMS for every new kernel
+  // DKMS's own kernel hook (`dkms autoinstall`) fails a kernel package's configuration when the
+  // module does not build: the kernel is left half-installed, run-parts stops before
+  // initramfs-tools and update-grub, and apt fails until it is fixed. p2pnode's modules are built
+  // for new kernels by its own hook (z50-p2pnode), which never fails an installation.
+  bool autoinstall = false;
 };
 
 enum class TreeKind { nvidia_open, kbuild };
@@ -48,5 +52,10 @@ Conf kbuild_conf(const std::string& name, const std::string& version, const std:
                  const std::vector<std::string>& patches);
 
 std::string render(const Conf& conf);
+
+// A staged dkms.conf that still asks DKMS's own kernel hook to build the module (an AUTOINSTALL
+// line, as p2pnode wrote before it built new kernels through its own hook only): the text without
+// that line; nullopt when it has none.
+std::optional<std::string> without_autoinstall(std::string_view conf_text);
 
 }  // namespace p2pnode::dkms

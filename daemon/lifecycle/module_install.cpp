@@ -97,6 +97,23 @@ ModuleTarget module_target(const DriverSpec& d) {
   return t;
 }
 
+namespace {
+// What a kernel's build depends on besides the source: the headers' configuration and symbols
+// (size and mtime: a new or reinstalled headers package rewrites them).
+std::string build_inputs(const sys::SysRoot& root, const ModuleTarget& t, const std::string& kernel) {
+  std::string out = "identity " + t.identity + "\n";
+  for (const char* f : {".config", "Module.symvers", "include/generated/autoconf.h", "include/generated/utsrelease.h"}) {
+    std::error_code ec;
+    const auto p = root.host_path(sys::join("/lib/modules", kernel, "build", f));
+    const auto size = fs::file_size(p, ec);
+    if (ec) { out += std::string(f) + " missing\n"; continue; }
+    const auto mtime = fs::last_write_time(p, ec).time_since_epoch().count();
+    out += std::string(f) + " " + std::to_string(size) + " " + std::to_string(mtime) + "\n";
+  }
+  return out;
+}
+}  // namespace
+
 std::string failed_log_path(const ModuleTarget& t, const std::string& kernel) {
   return std::string(kStateDir) + "/failed/" + t.name + "/" + t.version + "/" + kernel + "/make.log";
 }
@@ -140,7 +157,11 @@ std::vector<std::string> module_gaps(const sys::SysRoot& root, const DriverSpec&
   const auto stamp = read_stamp(root, t.stamp);
   if (!stamp) gaps.push_back(t.name + "/" + t.version + " was not installed by p2pnode");
   else if (stamp->identity != t.identity) gaps.push_back("the profile's module source or patches changed since the last install");
-  if (!root.exists(sys::join(t.src_dir, "dkms.conf"))) gaps.push_back(t.src_dir + "/dkms.conf is missing");
+  const auto conf_path = sys::join(t.src_dir, "dkms.conf");
+  if (!root.exists(conf_path)) gaps.push_back(conf_path + " is missing");
+  else if (auto text = root.read_text(conf_path); text && dkms::without_autoinstall(*text))
+    gaps.push_back(conf_path + " has AUTOINSTALL: DKMS's own kernel hook would fail a kernel's installation when "
+                   "the build fails (p2pnode's hook builds new kernels instead)");
   for (const auto& k : kernels) {
     bool ok = stamp && contains(stamp->kernels, k) && root.is_dir(sys::join("/var/lib/dkms", t.name, t.version, k));
     if (ok && stamp)
@@ -183,6 +204,17 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     note = "; the running kernel " + running_kernel + " has no headers (install linux-headers-" + running_kernel +
            "): the module is only available after booting one of " + json(kernels).dump();
 
+  // A dkms.conf staged by an earlier p2pnode with AUTOINSTALL: rewritten without it (no rebuild).
+  const auto conf_path = sys::join(t.src_dir, "dkms.conf");
+  bool conf_fixed = false;
+  if (auto text = root.read_text(conf_path); text)
+    if (auto fixed = dkms::without_autoinstall(*text)) {
+      conf_fixed = true;
+      if (auto st = root.write_file_atomic(conf_path, *fixed); !st)
+        return finish(StepOutcome::failed, "could not rewrite " + conf_path + " without AUTOINSTALL: " + st.error().message);
+      log("removed AUTOINSTALL from " + conf_path + ": p2pnode's kernel hook builds new kernels, and never fails their installation");
+    }
+
   // Check: everything in place per the filesystem, confirmed by DKMS itself.
   const auto gaps = module_gaps(root, d);
   const auto st_before = status_of(run, t.name);
@@ -194,6 +226,9 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   for (const auto& k : kernels) all_installed = all_installed && installed_for(st_before, t.version, k);
   if (gaps.empty() && all_installed) {
     r.after = r.before;
+    if (conf_fixed)
+      return finish(StepOutcome::changed, subject + " is installed through DKMS for " + json(kernels).dump() +
+                                              "; AUTOINSTALL removed from " + conf_path + note);
     return finish(StepOutcome::unchanged, subject + " is installed through DKMS for " + json(kernels).dump() + note);
   }
 
@@ -324,12 +359,25 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
       done.push_back(k);
       continue;
     }
+    // A build that failed with these very inputs fails again: not retried (a boot-time apply would
+    // otherwise spend the whole build on every boot); new headers or a changed profile retry it.
+    const std::string kept = failed_log_path(t, k);
+    const std::string inputs_path = kept.substr(0, kept.rfind('/')) + "/inputs";
+    const std::string inputs = build_inputs(root, t, k);
+    if (auto prev_inputs = root.read_text(inputs_path); prev_inputs && *prev_inputs == inputs) {
+      failed.push_back(k);
+      log("build for " + k + " not retried: it failed with the same source and headers (" + kept + ")");
+      fail_msg += (fail_msg.empty() ? "" : "; ") + std::string("build for ") + k +
+                  " not retried: it failed with the same source, patches and headers (make.log: " + kept +
+                  "; `p2pnode check --only driver.kernels` names the error); new headers or a changed profile retry it, "
+                  "or remove " + inputs_path;
+      continue;
+    }
     std::vector<std::string> b = {"dkms", "build", "-m", t.name, "-v", t.version, "-k", k};
     if (source_changed) b.push_back("--force");
     auto progress = watch_build(root, sys::join("/var/lib/dkms", t.name, t.version, "build", "make.log"), "dkms build " + k, log);
     auto br = run.run("dkms build " + k, b, std::chrono::hours(2), true);
     progress.reset();
-    const std::string kept = failed_log_path(t, k);
     if (!br.success()) {
       failed.push_back(k);
       // Keep this kernel's make.log where driver.kernels finds it (DKMS's build/ is reused by the next build).
@@ -338,6 +386,8 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
         (void)root.make_dirs(kept.substr(0, kept.rfind('/')));
         if (root.write_file_atomic(kept, *lg)) log_path = kept;
       }
+      // A build that timed out or was killed may pass next time: only a failed make is remembered.
+      if (br.exited && br.exit_code == 10) (void)root.write_file_atomic(inputs_path, inputs);
       fail_msg += (fail_msg.empty() ? "" : "; ") + failure_report("build for " + k, br, root, log_path, r.after, t.version);
       continue;
     }

@@ -1,7 +1,7 @@
 #pragma once
 // The kernel-independent core of an NVIDIA open tree (nvidia/core.hpp), built once and linked by
 // every kernel's DKMS build: it is placed in the staged source as kernel-open/*/*.o_binary (as
-// NVIDIA's own packages ship it), so p2pnode's builds, the kernel hook's and DKMS's own autoinstall
+// NVIDIA's own packages ship it), so p2pnode's builds, the kernel hook's and an operator's `dkms install`
 // all compile kernel-open/ only. Kept in a cache per key (source, core patches, compiler, target).
 #include <string>
 #include <string_view>

@@ -9,7 +9,8 @@
 #     DKMS builds for it, driver.kernels passes for both kernels, the daemon gets SIGHUP;
 #  3. a kernel whose build fails: the hook still exits 0 (the kernel's installation goes on),
 #     says not to reboot into it, and driver.kernels names the kernel, the compiler's first error
-#     and the known breakage with its builtin fix; the installed kernels keep their module.
+#     and the known breakage with its builtin fix; the installed kernels keep their module;
+#  4. the next apply (as at boot) does not try that build again with the same inputs; new headers do.
 # Cost: about 3 s (no compiler runs). Usage: bash tests/dkms/test_kernel_hook.sh <path-to-p2pnode>
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
@@ -129,4 +130,18 @@ jq -e '.findings[] | select(.subject == "6.1.0-58-amd64") | .remediation | test(
 [ -f "$ROOT/lib/modules/6.1.0-57-amd64/updates/dkms/p2phook.ko" ] || fail "the failed build took the installed module away"
 grep -q "^systemctl kill --signal=HUP p2pnode.service" "$ROOT/systemctl.calls" || fail "the daemon was not signalled after the failure"
 echo "ok: a failed build is reported by the hook and driver.kernels, with the breakage and its fix; nothing installed was lost"
+# 4. The boot-time apply with nothing changed: the failed build is not tried again (with the real
+#    tree that would be minutes on every boot), and the step still fails with why; new headers retry it.
+: > "$ROOT/dkms.calls"
+rc=0; FAKE_DKMS_FAIL=6.1.0-58-amd64 "$P2PNODE" apply --once --only driver.module $P2PNODE_HOOK_ARGS > "$TMP/apply2.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat "$TMP/apply2.out"; fail "apply with a kernel whose build failed exited $rc, expected 1"; }
+if grep -q "^dkms build .*-k 6.1.0-58-amd64" "$ROOT/dkms.calls"; then fail "the failed build was tried again with the same source and headers"; fi
+grep -q "build for 6.1.0-58-amd64 not retried: it failed with the same source, patches and headers" "$TMP/apply2.out" ||
+  { cat "$TMP/apply2.out"; fail "apply does not say why it did not build for 6.1.0-58-amd64"; }
+mkdir -p "$ROOT/lib/modules/6.1.0-58-amd64/build/include/generated"
+echo '#define CONFIG_FIXED 1' > "$ROOT/lib/modules/6.1.0-58-amd64/build/include/generated/autoconf.h"
+"$HOOK" 6.1.0-58-amd64 /boot/vmlinuz-6.1.0-58-amd64 > "$TMP/hook3.out" 2>&1 || { cat "$TMP/hook3.out"; fail "the hook failed with fixed headers"; }
+grep -q "^dkms build -m p2phook -v 550.90.07 -k 6.1.0-58-amd64" "$ROOT/dkms.calls" || { cat "$TMP/hook3.out"; fail "new headers did not retry the build"; }
+grep -q "ok  *driver.kernels  *6.1.0-58-amd64" "$TMP/hook3.out" || { cat "$TMP/hook3.out"; fail "driver.kernels does not pass once the headers are fixed"; }
+echo "ok: a failed build is not retried until its inputs change; new headers build it"
 echo "PASS"

@@ -105,7 +105,8 @@ TEST(BootGuardAction, HoldsGrubOnTheNewestKernelWithTheModuleThenLiftsIt) {
   EXPECT_EQ(lifecycle::next_boot_kernel(root).kernel, "6.1.0-56-amd64");
   EXPECT_TRUE(fs::exists(box.dir / "etc/default/grub.d/p2pnode-boot-guard.cfg"));
   ASSERT_EQ(box.runner.calls().size(), 2u);
-  EXPECT_EQ(box.runner.calls()[0], (std::vector<std::string>{"grub-set-default", "gnulinux-advanced-0b1c>gnulinux-6.1.0-56-amd64-advanced-0b1c"}));
+  EXPECT_EQ(box.runner.calls()[0], (std::vector<std::string>{"update-grub"}));
+  EXPECT_EQ(box.runner.calls()[1], (std::vector<std::string>{"grub-set-default", "gnulinux-advanced-0b1c>gnulinux-6.1.0-56-amd64-advanced-0b1c"}));
 
   // Held: the next look plans nothing, and the check says why GRUB is held.
   inv = box.inventory(false);
@@ -120,6 +121,22 @@ TEST(BootGuardAction, HoldsGrubOnTheNewestKernelWithTheModuleThenLiftsIt) {
   EXPECT_FALSE(fs::exists(box.dir / "etc/default/grub.d/p2pnode-boot-guard.cfg"));
   EXPECT_EQ(lifecycle::next_boot_kernel(root).kernel, "6.1.0-57-amd64");
   EXPECT_TRUE(guard().plan(p, box.inventory(true), root).empty());
+}
+
+TEST(BootGuardAction, TheEntryIsTakenFromTheGrubCfgThatUpdateGrubWrote) {
+  // A grub.cfg written by hand (or by another tool) names its entries differently from the one
+  // update-grub writes next: the saved entry must be a path in the new one.
+  Box box;
+  box.write("boot/grub/grub.cfg", "set default=0\nmenuentry 'Debian GNU/Linux, with Linux 6.1.0-56-amd64' {\n"
+                                  "  linux /boot/vmlinuz-6.1.0-56-amd64 root=/dev/sda1\n}\n");
+  const sys::SysRoot root(box.dir.string());
+  const Profile p = profile();
+  actions::ApplyContext ctx{root, box.runner, p};
+  const auto r = guard().apply(ctx, box.inventory(false));
+  EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+  ASSERT_EQ(box.runner.calls().size(), 2u);
+  EXPECT_EQ(box.runner.calls()[1], (std::vector<std::string>{"grub-set-default", "gnulinux-advanced-0b1c>gnulinux-6.1.0-56-amd64-advanced-0b1c"}));
+  EXPECT_EQ(lifecycle::next_boot_kernel(root).kernel, "6.1.0-56-amd64");
 }
 
 TEST(BootGuardAction, AFailedUpdateGrubIsAFailureThatSaysSo) {

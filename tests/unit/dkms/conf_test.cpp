@@ -102,6 +102,15 @@ TEST(DkmsConf, TreeVersion) {
   EXPECT_EQ(nvidia_tree_version("nothing\n"), std::nullopt);
 }
 
+TEST(DkmsConf, NoAutoinstallSoAFailedBuildNeverFailsAKernelInstall) {
+  const auto text = render(kbuild_conf("p2ptest", "1.0", {"p2ptest"}, {}));
+  EXPECT_EQ(text.find("AUTOINSTALL"), std::string::npos);
+  EXPECT_EQ(without_autoinstall(text), std::nullopt);
+  // What an earlier p2pnode staged: the line goes, everything else stays as it was.
+  const std::string old = "PACKAGE_NAME=\"nvidia\"\nAUTOINSTALL=\"yes\"\nPATCH[0]=\"a.patch\"";
+  EXPECT_EQ(without_autoinstall(old), std::optional<std::string>("PACKAGE_NAME=\"nvidia\"\nPATCH[0]=\"a.patch\""));
+}
+
 TEST(DkmsConf, QuotesValues) {
   Conf c = kbuild_conf("we\"ird", "1.0", {"m"}, {});
   EXPECT_NE(render(c).find("PACKAGE_NAME=\"we\\\"ird\""), std::string::npos);
