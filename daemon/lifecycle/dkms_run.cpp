@@ -135,4 +135,21 @@ Status copy_tree(const fs::path& from, const fs::path& to) {
   return {};
 }
 
+Status move_tree(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (!ec) return {};
+  if (ec != std::errc::cross_device_link) return Error{"moving " + from.string() + " to " + to.string() + ": " + ec.message(), ec.value()};
+  ec.clear();
+  if (fs::is_directory(fs::symlink_status(from))) {
+    if (auto st = copy_tree(from, to); !st) return st;
+  } else {
+    fs::copy(from, to, fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
+    if (ec) return Error{"copying " + from.string() + " to " + to.string() + ": " + ec.message(), ec.value()};
+  }
+  fs::remove_all(from, ec);
+  if (ec) return Error{"removing " + from.string() + " after copying it to " + to.string() + ": " + ec.message(), ec.value()};
+  return {};
+}
+
 }  // namespace p2pnode::nvidia

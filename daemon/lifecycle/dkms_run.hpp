@@ -56,4 +56,9 @@ std::string failure_report(const std::string& what, const sys::CommandResult& r,
 // The tree under `from` into `to` (host paths; .git left out; symlinks kept as links).
 Status copy_tree(const std::filesystem::path& from, const std::filesystem::path& to);
 
+// Moves a file or tree (host paths): rename, or where `from` and `to` are on different mounts
+// (EXDEV: the units' ProtectSystem=strict makes /usr, /lib/modules and /var/lib each its own bind
+// mount) a copy, then the original removed.
+Status move_tree(const std::filesystem::path& from, const std::filesystem::path& to);
+
 }  // namespace p2pnode::nvidia

@@ -332,17 +332,12 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   fs::remove_all(root.host_path(prev), ec);
   if (root.exists(t.src_dir)) {
     (void)root.make_dirs(std::string(kStateDir) + "/prev");
-    fs::rename(root.host_path(t.src_dir), root.host_path(prev), ec);
-    if (ec) return finish(StepOutcome::failed, "moving the old " + t.src_dir + " aside: " + ec.message());
+    if (auto st = move_tree(root.host_path(t.src_dir), root.host_path(prev)); !st)
+      return finish(StepOutcome::failed, "moving the old " + t.src_dir + " aside: " + st.error().message);
   }
   (void)root.make_dirs("/usr/src");
-  fs::rename(root.host_path(staged->dir), root.host_path(t.src_dir), ec);
-  if (ec) {  // another filesystem: copy
-    ec.clear();
-    if (auto st = copy_tree(root.host_path(staged->dir), root.host_path(t.src_dir)); !st)
-      return finish(StepOutcome::failed, "placing the source in " + t.src_dir + ": " + st.error().message);
-    fs::remove_all(root.host_path(staged->dir), ec);
-  }
+  if (auto st = move_tree(root.host_path(staged->dir), root.host_path(t.src_dir)); !st)
+    return finish(StepOutcome::failed, "placing the source in " + t.src_dir + ": " + st.error().message);
   log("source placed in " + t.src_dir);
 
   // Register, build, install for each kernel with headers.
@@ -429,8 +424,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     for (const auto& s : stale) {
       const std::string aside = std::string(kStateDir) + "/aside" + s;
       (void)root.make_dirs(aside.substr(0, aside.rfind('/')));
-      fs::rename(root.host_path(s), root.host_path(aside), ec);
-      if (ec) note += "; could not move " + s + " aside: " + ec.message();
+      if (auto st = move_tree(root.host_path(s), root.host_path(aside)); !st) note += "; could not move " + s + " aside: " + st.error().message;
       else log("moved stale " + s + " to " + aside);
     }
     for (const auto& k : verified) {
@@ -459,12 +453,12 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   if (!failed.empty() || verified.size() != kernels.size()) {
     std::string kept_msg;
     if (verified.empty() && !replacing) {
-      // Nothing of ours was ever installed: undo the registration and the source, so DKMS (and
-      // its autoinstall on the next kernel) is as it was before this apply.
+      // Nothing of ours was ever installed: undo the registration and the source, so DKMS is as
+      // it was before this apply.
       if (!added) run.run("dkms remove " + subject, {"dkms", "remove", "-m", t.name, "-v", t.version, "--all"},
                           std::chrono::minutes(10), true);
       fs::remove_all(root.host_path(t.src_dir), ec);
-      if (root.exists(prev)) fs::rename(root.host_path(prev), root.host_path(t.src_dir), ec);
+      if (root.exists(prev)) (void)move_tree(root.host_path(prev), root.host_path(t.src_dir));
       (void)root.remove_file(t.stamp);
       kept_msg = "; nothing was installed: DKMS and /usr/src were put back as they were";
     } else if (verified.empty()) {

@@ -117,6 +117,7 @@ case_kernel() {
   check "case 4: GRUB's saved default is $old" in_node "grub-editenv list | grep -q 'saved_entry=.*$old'"
   node_reboot && node_wait_ssh || { echo "FAIL: reboot with $new installed and broken"; fails=$((fails+1)); return; }
   in_node systemctl is-system-running --wait >/dev/null
+  [ -n "${free:-}" ] && drive_ok
   check "case 4: held: the node came back in $old, not in $new" test "$(in_node uname -r)" = "$old"
   check "case 4: held: the module is loaded in $old" in_node "grep -q 550.90.07 /proc/driver/nvidia/version"
   # The boot-time apply still fails (a kernel lacks the module), quickly: the build that failed with
@@ -129,7 +130,12 @@ case_kernel() {
     test "$(echo $failed_units | sed 's/p2pnode-apply.service//' | tr -d ' ')" = ""
   check "case 4: held: the boot-time apply did not try the failed build again" in_node \
     "journalctl -b -u p2pnode-apply.service | grep -q 'build for $new not retried: it failed with the same source'"
-  check "case 4: held: the daemon is ready in $old (/readyz 200)" test "$(readyz)" = 200
+  # Not ready while an installed kernel lacks the module (an apply step fails): /readyz says why.
+  in_node "python3 -c 'import urllib.request
+try: print(urllib.request.urlopen(\"http://127.0.0.1:9470/readyz\", timeout=10).read().decode())
+except urllib.error.HTTPError as e: print(e.code, e.read().decode())'" > "$NODE_DIR/readyz-held.txt"
+  echo "  readyz: $(cut -c1-300 "$NODE_DIR/readyz-held.txt")"
+  check "case 4: held: /readyz 503 names $new's missing module" grep -q "^503 .*driver.kernels $new" "$NODE_DIR/readyz-held.txt"
   echo "node: case 4: held on $old at $((SECONDS - t)) s"
 
   # 3. The fixed headers arrive: the headers' hook builds for NEW, the hold is lifted.
@@ -146,6 +152,7 @@ case_kernel() {
     'import json,sys; d=json.load(open(sys.argv[1])); f=d["findings"][0]; print(f); sys.exit(f["observed"]["next_boot"] != sys.argv[2] or f["severity"] != "ok")' "$NODE_DIR/check-fixed.json" "$new"
   node_reboot && node_wait_ssh || { echo "FAIL: reboot into $new"; fails=$((fails+1)); return; }
   in_node systemctl is-system-running --wait >/dev/null
+  [ -n "${free:-}" ] && drive_ok
   check "case 4: the node booted $new through GRUB" test "$(in_node uname -r)" = "$new"
   check "case 4: in $new the module is there and loaded (/proc/driver/nvidia/version)" in_node \
     "modinfo -F version nvidia | grep -q 550.90.07 && grep -q 550.90.07 /proc/driver/nvidia/version"
