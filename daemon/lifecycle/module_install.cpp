@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dkms/conf.hpp"
+#include "dkms/initramfs.hpp"
 #include "dkms/status.hpp"
 #include "lifecycle/artifact.hpp"
 #include "lifecycle/boot.hpp"
@@ -439,9 +440,17 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     }
     if (!other_regs.empty() || !stale.empty()) note += "; removed conflicts: " + conflicts.dump();
   }
-  // The NVIDIA modules can be pulled into an initramfs (nvidia-drm modeset hooks): refresh it for
-  // the kernels whose modules this apply installed (not those it found in place).
-  if (staged->kind == dkms::TreeKind::nvidia_open && root.exists("/usr/sbin/update-initramfs"))
+  // The NVIDIA modules can be pulled into an initramfs (listed in initramfs-tools' modules, or an
+  // nvidia-drm modeset hook): then refresh it for the kernels whose modules this apply installed
+  // (not those it found in place). Otherwise it carries none of them and is left alone (under a
+  // minute per kernel saved).
+  dkms::InitramfsConfig iconf;
+  if (auto m = root.read_text("/etc/initramfs-tools/modules")) iconf.modules_file = *m;
+  for (const char* dir : {"/etc/initramfs-tools/hooks", "/usr/share/initramfs-tools/hooks"})
+    for (const auto& f : root.list_dir(dir))
+      if (auto text = root.read_text(sys::join(dir, f), 1 << 20)) iconf.hook_texts.push_back(*text);
+  const auto pulled = dkms::initramfs_pulls_in(staged->modules, iconf);
+  if (staged->kind == dkms::TreeKind::nvidia_open && root.exists("/usr/sbin/update-initramfs") && !pulled.empty())
     for (const auto& k : verified)
       if (contains(installed_now, k) && root.exists("/boot/initrd.img-" + k)) {
         auto u = run.run("update-initramfs " + k, {"update-initramfs", "-u", "-k", k}, std::chrono::minutes(10), true);

@@ -194,6 +194,42 @@ else bad "prometheus config"; cat "$work/prom.log" "$work/promtool.log" | tail -
 targets=$(jq -r '[.[].targets[]] | join(" ")' "$work/prom/p2pnode-targets.json" 2>/dev/null)
 [ "$targets" = "${addr[node1]}:9470 ${addr[node2]}:9470 ${addr[node3]}:9470" ] && ok "file_sd lists every node: $targets" || bad "file_sd targets: $targets"
 
+# 9. ansible/kernel-upgrade.yml: the canary judges first; a node whose next kernel breaks P2P gets
+# the kernel metapackages held (apt-mark, the node's real apt) and the roll-out stops, saying why.
+# `p2pnode judge-kernel` itself (Debian's real headers, the real tree) is tests/dkms/test_judge_kernel.sh;
+# here a stand-in on each node answers as it would (its exit status and verdict line).
+for n in node1 node3; do
+  cat > "$work/$n/usr/local/lib/p2pnode-test/judge.sh" <<'SH'
+#!/bin/sh
+[ "$1" = judge-kernel ] || { echo "judge.sh: expected judge-kernel, got $*" >&2; exit 2; }
+echo "judge-kernel $(date +%s%N)" >> /usr/local/lib/p2pnode-test/judge.calls
+cat /usr/local/lib/p2pnode-test/verdict.txt; exit "$(cat /usr/local/lib/p2pnode-test/verdict.rc)"
+SH
+  chmod +x "$work/$n/usr/local/lib/p2pnode-test/judge.sh"
+done
+verdict() { echo "$2" > "$work/$1/usr/local/lib/p2pnode-test/verdict.txt"; echo "$3" > "$work/$1/usr/local/lib/p2pnode-test/verdict.rc"; }
+verdict node1 "the next kernel 6.1.0-56-amd64 (6.1.192-2) keeps P2P: nvidia-p2p/550.90.07 builds" 0
+verdict node3 "the next kernel 6.1.0-56-amd64 (6.1.192-2) breaks nvidia-p2p/550.90.07: known breakage pci-resize-resource-exclude-bars" 1
+kplay() {  # kplay LOG ARGS...
+  local log=$1; shift
+  ansible-playbook -i "$work/inventory.yml" ansible/kernel-upgrade.yml -e p2pnode_bin=/usr/local/lib/p2pnode-test/judge.sh "$@" > "$work/$log" 2>&1
+}
+held() { chroot "$work/$1" apt-mark showhold | sort | tr '\n' ' '; }
+if kplay kernel1.log --limit 'all:!node2'; then bad "kernel-upgrade.yml fails where the next kernel breaks P2P"; else ok "kernel-upgrade.yml fails where the next kernel breaks P2P"; fi
+[ "$(held node3)" = "linux-headers-amd64 linux-image-amd64 " ] && ok "node3's kernel metapackages are held (apt-mark showhold)" || { bad "node3 held: '$(held node3)'"; tail -20 "$work/kernel1.log"; }
+[ -z "$(held node1)" ] && ok "node1 (keeps P2P) holds nothing" || bad "node1 held: $(held node1)"
+grep -q "node3: the next kernel 6.1.0-56-amd64 (6.1.192-2) breaks nvidia-p2p/550.90.07: known breakage pci-resize-resource-exclude-bars; held linux-image-amd64, linux-headers-amd64" "$work/kernel1.log" &&
+  ok "the failure names the node, the verdict and what was held" || { bad "the failure's message"; grep -n 'fatal\|msg' "$work/kernel1.log" | head; }
+[ "$(cut -d' ' -f2 "$work/node1/usr/local/lib/p2pnode-test/judge.calls")" -lt "$(cut -d' ' -f2 "$work/node3/usr/local/lib/p2pnode-test/judge.calls")" ] &&
+  ok "the canary (node1) judged first" || bad "canary order in kernel-upgrade.yml"
+# The canary itself breaking: the roll-out stops before the next batch, node3 is not judged.
+chroot "$work/node3" apt-mark unhold linux-image-amd64 linux-headers-amd64 >/dev/null
+verdict node1 "the next kernel 6.1.0-56-amd64 (6.1.192-2) breaks nvidia-p2p/550.90.07: nv-pci.c:234:9: error" 1
+rm -f "$work"/node{1,3}/usr/local/lib/p2pnode-test/judge.calls
+if kplay kernel2.log --limit 'all:!node2'; then bad "a breaking canary fails kernel-upgrade.yml"; else ok "a breaking canary fails kernel-upgrade.yml"; fi
+[ ! -e "$work/node3/usr/local/lib/p2pnode-test/judge.calls" ] && [ -z "$(held node3)" ] && ok "and the nodes after it are not judged or held" || bad "nodes after a breaking canary were touched"
+chroot "$work/node1" apt-mark unhold linux-image-amd64 linux-headers-amd64 >/dev/null
+
 echo "figures: packages ${t_debs} s, 3 nodes ${t_nodes} s, whole test $((SECONDS - t0)) s"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

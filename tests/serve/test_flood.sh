@@ -3,7 +3,7 @@
 # and 100 that trickle a request head one byte a second (tests/serve/flood.py; each one the daemon
 # closes is opened again a second later). After 15 s (past TCP_DEFER_ACCEPT and every accept,
 # handshake and request-head limit), for 30 s, a second client bound to 127.0.0.2 asks for /livez,
-# /readyz and /metrics ten times a second, a new connection each: every answer 200, p99 under
+# /readyz and /metrics in turn, ten requests a second, a new connection each: every answer 200, p99 under
 # 100 ms, and the daemon's RSS stays under 64 MiB (the peak is printed). Plain HTTP, then HTTPS.
 # The daemon sheds what the limits refuse, counts it in
 # p2pnode_http_connections_rejected_total{reason} and logs it (rate-limited).
@@ -14,6 +14,7 @@ for tool in curl jq python3 openssl; do command -v $tool >/dev/null || skip "$to
 python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
   skip "cannot bind a client to 127.0.0.2 (loopback is not 127.0.0.0/8 here)"
 SECONDS_MEASURED=${FLOOD_SECONDS:-30}
+MIN_ANSWERS=$((SECONDS_MEASURED * 10 * 8 / 30))
 RSS_LIMIT_KIB=$((64 * 1024))
 RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
 
@@ -45,8 +46,10 @@ flood() {
   for p in /livez /readyz /metrics; do
     local r; r=$(jq -c --arg p "$p" '.paths[$p]' "$WORK/$name/flood.json")
     echo "$name: $p $r"
-    check "$name: $p answered $(jq .ok <<<"$r") times under the flood, no failure" \
-      jq -e '.failures == 0 and .ok >= 100' <<<"$r"
+    # One probe every 0.1 s, the three paths in turn: SECONDS_MEASURED * 10 / 3 each; 80 % of
+    # that must have answered (the probes' own time stretches the interval).
+    check "$name: $p answered $(jq .ok <<<"$r") times under the flood (at least $MIN_ANSWERS), no failure" \
+      jq -e --argjson min "$MIN_ANSWERS" '.failures == 0 and .ok >= $min' <<<"$r"
     check "$name: $p p99 $(jq .p99_ms <<<"$r") ms < 100 ms" jq -e '.p99_ms != null and .p99_ms < 100' <<<"$r"
   done
   echo "$name: daemon RSS ${before} KiB before, peak ${peak} KiB during the flood"

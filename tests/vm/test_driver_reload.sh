@@ -39,7 +39,7 @@ HOOK=/etc/kernel/postinst.d/z50-p2pnode HEADER_HOOK=/etc/kernel/header_postinst.
 HOOK_WAS_THERE=0 HEADER_HOOK_WAS_THERE=0
 [ -e "$HOOK" ] && HOOK_WAS_THERE=1
 [ -e "$HEADER_HOOK" ] && HEADER_HOOK_WAS_THERE=1
-# apply runs update-initramfs for the kernel it built for: keep the host's initramfs as it was.
+# apply runs update-initramfs for the kernel it built for where initramfs-tools pulls the modules in: keep the host's initramfs as it was either way.
 INITRD=/boot/initrd.img-$KV
 INITRD_KEPT=$(mktemp /var/tmp/p2pnode-initrd.XXXXXX)
 if [ -f "$INITRD" ]; then cp -p "$INITRD" "$INITRD_KEPT"; else rm -f "$INITRD_KEPT"; INITRD_KEPT=; fi

@@ -110,9 +110,12 @@ struct Bench {
 
 TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
   Bench b;
-  // update-initramfs runs for the kernels whose modules an apply installed, not for those in place.
+  // update-initramfs runs for the kernels whose modules an apply installed, not for those in place,
+  // when the initramfs carries one of them (here: initramfs-tools' modules list names nvidia_modeset).
   std::vector<std::string> initramfs;
   b.box.write("usr/sbin/update-initramfs", "");
+  fs::create_directories(b.box.dir / "etc/initramfs-tools");
+  b.box.write("etc/initramfs-tools/modules", "# List of modules\nnvidia_modeset\n");
   for (const char* k : {"6.1.0-55-amd64", kKernel, "6.1.0-57-amd64"}) b.box.write(std::string("boot/initrd.img-") + k, "");
   b.runner.on({"update-initramfs"}, [&](const sys::Command& c) {
     initramfs.push_back(c.argv.back());
@@ -158,6 +161,18 @@ TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
   EXPECT_EQ(initramfs, (std::vector<std::string>{"6.1.0-55-amd64", kKernel, "6.1.0-57-amd64"}));
   // And nothing to do after that.
   EXPECT_TRUE(make_driver_module()->plan(p, b.inv, b.root).empty());
+}
+
+TEST(DriverCore, AnInitramfsThatCarriesNoneOfTheModulesIsLeftAlone) {
+  Bench b;
+  b.box.write("usr/sbin/update-initramfs", "");
+  for (const char* k : {"6.1.0-55-amd64", kKernel}) b.box.write(std::string("boot/initrd.img-") + k, "");
+  fs::create_directories(b.box.dir / "etc/initramfs-tools/hooks");
+  b.box.write("etc/initramfs-tools/modules", "# nvidia_modeset is not wanted here\nnvme\n");
+  b.box.write("etc/initramfs-tools/hooks/zfs", "#!/bin/sh\nmanual_add_modules zfs\n");
+  const auto r = b.apply(nvidia_profile(b.box));
+  ASSERT_EQ(r.outcome, StepOutcome::changed) << r.message;
+  EXPECT_EQ(b.runner.count("update-initramfs"), 0u);
 }
 
 TEST(DriverCore, ANewCompilerOrADamagedCacheBuildsItAgain) {
