@@ -10,8 +10,8 @@
 # Asserts: canary order, the bad-BIOS node stops the roll-out with /readyz's reasons and the node
 # after it is untouched, the summary, the good nodes ready, a second run changes nothing, an
 # upgrade restarts the daemon and keeps its state, a failed upgrade is rolled back, the config
-# and TLS checks of the role, and the Prometheus configuration from the same inventory passes
-# promtool check config. Cost: ~5-8 min (figures printed at the end).
+# and TLS checks of the role, the Prometheus configuration from the same inventory passes
+# promtool check config, and ansible/kernel-upgrade.yml holds and stops where the next kernel breaks P2P. Cost: ~5-8 min (figures printed at the end).
 set -uo pipefail
 bin=${1:?usage: test_ansible.sh path/to/p2pnode}
 source tests/package/debian_root.sh
