@@ -12,6 +12,9 @@
 # usage: scripts/bench-fleet.sh path/to/p2pnode [NODES_SMALL NODES_LARGE]
 #        env: SETTLE_S (default 130: four 30 s scrapes and a 2-minute rule group's evaluation; then 30 s to measure ingest), ROUNDS (default 50), BEFORE
 set -uo pipefail
+# stdin from /dev/null: ansible-playbook refuses a non-blocking stdin ("Ansible requires blocking IO"),
+# which another program sharing ctest's stdin may leave behind.
+exec </dev/null
 BIN=$(readlink -f "${1:?usage: $0 path/to/p2pnode [NODES_SMALL NODES_LARGE]}")
 SMALL=${2:-100}
 LARGE=${3:-1000}

@@ -13,6 +13,9 @@
 # and TLS checks of the role, the Prometheus configuration from the same inventory passes
 # promtool check config, and ansible/kernel-upgrade.yml holds and stops where the next kernel breaks P2P. Cost: ~5-8 min (figures printed at the end).
 set -uo pipefail
+# stdin from /dev/null: ansible-playbook refuses a non-blocking stdin ("Ansible requires blocking IO"),
+# which another program sharing ctest's stdin may leave behind.
+exec </dev/null
 bin=${1:?usage: test_ansible.sh path/to/p2pnode}
 source tests/package/debian_root.sh
 command -v ansible-playbook >/dev/null || { echo "SKIP: ansible-playbook is not installed (scripts/install-deps.sh test)"; exit 77; }

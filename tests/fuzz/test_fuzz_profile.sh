@@ -2,12 +2,12 @@
 # Fuzzes the profile loader with libFuzzer for a bounded time (default 60 s).
 # Usage: bash tests/fuzz/test_fuzz_profile.sh <p2pnode-binary>   (its build directory holds the
 #   generated daemon/embedded_data.cpp: the builtin patch names the loader checks come from it)
-# Env: P2PNODE_FUZZ_SECONDS (default 60), P2PNODE_FUZZ_DIR (work dir, default a temp dir).
+# Env: P2PNODE_FUZZ_SECONDS (default 30; make test runs the default), P2PNODE_FUZZ_DIR (work dir, default a temp dir).
 # Exit: 0 no crash; 1 a crash (the reproducer is printed and kept); 77 clang++ or libFuzzer missing.
 set -uo pipefail
 bin=${1:+$(readlink -f "$1")}
 cd "$(dirname "$0")/../.." || exit 1
-seconds=${P2PNODE_FUZZ_SECONDS:-60}
+seconds=${P2PNODE_FUZZ_SECONDS:-30}
 cxx=$(command -v clang++ || command -v clang++-14 || true)
 if [ -z "$cxx" ]; then
   echo "SKIP: clang++ is not installed (apt-get install clang libclang-rt-14-dev)"

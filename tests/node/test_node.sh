@@ -4,6 +4,9 @@
 # real SSH. Usage: bash tests/node/test_node.sh path/to/p2pnode (its build dir is packaged).
 # Exit 0 all passed, 1 a check failed, 77 skipped (the reason is printed).
 set -u
+# stdin from /dev/null: ansible-playbook refuses a non-blocking stdin ("Ansible requires blocking IO"),
+# which another program sharing ctest's stdin may leave behind.
+exec </dev/null
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 . "$here/image.sh"
