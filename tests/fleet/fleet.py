@@ -15,7 +15,8 @@ Node i is a variant of one captured kind (different node name, GPU UUIDs, figure
   f6  tinybox 6x RTX 4090 as its BIOS left it: failed, a kernel without the module
 and every 25th node from a few offsets plays a role: a pair below its threshold, a pair without
 peer access, corrupted bytes (each degraded), a regressed pair, a self-test overdue, a userspace
-driver that does not match, an NVMe drive without BAR0 and a doorbell the GPU cannot ring; the
+driver that does not match, an NVMe drive without BAR0 and a doorbell the GPU cannot ring, a
+passive health pass that stopped (every other node's health pass is as recent as the scrape); the
 kinds b2 and f6 come in the same way. Everything is deterministic in i."""
 import argparse
 import asyncio
@@ -30,7 +31,8 @@ import zlib
 
 KIND_FILES = {"h8": "h8.prom", "h4": "h4.prom", "b2": "b2.prom", "f6": "f6.prom"}
 ROLES = {1: "noaccess", 3: "below", 5: "driver", 7: "regressed", 9: "nvme", 11: "corrupt", 13: "overdue", 17: "blocked",
-         19: "nomodule"}
+         19: "nomodule", 21: "healthstale"}
+NOW = "@NOW@"  # a value the server writes at each request: the current Unix time
 LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
@@ -69,7 +71,7 @@ def render(fams):
         for labels, value in samples:
             lab = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
             sample_name = name + "_total" if type_ == "counter" and not name.endswith("_total") else name
-            out.append("%s%s %s\n" % (sample_name, "{%s}" % lab if lab else "", repr(float(value))))
+            out.append("%s%s %s\n" % (sample_name, "{%s}" % lab if lab else "", value if value == NOW else repr(float(value))))
     return "".join(out)
 
 
@@ -161,6 +163,10 @@ def variant(kinds, i, now):
         f = family(fams, n)
         if f:
             f[3] = [[{}, float(int(v))]]
+    # The passive health pass runs every 10 s: its time is the time of the scrape.
+    health = family(fams, "p2pnode_health_last_pass_timestamp_seconds")
+    if health:
+        health[3] = [[{}, NOW]]
     alerts = []
     pair = bw[3][0][0] if bw and bw[3] else None
     ce_write = [s for s in (bw[3] if bw else []) if s[0]["engine"] == "ce" and s[0]["direction"] == "write"]
@@ -202,6 +208,10 @@ def variant(kinds, i, now):
         set_state(fams, "degraded")
         family(fams, "p2pnode_selftest_passed")[3] = [[{}, 0.0]]
         last_pass(fams, now)
+    elif role == "healthstale" and health:
+        # The health pass stopped 10 minutes before the fleet started.
+        health[3] = [[{}, float(int(now - 600))]]
+        alerts.append("P2pnodeHealthStale")
     elif role == "driver":
         for s in family(fams, "p2pnode_driver_info")[3]:
             s[0]["userspace"] = "550.54.15"
@@ -255,16 +265,19 @@ async def serve_all(a):
     now = time.time()
     bodies = []
     for i in range(a.nodes):
-        text = variant(kinds, i, now)[0].encode()
-        bodies.append(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-                      b"Content-Length: %d\r\n\r\n" % len(text) + text)
+        # The text split where the current time goes; its length does not change within the run.
+        parts = variant(kinds, i, now)[0].encode().split(NOW.encode())
+        length = sum(map(len, parts)) + (len(parts) - 1) * len(b"%d" % now)
+        bodies.append([b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                       b"Content-Length: %d\r\n\r\n" % length + parts[0]] + parts[1:])
     not_found = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
 
-    def handler(body):
+    def handler(parts):
         async def handle(reader, writer):
             try:
                 while True:
                     head = await reader.readuntil(b"\r\n\r\n")
+                    body = (b"%d" % time.time()).join(parts)
                     writer.write(body if head.split(b" ", 2)[1].startswith(b"/metrics") else not_found)
                     await writer.drain()
             except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):

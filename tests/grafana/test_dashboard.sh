@@ -158,6 +158,8 @@ X=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["P2pnodeNode
 [ "$(q 'sum(p2pnode_node_state{state="ready"})')" = "$((NODES - X))" ] && pass "$((NODES - X)) nodes ready, $X not" || fail "nodes ready: $(q 'sum(p2pnode_node_state{state="ready"})')"
 expect p2pnode-fleet "Worst pair ratio per node" 20
 expect p2pnode-fleet "Nodes not ready" "$X"
+# The state panels read the recording rule: as many states as the scrapes have at 1.
+expect p2pnode-fleet "Nodes by state" "$(q 'count(count by (state) (p2pnode_node_state == 1))')"
 expect p2pnode-fleet "Nodes with regressions" 1
 expect p2pnode-fleet "Nodes with corrupted bytes" 1
 expect p2pnode-fleet "Self-tests overdue" 1
