@@ -153,7 +153,7 @@ void run_nvme_doorbell(const PassContext& ctx, const Profile& profile, const Inv
       "selftest");
   std::vector<std::string> args = ctx.config.agent_args;
   for (auto& a : judge::doorbell_args(t.targets)) args.push_back(std::move(a));
-  const judge::AgentRun run = run_agent(ctx, ctx.config.agent_path, args, limit, spec, inv);
+  const judge::AgentRun run = run_agent(ctx, host_paths(ctx.config, ctx.root).agent_path.string(), args, limit, spec, inv);
   if (run.process.cancelled) return;
   judge::DoorbellRecord rec = judge::judge_doorbell(run, t.targets);
   rec.trigger = ctx.trigger;

@@ -51,12 +51,14 @@ make_node() {
 }
 
 # write_config NAME AGENT_PATH ARGS_YAML [EXTRA_YAML]: the daemon config for node NAME. Every path
-# in the config is inside the root (--root), agent.path too: the agent is linked into the root at
-# the path the config names.
+# in the config is inside the root (--root), agent.path too: the agent (AGENT_PATH on this host) is
+# linked into the root at /usr/libexec/p2pnode-test/<its name>, a path this host does not have, so a
+# daemon that ran agent.path without the root would fail the test.
 write_config() {
-  local name=$1 agent=$2 args=$3 extra=${4:-}
+  local name=$1 agent=/usr/libexec/p2pnode-test/$(basename "$2") args=$3 extra=${4:-}
+  [ ! -e "$agent" ] || { echo "write_config: $agent exists on this host: the test could not tell the root's agent from it" >&2; return 1; }
   mkdir -p "$WORK/$name/root$(dirname "$agent")"
-  ln -sfn "$agent" "$WORK/$name/root$agent"
+  ln -sfn "$(readlink -f "$2")" "$WORK/$name/root$agent"
   cat > "$WORK/$name/p2pnode.yaml" <<YAML
 apiVersion: p2pnode/v1
 kind: DaemonConfig
