@@ -2,8 +2,10 @@
 // Holding writes the drop-in (GRUB_DEFAULT=saved), runs update-grub, sets saved_entry with
 // grub-set-default to the entry of the newest kernel that has the module in the grub.cfg it wrote,
 // and reads back what GRUB will boot; releasing removes the drop-in, runs update-grub and points
-// saved_entry at the first entry again. The kernel-install hook runs it right after the module step, before Debian's
+// saved_entry at the first entry again. A step that fails puts the drop-in (and grub.cfg) back. The kernel-install hook runs it right after the module step, before Debian's
 // zz-update-grub, so apt's output says what was held and why.
+#include <optional>
+
 #include "actions/driver_install.hpp"
 #include "lifecycle/boot.hpp"
 #include "lifecycle/boot_guard.hpp"
@@ -44,7 +46,27 @@ class BootGuard final : public Action {
       return {r};
     }
     const auto w0 = ctx.root.write_count();
+    // The drop-in as it was: a failure puts it back (and grub.cfg with it, where update-grub had
+    // already run), so `held` never claims a hold that is not whole, and a release that did not
+    // finish is tried again on the next pass instead of leaving GRUB on the old kernel unnoticed.
+    const auto before = ctx.root.exists(lifecycle::kBootGuardDropIn)
+                            ? std::optional<std::string>(ctx.root.read_text(lifecycle::kBootGuardDropIn).value_or(""))
+                            : std::nullopt;
+    bool changed = false, regenerated = false;
     const auto fail = [&](std::string why) {
+      if (changed) {
+        const auto st = before ? ctx.root.write_file_atomic(lifecycle::kBootGuardDropIn, *before, std::filesystem::perms(0644))
+                               : ctx.root.remove_file(lifecycle::kBootGuardDropIn);
+        if (!st)
+          why += "; putting " + std::string(lifecycle::kBootGuardDropIn) + " back failed too: " + st.error().message;
+        else if (!regenerated)
+          why += std::string("; ") + lifecycle::kBootGuardDropIn + " is as it was";
+        else if (auto u = run(ctx, {"update-grub"}); !u.success())
+          why += std::string("; ") + lifecycle::kBootGuardDropIn + " is as it was, but update-grub " + u.describe() +
+                 " on it: run update-grub by hand";
+        else
+          why += std::string("; ") + lifecycle::kBootGuardDropIn + " and grub.cfg are as they were";
+      }
       r.writes = ctx.root.write_count() - w0;
       r.message = (d.what == What::hold ? "holding GRUB on " + d.kernel : std::string("releasing GRUB's hold")) + ": " + why;
       return std::vector<StepResult>{r};
@@ -64,8 +86,10 @@ class BootGuard final : public Action {
     } else if (auto st = ctx.root.remove_file(lifecycle::kBootGuardDropIn); !st) {
       return fail("removing " + std::string(lifecycle::kBootGuardDropIn) + ": " + st.error().message);
     }
+    changed = true;
     if (auto u = run(ctx, {"update-grub"}); !u.success())
       return fail("update-grub " + u.describe() + (u.err.empty() ? "" : ": " + u.err.substr(0, 300)));
+    regenerated = true;
     std::string entry = "0";
     if (d.what == What::hold) {
       const auto cfg = ctx.root.read_text(kGrubCfg, 4 << 20);

@@ -148,6 +148,61 @@ TEST(BootGuardAction, AFailedUpdateGrubIsAFailureThatSaysSo) {
   const auto r = guard().apply(ctx, box.inventory(false));
   EXPECT_EQ(r[0].outcome, StepOutcome::failed);
   EXPECT_NE(r[0].message.find("holding GRUB on 6.1.0-56-amd64: update-grub exit 1"), std::string::npos) << r[0].message;
+  // Nothing half-done: the drop-in is gone again, so no one reads a hold that GRUB does not have.
+  EXPECT_NE(r[0].message.find("is as it was"), std::string::npos) << r[0].message;
+  EXPECT_FALSE(fs::exists(box.dir / "etc/default/grub.d/p2pnode-boot-guard.cfg"));
+  EXPECT_FALSE(box.inventory(false).kernels.boot_guard_held);
+}
+
+TEST(BootGuardAction, AReleaseThatFailsKeepsTheHoldSoTheNextPassTriesAgain) {
+  Box box;
+  const sys::SysRoot root(box.dir.string());
+  const Profile p = profile();
+  actions::ApplyContext ctx{root, box.runner, p};
+  ASSERT_EQ(guard().apply(ctx, box.inventory(false))[0].outcome, StepOutcome::changed);
+  const fs::path dropin = box.dir / "etc/default/grub.d/p2pnode-boot-guard.cfg";
+  std::ifstream in(dropin);
+  const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(held.find("GRUB_DEFAULT=saved"), std::string::npos);
+
+  // The module arrives for 6.1.0-57, but update-grub fails: without the drop-in put back the node
+  // would stay on 6.1.0-56 with nothing left to release.
+  box.runner.on({"update-grub"}, sys::exited_with(1, "", "grub-mkconfig: cannot open /boot/grub/grub.cfg.new\n"));
+  auto r = guard().apply(ctx, box.inventory(true));
+  EXPECT_EQ(r[0].outcome, StepOutcome::failed);
+  EXPECT_NE(r[0].message.find("releasing GRUB's hold: update-grub exit 1"), std::string::npos) << r[0].message;
+  std::ifstream again(dropin);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>()), held);
+  ASSERT_EQ(guard().plan(p, box.inventory(true), root).size(), 1u);
+
+  // update-grub works again: the next pass releases.
+  box.runner.on({"update-grub"}, [&box](const sys::Command&) {
+    box.update_grub();
+    return sys::exited_with(0);
+  });
+  r = guard().apply(ctx, box.inventory(true));
+  EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+  EXPECT_FALSE(fs::exists(dropin));
+  EXPECT_EQ(lifecycle::next_boot_kernel(root).kernel, "6.1.0-57-amd64");
+}
+
+TEST(BootGuardAction, AHoldThatFailsAfterUpdateGrubPutsGrubCfgBack) {
+  Box box;
+  box.runner.on({"grub-set-default"}, sys::exited_with(1, "", "grub-editenv: error: cannot open /boot/grub/grubenv\n"));
+  const sys::SysRoot root(box.dir.string());
+  const Profile p = profile();
+  actions::ApplyContext ctx{root, box.runner, p};
+  const auto r = guard().apply(ctx, box.inventory(false));
+  EXPECT_EQ(r[0].outcome, StepOutcome::failed);
+  EXPECT_NE(r[0].message.find("grub-set-default"), std::string::npos) << r[0].message;
+  EXPECT_NE(r[0].message.find("and grub.cfg are as they were"), std::string::npos) << r[0].message;
+  EXPECT_FALSE(fs::exists(box.dir / "etc/default/grub.d/p2pnode-boot-guard.cfg"));
+  ASSERT_EQ(box.runner.calls().size(), 3u);
+  EXPECT_EQ(box.runner.calls()[2], (std::vector<std::string>{"update-grub"}));
+  std::ifstream cfg(box.dir / "boot/grub/grub.cfg");
+  std::string first;
+  std::getline(cfg, first);
+  EXPECT_EQ(first, "set default=\"0\"");
 }
 
 TEST(BootGuardAction, TheProfileMayAllowBootingWithoutTheModule) {
