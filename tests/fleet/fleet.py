@@ -16,7 +16,8 @@ Node i is a variant of one captured kind (different node name, GPU UUIDs, figure
 and every 25th node from a few offsets plays a role: a pair below its threshold, a pair without
 peer access, corrupted bytes (each degraded), a regressed pair, a self-test overdue, a userspace
 driver that does not match, an NVMe drive without BAR0 and a doorbell the GPU cannot ring, a
-passive health pass that stopped (every other node's health pass is as recent as the scrape); the
+passive health pass that stopped (every other node's health pass is as recent as the scrape), GPUs
+kept busy by other jobs through every self-test for a day; the
 kinds b2 and f6 come in the same way. Everything is deterministic in i."""
 import argparse
 import asyncio
@@ -31,7 +32,7 @@ import zlib
 
 KIND_FILES = {"h8": "h8.prom", "h4": "h4.prom", "b2": "b2.prom", "f6": "f6.prom"}
 ROLES = {1: "noaccess", 3: "below", 5: "driver", 7: "regressed", 9: "nvme", 11: "corrupt", 13: "overdue", 17: "blocked",
-         19: "nomodule", 21: "healthstale"}
+         19: "nomodule", 21: "healthstale", 23: "busy"}
 NOW = "@NOW@"  # a value the server writes at each request: the current Unix time
 LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -208,6 +209,14 @@ def variant(kinds, i, now):
         set_state(fams, "degraded")
         family(fams, "p2pnode_selftest_passed")[3] = [[{}, 0.0]]
         last_pass(fams, now)
+    elif role == "busy":
+        # Jobs have held the GPUs through every self-test since a clean pass 25 hours ago: not
+        # degraded, P2pnodeSelftestBusy (not P2pnodeSelftestStale).
+        sched = family(fams, "p2pnode_selftest_schedule_seconds")[3][0][1]
+        family(fams, "p2pnode_selftest_last_success_timestamp_seconds")[3] = [[{}, float(int(now - max(2 * sched, 86400) - 3600))]]
+        family(fams, "p2pnode_selftest_skipped_busy")[3] = [[{}, 1.0]]
+        family(fams, "p2pnode_selftest_other_processes")[3] = [[{}, 2.0]]
+        alerts.append("P2pnodeSelftestBusy")
     elif role == "healthstale" and health:
         # The health pass stopped 10 minutes before the fleet started.
         health[3] = [[{}, float(int(now - 600))]]
