@@ -8,7 +8,7 @@ namespace {
 bool has(const std::vector<std::string>& v, std::string_view s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
 // DKMS sources dkms.conf with bash: keep values free of characters that would break the quoting.
-std::string quoted(std::string_view v) {
+std::string shell_quoted(std::string_view v) {
   std::string out = "\"";
   for (char c : v) {
     if (c == '"' || c == '\\' || c == '`') out += '\\';
@@ -86,20 +86,20 @@ Conf kbuild_conf(const std::string& name, const std::string& version, const std:
 std::string render(const Conf& c) {
   std::ostringstream o;
   o << "# Written by p2pnode from the profile's driver.kernel_module; `p2pnode apply` rewrites it.\n";
-  o << "PACKAGE_NAME=" << quoted(c.package_name) << "\n";
-  o << "PACKAGE_VERSION=" << quoted(c.package_version) << "\n";
+  o << "PACKAGE_NAME=" << shell_quoted(c.package_name) << "\n";
+  o << "PACKAGE_VERSION=" << shell_quoted(c.package_version) << "\n";
   o << "# 'make' is quoted so DKMS does not prepend KERNELRELEASE= (NVIDIA's Makefile would think Kbuild ran it).\n";
   o << "MAKE[0]=\"" << c.make << "\"\n";
   for (std::size_t i = 0; i < c.modules.size(); ++i) {
-    o << "BUILT_MODULE_NAME[" << i << "]=" << quoted(c.modules[i].name) << "\n";
+    o << "BUILT_MODULE_NAME[" << i << "]=" << shell_quoted(c.modules[i].name) << "\n";
     if (!c.modules[i].location.empty())
-      o << "BUILT_MODULE_LOCATION[" << i << "]=" << quoted(c.modules[i].location) << "\n";
-    o << "DEST_MODULE_LOCATION[" << i << "]=" << quoted(c.dest_location) << "\n";
+      o << "BUILT_MODULE_LOCATION[" << i << "]=" << shell_quoted(c.modules[i].location) << "\n";
+    o << "DEST_MODULE_LOCATION[" << i << "]=" << shell_quoted(c.dest_location) << "\n";
   }
   for (std::size_t i = 0; i < c.patches.size(); ++i) {
-    o << "PATCH[" << i << "]=" << quoted(c.patches[i]) << "\n";
+    o << "PATCH[" << i << "]=" << shell_quoted(c.patches[i]) << "\n";
     if (i < c.patch_match.size() && !c.patch_match[i].empty())
-      o << "PATCH_MATCH[" << i << "]=" << quoted(c.patch_match[i]) << "\n";
+      o << "PATCH_MATCH[" << i << "]=" << shell_quoted(c.patch_match[i]) << "\n";
   }
   if (c.autoinstall) o << "AUTOINSTALL=\"yes\"\n";
   return o.str();
