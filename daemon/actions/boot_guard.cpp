@@ -2,8 +2,9 @@
 // Holding writes the drop-in (GRUB_DEFAULT=saved), runs update-grub, sets saved_entry with
 // grub-set-default to the entry of the newest kernel that has the module in the grub.cfg it wrote,
 // and reads back what GRUB will boot; releasing removes the drop-in, runs update-grub and points
-// saved_entry at the first entry again. A step that fails puts the drop-in (and grub.cfg) back. The kernel-install hook runs it right after the module step, before Debian's
-// zz-update-grub, so apt's output says what was held and why.
+// saved_entry at the first entry again. A step that fails puts the drop-in (and grub.cfg) back.
+// The kernel-install hook runs it right after the module step, before Debian's zz-update-grub, so
+// apt's output says what was held and why.
 #include <optional>
 
 #include "actions/driver_install.hpp"
@@ -49,9 +50,15 @@ class BootGuard final : public Action {
     // The drop-in as it was: a failure puts it back (and grub.cfg with it, where update-grub had
     // already run), so `held` never claims a hold that is not whole, and a release that did not
     // finish is tried again on the next pass instead of leaving GRUB on the old kernel unnoticed.
-    const auto before = ctx.root.exists(lifecycle::kBootGuardDropIn)
-                            ? std::optional<std::string>(ctx.root.read_text(lifecycle::kBootGuardDropIn).value_or(""))
-                            : std::nullopt;
+    std::optional<std::string> before;
+    if (ctx.root.exists(lifecycle::kBootGuardDropIn)) {
+      auto text = ctx.root.read_text(lifecycle::kBootGuardDropIn);
+      if (!text) {  // nothing changed yet: without its text it could not be put back
+        r.message = "reading " + std::string(lifecycle::kBootGuardDropIn) + ": " + text.error().message;
+        return {r};
+      }
+      before = std::move(*text);
+    }
     bool changed = false, regenerated = false;
     const auto fail = [&](std::string why) {
       if (changed) {
