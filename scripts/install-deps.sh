@@ -1,5 +1,6 @@
 #!/bin/bash
-# Installs the Debian 12 packages p2pnode builds and tests with; does nothing when all are present.
+# Installs the Debian packages p2pnode builds and tests with, on Debian 12 (bookworm) or Debian 13
+# (trixie): the same names on both; does nothing when all are present.
 # Usage: scripts/install-deps.sh [build|deb|test]
 #   deb adds the Debian packaging tools; test adds those, QEMU, DKMS, promtool, debootstrap,
 #   Ansible with its collections (the chroot connection) and friends.
@@ -11,27 +12,36 @@ if [ "${1:-build}" = deb ] || [ "${1:-build}" = test ]; then
   want+=(debhelper dpkg-dev fakeroot lintian)
 fi
 if [ "${1:-build}" = test ]; then
-  want+=(clang libclang-rt-14-dev python3-jsonschema python3-yaml jq
+  want+=(clang libclang-rt-dev python3-jsonschema python3-yaml jq
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
          prometheus prometheus-node-exporter systemd wrk ansible-core openssl
          debootstrap ansible
          patch xz-utils linux-headers-amd64)  # builtin DKMS patches against the real trees and headers (tests/dkms/test_builtin_patch*.sh)
 fi
-# A second Debian 12 kernel's headers, for the tests that build for every kernel
+# Node.js and npm run the OpenAPI validator and Grafana's dashboard schema (tests/lib/npm.sh); a
+# machine that has them from elsewhere (NodeSource's nodejs carries its own npm) keeps its own.
+if [ "${1:-build}" = test ] && ! command -v npm >/dev/null; then want+=(nodejs npm); fi
+
+# A second kernel's headers of the distribution's own series (Debian 12: linux-headers-6.1.0-N-amd64,
+# Debian 13: linux-headers-6.12.N+deb13-amd64), for the tests that build for every kernel
 # (tests/dkms/test_every_kernel.sh) and reuse the NVIDIA core for a second one (test_real_tree.sh).
 second_headers() {
-  local n=0 d pkg try
+  local n=0 d pkg try series
   for d in /lib/modules/*/build; do [ -d "$d" ] && n=$((n + 1)); done
   [ "$n" -ge 2 ] && return 0
   for try in 1 2; do
-    for pkg in $(apt-cache pkgnames linux-headers-6.1.0- 2>/dev/null | grep -E '^linux-headers-6\.1\.0-[0-9]+-amd64$' | sort -V -r); do
+    # The series of the default headers: 6.1.0- on Debian 12, 6.12. on Debian 13.
+    series=$(apt-cache depends linux-headers-amd64 2>/dev/null |
+             sed -n 's/^ *Depends: linux-headers-\(6\.1\.0-\|[0-9]*\.[0-9]*\.\).*-amd64$/\1/p' | head -1)
+    for pkg in $(apt-cache pkgnames "linux-headers-$series" 2>/dev/null |
+                 grep -E '^linux-headers-[0-9][^ ]*-amd64$' | grep -vE -- '-(cloud|rt)-amd64$' | sort -V -r); do
       dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" && continue
       echo "install-deps: installing $pkg (a second kernel's headers for the DKMS tests)" >&2
       apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null 2>&1 && return 0
     done
     if [ "$try" = 1 ]; then apt-get update -qq || echo "install-deps: apt-get update failed" >&2; fi
   done
-  echo "install-deps: no second linux-headers-6.1.0-N-amd64 could be installed; the second-kernel tests say so" >&2
+  echo "install-deps: no second linux-headers-$series*-amd64 could be installed; the second-kernel tests say so" >&2
 }
 
 missing=()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 
 namespace p2pnode::judge {
@@ -14,11 +15,13 @@ struct Bad {
   std::string message;
 };
 
-// Field access that names the path of what is wrong.
-const json& field(const json& j, const std::string& path, const char* key) {
-  if (!j.is_object()) throw Bad{path + ": expected an object"};
+// Field access that names the path of what is wrong. The path is a view: with a `const
+// std::string&` a call like field(j, "", "error") makes a temporary string, and gcc 14's
+// -Wdangling-reference then takes the returned reference (into j) for one into that temporary.
+const json& field(const json& j, std::string_view path, const char* key) {
+  if (!j.is_object()) throw Bad{std::string(path) + ": expected an object"};
   auto it = j.find(key);
-  if (it == j.end()) throw Bad{(path.empty() ? "" : path + ".") + key + ": missing"};
+  if (it == j.end()) throw Bad{(path.empty() ? std::string() : std::string(path) + ".") + key + ": missing"};
   return *it;
 }
 std::string sub(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }

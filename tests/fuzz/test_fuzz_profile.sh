@@ -8,18 +8,18 @@ set -uo pipefail
 bin=${1:+$(readlink -f "$1")}
 cd "$(dirname "$0")/../.." || exit 1
 seconds=${P2PNODE_FUZZ_SECONDS:-30}
-cxx=$(command -v clang++ || command -v clang++-14 || true)
+cxx=$(command -v clang++ || true)
 if [ -z "$cxx" ]; then
-  echo "SKIP: clang++ is not installed (apt-get install clang libclang-rt-14-dev)"
+  echo "SKIP: clang++ is not installed (apt-get install clang libclang-rt-dev)"
   exit 77
 fi
 work=${P2PNODE_FUZZ_DIR:-$(mktemp -d /tmp/p2pnode-fuzz.XXXXXX)}
 mkdir -p "$work/corpus" "$work/artifacts"
 
-# Does this clang have libFuzzer (libclang-rt-14-dev)?
+# Does this clang have libFuzzer (libclang-rt-dev)?
 printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' > "$work/probe.cpp"
 if ! "$cxx" -fsanitize=fuzzer "$work/probe.cpp" -o "$work/probe" 2>"$work/probe.log"; then
-  echo "SKIP: $cxx cannot link -fsanitize=fuzzer (install libclang-rt-14-dev): $(head -1 "$work/probe.log")"
+  echo "SKIP: $cxx cannot link -fsanitize=fuzzer (install libclang-rt-dev): $(head -1 "$work/probe.log")"
   exit 77
 fi
 

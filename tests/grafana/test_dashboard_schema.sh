@@ -5,17 +5,15 @@
 # properties), wrong types, enum values Grafana does not know (a colour mode, a thresholds mode, a
 # variable type). String enums are compared by their values (JSON cannot name a TypeScript enum).
 # The packages go to a cache outside the repository (P2PNODE_NPM_CACHE, default
-# /var/cache/p2pnode-tests/npm). Costs ~3 s once installed; exit 77 without node/npm or the packages.
+# /var/cache/p2pnode-tests/npm), once, under the lock of tests/lib/npm.sh. Costs ~3 s once installed;
+# exit 77 without node and npm, a failure when npm cannot install the packages.
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${P2PNODE_NPM_CACHE:-/var/cache/p2pnode-tests/npm}
 command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: node and npm are not installed"; exit 77; }
-if [ ! -x "$CACHE/node_modules/.bin/tsc" ] || [ ! -f "$CACHE/node_modules/@grafana/schema/dist/index.d.ts" ]; then
-  mkdir -p "$CACHE"
-  [ -f "$CACHE/package.json" ] || echo '{"name":"p2pnode-grafana-schema","private":true}' > "$CACHE/package.json"
-  (cd "$CACHE" && timeout 300 npm install --no-audit --no-fund --silent @grafana/schema@10.4 typescript@5 >/dev/null 2>&1) \
-    || { echo "SKIP: npm could not install @grafana/schema@10.4 and typescript@5 into $CACHE"; exit 77; }
-fi
+source "$SRC/tests/lib/npm.sh"
+npm_packages "$CACHE" .bin/tsc @grafana/schema/dist/index.d.ts -- @grafana/schema@10.4 typescript@5 ||
+  { echo "FAIL: npm could not install @grafana/schema@10.4 and typescript@5 into $CACHE"; exit 1; }
 WORK=$(mktemp -d /tmp/p2pnode-dash-schema.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cat > "$WORK/loose.ts" <<'TS'

@@ -11,7 +11,7 @@ NODE_ROOT_UUID=5b0d2c3a-6f1e-4a57-9c1d-0de5e0a1b2c3
 
 _node_root() {
   local base
-  base=$(_debian_root_tarball bookworm-minbase-python3 _debootstrap_python) || return 1
+  base=$(_debian_root_tarball "$DEBIAN_SUITE-minbase-python3" _debootstrap_python) || return 1
   mkdir -p "$1" && tar -C "$1" -xf "$base"
   cp /etc/resolv.conf "$1/etc/resolv.conf"
   # initramfs-tools in a chroot cannot see the VM's disk: include every storage driver (MODULES=most).
@@ -39,7 +39,7 @@ _le32() { printf "$(printf '\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 1
 node_image() {
   local dir=$1 deb=$2 t0=$SECONDS
   local r=$dir/root tar
-  tar=$(_debian_root_tarball bookworm-node-dkms _node_root) || return 1
+  tar=$(_debian_root_tarball "$DEBIAN_SUITE-node-dkms" _node_root) || return 1
   mkdir -p "$r" && tar -C "$r" -xf "$tar" && cp /etc/resolv.conf "$r/etc/resolv.conf"
   echo "node image: root unpacked ($((SECONDS - t0)) s)"
   cp "$deb" "$r/tmp/p2pnode.deb"

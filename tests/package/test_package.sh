@@ -2,16 +2,21 @@
 # The Debian package, for real: built from make test's build tree (scripts/build-deb.sh: 
 # dpkg-buildpackage, dh, `cmake --install` with DESTDIR), its contents, control data and maintainer
 # scripts, lintian (no errors; every warning explained in README), then installed with
-# `apt-get install ./p2pnode_*.deb` into a fresh Debian 12 root (debootstrap --variant=minbase
-# bookworm, cached in /var/cache/p2pnode-tests: tests/package/debian_root.sh) whose apt fetches
+# `apt-get install ./p2pnode_*.deb` into a fresh root of this machine's Debian release
+# (debootstrap --variant=minbase, cached in /var/cache/p2pnode-tests: tests/package/debian_root.sh) whose apt fetches
 # the libraries from Debian's archive; `p2pnode --version` and `p2pnode check --root <fixture>`
 # run there; the maintainer scripts enable both units, start (upgrade: restart) only the daemon,
 # stop it at removal; a purge removes the configuration and keeps /var/lib/p2pnode, saying so.
+# P2PNODE_RELEASE=<the other release> (ctest script.package.test_package_other): the same checks
+# on the package tests/dist/test_release_build.sh made for that release in a root of it, with that
+# release's lintian report, in a fresh root of that release.
 # Cost: ~1 min with the cached root (the first run adds debootstrap, ~2-4 min).
 set -uo pipefail
 bin=${1:?usage: test_package.sh path/to/p2pnode}
-source tests/package/debian_root.sh
+source tests/dist/release.sh
 why=$(debian_root_skip_reason); [ -z "$why" ] || { echo "SKIP: $why"; exit 77; }
+DEBIAN_SUITE=${P2PNODE_RELEASE:-$(host_suite)}
+release=$(suite_name "$DEBIAN_SUITE")
 for t in dpkg-buildpackage dh lintian; do
   command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/install-deps.sh test)"; exit 77; }
 done
@@ -27,7 +32,16 @@ t0=$SECONDS
 
 version=$(sed -n 's/^project(p2pnode VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 arch=$(dpkg --print-architecture)
-if ! deb=$(scripts/build-deb.sh "$work/deb" "$build"); then bad "scripts/build-deb.sh"; exit 1; fi
+if [ "$DEBIAN_SUITE" = "$(host_suite)" ]; then
+  if ! deb=$(scripts/build-deb.sh "$work/deb" "$build"); then bad "scripts/build-deb.sh"; exit 1; fi
+  lintian --tag-display-limit 0 "$deb" > "$work/lintian" 2>&1; lrc=$?
+else
+  rdir=$(release_dir "$build" "$DEBIAN_SUITE")
+  deb=$(ls "$rdir"/p2pnode_*.deb 2>/dev/null | head -1)
+  [ -n "$deb" ] || { bad "no package for $release in $rdir (tests/dist/test_release_build.sh makes it)"; exit 1; }
+  cp "$rdir/lintian.txt" "$work/lintian"; lrc=$(cat "$rdir/lintian.rc")
+fi
+echo "release: $release, package $deb"
 t_build=$((SECONDS - t0))
 [ "$(basename "$deb")" = "p2pnode_${version}_${arch}.deb" ] && ok "built $(basename "$deb") (version from CMakeLists.txt)" || bad "package name: $deb"
 
@@ -53,7 +67,8 @@ fi
 grep -q '^Depends: ${shlibs:Depends}, ${misc:Depends}$' debian/control && ok "debian/control lists no library by hand" || bad "debian/control Depends"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for lib in libyaml-cpp0.7 libc6 libstdc++6 libssl3 libsystemd0; do
+yaml=libyaml-cpp0.7; [ "$DEBIAN_SUITE" = trixie ] && yaml=libyaml-cpp0.8
+for lib in $yaml libc6 libstdc++6 libssl3 libsystemd0; do
   [[ "$depends" == *"$lib"* ]] && ok "Depends has $lib (from dpkg-shlibdeps)" || bad "Depends has $lib"
 done
 mkdir "$work/ctrl" && dpkg-deb -e "$deb" "$work/ctrl"
@@ -66,24 +81,23 @@ grep -q 'restart' "$work/ctrl/postinst" && ok "postinst restarts after an upgrad
 grep -q 'deb-systemd-invoke stop .*p2pnode.service' "$work/ctrl/prerm" && ok "prerm stops the daemon at removal" || bad "prerm stops"
 grep -q '^ConditionPathExistsGlob=/etc/p2pnode/profiles/\*.yaml' systemd/p2pnode.service && ok "the daemon starts only once a profile exists" || bad "condition"
 
-# lintian: no errors; each warning left is explained in README (section "lintian").
-lintian --tag-display-limit 0 "$deb" > "$work/lintian" 2>&1; lrc=$?
+# lintian (this release's): no errors; each warning left is explained in README (section "lintian").
 cat "$work/lintian"
 if grep -q '^E:' "$work/lintian" || [ $lrc -ge 2 ]; then bad "lintian reports errors (exit $lrc)"; else ok "lintian: no errors"; fi
 for tag in $(sed -n 's/^W: [^:]*: \([a-z0-9-]*\).*/\1/p' "$work/lintian" | sort -u); do
   grep -q "\`$tag\`" README.md && ok "lintian warning $tag is explained in README" || bad "lintian warning $tag is not explained in README"
 done
 
-# A fresh Debian 12 root; apt installs the package and what it depends on.
+# A fresh root of the release; apt installs the package and what it depends on.
 t1=$SECONDS
-debian_root "$root" || { bad "making the Debian 12 root"; exit 1; }
+debian_root "$root" || { bad "making the $release root"; exit 1; }
 t_root=$((SECONDS - t1))
 mount -t proc proc "$root/proc"
 cp "$deb" "$root/tmp/"
 chroot "$root" /usr/bin/p2pnode --version >/dev/null 2>&1 && bad "the fresh root has no p2pnode before" || ok "the fresh root has no p2pnode before"
 t2=$SECONDS
 if chroot "$root" sh -c "cd /tmp && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ./$(basename "$deb")" > "$work/apt.log" 2>&1; then
-  ok "apt-get install ./$(basename "$deb") in a fresh Debian 12 root ($(grep -c '^Setting up' "$work/apt.log") packages set up)"
+  ok "apt-get install ./$(basename "$deb") in a fresh $release root ($(grep -c '^Setting up' "$work/apt.log") packages set up)"
 else
   bad "apt-get install in the fresh root"; tail -20 "$work/apt.log"
 fi

@@ -114,16 +114,14 @@ record() {
   BODY=$(cat "$out.body" 2>/dev/null)
 }
 
-# node_modules for the validator, in a cache outside the tree (never committed).
+# node_modules for the validator, in a cache outside the tree (never committed), installed once
+# under the lock every npm cache shares (tests/lib/npm.sh).
+source "$SRC/tests/lib/npm.sh"
 ensure_validator() {
-  NODE_CACHE=${P2PNODE_NODE_CACHE:-${TMPDIR:-/tmp}/p2pnode-serve-node}
-  command -v node >/dev/null || return 1
-  if [ ! -d "$NODE_CACHE/node_modules/openapi-response-validator" ] || [ ! -d "$NODE_CACHE/node_modules/@apidevtools/swagger-parser" ]; then
-    mkdir -p "$NODE_CACHE"
-    [ -f "$NODE_CACHE/package.json" ] || echo '{"name":"p2pnode-serve-tests","private":true}' > "$NODE_CACHE/package.json"
-    (cd "$NODE_CACHE" && timeout 300 npm install --no-audit --no-fund --silent \
-      openapi-response-validator@12 @apidevtools/swagger-parser@10 >/dev/null 2>&1) || return 1
-  fi
+  NODE_CACHE=${P2PNODE_NODE_CACHE:-$P2PNODE_TEST_CACHE/npm-validator}
+  command -v node >/dev/null || { echo "node is not installed" >&2; return 1; }
+  npm_packages "$NODE_CACHE" openapi-response-validator @apidevtools/swagger-parser -- \
+    openapi-response-validator@12 @apidevtools/swagger-parser@10
 }
 # validate_responses [--recorded-only]: without it, every operation of the spec must have been recorded.
 # `command`: a test may define a shell function named node (test_doorbell.sh does).

@@ -33,7 +33,8 @@ TEST(Breakages, BuiltinTableParsesAndEveryFixIsABuiltinPatch) {
     EXPECT_FALSE(b.remediation.empty());
   }
   const auto names = builtin_patch_names();
-  EXPECT_EQ(names, (std::vector<std::string>{"pci-resize-resource-exclude-bars", "io-memory-pfn", "peer-address-alignment"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"pci-resize-resource-exclude-bars", "io-memory-pfn", "peer-address-alignment",
+                                           "drm-output-poll-changed"}));
   // The compiled-in copy is the file in the repository.
   EXPECT_EQ(std::string(*builtin_patch("io-memory-pfn")),
             read(fs::path(P2PNODE_SOURCE_DIR) / "daemon/nvidia/patches/io-memory-pfn.patch"));

@@ -1,0 +1,54 @@
+# Sourced by the tests that need p2pnode built for a Debian release other than this machine's
+# (tests/dist/test_release_build.sh makes it, the package, node and DKMS tests of that release use
+# it). The release's build root (debootstrap minbase + what scripts/install-deps.sh deb installs
+# there, run inside the root as a new user would) is cached as $P2PNODE_TEST_CACHE/SUITE-build.tar.
+here_dist=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here_dist/../package/debian_root.sh"
+
+# _build_root DIR: the release's minbase root with the build and packaging dependencies.
+_build_root() {
+  local base
+  base=$(_debian_root_tarball "$DEBIAN_SUITE-minbase" _debootstrap_minbase) || return 1
+  mkdir -p "$1/tmp/deps" && tar -C "$1" -xf "$base"
+  cp /etc/resolv.conf "$1/etc/resolv.conf"
+  cp "$here_dist/../../scripts/install-deps.sh" "$1/tmp/deps/"
+  chroot "$1" /tmp/deps/install-deps.sh deb > "$1.deps.log" 2>&1 || { tail -30 "$1.deps.log"; return 1; }
+  rm -rf "$1/tmp/deps" "$1.deps.log"
+  chroot "$1" apt-get clean
+}
+
+# in_root ROOT CMD...: CMD in a chroot with /proc and /dev, in a private mount namespace (the
+# mounts end with the command; nothing is left mounted on the host).
+in_root() {
+  local r=$1; shift
+  unshare -m --propagation private bash -c 'r=$1; shift; mount -t proc proc "$r/proc" && mount --bind /dev "$r/dev" &&
+    exec chroot "$r" "$@"' in_root "$r" "$@"
+}
+
+# release_dir BUILD SUITE: where the release's programs and package go (BUILD/dist/SUITE).
+release_dir() { echo "$1/dist/$2"; }
+
+# release_build SRC OUT: p2pnode built for DEBIAN_SUITE in a fresh copy of its build root, with
+# warnings as errors (that release's compiler and libraries), then its package (scripts/build-deb.sh
+# in the root) and lintian's report on it by that release's lintian. OUT gets p2pnode,
+# p2pnode-serve, p2pnode_<version>_<arch>.deb, lintian.txt and build.log.
+release_build() {
+  local src=$1 out=$2 tar root rc=0
+  tar=$(_debian_root_tarball "$DEBIAN_SUITE-build" _build_root) || return 1
+  rm -rf "$out"; mkdir -p "$out"
+  root=$(mktemp -d "${TMPDIR:-/tmp}/p2pnode-release-$DEBIAN_SUITE.XXXXXX")
+  tar -C "$root" -xf "$tar" || { rm -rf "$root"; return 1; }
+  mkdir -p "$root/src"
+  tar -C "$src" --exclude='./build*' --exclude=./.git --exclude=./out -cf - . | tar -C "$root/src" -xf -
+  in_root "$root" bash -c "cd /src && cmake -S . -B /build -DP2PNODE_WERROR=ON -DP2PNODE_AGENT=OFF >/dev/null &&
+      cmake --build /build -j$(nproc) --target p2pnode p2pnode-serve &&
+      deb=\$(scripts/build-deb.sh /out /build) && echo \"\$deb\" > /out/deb.path &&
+      { lintian --tag-display-limit 0 \"\$deb\" > /out/lintian.txt 2>&1; echo \$? > /out/lintian.rc; }" \
+    > "$out/build.log" 2>&1 || rc=$?
+  if [ $rc -eq 0 ]; then
+    cp "$root/build/daemon/p2pnode" "$root/build/daemon/p2pnode-serve" "$root/out/lintian.txt" "$root/out/lintian.rc" "$out/" &&
+      cp "$root$(cat "$root/out/deb.path")" "$out/" || rc=1
+  fi
+  rm -rf "$root"
+  return $rc
+}
