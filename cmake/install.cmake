@@ -2,7 +2,13 @@
 # decided here once. Programs go under the install prefix (bin, libexec/p2pnode: see
 # daemon/cli/delegate.cpp); the units and the configuration go to the system's own places, which
 # `cmake --install --prefix` does not move, so a tree built for tests can be packaged as it is.
-set(P2PNODE_SYSTEMD_UNITDIR "/lib/systemd/system" CACHE PATH "Where the systemd units are installed")
+# The units' directory as the release's systemd names it (systemd.pc: /lib/systemd/system on Debian
+# 12, /usr/lib/systemd/system on Debian 13, whose lintian rejects the aliased /lib path).
+pkg_get_variable(P2PNODE_SYSTEMD_UNITDIR_PC systemd systemdsystemunitdir)
+if(NOT P2PNODE_SYSTEMD_UNITDIR_PC)
+  set(P2PNODE_SYSTEMD_UNITDIR_PC "/lib/systemd/system")
+endif()
+set(P2PNODE_SYSTEMD_UNITDIR "${P2PNODE_SYSTEMD_UNITDIR_PC}" CACHE PATH "Where the systemd units are installed")
 set(P2PNODE_CONFDIR "/etc/p2pnode" CACHE PATH "Where the daemon's configuration is installed")
 set(P2PNODE_KERNEL_HOOKDIR "/etc/kernel/postinst.d" CACHE PATH "Where kernel packages look for install hooks")
 set(P2PNODE_HEADER_HOOKDIR "/etc/kernel/header_postinst.d" CACHE PATH "Where kernel headers packages look for install hooks")

@@ -8,8 +8,10 @@ set -euo pipefail
 want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libmicrohttpd-dev libcpp-httplib-dev
       prometheus-cpp-dev libsystemd-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev
       libssl-dev python3)
+# systemd.pc, which says where units go: in systemd itself on Debian 12, in systemd-dev from 13 on.
+if apt-cache show systemd-dev >/dev/null 2>&1; then want+=(systemd-dev); else want+=(systemd); fi
 if [ "${1:-build}" = deb ] || [ "${1:-build}" = test ]; then
-  want+=(debhelper dpkg-dev fakeroot lintian)
+  want+=(build-essential debhelper dpkg-dev fakeroot lintian)
 fi
 if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-dev python3-jsonschema python3-yaml jq

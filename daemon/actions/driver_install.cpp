@@ -9,6 +9,7 @@
 #include "lifecycle/module_install.hpp"
 #include "lifecycle/reload.hpp"
 #include "lifecycle/verify.hpp"
+#include "nvidia/forecast.hpp"
 #include "nvidia/gpu_arch.hpp"
 
 namespace p2pnode::actions {
@@ -56,6 +57,12 @@ class DriverModule final : public Action {
                        false, true, {{"gaps", gaps}, {"not_driven", not_driven}}});
       return steps;
     }
+    if (const auto stops = nvidia::build_stops(inv, *p.driver); !stops.empty()) {
+      steps.push_back({"driver.module", t.name + "/" + t.version,
+                       "refused: " + stops.front() + " (nothing is downloaded or built)", false, true,
+                       {{"gaps", gaps}, {"build_stops", stops}}});
+      return steps;
+    }
     const auto kernels = nvidia::kernels_with_headers(root);
     if (kernels.empty()) {
       const std::string k = running_kernel(root, inv);
@@ -82,6 +89,13 @@ class DriverModule final : public Action {
       StepResult r{"driver.module", subject, StepOutcome::refused,
                    "refused before any download or build: " + not_driven.front(), {{"not_driven", not_driven}},
                    json::object(), 0};
+      ctx.log("driver.module", subject, "refused: " + r.message);
+      return {r};
+    }
+    // Before any download: a known breakage the profile does not fix would stop the build after minutes.
+    if (const auto stops = nvidia::build_stops(inv, *ctx.profile.driver); !stops.empty()) {
+      StepResult r{"driver.module", subject, StepOutcome::refused, "refused before any download or build: " + stops.front(),
+                   {{"build_stops", stops}}, json::object(), 0};
       ctx.log("driver.module", subject, "refused: " + r.message);
       return {r};
     }

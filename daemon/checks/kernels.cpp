@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "checks/check.hpp"
+#include "nvidia/breakage.hpp"
+#include "nvidia/forecast.hpp"
 
 namespace p2pnode::checks {
 
@@ -83,8 +85,33 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
       f.summary = want + " is not installed for " + name + ": the kernel has no headers, so DKMS cannot build it" + after;
       f.remediation = "Install linux-headers-" + k.release + ", then `p2pnode apply` (it builds for every kernel with headers).";
     } else {
-      f.summary = want + " is not " + (built ? "installed" : "built") + " for " + name + after;
-      f.remediation = "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + ".";
+      // Known breakages the coming build will hit, from the table and this kernel's headers.
+      const auto predicted = nvidia::predict_breakages(nvidia::builtin_breakages(), ver, k.release, k.header_tests,
+                                                       nvidia::builtin_patches_of(*p.driver->kernel_module));
+      const nvidia::PredictedBreakage* stop = nullptr;
+      nlohmann::json ids = nlohmann::json::array(), fixed = nlohmann::json::array();
+      for (const auto& pb : predicted) {
+        (pb.fixed ? fixed : ids).push_back(pb.breakage->id);
+        if (!pb.fixed && !stop && pb.breakage->stage == nvidia::BreakageStage::build) stop = &pb;
+      }
+      if (!predicted.empty()) f.observed["predicted_breakages"] = ids, f.observed["fixed_by_profile"] = fixed;
+      if (stop) {
+        f.summary = want + " will not build for " + name + ": " + stop->describe(ver, k.release) + after;
+        f.remediation = "Before any build: " + stop->breakage->remediation + ".";
+      } else {
+        f.summary = want + " is not " + (built ? "installed" : "built") + " for " + name + after;
+        f.remediation = "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + ".";
+      }
+      out.push_back(std::move(f));
+      for (const auto& pb : predicted)
+        if (!pb.fixed && pb.breakage->stage == nvidia::BreakageStage::runtime) {
+          Finding w = make_finding("driver.kernels", k.release, Severity::warning, pb.describe(ver, k.release));
+          w.observed = {{"predicted_breakages", {pb.breakage->id}}};
+          w.expected = {{"patches", {pb.breakage->fix_builtin.value_or("")}}};
+          w.remediation = pb.breakage->remediation + ".";
+          out.push_back(std::move(w));
+        }
+      continue;
     }
     out.push_back(std::move(f));
   }

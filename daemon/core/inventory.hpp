@@ -129,6 +129,9 @@ struct InstalledKernel {
   bool next_boot = false;  // the kernel the boot loader starts next
   std::vector<DkmsOnKernel> dkms;
   std::vector<FailedBuild> failed;
+  // The breakage table's header tests on this kernel's headers (breakage id -> the header shows it);
+  // only entries whose header file could be read (nvidia/breakage.hpp predict_breakages).
+  std::map<std::string, bool> header_tests;
 };
 
 // The kernel apt would install next, as p2pnode judged it before it was installed

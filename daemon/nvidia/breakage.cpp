@@ -87,9 +87,9 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
     where += " (" + b.id + ")";
     for (const auto& kv : n) {
       const auto key = kv.first.as<std::string>();
-      static const std::vector<std::string> known = {"id", "signature", "branches", "kernels", "cause", "fix", "remediation"};
+      static const std::vector<std::string> known = {"id", "signature", "stage", "branches", "kernels", "cause", "fix", "remediation"};
       if (std::find(known.begin(), known.end(), key) == known.end())
-        return Error{where + ": unknown field '" + key + "' (expected id, signature, branches, kernels, cause, fix, remediation)"};
+        return Error{where + ": unknown field '" + key + "' (expected id, signature, stage, branches, kernels, cause, fix, remediation)"};
     }
     if (std::any_of(out.begin(), out.end(), [&](const Breakage& o) { return o.id == b.id; }))
       return Error{where + ": duplicate id"};
@@ -97,6 +97,11 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
       if (!sig.IsScalar()) return Error{where + ": 'signature' must be a regex string"};
       b.signature = sig.as<std::string>();
       if (auto st = check_regex(*b.signature, where + ": signature"); !st) return st.error();
+    }
+    if (const auto st = n["stage"]) {
+      const auto v = st.IsScalar() ? st.as<std::string>() : std::string();
+      if (v != "build" && v != "runtime") return Error{where + ": 'stage' must be build or runtime, found '" + v + "'"};
+      b.stage = v == "build" ? BreakageStage::build : BreakageStage::runtime;
     }
     if (const auto br = n["branches"]) {
       if (!br.IsSequence()) return Error{where + ": 'branches' must be a list of driver version prefixes"};
@@ -235,6 +240,30 @@ bool kernel_in_range(const Breakage& b, std::string_view release) {
 bool headers_affected(const Breakage& b, std::string_view header_text) {
   if (!b.headers) return true;
   return std::regex_search(header_text.begin(), header_text.end(), std::regex(b.headers->pattern));
+}
+
+std::string PredictedBreakage::describe(std::string_view driver_version, std::string_view kernel_release) const {
+  const std::string what = breakage->stage == BreakageStage::build ? " will stop the build of " : " will break ";
+  return "known breakage " + breakage->id + what + std::string(driver_version) + " on " + std::string(kernel_release) +
+         ": " + breakage->cause;
+}
+
+std::vector<PredictedBreakage> predict_breakages(const std::vector<Breakage>& table, std::string_view driver_version,
+                                                 std::string_view kernel_release,
+                                                 const std::map<std::string, bool>& header_tests,
+                                                 const std::vector<std::string>& profile_builtins) {
+  std::vector<PredictedBreakage> out;
+  for (const auto& b : table) {
+    if (!branch_affected(b, driver_version) || !kernel_in_range(b, kernel_release)) continue;
+    if (b.headers) {
+      const auto it = header_tests.find(b.id);
+      if (it == header_tests.end() || !it->second) continue;
+    }
+    const bool fixed = b.fix_builtin && std::find(profile_builtins.begin(), profile_builtins.end(), *b.fix_builtin) !=
+                                            profile_builtins.end();
+    out.push_back({&b, fixed});
+  }
+  return out;
 }
 
 std::string dkms_patch_match(const Breakage& b) {

@@ -2,6 +2,7 @@
 // The known-breakage table (daemon/nvidia/breakages.yaml, compiled in) and the pure matchers that
 // turn a failed build's make.log into a named cause and remediation, and a kernel (its release
 // and header text) into "this breakage applies here". No I/O: callers pass the text.
+#include <map>
 #include <optional>
 #include <regex>
 #include <string>
@@ -17,9 +18,13 @@ struct HeaderTest {
   std::string pattern;  // ECMAScript regex over the whole file
 };
 
+// build: the module does not build; runtime: it builds and loads, a feature then fails.
+enum class BreakageStage { build, runtime };
+
 struct Breakage {
   std::string id;
   std::optional<std::string> signature;  // regex over one make.log line; absent: fails at run time
+  BreakageStage stage = BreakageStage::build;
   std::vector<std::string> branches;     // driver.version prefixes; empty = all
   std::optional<std::string> kernel_min, kernel_max;  // "6.10", inclusive
   std::optional<HeaderTest> headers;
@@ -57,6 +62,23 @@ bool branch_affected(const Breakage& b, std::string_view driver_version);
 bool kernel_in_range(const Breakage& b, std::string_view kernel_release);
 // The header test on the header file's text (true when the entry has none).
 bool headers_affected(const Breakage& b, std::string_view header_text);
+// A known breakage the build of a driver version for one kernel will hit, judged before any build
+// from the table, the kernel's release and its header tests.
+struct PredictedBreakage {
+  const Breakage* breakage = nullptr;
+  bool fixed = false;  // the profile names the builtin patch that fixes it
+  // "known breakage X will stop the build of 570.86.16 on 6.12.117+deb13-amd64: <cause>" (stage
+  // build) or "… will break 570.86.16 on …" (stage runtime)
+  std::string describe(std::string_view driver_version, std::string_view kernel_release) const;
+};
+// header_tests: breakage id -> headers_affected() on that kernel's header file, for the entries
+// that have a header test (an entry whose test is missing from the map is not predicted: without
+// its header the build cannot run either). profile_builtins: the builtin patches the profile names.
+std::vector<PredictedBreakage> predict_breakages(const std::vector<Breakage>& table, std::string_view driver_version,
+                                                 std::string_view kernel_release,
+                                                 const std::map<std::string, bool>& header_tests,
+                                                 const std::vector<std::string>& profile_builtins);
+
 // A DKMS PATCH_MATCH regex (bash =~ on the kernel release) for the entry's kernel range, or "" when
 // it has no kernel_min/kernel_max (only kernel_min is supported: "6.10" -> ^(6\.[1-9][0-9]|…)\.).
 std::string dkms_patch_match(const Breakage& b);

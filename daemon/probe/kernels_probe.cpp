@@ -64,6 +64,22 @@ std::vector<FailedBuild> failed_on(const sys::SysRoot& root, const std::string& 
   return out;
 }
 
+// The table's header tests on one kernel's headers: the file under build/ (Debian's -amd64 package)
+// or source/ (its -common package, where include/linux/ is).
+std::map<std::string, bool> header_tests_on(const sys::SysRoot& root, const std::string& k) {
+  std::map<std::string, bool> out;
+  for (const auto& b : nvidia::builtin_breakages()) {
+    if (!b.headers) continue;
+    for (const char* side : {"build", "source"}) {
+      if (auto text = root.read_text(sys::join("/lib/modules", k, side, b.headers->file), 8 << 20)) {
+        out[b.id] = nvidia::headers_affected(b, *text);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running) {
@@ -80,6 +96,7 @@ KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running)
     ik.next_boot = k == s.next_boot;
     ik.dkms = dkms_on(root, k);
     ik.failed = failed_on(root, k);
+    if (ik.headers) ik.header_tests = header_tests_on(root, k);
     s.kernels.push_back(std::move(ik));
   }
   // The judged apt candidate, when p2pnode judged one (`p2pnode judge-kernel`, or the daemon).

@@ -40,8 +40,9 @@ release_build() {
   tar -C "$root" -xf "$tar" || { rm -rf "$root"; return 1; }
   mkdir -p "$root/src"
   tar -C "$src" --exclude='./build*' --exclude=./.git --exclude=./out -cf - . | tar -C "$root/src" -xf -
-  in_root "$root" bash -c "cd /src && cmake -S . -B /build -DP2PNODE_WERROR=ON -DP2PNODE_AGENT=OFF >/dev/null &&
-      cmake --build /build -j$(nproc) --target p2pnode p2pnode-serve &&
+  # Release (-O2, no debug info) as in make test; -O2 keeps the warnings that need the optimiser.
+  in_root "$root" bash -c "echo compiler: \$(g++ --version | head -1) && cd /src && cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DP2PNODE_WERROR=ON -DP2PNODE_AGENT=OFF >/dev/null &&
+      cmake --build /build -j$(nproc) --target p2pnode p2pnode-serve p2pnode-nvme-doorbell &&
       deb=\$(scripts/build-deb.sh /out /build) && echo \"\$deb\" > /out/deb.path &&
       { lintian --tag-display-limit 0 \"\$deb\" > /out/lintian.txt 2>&1; echo \$? > /out/lintian.rc; }" \
     > "$out/build.log" 2>&1 || rc=$?
@@ -51,4 +52,18 @@ release_build() {
   fi
   rm -rf "$root"
   return $rc
+}
+
+# release_deb BUILD SUITE SCRATCH: prints the path of p2pnode's package for SUITE: made here from the
+# build tree BUILD (scripts/build-deb.sh into SCRATCH) when SUITE is this machine's release, else the
+# one tests/dist/test_release_build.sh left in BUILD/dist/SUITE.
+release_deb() {
+  local build=$1 suite=$2 scratch=$3 deb
+  if [ "$suite" = "$(host_suite)" ]; then
+    "$here_dist/../../scripts/build-deb.sh" "$scratch" "$build"
+    return
+  fi
+  deb=$(ls "$(release_dir "$build" "$suite")"/p2pnode_*.deb 2>/dev/null | head -1)
+  [ -n "$deb" ] || { echo "no p2pnode package for $suite in $(release_dir "$build" "$suite") (tests/dist/test_release_build.sh makes it)" >&2; return 1; }
+  echo "$deb"
 }

@@ -24,7 +24,7 @@ ok() { echo "ok: $1"; }
 bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 t0=$SECONDS
 if release_build "$PWD" "$out"; then
-  ok "built for $(suite_name "$DEBIAN_SUITE") with warnings as errors ($((SECONDS - t0)) s): $(grep -m1 -o 'The CXX compiler identification is [^ ]* [0-9.]*' "$out/build.log" || true)"
+  ok "built for $(suite_name "$DEBIAN_SUITE") with warnings as errors ($((SECONDS - t0)) s): $(grep -m1 '^compiler: ' "$out/build.log" | cut -c11-)"
 else
   grep -E "error|warning" "$out/build.log" | head -40
   tail -20 "$out/build.log"

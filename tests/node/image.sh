@@ -1,4 +1,4 @@
-# Sourced by tests/node/test_*.sh: a Debian 12 node disk image booted by SeaBIOS -> GRUB -> systemd.
+# Sourced by tests/node/test_*.sh: a Debian node disk image (release DEBIAN_SUITE) booted by SeaBIOS -> GRUB -> systemd.
 # The root (debootstrap minbase + python3, then kernel, systemd, udev, openssh-server, GRUB's i386-pc
 # files and update-grub, DKMS with gcc and the kernel's headers) is made once and cached as a tarball in $P2PNODE_TEST_CACHE like tests/package's roots; the
 # p2pnode .deb is installed into a fresh copy each run with apt. The disk is made without mounting:
@@ -6,6 +6,7 @@
 # boot.img + core.img (grub-mkimage from the root's own grub-pc-bin) go in with dd.
 here_node=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here_node/../package/debian_root.sh"
+. "$here_node/kernels.sh"
 
 NODE_ROOT_UUID=5b0d2c3a-6f1e-4a57-9c1d-0de5e0a1b2c3
 
@@ -16,8 +17,13 @@ _node_root() {
   cp /etc/resolv.conf "$1/etc/resolv.conf"
   # initramfs-tools in a chroot cannot see the VM's disk: include every storage driver (MODULES=most).
   # DKMS, make, gcc and the kernel's headers: a node that builds the P2P module for every kernel.
+  # The kernel: the second-newest of the release's series, so that the newest can arrive through apt
+  # (case 4, tests/node/kernels.sh).
+  local old
+  old=$(node_kernel_series "$1" | tail -2 | head -1)
+  [ -n "$old" ] || { echo "no kernel of linux-image-amd64's series in the root's apt lists"; return 1; }
   chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    linux-image-amd64 linux-headers-amd64 systemd-sysv udev openssh-server grub-pc-bin grub2-common dbus \
+    "linux-image-$old" "linux-headers-$old" systemd-sysv udev openssh-server grub-pc-bin grub2-common dbus \
     iproute2 kmod pciutils dkms make gcc > "$1.apt.log" 2>&1 || { tail -30 "$1.apt.log"; return 1; }
   rm -f "$1.apt.log"
   chroot "$1" apt-get clean

@@ -4,6 +4,12 @@
 
 vm_skip() { echo "SKIP: $*"; exit 77; }
 
+# VM_SYSROOT=DIR (optional): boot the kernel under DIR/boot and take its modules from DIR/lib/modules
+# (a kernel package unpacked with dpkg-deb -x: another Debian release's), not this machine's.
+# vm_modinfo ARGS...: modinfo of the VM's kernel; vm_module_path FILE: FILE as the guest sees it.
+vm_modinfo() { if [ -n "${VM_SYSROOT:-}" ]; then modinfo -b "$VM_SYSROOT" -k "$VM_KV" "$@"; else modinfo -k "$VM_KV" "$@"; fi; }
+vm_module_path() { local f=$1; [ -n "${VM_SYSROOT:-}" ] && f=${f#"$VM_SYSROOT"}; echo "$f"; }
+
 # Sets VM_KERNEL, VM_KV, VM_TMP, VM_INITRD. Exits 77 when QEMU or the kernel cannot be had.
 vm_prepare() {
   local bin=$1 here
@@ -13,10 +19,11 @@ vm_prepare() {
     [ "$(id -u)" -eq 0 ] && "$here/../../scripts/install-deps.sh" test >/dev/null 2>&1
   fi
   command -v qemu-system-x86_64 >/dev/null || vm_skip "qemu-system-x86_64 is not installed and could not be (scripts/install-deps.sh test)"
-  VM_KERNEL=$(ls /boot/vmlinuz-* 2>/dev/null | sort -V | tail -1)
-  [ -n "$VM_KERNEL" ] && [ -r "$VM_KERNEL" ] || vm_skip "no readable /boot/vmlinuz-* (install linux-image-amd64)"
-  VM_KV=${VM_KERNEL#/boot/vmlinuz-}
-  [ -d "/lib/modules/$VM_KV" ] || vm_skip "no /lib/modules/$VM_KV for $VM_KERNEL"
+  local sr=${VM_SYSROOT:-}
+  VM_KERNEL=$(ls "$sr"/boot/vmlinuz-* 2>/dev/null | sort -V | tail -1)
+  [ -n "$VM_KERNEL" ] && [ -r "$VM_KERNEL" ] || vm_skip "no readable $sr/boot/vmlinuz-* (install linux-image-amd64)"
+  VM_KV=${VM_KERNEL#"$sr"/boot/vmlinuz-}
+  [ -d "$sr/lib/modules/$VM_KV" ] || vm_skip "no $sr/lib/modules/$VM_KV for $VM_KERNEL"
   local bb
   bb=$(command -v busybox)
   file -L "$bb" 2>/dev/null | grep -q 'statically linked' || [ -x /bin/busybox ] || vm_skip "busybox-static is not installed"
@@ -27,18 +34,19 @@ vm_prepare() {
   mkdir -p $r/bin $r/sbin $r/etc $r/proc $r/sys $r/dev $r/tmp $r/mnt $r/run $r/var/lib $r/lib/modules/$VM_KV
   cp "$bb" $r/bin/busybox
   # Modules with their dependencies (modinfo -F depends, recursively).
-  local todo=(nvme vfio-pci vfio_iommu_type1 ext4 crc32c_generic) seen=" " m f
+  local todo=(nvme vfio-pci vfio_iommu_type1 ext4 crc32c_generic) seen=" " m f g
   while [ ${#todo[@]} -gt 0 ]; do
     m=${todo[0]}; todo=("${todo[@]:1}")
     case "$seen" in *" $m "*) continue ;; esac
     seen="$seen$m "
-    f=$(modinfo -k "$VM_KV" -F filename "$m" 2>/dev/null) || continue
+    f=$(vm_modinfo -F filename "$m" 2>/dev/null) || continue
     case "$f" in /*) ;; *) continue ;; esac  # built in
-    mkdir -p "$r$(dirname "$f")"
-    cp "$f" "$r$f"
-    for d in $(modinfo -k "$VM_KV" -F depends "$m" | tr ',' ' '); do todo+=("$d"); done
+    g=$(vm_module_path "$f")
+    mkdir -p "$r$(dirname "$g")"
+    cp "$f" "$r$g"
+    for d in $(vm_modinfo -F depends "$m" | tr ',' ' '); do todo+=("$d"); done
   done
-  cp /lib/modules/$VM_KV/modules.builtin* /lib/modules/$VM_KV/modules.order $r/lib/modules/$VM_KV/ 2>/dev/null
+  cp "$sr"/lib/modules/$VM_KV/modules.builtin* "$sr"/lib/modules/$VM_KV/modules.order $r/lib/modules/$VM_KV/ 2>/dev/null
   depmod -b "$r" "$VM_KV"
   # p2pnode and the libraries it links (it is dynamically linked), plus any extra programs.
   vm_add_program "$bin" /bin/p2pnode

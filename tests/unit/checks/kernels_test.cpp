@@ -8,6 +8,7 @@
 
 #include "checks/check.hpp"
 #include "engine/metrics.hpp"
+#include "nvidia/forecast.hpp"
 #include "probe/probe.hpp"
 
 namespace p2pnode::checks {
@@ -122,6 +123,56 @@ TEST(DriverKernels, NoHeadersAndNeverBuiltSayWhatToDo) {
   // No kernel_module in the profile: nothing to say.
   Profile none;
   EXPECT_TRUE(check_driver_kernels(none, inv).empty());
+}
+
+
+// Before any build: a Debian 13 kernel whose include/linux/pci.h (the real line of
+// 6.12.117+deb13's, in the -common package that /lib/modules/<k>/source points to) has
+// exclude_bars. The 570 tree for an RTX 5090 without the builtin patch is named as a build that will
+// stop, and apply's plan refuses it; with the patch in the profile the kernel just waits for apply.
+TEST(DriverKernels, ABreakageIsForecastBeforeAnyBuild) {
+  Root r;
+  const std::string k = "6.12.117+deb13-amd64";
+  fs::create_directories(r.dir / "lib/modules" / k / "kernel");
+  fs::create_directories(r.dir / "lib/modules" / k / "build");
+  r.write("lib/modules/" + k + "/source/include/linux/pci.h",
+          "u32 pci_rebar_get_possible_sizes(struct pci_dev *pdev, int bar);\n"
+          "int __must_check pci_resize_resource(struct pci_dev *dev, int i, int size,\n"
+          "\t\t\t\t     int exclude_bars);\n");
+  r.write("proc/sys/kernel/osrelease", k + "\n");
+  const sys::SysRoot root(r.dir);
+  const Inventory inv = probe::probe_inventory(root);
+  ASSERT_EQ(inv.kernels.kernels.size(), 1u);
+  EXPECT_EQ(inv.kernels.kernels[0].header_tests.at("pci-resize-resource-exclude-bars"), true);
+  Profile p = profile();
+  p.driver->version = "570.86.16";
+  auto f = check_driver_kernels(p, inv);
+  const Finding* stop = for_kernel(f, k);
+  ASSERT_NE(stop, nullptr);
+  EXPECT_EQ(stop->severity, Severity::error);
+  EXPECT_EQ(stop->summary.rfind("nvidia-p2p/570.86.16 will not build for " + k + " (running, next boot): known breakage "
+                                "pci-resize-resource-exclude-bars will stop the build of 570.86.16 on " + k, 0),
+            0u)
+      << stop->summary;
+  EXPECT_NE(stop->remediation.find("add {builtin: pci-resize-resource-exclude-bars}"), std::string::npos) << stop->remediation;
+  // The run-time one (cudaHostRegisterIoMemory on >= 6.10) is a warning of its own.
+  int runtime = 0;
+  for (const auto& x : f)
+    if (x.severity == Severity::warning && x.summary.find("known breakage io-memory-pfn will break 570.86.16") == 0) ++runtime;
+  EXPECT_EQ(runtime, 1);
+  EXPECT_EQ(nvidia::build_stops(inv, *p.driver).size(), 1u);
+
+  // With both builtin patches in the profile: nothing stands in the way; apply builds it.
+  for (const char* b : {"pci-resize-resource-exclude-bars", "io-memory-pfn"}) {
+    Artifact a;
+    a.builtin = b;
+    p.driver->kernel_module->patches.push_back(a);
+  }
+  f = check_driver_kernels(p, inv);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].summary, "nvidia-p2p/570.86.16 is not built for " + k + " (running, next boot)");
+  EXPECT_EQ(f[0].observed["fixed_by_profile"], (nlohmann::json{"pci-resize-resource-exclude-bars", "io-memory-pfn"}));
+  EXPECT_TRUE(nvidia::build_stops(inv, *p.driver).empty());
 }
 
 }  // namespace

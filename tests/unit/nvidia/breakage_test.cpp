@@ -156,3 +156,60 @@ TEST(Breakages, ParseErrorsNameEntryFieldAndExpectation) {
 
 }  // namespace
 }  // namespace p2pnode::nvidia
+
+namespace p2pnode::nvidia {
+namespace {
+
+std::vector<std::string> ids(const std::vector<PredictedBreakage>& v, bool fixed) {
+  std::vector<std::string> out;
+  for (const auto& p : v)
+    if (p.fixed == fixed) out.push_back(p.breakage->id);
+  return out;
+}
+
+// Before any build: which breakages the table says a build of each P2P tree will hit. The header
+// test's value is what the probe found in the kernel's include/linux/pci.h (Debian 13's
+// 6.12.117+deb13 and Debian 12's 6.1.0-56 both declare exclude_bars).
+TEST(Forecast, EachTreeOnDebian13sKernel) {
+  const auto& t = builtin_breakages();
+  const std::map<std::string, bool> pci_has_arg{{"pci-resize-resource-exclude-bars", true}};
+  const std::string k612 = "6.12.117+deb13-amd64";
+  // Measured on those headers: 550 breaks twice, 565 and 570 once (trees/README.md).
+  auto p = predict_breakages(t, "550.90.07", k612, pci_has_arg, {});
+  EXPECT_EQ(ids(p, false), (std::vector<std::string>{"pci-resize-resource-exclude-bars", "io-memory-pfn",
+                                                     "drm-output-poll-changed"}));
+  p = predict_breakages(t, "565.57.01", k612, pci_has_arg, {});
+  EXPECT_EQ(ids(p, false), (std::vector<std::string>{"pci-resize-resource-exclude-bars", "io-memory-pfn"}));
+  p = predict_breakages(t, "570.86.16", k612, pci_has_arg, {"pci-resize-resource-exclude-bars"});
+  EXPECT_EQ(ids(p, true), (std::vector<std::string>{"pci-resize-resource-exclude-bars"}));
+  EXPECT_EQ(ids(p, false), (std::vector<std::string>{"io-memory-pfn"}));
+  // io-memory-pfn builds and fails at run time: predicted, but not as a build stop.
+  EXPECT_EQ(find_breakage(t, "io-memory-pfn")->stage, BreakageStage::runtime);
+  EXPECT_EQ(find_breakage(t, "drm-output-poll-changed")->stage, BreakageStage::build);
+  const auto d = p[0].describe("570.86.16", k612);
+  EXPECT_NE(d.find("known breakage pci-resize-resource-exclude-bars will stop the build of 570.86.16 on " + k612), std::string::npos)
+      << d;
+  // A branch the table does not list (595, aikitoria's later tree) is not predicted.
+  EXPECT_TRUE(ids(predict_breakages(t, "595.58.03", k612, pci_has_arg, {}), false) ==
+              std::vector<std::string>{"io-memory-pfn"});
+}
+
+TEST(Forecast, Debian12sKernelAndHeadersThatSayNothing) {
+  const auto& t = builtin_breakages();
+  // 6.1: no drm breakage (6.12 and later), no io-memory-pfn (6.10 and later).
+  auto p = predict_breakages(t, "550.90.07", "6.1.0-56-amd64", {{"pci-resize-resource-exclude-bars", true}}, {});
+  EXPECT_EQ(ids(p, false), (std::vector<std::string>{"pci-resize-resource-exclude-bars"}));
+  // Older 6.1 headers without the argument, or headers the probe could not read: not predicted.
+  EXPECT_TRUE(predict_breakages(t, "550.90.07", "6.1.0-20-amd64", {{"pci-resize-resource-exclude-bars", false}}, {}).empty());
+  EXPECT_TRUE(predict_breakages(t, "550.90.07", "6.1.0-56-amd64", {}, {}).empty());
+}
+
+TEST(Forecast, StageFieldIsCheckedWhenTheTableIsParsed) {
+  const auto bad = parse_breakages(
+      "breakages:\n  - id: x\n    stage: sometimes\n    kernels: {min: \"6.1\"}\n    cause: c\n    remediation: r\n", "t.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "t.yaml: breakages[0] (x): 'stage' must be build or runtime, found 'sometimes'");
+}
+
+}  // namespace
+}  // namespace p2pnode::nvidia

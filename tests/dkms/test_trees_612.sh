@@ -1,0 +1,250 @@
+#!/bin/bash
+# The P2P trees on Debian 13's kernel 6.12 through `p2pnode apply` and Debian 13's real DKMS (3.2),
+# in a fresh Debian 13 root (cached as /var/cache/p2pnode-tests/trixie-dkms.tar: debootstrap
+# minbase, dkms, gcc, make, the default linux-headers-amd64, and the matching linux-image package
+# downloaded, not installed) with p2pnode's Debian 13 package installed by apt:
+#  1. before any build, `check` names what each tree will hit on these headers from the breakage
+#     table: pci-resize-resource-exclude-bars for 570.86.16 (the RTX 5090's tree), 565.57.01 and
+#     550.90.07, drm-output-poll-changed for 550.90.07 only; `plan` and `apply` refuse the build
+#     without the fix (nothing is staged, DKMS knows nothing);
+#  2. each builtin patch against the real tree and headers, compiled for real (NVIDIA's conftest
+#     and the one object the breakage stops: 570's nv-pci.o, 550's nvidia-drm-drv.o): without the
+#     patch the compiler's line matches the table's signature, with it the object builds;
+#  3. aikitoria's 570.86.16-p2p with an RTX 5090 profile and its builtin patches through `p2pnode
+#     apply`: the core built once by p2pnode, DKMS 3.2 builds and installs the kernel layer, `dkms
+#     status` says installed, modinfo names 570.86.16 and the kernel; a second apply builds nothing;
+#  4. that nvidia.ko loaded in QEMU on the same 6.12 kernel (its image unpacked from the package):
+#     `NVRM: No NVIDIA GPU found.`, no unknown symbol.
+# P2PNODE_ALL_TREES=1 adds step 3 for 565.57.01-p2p and 550.90.07-p2p (about 10 min more; README
+# and tests/dkms/README.md have the figures of such a run).
+# Cost in make test: the root once (about 2 min), two conftests and objects (~2 min of CPU), the
+# 570 tree's core and kernel layer (~5-8 min of both cores), one VM boot (~40 s).
+# Exit 77 only without root, debootstrap, Debian's archive, QEMU or the trees.
+# Usage: bash tests/dkms/test_trees_612.sh path/to/build/daemon/p2pnode
+set -uo pipefail
+bin=${1:?usage: test_trees_612.sh path/to/p2pnode}
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+build=$(cd "$(dirname "$bin")/.." && pwd)
+skip() { echo "SKIP: $*"; exit 77; }
+FAILS=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+die() { echo "FAIL: $*"; exit 1; }
+. tests/dist/release.sh
+. tests/dkms/trees.sh
+find_trees "$REPO"
+why=$(debian_root_skip_reason); [ -z "$why" ] || skip "$why"
+for t in unshare qemu-system-x86_64 dpkg-deb; do command -v $t >/dev/null || skip "$t is not installed (scripts/install-deps.sh test)"; done
+DEBIAN_SUITE=trixie
+t_start=$SECONDS
+
+# _dkms_root DIR: Debian 13 with DKMS, a compiler and the default kernel's headers; the kernel's
+# image package is downloaded to /root/kernel (for the VM), not installed (no initramfs to build).
+_dkms_root() {
+  local base rel
+  base=$(_debian_root_tarball "$DEBIAN_SUITE-minbase" _debootstrap_minbase) || return 1
+  mkdir -p "$1" && tar -C "$1" -xf "$base"
+  cp /etc/resolv.conf "$1/etc/resolv.conf"
+  chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    dkms make gcc patch xz-utils kmod time linux-headers-amd64 > "$1.apt.log" 2>&1 || { tail -30 "$1.apt.log"; return 1; }
+  rel=$(ls "$1/lib/modules" | sort -V | tail -1)
+  mkdir -p "$1/root/kernel"
+  chroot "$1" sh -c "cd /root/kernel && apt-get download -qq linux-image-$rel" > "$1.apt.log" 2>&1 ||
+    { tail -10 "$1.apt.log"; return 1; }
+  rm -f "$1.apt.log"
+  chroot "$1" apt-get clean
+}
+
+TMP=$(mktemp -d /tmp/p2pnode-trees612.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+ROOT=$TMP/root
+tar=$(_debian_root_tarball "$DEBIAN_SUITE-dkms" _dkms_root) || die "making the Debian 13 DKMS root"
+mkdir -p "$ROOT" && tar -C "$ROOT" -xf "$tar" && cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+deb=$(release_deb "$build" "$DEBIAN_SUITE" "$TMP/deb") || die "no p2pnode package for Debian 13"
+cp "$deb" "$ROOT/tmp/p2pnode.deb"
+in_root "$ROOT" sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /tmp/p2pnode.deb" \
+  > "$TMP/apt.log" 2>&1 || { tail -20 "$TMP/apt.log"; die "apt-get install of $(basename "$deb") in the Debian 13 root"; }
+KV=$(ls "$ROOT/lib/modules" | sort -V | tail -1)
+HDR=$(chroot "$ROOT" dpkg-query -W -f='${Package} ${Version}' "linux-headers-$KV")
+echo "== Debian 13 root: $HDR, $(chroot "$ROOT" dkms --version), $(chroot "$ROOT" gcc --version | head -1), p2pnode $(chroot "$ROOT" p2pnode --version)"
+grep -q "exclude_bars" "$ROOT/lib/modules/$KV/source/include/linux/pci.h" && ok "$KV's pci.h declares pci_resize_resource with exclude_bars" ||
+  bad "$KV's pci.h has no exclude_bars (the breakage table's header test would not fire)"
+
+# tree VERSION: the tarball of that P2P tree, copied into the root's artifacts.
+tree() {
+  local f=$TREES/ogkm-$1-p2p.tar.xz
+  [ -f "$f" ] || die "no $f"
+  mkdir -p "$ROOT/var/lib/p2pnode/artifacts"
+  [ -f "$ROOT/var/lib/p2pnode/artifacts/$(basename "$f")" ] || cp "$f" "$ROOT/var/lib/p2pnode/artifacts/"
+  echo "/var/lib/p2pnode/artifacts/$(basename "$f")"
+}
+# profile VERSION NAME PATCH...: a profile for the tree (RTX 5090s for 570, 4090s for the others).
+profile() {
+  local ver=$1 name=$2; shift 2
+  local path sha dev=0x2684 p
+  path=$(tree "$ver"); sha=$(sha256sum "$ROOT$path" | cut -d' ' -f1)
+  [ "${ver%%.*}" = 570 ] && dev=0x2b85
+  {
+    echo "apiVersion: p2pnode/v1"
+    echo "kind: NodeProfile"
+    echo "metadata: {name: $name, description: the $ver P2P tree on Debian 13}"
+    echo "match: {gpus: {vendor: 0x10de, devices: [$dev]}}"
+    echo "driver:"
+    echo "  version: \"$ver\""
+    echo "  kernel_module:"
+    echo "    name: nvidia-p2p"
+    echo "    source: {path: $path, sha256: $sha}"
+    if [ $# -gt 0 ]; then echo "    patches:"; for p in "$@"; do echo "      - builtin: $p"; done; fi
+  } > "$ROOT/etc/p2pnode/profiles/$name.yaml"
+  echo "/etc/p2pnode/profiles/$name.yaml"
+}
+run_in() { in_root "$ROOT" "$@"; }
+
+echo "== 1. before any build: what check, plan and apply say on $KV"
+for spec in "570.86.16 pci-resize-resource-exclude-bars" "565.57.01 pci-resize-resource-exclude-bars" \
+            "550.90.07 pci-resize-resource-exclude-bars drm-output-poll-changed"; do
+  set -- $spec; ver=$1; shift; want="$*"
+  prof=$(profile "$ver" "bare-${ver%%.*}")
+  run_in p2pnode check --root / --profile "$prof" --only driver.kernels --json > "$TMP/check-$ver.json" 2>"$TMP/check-$ver.err"; rc=$?
+  got=$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k and .severity == "error") | .observed.predicted_breakages[]?] | join(" ")' "$TMP/check-$ver.json" 2>/dev/null)
+  summary=$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k and .severity == "error")][0].summary' "$TMP/check-$ver.json" 2>/dev/null)
+  missing=""; for w in $want; do [[ " $got " == *" $w "* ]] || missing="$missing $w"; done
+  extra=""; for g in $got; do [[ " $want " == *" $g "* ]] || extra="$extra $g"; done
+  [ "$rc" = 1 ] && [ -z "$missing" ] && [ -z "$extra" ] &&
+    ok "check, $ver without patches: exit 1, predicts $want ($summary)" ||
+    bad "check, $ver without patches: exit $rc, predicted '$got', expected '$want': $(head -c 600 "$TMP/check-$ver.json") $(cat "$TMP/check-$ver.err")"
+done
+prof=$(profile 570.86.16 bare-570)
+plan=$(run_in p2pnode plan --root / --profile "$prof" --json 2>&1)
+echo "$plan" | jq -e '.steps[] | select(.action == "driver.module") | .description | startswith("refused: '"$KV"': known breakage pci-resize-resource-exclude-bars")' >/dev/null &&
+  ok "plan refuses driver.module for 570.86.16 without the patch" || bad "plan: $(echo "$plan" | head -c 800)"
+run_in p2pnode apply --root / --profile "$prof" --only driver.module > "$TMP/refused.log" 2>&1; rc=$?
+grep -q "refused before any download or build: $KV: known breakage pci-resize-resource-exclude-bars" "$TMP/refused.log" &&
+  ok "apply refuses it before any download or build (exit $rc)" || bad "apply without the patch: $(tail -5 "$TMP/refused.log")"
+[ -z "$(run_in dkms status 2>/dev/null)" ] && [ ! -e "$ROOT/usr/src/nvidia-p2p-570.86.16" ] &&
+  ok "nothing staged, DKMS knows no module" || bad "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
+
+echo "== 2. each builtin patch compiled for real against $KV's headers (conftest and the object it fixes)"
+# obj_build VERSION MODULE OBJECT PATCH|-: the tree unpacked (and patched), NVIDIA's conftest and one object.
+obj_build() {
+  local ver=$1 mod=$2 obj=$3 patch=$4 d=$TMP/obj-$1-$4
+  mkdir -p "$ROOT/tmp/obj" && rm -rf "$ROOT/tmp/obj/t" && mkdir "$ROOT/tmp/obj/t"
+  tar -xJf "$TREES/ogkm-$ver-p2p.tar.xz" --strip-components=1 -C "$ROOT/tmp/obj/t"
+  [ "$patch" = - ] || (cd "$ROOT/tmp/obj/t" && patch -p1 -s < "$REPO/daemon/nvidia/patches/$patch.patch") || return 2
+  run_in make -C "/lib/modules/$KV/source" KBUILD_OUTPUT="/lib/modules/$KV/build" M=/tmp/obj/t/kernel-open ARCH=x86_64 \
+    NV_KERNEL_SOURCES="/lib/modules/$KV/source" NV_KERNEL_OUTPUT="/lib/modules/$KV/build" NV_KERNEL_MODULES="$mod" \
+    NV_SPECTRE_V2=0 -j"$(nproc)" "$mod/$obj" > "$TMP/make-$ver-$patch.log" 2>&1
+}
+# signature_of ID: the breakage table's regex for ID.
+signature_of() { python3 -c "import yaml,sys; print(next(b['signature'] for b in yaml.safe_load(open('daemon/nvidia/breakages.yaml'))['breakages'] if b['id']==sys.argv[1]))" "$1"; }
+for spec in "570.86.16 nvidia nv-pci.o pci-resize-resource-exclude-bars" "550.90.07 nvidia-drm nvidia-drm-drv.o drm-output-poll-changed"; do
+  set -- $spec; ver=$1 mod=$2 obj=$3 id=$4
+  sig=$(signature_of "$id")
+  t0=$SECONDS
+  if obj_build "$ver" "$mod" "$obj" -; then
+    bad "$ver $mod/$obj built without $id on $KV (the table says it breaks)"
+  else
+    line=$(grep -m1 -E "error:" "$TMP/make-$ver--.log")
+    grep -qE -- "$sig" "$TMP/make-$ver--.log" && ok "$ver without $id: $(echo "$line" | sed 's|.*/kernel-open/|kernel-open/|') (matches the table's signature; $((SECONDS - t0)) s)" ||
+      bad "$ver without $id failed, but not with the table's signature '$sig': $line"
+  fi
+  t0=$SECONDS
+  if obj_build "$ver" "$mod" "$obj" "$id" && [ -s "$ROOT/tmp/obj/t/kernel-open/$mod/$obj" ]; then
+    ok "$ver with {builtin: $id}: $mod/$obj builds on $KV ($((SECONDS - t0)) s)"
+  else
+    bad "$ver with {builtin: $id}: $(grep -m3 -E 'error' "$TMP/make-$ver-$id.log")"
+  fi
+done
+rm -rf "$ROOT/tmp/obj"
+
+# apply_tree VERSION PATCH...: step 3 for one tree; sets KO to the installed nvidia.ko (in-root path).
+apply_tree() {
+  local ver=$1; shift
+  local prof t0 rc status
+  prof=$(profile "$ver" "p2p-${ver%%.*}" "$@")
+  t0=$SECONDS
+  run_in /usr/bin/time -f '%e %U %S %M' -o /tmp/apply.time p2pnode apply --root / --profile "$prof" --only driver.module \
+    > "$TMP/apply-$ver.log" 2>&1; rc=$?
+  read -r wall user sys rss < "$ROOT/tmp/apply.time"
+  status=$(run_in dkms status -m nvidia-p2p -v "$ver" 2>&1)
+  if [ "$rc" = 0 ] && grep -q "nvidia-p2p/$ver, $KV, x86_64: installed" <<<"$status"; then
+    ok "$ver through p2pnode apply and DKMS 3.2: installed for $KV (${wall} s wall, ${user} s user + ${sys} s sys, peak RSS $((rss / 1024)) MiB): $(grep -oE '\[core build src/nvidia\] exit 0 after [0-9.]+ s|\[dkms build [^]]*\] exit 0 after [0-9.]+ s' "$TMP/apply-$ver.log" | paste -sd';')"
+  else
+    bad "$ver: apply exit $rc, dkms status '$status'"
+    grep -E "error|refused|failed" "$TMP/apply-$ver.log" | head -10
+    for f in "$ROOT"/var/lib/p2pnode/dkms/failed/nvidia-p2p/"$ver"/*/make.log; do [ -f "$f" ] && grep -m5 "error:" "$f"; done
+    return 1
+  fi
+  grep -o "applying patch [^ ]*" "$TMP/apply-$ver.log" | sort -u | sed 's/^/   DKMS: /'
+  KO=$(ls "$ROOT/lib/modules/$KV/updates/dkms/"nvidia.ko* 2>/dev/null | head -1)
+  [ -n "$KO" ] || { bad "$ver: no nvidia.ko in /lib/modules/$KV/updates/dkms"; return 1; }
+  local mi; mi=$(run_in modinfo -F version "${KO#"$ROOT"}"; run_in modinfo -F vermagic "${KO#"$ROOT"}")
+  [[ "$mi" == "$ver"*"$KV "* ]] && ok "$ver: modinfo: version $ver, vermagic $KV ($(ls "$ROOT/lib/modules/$KV/updates/dkms" | tr '\n' ' '))" ||
+    bad "$ver: modinfo says '$mi'"
+  echo "   DKMS 3.2 on signing: $(grep -iE 'sign|mok' "$TMP/apply-$ver.log" | head -2 | tr '\n' ' ')$(run_in modinfo -F signer "${KO#"$ROOT"}" | sed 's/^/signer: /')"
+  t0=$SECONDS
+  run_in p2pnode apply --root / --profile "$prof" --only driver.module > "$TMP/apply2-$ver.log" 2>&1 || bad "$ver: the second apply failed"
+  grep -q "dkms build" "$TMP/apply2-$ver.log" && bad "$ver: the second apply built again" ||
+    ok "$ver: a second apply builds nothing ($((SECONDS - t0)) s)"
+}
+
+echo "== 3. the trees through p2pnode apply and DKMS 3.2 on $KV"
+apply_tree 570.86.16 pci-resize-resource-exclude-bars io-memory-pfn || die "the 570 tree did not install"
+KO570=$KO
+
+echo "== 4. the 570.86.16 nvidia.ko loaded in QEMU on $KV"
+mkdir -p "$TMP/kimg"
+dpkg-deb -x "$(ls "$ROOT"/root/kernel/linux-image-*.deb | head -1)" "$TMP/kimg" || die "unpacking the kernel image package"
+mkdir -p "$TMP/kimg/lib/modules/$KV/updates/dkms" && cp "$KO570" "$TMP/kimg/lib/modules/$KV/updates/dkms/"
+depmod -b "$TMP/kimg" "$KV"
+VM_SYSROOT=$TMP/kimg
+. tests/vm/lib.sh
+vm_prepare "$bin"
+[ "$VM_KV" = "$KV" ] || die "the VM would boot $VM_KV, not $KV"
+r=$VM_TMP/root
+todo=(nvidia) seen=" " DEPS=""
+while [ ${#todo[@]} -gt 0 ]; do
+  m=${todo[0]}; todo=("${todo[@]:1}")
+  case "$seen" in *" $m "*) continue ;; esac
+  seen="$seen$m "
+  f=$(vm_modinfo -F filename "$m" 2>/dev/null) || { bad "nvidia.ko needs $m, which $KV does not have"; continue; }
+  case "$f" in /*) ;; *) continue ;; esac
+  [ "$m" = nvidia ] || DEPS="$DEPS $m"
+  g=$(vm_module_path "$f"); mkdir -p "$r$(dirname "$g")"; cp "$f" "$r$g"
+  for d in $(vm_modinfo -F depends "$m" | tr ',' ' '); do todo+=("$d"); done
+done
+depmod -b "$r" "$KV"
+vm_add_program "$(command -v kmod)" /sbin/kmod
+for t in modprobe lsmod; do ln -sf kmod "$r/sbin/$t"; done
+cat >>"$r/guest/scenarios.sh" <<'G'
+# tests/dkms/test_trees_612.sh: the 570.86.16-p2p nvidia.ko DKMS 3.2 built for Debian 13's kernel.
+scenario_trees612() {
+  local out rc
+  out=$(/sbin/modprobe nvidia 2>&1); rc=$?
+  echo "P2P-INFO modprobe nvidia: exit $rc: $out"
+  dmesg | grep -iE 'NVRM|nvidia|unknown symbol|disagrees about version|module verification|taint' | sed 's/^/P2P-KLOG /'
+  check "kernel log: NVRM: No NVIDIA GPU found." sh -c "dmesg | grep -q 'NVRM: No NVIDIA GPU found\.'"
+  check "kernel log: no unknown symbol" sh -c "! dmesg | grep -qiE 'unknown symbol|disagrees about version of symbol'"
+}
+G
+vm_pack
+t0=$SECONDS
+VM_TIMEOUT=${VM_TIMEOUT:-600} vm_boot trees612 ""
+log=$VM_TMP/trees612.log
+grep -E '^P2P-(CHECK|INFO|KLOG)' "$log" | tr -d '\r' | sed 's/^/   /'
+if grep -q '^P2P-END trees612' "$log" && ! grep -q '^P2P-CHECK FAIL' "$log" && [ "$(grep -c '^P2P-CHECK PASS' "$log")" -ge 2 ]; then
+  ok "nvidia.ko 570.86.16 (+$DEPS) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($((SECONDS - t0)) s)"
+else
+  tail -30 "$log"; bad "the VM load of the 570 nvidia.ko"
+fi
+
+if [ "${P2PNODE_ALL_TREES:-0}" = 1 ]; then
+  echo "== 3 (all trees). 565.57.01 and 550.90.07 through p2pnode apply and DKMS 3.2 on $KV"
+  apply_tree 565.57.01 pci-resize-resource-exclude-bars io-memory-pfn
+  apply_tree 550.90.07 pci-resize-resource-exclude-bars drm-output-poll-changed io-memory-pfn
+fi
+
+echo "figures: whole test $((SECONDS - t_start)) s"
+echo "$FAILS failure(s)"
+[ "$FAILS" -eq 0 ]
