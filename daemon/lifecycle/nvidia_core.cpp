@@ -37,14 +37,18 @@ Result<CoreInputs> inputs(const sys::SysRoot& root, Runner& run, const Staged& s
     if (!sha) return sha.error();
     in.patch_sha256.push_back(*sha);
   }
-  // NVIDIA's utils.mk compiles with $(CC), gcc when unset: the key says which.
+  // NVIDIA's utils.mk compiles with $(CC) and $(CXX), gcc and g++ when unset (src/nvidia-modeset has
+  // C++ sources: without g++ its make fails with "Error 127" minutes in): the key says which.
   const char* cc = std::getenv("CC");
+  const char* cxx = std::getenv("CXX");
   auto gcc = first_line(run, {"gcc", "--version"});
+  auto gxx = first_line(run, {cxx && *cxx ? std::string(cxx) : std::string("g++"), "--version"});
   auto ld = first_line(run, {"ld", "--version"});
   auto arch = first_line(run, {"uname", "-m"});
-  for (const auto* r : {&gcc, &ld, &arch})
+  for (const auto* r : {&gcc, &gxx, &ld, &arch})
     if (!*r) return r->error();
-  in.compiler = (cc && *cc ? "CC=" + std::string(cc) + "; " : "") + *gcc;
+  in.compiler = (cc && *cc ? "CC=" + std::string(cc) + "; " : "") + *gcc +
+                (cxx && *cxx ? "; CXX=" + std::string(cxx) : "") + "; " + *gxx;
   in.linker = *ld;
   in.arch = *arch;
   return in;

@@ -55,6 +55,7 @@ struct FakeToolchain {
 
   void install(sys::ScriptedRunner& r) {
     r.on({"gcc", "--version"}, [this](const sys::Command&) { return sys::exited_with(0, gcc + "\nCopyright\n"); });
+    r.on({"g++", "--version"}, sys::exited_with(0, "g++ (Debian 12.2.0-14) 12.2.0\nCopyright\n"));
     r.on({"ld", "--version"}, sys::exited_with(0, "GNU ld (GNU Binutils for Debian) 2.40\n"));
     r.on({"uname", "-m"}, sys::exited_with(0, "x86_64\n"));
     r.on({"patch"}, [](const sys::Command& c) { return sys::ProcessRunner().run(c); });
@@ -141,7 +142,7 @@ TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
   const std::string key = r.after["core"]["key"];
   ASSERT_EQ(key.size(), 64u);
   const auto info = nlohmann::json::parse(*b.root.read_text(std::string(nvidia::kCoreCacheDir) + "/" + key + "/core.json"));
-  EXPECT_EQ(info["compiler"], "gcc (Debian 12.2.0-14) 12.2.0");
+  EXPECT_EQ(info["compiler"], "gcc (Debian 12.2.0-14) 12.2.0; g++ (Debian 12.2.0-14) 12.2.0");
   EXPECT_EQ(info["patch_sha256"], nlohmann::json::array());  // no patch changes the core
   EXPECT_EQ(info["objects"]["nv-kernel.o"], nvidia::sha256_hex("object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n"));
   EXPECT_FALSE(b.root.exists("/var/lib/p2pnode/dkms/core-build"));  // the scratch copy is gone
@@ -250,6 +251,25 @@ TEST(DriverCore, AFailedCoreBuildChangesNothingAndNamesTheError) {
   EXPECT_FALSE(b.root.exists("/usr/src/p2ptest-1.5"));
   EXPECT_TRUE(b.cache_entries().empty());
   EXPECT_FALSE(b.root.exists("/var/lib/p2pnode/dkms/core-build"));
+}
+
+// A node with gcc but no g++ (dkms pulls in gcc only): NVIDIA's src/nvidia-modeset has C++ sources,
+// so its make would fail with "Error 127" minutes into the build (seen in a Debian 13 root). The
+// missing compiler is named before anything is built.
+TEST(DriverCore, NoCxxCompilerIsNamedBeforeAnyBuild) {
+  Bench b;
+  b.runner.on({"g++", "--version"}, [](const sys::Command&) {
+    sys::CommandResult r;
+    r.start_failed = true;
+    r.err = "No such file or directory";
+    return r;
+  });
+  const auto r = b.apply(nvidia_profile(b.box));
+  ASSERT_EQ(r.outcome, StepOutcome::failed);
+  EXPECT_NE(r.message.find("g++"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("the NVIDIA tree needs build-essential"), std::string::npos) << r.message;
+  EXPECT_TRUE(b.tools.made.empty());
+  EXPECT_FALSE(b.dkms.added);
 }
 
 // The kernel hook's apply and the daemon's reconcile can start together: the second build of a
