@@ -96,7 +96,9 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
       }
       if (!predicted.empty()) f.observed["predicted_breakages"] = ids, f.observed["fixed_by_profile"] = fixed;
       if (stop) {
-        f.summary = want + " will not build for " + name + ": " + stop->describe(ver, k.release) + after;
+        std::string why = stop->describe(ver, k.release);
+        if (!after.empty() && !why.empty() && why.back() == '.') why.pop_back();  // "….; a reboot now …"
+        f.summary = want + " will not build for " + name + ": " + why + after;
         f.remediation = "Before any build: " + stop->breakage->remediation + ".";
       } else {
         f.summary = want + " is not " + (built ? "installed" : "built") + " for " + name + after;

@@ -96,8 +96,10 @@ std::vector<DkmsPatch> parse_dkms_patches(std::string_view conf) {
 }
 
 Result<std::optional<NextKernel>> find_next_kernel(const sys::SysRoot& root, sys::CommandRunner& runner) {
-  static const std::vector<std::string> metas = {"linux-image-amd64", "linux-image-cloud-amd64", "linux-image-rt-amd64",
-                                                 "linux-image-generic"};
+  // Debian's, then Ubuntu's (the GA kernel and the HWE kernels of 22.04 and 24.04).
+  static const std::vector<std::string> metas = {"linux-image-amd64",          "linux-image-cloud-amd64",
+                                                 "linux-image-rt-amd64",       "linux-image-generic",
+                                                 "linux-image-generic-hwe-22.04", "linux-image-generic-hwe-24.04"};
   sys::Command c;
   c.argv = {"apt-cache", "policy"};
   c.argv.insert(c.argv.end(), metas.begin(), metas.end());

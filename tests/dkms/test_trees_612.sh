@@ -1,8 +1,8 @@
 #!/bin/bash
 # The P2P trees on Debian 13's kernel 6.12 through `p2pnode apply` and Debian 13's real DKMS (3.2),
 # in a fresh Debian 13 root (cached as /var/cache/p2pnode-tests/trixie-dkms.tar: debootstrap
-# minbase, dkms, gcc and g++ (NVIDIA's core has C++), make, the default linux-headers-amd64, and the matching linux-image package
-# downloaded, not installed) with p2pnode's Debian 13 package installed by apt:
+# minbase, dkms, gcc, g++, make, linux-image-amd64 and linux-headers-amd64) with p2pnode's Debian 13
+# package installed by apt:
 #  1. before any build, `check` names what each tree will hit on these headers from the breakage
 #     table: pci-resize-resource-exclude-bars for 570.86.16 (the RTX 5090's tree), 565.57.01 and
 #     550.90.07, drm-output-poll-changed for 550.90.07 only (and io-memory-pfn, a run-time
@@ -14,12 +14,17 @@
 #  3. aikitoria's 570.86.16-p2p with an RTX 5090 profile and its builtin patches through `p2pnode
 #     apply`: the core built once by p2pnode, DKMS 3.2 builds and installs the kernel layer, `dkms
 #     status` says installed, modinfo names 570.86.16 and the kernel; a second apply builds nothing;
-#  4. that nvidia.ko loaded in QEMU on the same 6.12 kernel (its image unpacked from the package):
-#     `NVRM: No NVIDIA GPU found.`, no unknown symbol.
+#  4. that nvidia.ko loaded in QEMU on the same 6.12 kernel (the root's own image and modules):
+#     `NVRM: No NVIDIA GPU found.`, no unknown symbol;
+#  5. the next kernel: with trixie-security in the root's apt sources, `p2pnode judge-kernel` finds
+#     linux-image-amd64's candidate there, downloads its headers into p2pnode's cache (nothing
+#     installed: dpkg's status unchanged) and compiles the staged 570 tree's kernel layer against
+#     them with its builtin patches: it keeps P2P; `check` then shows the judged candidate.
 # P2PNODE_ALL_TREES=1 adds step 3 for 565.57.01-p2p and 550.90.07-p2p (about 10 min more; README
 # and tests/dkms/README.md have the figures of such a run).
-# Cost in make test: the root once (about 2 min), two conftests and objects (~2 min of CPU), the
-# 570 tree's core and kernel layer (~5-8 min of both cores), one VM boot (~40 s).
+# Cost in make test: the root once (about 3 min), two conftests and objects (~2 min of CPU), the
+# 570 tree's core and kernel layer (~5-8 min of both cores), one VM boot (~40 s), the judge's
+# compile of the kernel layer (~2 min of CPU).
 # Exit 77 only without root, debootstrap, Debian's archive, QEMU or the trees.
 # Usage: bash tests/dkms/test_trees_612.sh path/to/build/daemon/p2pnode
 set -uo pipefail
@@ -40,19 +45,19 @@ for t in unshare qemu-system-x86_64 dpkg-deb; do command -v $t >/dev/null || ski
 DEBIAN_SUITE=trixie
 t_start=$SECONDS
 
-# _dkms_root DIR: Debian 13 with DKMS, a compiler and the default kernel's headers; the kernel's
-# image package is downloaded to /root/kernel (for the VM), not installed (no initramfs to build).
+# _dkms_root DIR: Debian 13 with DKMS, gcc and g++ (NVIDIA's core has C++), make, the default
+# kernel (linux-image-amd64: the VM boots it, judge-kernel asks apt for its next version) and its
+# headers.
 _dkms_root() {
-  local base rel
+  local base
   base=$(_debian_root_tarball "$DEBIAN_SUITE-minbase" _debootstrap_minbase) || return 1
   mkdir -p "$1" && tar -C "$1" -xf "$base"
   cp /etc/resolv.conf "$1/etc/resolv.conf"
-  chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    dkms make gcc g++ patch xz-utils kmod time linux-headers-amd64 > "$1.apt.log" 2>&1 || { tail -30 "$1.apt.log"; return 1; }
-  rel=$(ls "$1/lib/modules" | sort -V | tail -1)
-  mkdir -p "$1/root/kernel"
-  chroot "$1" sh -c "cd /root/kernel && apt-get download -qq linux-image-$rel" > "$1.apt.log" 2>&1 ||
-    { tail -10 "$1.apt.log"; return 1; }
+  # A chroot cannot see a disk: an initramfs with every storage driver, as the node image makes it.
+  mkdir -p "$1/etc/initramfs-tools/conf.d" && echo MODULES=most > "$1/etc/initramfs-tools/conf.d/p2pnode-test"
+  in_root "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    dkms make gcc g++ patch xz-utils kmod time linux-image-amd64 linux-headers-amd64 > "$1.apt.log" 2>&1 ||
+    { tail -30 "$1.apt.log"; return 1; }
   rm -f "$1.apt.log"
   chroot "$1" apt-get clean
 }
@@ -179,7 +184,12 @@ apply_tree() {
     for f in "$ROOT"/var/lib/p2pnode/dkms/failed/nvidia-p2p/"$ver"/*/make.log; do [ -f "$f" ] && grep -m5 "error:" "$f"; done
     return 1
   fi
-  grep -o "applying patch [^ ]*" "$TMP/apply-$ver.log" | sort -u | sed 's/^/   DKMS: /'
+  # DKMS applies each PATCH[] whose PATCH_MATCH takes this kernel (io-memory-pfn: 6.10 and later).
+  local pt
+  for pt in "$@"; do
+    grep -qiE "applying patch [0-9]+-$pt\.patch" "$TMP/apply-$ver.log" && ok "$ver: DKMS 3.2 applied $pt on $KV" ||
+      bad "$ver: DKMS did not say it applied $pt on $KV: $(grep -i 'patch' "$TMP/apply-$ver.log" | head -3)"
+  done
   KO=$(ls "$ROOT/lib/modules/$KV/updates/dkms/"nvidia.ko* 2>/dev/null | head -1)
   [ -n "$KO" ] || { bad "$ver: no nvidia.ko in /lib/modules/$KV/updates/dkms"; return 1; }
   local mi; mi=$(run_in modinfo -F version "${KO#"$ROOT"}"; run_in modinfo -F vermagic "${KO#"$ROOT"}")
@@ -197,11 +207,7 @@ apply_tree 570.86.16 pci-resize-resource-exclude-bars io-memory-pfn || die "the 
 KO570=$KO
 
 echo "== 4. the 570.86.16 nvidia.ko loaded in QEMU on $KV"
-mkdir -p "$TMP/kimg"
-dpkg-deb -x "$(ls "$ROOT"/root/kernel/linux-image-*.deb | head -1)" "$TMP/kimg" || die "unpacking the kernel image package"
-mkdir -p "$TMP/kimg/lib/modules/$KV/updates/dkms" && cp "$KO570" "$TMP/kimg/lib/modules/$KV/updates/dkms/"
-depmod -b "$TMP/kimg" "$KV"
-VM_SYSROOT=$TMP/kimg
+VM_SYSROOT=$ROOT
 . tests/vm/lib.sh
 vm_prepare "$bin"
 [ "$VM_KV" = "$KV" ] || die "the VM would boot $VM_KV, not $KV"
@@ -241,6 +247,34 @@ if grep -q '^P2P-END trees612' "$log" && ! grep -q '^P2P-CHECK FAIL' "$log" && [
 else
   tail -30 "$log"; bad "the VM load of the 570 nvidia.ko"
 fi
+
+echo "== 5. the next kernel: judge-kernel against trixie-security's candidate"
+echo "deb http://deb.debian.org/debian-security trixie-security main" > "$ROOT/etc/apt/sources.list.d/security.list"
+run_in apt-get update -qq > "$TMP/update.log" 2>&1 || bad "apt-get update with trixie-security: $(tail -2 "$TMP/update.log")"
+CAND=$(run_in apt-cache policy linux-image-amd64 | sed -n 's/^ *Candidate: //p')
+INST=$(run_in apt-cache policy linux-image-amd64 | sed -n 's/^ *Installed: //p')
+echo "   linux-image-amd64: installed $INST, candidate $CAND"
+dpkg_before=$(md5sum < "$ROOT/var/lib/dpkg/status")
+prof=$ROOT/etc/p2pnode/profiles/p2p-570.yaml
+t0=$SECONDS
+run_in p2pnode judge-kernel --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --modules nvidia --json \
+  > "$TMP/judge.json" 2> "$TMP/judge.err"; rc=$?
+jf() { jq -r "$1" "$TMP/judge.json" 2>/dev/null; }
+NEXT=$(jf .release)
+if [ "$CAND" = "$INST" ]; then
+  bad "trixie-security offers no newer linux-image-amd64 than $INST: nothing to judge"
+elif [ "$rc" = 0 ] && [ "$(jf .keeps_p2p)" = true ] && [ -n "$NEXT" ] && [ "$NEXT" != "$KV" ]; then
+  ok "judge-kernel: the next kernel $NEXT ($(jf .package_version), trixie-security) keeps P2P with the staged tree's builtin patches ($((SECONDS - t0)) s): $(jf .summary)"
+else
+  bad "judge-kernel: exit $rc: $(head -c 600 "$TMP/judge.json") $(tail -5 "$TMP/judge.err")"
+fi
+[ -n "$NEXT" ] && [ -f "$ROOT/var/cache/p2pnode/kernels/$NEXT/root/usr/src/linux-headers-$NEXT/.config" ] &&
+  ok "its headers were downloaded into p2pnode's cache (/var/cache/p2pnode/kernels/$NEXT)" || bad "no headers for '$NEXT' in p2pnode's cache"
+[ "$(md5sum < "$ROOT/var/lib/dpkg/status")" = "$dpkg_before" ] && [ ! -d "$ROOT/lib/modules/$NEXT" ] &&
+  ok "nothing was installed (dpkg's status and /lib/modules as before)" || bad "judge-kernel installed something"
+run_in p2pnode check --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --only driver.kernels --json > "$TMP/check-next.json" 2>/dev/null
+jq -e --arg k "$NEXT" '.findings[] | select(.subject == $k and .observed.candidate == true and .severity == "ok")' "$TMP/check-next.json" >/dev/null &&
+  ok "check shows the judged candidate $NEXT as keeping P2P" || bad "check does not show the candidate: $(head -c 400 "$TMP/check-next.json")"
 
 if [ "${P2PNODE_ALL_TREES:-0}" = 1 ]; then
   echo "== 3 (all trees). 565.57.01 and 550.90.07 through p2pnode apply and DKMS 3.2 on $KV"

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string_view>
 
+#include "driver_state.hpp"
 #include "nvml_lib.hpp"
 #include "p2pnode/agent/interconnect.hpp"
 
@@ -47,6 +48,8 @@ HealthReport read_health(const char* library) {
   n.sym(calls.link_remote, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
   n.sym(calls.error_counter, "nvmlDeviceGetNvLinkErrorCounter");
   n.sym(calls.driver_version, "nvmlSystemGetDriverVersion");
+  DriverCalls driver;
+  driver.resolve(n);
   if (auto why = n.init(); !why.empty()) {
     rep.reason = why;
     return rep;
@@ -59,6 +62,7 @@ HealthReport read_health(const char* library) {
     return rep;
   }
   rep.available = true;
+  std::vector<Device> devs(count, nullptr);
   for (unsigned i = 0; i < count; ++i) {
     GpuHealth g;
     g.index = i;
@@ -68,6 +72,8 @@ HealthReport read_health(const char* library) {
       rep.gpus.push_back(std::move(g));
       continue;
     }
+    devs[i] = dev;
+    read_driver_state(n, driver, dev, g);
     PciInfo pci;
     std::memset(&pci, 0, sizeof pci);
     if (const auto r = calls.pci_info(dev, &pci); r == kSuccess) g.pci_bus_id = normalize_bus_id(pci.busId);
@@ -92,6 +98,7 @@ HealthReport read_health(const char* library) {
     }
     rep.gpus.push_back(std::move(g));
   }
+  rep.p2p = read_p2p_status(driver, devs);
   return rep;
 }
 
@@ -108,11 +115,33 @@ nlohmann::json health_json(const HealthReport& r, const std::string& agent_versi
                        {"remote_pci_bus_id", l.remote_pci_bus_id.empty() ? json(nullptr) : json(l.remote_pci_bus_id)},
                        {"errors", errors}});
     }
+    auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
     gpus.push_back({{"index", g.index},
                     {"pci_bus_id", g.pci_bus_id},
                     {"name", g.name},
                     {"problem", g.problem.empty() ? json(nullptr) : json(g.problem)},
-                    {"links", links}});
+                    {"links", links},
+                    {"recovery_action", g.recovery_action ? json(recovery_action_name(*g.recovery_action)) : json(nullptr)},
+                    {"recovery_problem", g.recovery_problem.empty() ? json(nullptr) : json(g.recovery_problem)},
+                    {"pcie",
+                     {{"replay", opt(g.pcie.replay)},
+                      {"replay_rollover", opt(g.pcie.replay_rollover)},
+                      {"gen", opt(g.pcie.gen)},
+                      {"max_gen", opt(g.pcie.max_gen)},
+                      {"width", opt(g.pcie.width)},
+                      {"max_width", opt(g.pcie.max_width)}}},
+                    {"memory",
+                     {{"remapped_correctable", opt(g.memory.remapped_correctable)},
+                      {"remapped_uncorrectable", opt(g.memory.remapped_uncorrectable)},
+                      {"remap_pending", opt(g.memory.remap_pending)},
+                      {"remap_failure", opt(g.memory.remap_failure)},
+                      {"volatile_uncorrected_ecc", opt(g.memory.volatile_uncorrected)}}}});
+  }
+  json p2p = json::array();
+  for (const auto& p : r.p2p) {
+    json e = {{"gpu", r.gpus[p.gpu].pci_bus_id}, {"peer_gpu", r.gpus[p.peer].pci_bus_id}};
+    for (int c = 0; c < 5; ++c) e[kP2pCapNames[c]] = p.status[c] ? json(p2p_status_name(*p.status[c])) : json(nullptr);
+    p2p.push_back(std::move(e));
   }
   return {{"schema_version", kHealthSchemaVersion},
           {"kind", "health"},
@@ -121,7 +150,8 @@ nlohmann::json health_json(const HealthReport& r, const std::string& agent_versi
            {{"available", r.available},
             {"driver_version", r.driver_version.empty() ? json(nullptr) : json(r.driver_version)},
             {"reason", r.reason.empty() ? json(nullptr) : json(r.reason)}}},
-          {"gpus", gpus}};
+          {"gpus", gpus},
+          {"p2p_status", p2p}};
 }
 
 bool wants_health(int argc, char** argv) {
@@ -135,7 +165,7 @@ int run_health(int argc, char** argv, const std::string& agent_version, const ch
     const std::string_view a = argv[i];
     if (a == "--health" || a == "--json") continue;
     std::cerr << "p2pnode-agent --health: unexpected argument '" << a
-              << "'; usage: p2pnode-agent --health [--json] (NVML only: link state and error counters per GPU)\n";
+              << "'; usage: p2pnode-agent --health [--json] (NVML only: links, recovery action, PCIe, memory, P2P status)\n";
     return 2;
   }
   const HealthReport r = read_health(library);

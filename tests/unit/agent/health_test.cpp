@@ -3,6 +3,11 @@
 #include "p2pnode/agent/health.hpp"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
 
 using namespace p2pnode::agent;
 
@@ -26,7 +31,7 @@ TEST(AgentHealth, ReadsLinksAndCountersThroughNvml) {
 
 TEST(AgentHealth, DocumentShape) {
   const auto j = health_json(read_health(P2PNODE_FAKE_NVML_HEALTH), "0.1.0");
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["kind"], "health");
   EXPECT_EQ(j["nvml"]["available"], true);
   EXPECT_TRUE(j["nvml"]["reason"].is_null());
@@ -60,4 +65,85 @@ TEST(AgentHealth, ArgumentsAndDispatch) {
   EXPECT_EQ(run_health(3, const_cast<char**>(h), "0.1.0", P2PNODE_FAKE_NVML_HEALTH), 0);
   const auto out = nlohmann::json::parse(testing::internal::GetCapturedStdout());
   EXPECT_EQ(out["gpus"].size(), 3u);
+}
+
+namespace {
+// The stand-in NVML's driver state for one test (P2PNODE_FAKE_NVML_STATE), removed after it.
+struct DriverState {
+  std::string path;
+  explicit DriverState(const std::string& text) {
+    char t[] = "/tmp/p2pnode-fake-nvml-XXXXXX";
+    const int fd = ::mkstemp(t);
+    path = t;
+    FILE* f = ::fdopen(fd, "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    ::setenv("P2PNODE_FAKE_NVML_STATE", path.c_str(), 1);
+  }
+  ~DriverState() {
+    ::unsetenv("P2PNODE_FAKE_NVML_STATE");
+    std::remove(path.c_str());
+  }
+};
+}  // namespace
+
+// The driver's own verdict, every value NVML_FI_DEV_GET_GPU_RECOVERY_ACTION can take, by name.
+TEST(AgentHealth, EveryRecoveryActionByName) {
+  const char* want[] = {"none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "recover_imex_domain", "unknown_6"};
+  for (unsigned a = 0; a < 7; ++a) {
+    DriverState s("gpu0.recovery=" + std::to_string(a) + "\n");
+    const auto r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+    ASSERT_TRUE(r.gpus[0].recovery_action);
+    EXPECT_EQ(*r.gpus[0].recovery_action, a);
+    EXPECT_EQ(health_json(r, "0.1.0")["gpus"][0]["recovery_action"], want[a]);
+  }
+  // A driver without the field (before 570): no value, and why.
+  const auto r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+  EXPECT_FALSE(r.gpus[2].recovery_action);
+  EXPECT_NE(r.gpus[2].recovery_problem.find("not answered"), std::string::npos) << r.gpus[2].recovery_problem;
+  EXPECT_TRUE(health_json(r, "0.1.0")["gpus"][2]["recovery_action"].is_null());
+  EXPECT_EQ(health_json(r, "0.1.0")["gpus"][1]["recovery_action"], "drain_p2p");
+}
+
+TEST(AgentHealth, PcieCountersLinkAndMemory) {
+  DriverState s("gpu0.replay=17\ngpu0.rollover=2\ngpu0.gen=3\ngpu0.width=8\ngpu1.pending=1\ngpu1.ecc=4\ngpu1.unc_rows=1\n");
+  const auto r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+  const auto& p = r.gpus[0].pcie;
+  EXPECT_EQ(*p.replay, 17u);
+  EXPECT_EQ(*p.replay_rollover, 2u);
+  EXPECT_EQ(*p.gen, 3u);
+  EXPECT_EQ(*p.max_gen, 5u);
+  EXPECT_EQ(*p.width, 8u);
+  EXPECT_EQ(*p.max_width, 16u);
+  const auto& m = r.gpus[1].memory;
+  EXPECT_TRUE(*m.remap_pending);
+  EXPECT_FALSE(*m.remap_failure);
+  EXPECT_EQ(*m.remapped_uncorrectable, 1u);
+  EXPECT_EQ(*m.volatile_uncorrected, 4u);
+  EXPECT_FALSE(r.gpus[2].memory.remap_pending);  // no row remapper: not answered
+  const auto j = health_json(r, "0.1.0");
+  EXPECT_EQ(j["gpus"][0]["pcie"]["replay_rollover"], 2);
+  EXPECT_EQ(j["gpus"][1]["memory"]["volatile_uncorrected_ecc"], 4);
+  EXPECT_TRUE(j["gpus"][2]["memory"]["remap_pending"].is_null());
+}
+
+// Every ordered pair, each capability named as nvidia-smi topo -p2p reads it; a status changed by
+// the driver shows in the next reading.
+TEST(AgentHealth, P2pStatusOfEveryOrderedPair) {
+  auto r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+  ASSERT_EQ(r.p2p.size(), 6u);  // 3 GPUs: 6 ordered pairs
+  auto j = health_json(r, "0.1.0")["p2p_status"];
+  EXPECT_EQ(j[0]["gpu"], "0000:18:00.0");
+  EXPECT_EQ(j[0]["peer_gpu"], "0000:2a:00.0");
+  EXPECT_EQ(j[0]["read"], "ok");
+  EXPECT_EQ(j[0]["nvlink"], "ok");
+  EXPECT_EQ(j[0]["pci"], "not_supported");
+  EXPECT_EQ(j[1]["peer_gpu"], "0000:c1:00.0");
+  EXPECT_EQ(j[1]["write"], "chipset_not_supported");
+  DriverState s("p2p.0.1.0=4\np2p.0.1.1=4\n");
+  j = health_json(read_health(P2PNODE_FAKE_NVML_HEALTH), "0.1.0")["p2p_status"];
+  EXPECT_EQ(j[0]["read"], "disabled_by_regkey");
+  EXPECT_EQ(j[0]["write"], "disabled_by_regkey");
+  EXPECT_EQ(j[2]["gpu"], "0000:2a:00.0");
+  EXPECT_EQ(j[2]["read"], "ok");  // the other direction is its own reading
 }

@@ -91,6 +91,20 @@ TEST(NextKernel, FindsTheCandidateOfTheInstalledMetapackage) {
   fs::create_directories(r.dir / "lib/modules/6.1.0-56-amd64");
   EXPECT_TRUE((*find_next_kernel(root, runner))->installed);
 
+  // Ubuntu 22.04 on its HWE kernel: the metapackage is linux-image-generic-hwe-22.04 (the shape of
+  // apt-cache policy is apt's own, the same on both distributions).
+  sys::ScriptedRunner hwe;
+  hwe.on({"apt-cache", "policy"},
+         sys::exited_with(0, "linux-image-amd64:\n  Installed: (none)\n  Candidate: (none)\n"
+                             "linux-image-generic-hwe-22.04:\n  Installed: 6.8.0.49.52~22.04.1\n  Candidate: 6.8.0.52.55~22.04.1\n"));
+  hwe.on({"apt-cache", "depends", "linux-image-generic-hwe-22.04=6.8.0.52.55~22.04.1"},
+         sys::exited_with(0, "linux-image-generic-hwe-22.04\n  Depends: linux-image-6.8.0-52-generic\n  Depends: linux-firmware\n"));
+  auto u = find_next_kernel(root, hwe);
+  ASSERT_TRUE(u) << u.error().message;
+  ASSERT_TRUE(*u);
+  EXPECT_EQ((*u)->meta, "linux-image-generic-hwe-22.04");
+  EXPECT_EQ((*u)->release, "6.8.0-52-generic");
+
   sys::ScriptedRunner none;
   none.on({"apt-cache", "policy"}, sys::exited_with(0, "linux-image-amd64:\n  Installed: (none)\n  Candidate: 6.1.192-2\n"));
   auto n2 = find_next_kernel(root, none);

@@ -1,6 +1,9 @@
 // `p2pnode-agent --health`: NVML only (no CUDA context, no GPU work), so the daemon can run it
-// beside a job: per GPU, per NVLink, the link state and its error counters, printed as
-// one versioned JSON document (read by daemon/health/agent_health.cpp, which checks every field).
+// beside a job: per GPU, per NVLink, the link state and its error counters; the driver's own verdict
+// (its recovery action), the GPU's own PCIe view (replay counter, link generation and width), the
+// memory state that decides whether bytes can be trusted (row remapping, volatile uncorrected ECC);
+// per ordered pair, the driver's P2P status. Printed as one versioned JSON document (read by
+// daemon/health/agent_health.cpp, which checks every field).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +15,7 @@
 
 namespace p2pnode::agent {
 
-inline constexpr int kHealthSchemaVersion = 1;
+inline constexpr int kHealthSchemaVersion = 2;
 
 struct NvlinkHealth {
   unsigned link = 0;
@@ -22,12 +25,38 @@ struct NvlinkHealth {
   std::optional<std::uint64_t> errors[5];
 };
 
+// The GPU's own view of its PCIe link (its own counters: boxes without AER files have no other).
+struct PcieHealth {
+  std::optional<std::uint64_t> replay, replay_rollover;  // NVML_FI_DEV_PCIE_REPLAY_(ROLLOVER_)COUNTER
+  std::optional<unsigned> gen, max_gen, width, max_width;
+};
+// Memory state that decides whether bytes can be trusted.
+struct MemoryHealth {
+  std::optional<unsigned> remapped_correctable, remapped_uncorrectable;  // rows remapped so far
+  std::optional<bool> remap_pending, remap_failure;  // a remap waits for a reset; one failed
+  std::optional<std::uint64_t> volatile_uncorrected;  // uncorrected ECC errors since the driver loaded
+};
+
 struct GpuHealth {
   unsigned index = 0;
   std::string pci_bus_id;  // normalized 0000:18:00.0
   std::string name;
   std::string problem;     // NVML refused something for this GPU
   std::vector<NvlinkHealth> links;  // only links NVML knows (present), active or not
+  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (0 none … 5 recover IMEX domain); nullopt: not answered
+  // (drivers before 570 do not have the field), recovery_problem says why.
+  std::optional<unsigned> recovery_action;
+  std::string recovery_problem;
+  PcieHealth pcie;
+  MemoryHealth memory;
+};
+
+// The driver's P2P status of one ordered pair, for each capability NVML reports
+// (nvmlDeviceGetP2PStatus; what `nvidia-smi topo -p2p r|w|n|a|p` prints).
+inline constexpr const char* kP2pCapNames[5] = {"read", "write", "nvlink", "atomics", "pci"};
+struct P2pStatus {
+  unsigned gpu = 0, peer = 0;  // indices into gpus
+  std::optional<int> status[5];  // NVML's nvmlGpuP2PStatus_t; nullopt: the call failed
 };
 
 struct HealthReport {
@@ -35,7 +64,15 @@ struct HealthReport {
   std::string reason;  // why NVML is not available
   std::string driver_version;
   std::vector<GpuHealth> gpus;
+  std::vector<P2pStatus> p2p;  // every ordered pair of GPUs NVML gave handles for
 };
+
+// "none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "recover_imex_domain",
+// else "unknown_<n>".
+std::string recovery_action_name(unsigned action);
+// "ok", "chipset_not_supported", "gpu_not_supported", "topology_not_supported",
+// "disabled_by_regkey", "not_supported", "unknown", else "unknown_<n>".
+std::string p2p_status_name(int status);
 
 inline constexpr const char* kNvlinkErrorNames[5] = {"replay", "recovery", "crc_flit", "crc_data", "ecc_data"};
 
