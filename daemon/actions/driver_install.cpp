@@ -57,7 +57,11 @@ class DriverModule final : public Action {
                        false, true, {{"gaps", gaps}, {"not_driven", not_driven}}});
       return steps;
     }
-    if (const auto stops = nvidia::build_stops(inv, *p.driver); !stops.empty()) {
+    // A known breakage: refused outright where the staged source confirms it; forecast from the
+    // version alone, apply reads the source after staging it and refuses then, before any build.
+    const bool source_read = nvidia::staged_source_tests(inv, *p.driver) != nullptr;
+    const auto stops = nvidia::build_stops(inv, *p.driver);
+    if (!stops.empty() && source_read) {
       steps.push_back({"driver.module", t.name + "/" + t.version,
                        "refused: " + stops.front() + " (nothing is downloaded or built)", false, true,
                        {{"gaps", gaps}, {"build_stops", stops}}});
@@ -74,8 +78,12 @@ class DriverModule final : public Action {
     }
     Step s{"driver.module", t.name + "/" + t.version,
            "verify the source's sha256, place it in " + t.src_dir + " with a generated dkms.conf, then dkms add, "
-           "build and install for " + json(kernels).dump(),
+           "build and install for " + json(kernels).dump() +
+               (stops.empty() ? std::string()
+                              : "; forecast from the version: " + stops.front() +
+                                    " (refused after staging, before any build, unless the source carries its own fix)"),
            false, false, {{"gaps", gaps}, {"kernels", kernels}, {"running_kernel", running_kernel(root, inv)}}};
+    if (!stops.empty()) s.details["build_stops"] = stops;
     steps.push_back(s);
     return steps;
   }
@@ -92,15 +100,20 @@ class DriverModule final : public Action {
       ctx.log("driver.module", subject, "refused: " + r.message);
       return {r};
     }
-    // Before any download: a known breakage the profile does not fix would stop the build after minutes.
-    if (const auto stops = nvidia::build_stops(inv, *ctx.profile.driver); !stops.empty()) {
-      StepResult r{"driver.module", subject, StepOutcome::refused, "refused before any download or build: " + stops.front(),
-                   {{"build_stops", stops}}, json::object(), 0};
-      ctx.log("driver.module", subject, "refused: " + r.message);
-      return {r};
-    }
+    // A known breakage the profile does not fix would stop the build after minutes: refused before any
+    // download where the staged source confirms it, else after staging (the source read), before any build.
+    if (nvidia::staged_source_tests(inv, *ctx.profile.driver))
+      if (const auto stops = nvidia::build_stops(inv, *ctx.profile.driver); !stops.empty()) {
+        StepResult r{"driver.module", subject, StepOutcome::refused, "refused before any download or build: " + stops.front(),
+                     {{"build_stops", stops}}, json::object(), 0};
+        ctx.log("driver.module", subject, "refused: " + r.message);
+        return {r};
+      }
+    const auto preflight = [&](const std::map<std::string, bool>& source_tests) {
+      return nvidia::build_stops(inv, *ctx.profile.driver, &source_tests);
+    };
     auto r = nvidia::install_module(ctx.root, ctx.runner, *ctx.profile.driver, running_kernel(ctx.root, inv),
-                                    [&](std::string_view line) { ctx.log("driver.module", subject, line); });
+                                    [&](std::string_view line) { ctx.log("driver.module", subject, line); }, preflight);
     ctx.log("driver.module", subject, std::string(to_string(r.outcome)) + ": " + r.message);
     return {r};
   }

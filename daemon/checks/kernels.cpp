@@ -86,8 +86,9 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
       f.remediation = "Install linux-headers-" + k.release + ", then `p2pnode apply` (it builds for every kernel with headers).";
     } else {
       // Known breakages the coming build will hit, from the table and this kernel's headers.
+      const auto* source = nvidia::staged_source_tests(inv, *p.driver);
       const auto predicted = nvidia::predict_breakages(nvidia::builtin_breakages(), ver, k.release, k.header_tests,
-                                                       nvidia::builtin_patches_of(*p.driver->kernel_module));
+                                                       nvidia::builtin_patches_of(*p.driver->kernel_module), source);
       const nvidia::PredictedBreakage* stop = nullptr;
       nlohmann::json ids = nlohmann::json::array(), fixed = nlohmann::json::array();
       for (const auto& pb : predicted) {
@@ -99,7 +100,10 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
         std::string why = stop->describe(ver, k.release);
         if (!after.empty() && !why.empty() && why.back() == '.') why.pop_back();  // "….; a reboot now …"
         f.summary = want + " will not build for " + name + ": " + why + after;
-        f.remediation = "Before any build: " + stop->breakage->remediation + ".";
+        f.remediation = "Before any build: " + stop->breakage->remediation + "." +
+                        (source ? "" : " (Forecast from the version: apply reads the tree's source once it is staged, "
+                                       "and builds a tree that carries its own fix.)");
+        f.observed["forecast_from"] = source ? "source" : "version";
       } else {
         f.summary = want + " is not " + (built ? "installed" : "built") + " for " + name + after;
         f.remediation = "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + ".";

@@ -104,6 +104,9 @@ struct NvidiaDriverState {
   // Open module trees in /usr/src -> whether their source refuses a peer DMA address not aligned at
   // 512 MiB (nvidia/peer_alignment.hpp; nullopt: the file is there, the check is not recognised).
   std::map<std::string, std::optional<bool>> peer_alignment;
+  // Module trees staged in /usr/src -> the breakage table's source tests on them (breakage id ->
+  // the tree is affected; nvidia/forecast.hpp).
+  std::map<std::string, std::map<std::string, bool>> source_tests;
 };
 
 // One DKMS package/version for one kernel, from /var/lib/dkms/<package>/<version>/<kernel>/<arch>/module

@@ -147,7 +147,8 @@ void Engine::publish() {
   runtime_.health = health_summary(health_body_);
   auto s = std::make_shared<Snapshot>();
   s->state = state_;
-  s->ready = state_.state == NodeState::ready;
+  s->health_holds = health_holds(health_body_);
+  s->ready = state_.state == NodeState::ready && s->health_holds.empty();
   s->decided = decided_;
   s->status = status_body(state_, runtime_).dump();
   s->readyz = readyz_body(state_).dump();

@@ -28,6 +28,7 @@ struct Snapshot {
   bool ready = false;
   bool decided = false;  // a reconcile has decided the state since the daemon started
   std::string status, readyz, findings, findings_table, devices, topology, plan, selftest, metrics;
+  std::vector<std::string> health_holds;  // health findings that take the node out of P2P readiness
   std::string health;  // /v1/health: the passive health pass (engine/health_pass.hpp)
 };
 

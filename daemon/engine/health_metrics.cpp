@@ -65,6 +65,36 @@ std::string render_health_metrics(const json& h) {
       active.Add({{"gpu", gpu}}).Set(g.value("active_links", 0));
     }
   }
+  // The driver's own word (agent schema 2): the GPU's replay counter for every GPU read; the
+  // recovery action and memory state only where they are not the default, as the regressed cells
+  // are (the 8-GPU node's budget: docs in README, "Metrics and the series budget").
+  const json gpus = h.value("gpus", json::array());
+  if (gpus.is_array() && !gpus.empty()) {
+    auto& replays = BuildCounter().Name("p2pnode_gpu_pcie_replays_total")
+                        .Help("The GPU's own PCIe replay counter (NVML; link-level retransmissions), where sysfs may have no AER files")
+                        .Register(reg);
+    auto& action = BuildGauge().Name("p2pnode_gpu_recovery_action")
+                       .Help("1 for a GPU whose driver names a recovery action other than none (gpu_reset, node_reboot, drain_p2p, drain_and_reset, recover_imex_domain); absent: none")
+                       .Register(reg);
+    auto& memory = BuildGauge().Name("p2pnode_gpu_memory_untrusted")
+                       .Help("1 for a GPU whose memory state needs attention (reason: remap_pending, remap_failure, uncorrected_ecc in the health window); absent: none")
+                       .Register(reg);
+    for (const auto& g : gpus) {
+      if (!g.is_object()) continue;
+      const std::string gpu = str(g, "gpu");
+      const json pcie = g.value("pcie", json::object());
+      if (pcie.contains("replay") && pcie["replay"].is_number()) replays.Add({{"gpu", gpu}}).Increment(pcie["replay"].get<double>());
+      const std::string a = str(g, "recovery_action");
+      if (!a.empty() && a != "none") action.Add({{"gpu", gpu}, {"action", a}}).Set(1);
+      const json mem = g.value("memory", json::object());
+      if (mem.value("remap_pending", json(false)) == true) memory.Add({{"gpu", gpu}, {"reason", "remap_pending"}}).Set(1);
+      if (mem.value("remap_failure", json(false)) == true) memory.Add({{"gpu", gpu}, {"reason", "remap_failure"}}).Set(1);
+    }
+    for (const auto& f : h.value("findings", json::array()))
+      if (f.is_object() && str(f, "check") == "health.memory" && f.contains("observed") &&
+          f["observed"].value("uncorrected_rise", json(0)).is_number() && f["observed"].value("uncorrected_rise", json(0)).get<double>() > 0)
+        memory.Add({{"gpu", str(f, "subject")}, {"reason", "uncorrected_ecc"}}).Set(1);
+  }
   const json xid = h.value("xid", json());
   if (xid.is_object()) {
     auto& events = BuildCounter().Name("p2pnode_gpu_xid_events_total")
@@ -76,7 +106,7 @@ std::string render_health_metrics(const json& h) {
   }
   // One series per finding of the last pass (none when all is well): what the alert rules read.
   auto& finding = BuildGauge().Name("p2pnode_health_finding")
-                      .Help("1 for each finding of the last passive health pass: check (health.aer, health.link, health.nvlink, health.xid), device, severity")
+                      .Help("1 for each finding of the last passive health pass: check (health.aer, health.link, health.nvlink, health.xid, health.kernel, health.recovery, health.gpu_pcie, health.memory, health.p2p_status), device, severity")
                       .Register(reg);
   for (const auto& f : h.value("findings", json::array()))
     if (f.is_object()) finding.Add({{"check", str(f, "check")}, {"device", str(f, "subject")}, {"severity", str(f, "severity")}}).Set(1);

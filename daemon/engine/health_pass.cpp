@@ -49,6 +49,8 @@ json health_body_idle(const DaemonConfig& c) {
   j["findings"] = json::array();
   j["devices"] = json::array();
   j["nvlink"] = nullptr;
+  j["gpus"] = json::array();
+  j["p2p_status"] = json::array();
   j["xid"] = nullptr;
   return j;
 }
@@ -65,15 +67,15 @@ json HealthPass::run(const DaemonConfig& config, const json& devices, const std:
   s.xid = kmsg_.read_new();
   bool any_gpu = false;
   for (const auto& [bdf, kind] : paths.kind) any_gpu = any_gpu || kind == "gpu";
-  if (!config.health.nvlink) s.nvlink.skipped = "off in the configuration (health.nvlink: false)";
-  else if (!any_gpu) s.nvlink.skipped = "no GPU in the last discovery";
-  else if (!nvlink_skip.empty()) s.nvlink.skipped = nvlink_skip;
-  else if (!runner_) s.nvlink.skipped = "no runner for the agent in this process";
+  if (!config.health.nvlink) s.agent.skipped = "off in the configuration (health.nvlink: false)";
+  else if (!any_gpu) s.agent.skipped = "no GPU in the last discovery";
+  else if (!nvlink_skip.empty()) s.agent.skipped = nvlink_skip;
+  else if (!runner_) s.agent.skipped = "no runner for the agent in this process";
   else if (last_nvlink_ && t0 - last_nvlink_at_ < config.health.nvlink_interval)
-    s.nvlink = *last_nvlink_;
+    s.agent = *last_nvlink_;
   else {
-    s.nvlink = probe::probe_nvlink(*runner_, root_.host_path(config.agent_path).string(), config.health.agent_time_limit, cancel);
-    last_nvlink_ = s.nvlink;
+    s.agent = probe::probe_nvlink(*runner_, root_.host_path(config.agent_path).string(), config.health.agent_time_limit, cancel);
+    last_nvlink_ = s.agent;
     last_nvlink_at_ = t0;
     last_nvlink_unix_ = s.unix_s;
   }
@@ -86,7 +88,7 @@ json HealthPass::run(const DaemonConfig& config, const json& devices, const std:
   j["problem"] = paths.devices.empty() ? json("no GPU or NVMe drive in the last discovery: nothing to watch") : json(nullptr);
   json v = monitor_.view();
   if (v.contains("nvlink") && v["nvlink"].is_object())
-    v["nvlink"]["read_unix"] = s.nvlink.read && last_nvlink_unix_ ? json(last_nvlink_unix_) : json(nullptr);
+    v["nvlink"]["read_unix"] = s.agent.read && last_nvlink_unix_ ? json(last_nvlink_unix_) : json(nullptr);
   for (auto it = v.begin(); it != v.end(); ++it) j[it.key()] = it.value();
   return j;
 }

@@ -40,7 +40,7 @@ class HealthPass {
   probe::KmsgReader kmsg_;
   health::HealthMonitor monitor_;
   // The last agent reading and when it was taken: between agent runs the monitor sees it again.
-  std::optional<health::NvlinkReading> last_nvlink_;
+  std::optional<health::AgentReading> last_nvlink_;
   std::chrono::steady_clock::time_point last_nvlink_at_{};
   std::int64_t last_nvlink_unix_ = 0;
 };

@@ -213,6 +213,16 @@ std::string expectations_table(const json& rows) {
   return out;
 }
 
+std::vector<std::string> health_holds(const json& h) {
+  std::vector<std::string> out;
+  if (!h.is_object()) return out;
+  for (const auto& f : h.value("findings", json::array()))
+    if (f.is_object() && f.value("check", "") == "health.recovery" && f.contains("observed") && f["observed"].is_object() &&
+        f["observed"].value("p2p_ready", true) == false)
+      out.push_back("health.recovery " + f.value("subject", "") + ": " + f.value("summary", ""));
+  return out;
+}
+
 json readyz_body(const RecordedState& s) {
   return {{"state", to_string(s.state)}, {"ready", s.state == NodeState::ready}, {"reasons", s.reasons}};
 }

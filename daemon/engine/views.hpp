@@ -35,6 +35,9 @@ nlohmann::json status_body(const RecordedState& s, const Runtime& rt);
 // /v1/status's health part: passes, when, findings by severity, and their one-line summaries.
 nlohmann::json health_summary(const nlohmann::json& health_body);
 nlohmann::json readyz_body(const RecordedState& s);
+// What in the last health pass takes the node out of P2P readiness: a GPU whose driver asks for
+// peer traffic to stop (recovery action drain_p2p or drain_and_reset), one line each, naming it.
+std::vector<std::string> health_holds(const nlohmann::json& health_body);
 nlohmann::json findings_body(const RecordedState& s);  // the `check --json` document, plus state
 nlohmann::json devices_body(const RecordedState& s);
 nlohmann::json topology_body(const RecordedState& s);

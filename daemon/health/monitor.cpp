@@ -68,6 +68,7 @@ void HealthMonitor::update(const HealthSample& s, const PathIndex& paths) {
   assess_aer(s, paths);
   assess_link(s, paths);
   assess_nvlink(s, paths);
+  assess_driver(s, paths);
   assess_xid(s, paths);
   window_.forget_stale(s.mono_s);
 }
@@ -143,11 +144,11 @@ void HealthMonitor::assess_link(const HealthSample& s, const PathIndex& paths) {
 }
 
 void HealthMonitor::assess_nvlink(const HealthSample& s, const PathIndex& paths) {
-  nvlink_ = {{"read", s.nvlink.read}, {"skipped", s.nvlink.skipped.empty() ? json(nullptr) : json(s.nvlink.skipped)},
-             {"driver_version", s.nvlink.driver_version.empty() ? json(nullptr) : json(s.nvlink.driver_version)},
+  nvlink_ = {{"read", s.agent.read}, {"skipped", s.agent.skipped.empty() ? json(nullptr) : json(s.agent.skipped)},
+             {"driver_version", s.agent.driver_version.empty() ? json(nullptr) : json(s.agent.driver_version)},
              {"gpus", json::array()}};
-  if (!s.nvlink.read) return;
-  for (const auto& g : s.nvlink.gpus) {
+  if (!s.agent.read) return;
+  for (const auto& g : s.agent.gpus) {
     json gj = {{"gpu", g.gpu}, {"problem", g.problem.empty() ? json(nullptr) : json(g.problem)}, {"links", json::array()}};
     int active = 0;
     for (const auto& l : g.links) {
@@ -258,8 +259,9 @@ void HealthMonitor::assess_xid(const HealthSample& s, const PathIndex& paths) {
 nlohmann::json HealthMonitor::view() const {
   json fs = json::array();
   for (const auto& f : findings_) fs.push_back(to_json(f));
-  return {{"window_s", window_.window()}, {"passes", passes_}, {"findings", fs},
-          {"devices", devices_},         {"nvlink", nvlink_},   {"xid", xid_}};
+  return {{"window_s", window_.window()}, {"passes", passes_},        {"findings", fs},
+          {"devices", devices_},         {"nvlink", nvlink_},        {"gpus", gpus_},
+          {"p2p_status", p2p_status_},   {"xid", xid_}};
 }
 
 }  // namespace p2pnode::health

@@ -1,7 +1,8 @@
 #pragma once
 // The health monitor: fed one HealthSample per pass, it keeps the counters' windows and the recent
-// Xid events, and says what rose: findings health.aer, health.link, health.nvlink, health.xid,
-// each naming the device and the P2P paths it is on. Pure: no clock, no I/O.
+// Xid events, and says what rose: findings health.aer, health.link, health.nvlink, health.xid, and
+// from the driver's own word (driver_verdict.cpp) health.recovery, health.gpu_pcie, health.memory,
+// health.p2p_status, each naming the device and the P2P paths it is on. Pure: no clock, no I/O.
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -38,6 +39,7 @@ class HealthMonitor {
   void assess_link(const HealthSample& s, const PathIndex& paths);
   void assess_nvlink(const HealthSample& s, const PathIndex& paths);
   void assess_xid(const HealthSample& s, const PathIndex& paths);
+  void assess_driver(const HealthSample& s, const PathIndex& paths);  // driver_verdict.cpp
 
   struct SeenXid {
     XidEvent ev;
@@ -47,12 +49,17 @@ class HealthMonitor {
   std::uint64_t passes_ = 0;
   std::vector<Finding> findings_;
   nlohmann::json devices_ = nlohmann::json::array(), nvlink_ = nlohmann::json::object(), xid_ = nlohmann::json::object();
+  nlohmann::json gpus_ = nlohmann::json::array(), p2p_status_ = nlohmann::json::array();
   std::set<std::string> links_seen_active_;               // "gpu/link"
+  std::set<std::string> p2p_seen_ok_;                     // "gpu>peer/capability" once seen "ok"
   std::map<std::pair<std::string, int>, std::uint64_t> xid_counts_;  // (gpu, xid) -> events read
   std::deque<SeenXid> recent_xids_;                       // within the window, the newest 4096
   std::optional<std::uint64_t> last_xid_seq_;
 };
 
+// True for the recovery actions that ask for peer traffic to stop (drain_p2p, drain_and_reset): a
+// node with such a GPU is not P2P-ready until the driver clears it.
+bool recovery_blocks_p2p(const std::string& action);
 // "RxErr +2, BadTLP +1": the named counters that rose, for a summary.
 std::string describe_rises(const std::map<std::string, std::uint64_t>& rises);
 // "10m", "90s", "2h": a window for people.

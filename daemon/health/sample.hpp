@@ -38,16 +38,39 @@ struct NvlinkLinkReading {
   std::string remote;                                   // far end's PCI bus id (GPU or NVSwitch), if known
   std::map<std::string, std::optional<std::uint64_t>> errors;  // kNvlinkCounters; nullopt: not supported
 };
-struct NvlinkGpuReading {
+// The GPU's own view of its PCIe link, through NVML (where sysfs has no AER files).
+struct GpuPcieReading {
+  std::optional<std::uint64_t> replay, replay_rollover;
+  std::optional<unsigned> gen, max_gen, width, max_width;
+};
+// The memory state that decides whether bytes can be trusted.
+struct GpuMemoryReading {
+  std::optional<std::uint64_t> remapped_correctable, remapped_uncorrectable, volatile_uncorrected;
+  std::optional<bool> remap_pending, remap_failure;
+};
+struct AgentGpuReading {
   std::string gpu;
   std::vector<NvlinkLinkReading> links;
   std::string problem;  // NVML refused this GPU
+  // The driver's recovery action ("none", "drain_p2p", …); empty: not answered (recovery_problem).
+  std::string recovery_action, recovery_problem;
+  GpuPcieReading pcie;
+  GpuMemoryReading memory;
 };
-struct NvlinkReading {
+inline constexpr const char* kP2pCaps[] = {"read", "write", "nvlink", "atomics", "pci"};
+// The driver's P2P status of one ordered pair: capability -> "ok", "chipset_not_supported", …;
+// nullopt where NVML did not answer.
+struct P2pStatusReading {
+  std::string gpu, peer;
+  std::map<std::string, std::optional<std::string>> caps;
+};
+struct AgentReading {
   bool read = false;
   std::string skipped;  // why not read (no agent, no NVML, a pass running, timed out …)
   std::string driver_version;
-  std::vector<NvlinkGpuReading> gpus;
+  bool driver_state = false;  // the document carried the driver's state (agent schema 2)
+  std::vector<AgentGpuReading> gpus;
+  std::vector<P2pStatusReading> p2p;
 };
 
 struct XidReading {
@@ -62,7 +85,7 @@ struct HealthSample {
   std::int64_t unix_s = 0;
   double duration_s = 0;
   std::vector<DeviceReading> devices;
-  NvlinkReading nvlink;
+  AgentReading agent;  // what p2pnode-agent --health read through NVML
   XidReading xid;
 };
 

@@ -124,8 +124,12 @@ Response Router::handle(const Request& req) {
     if (p == "/readyz") {
       if (snap->ready) return ok(snap->readyz, kJson);
       const auto& st = snap->state;
-      return problem(503, std::string("the node is ") + engine::to_string(st.state),
-                     {{"state", engine::to_string(st.state)}, {"ready", false}, {"reasons", st.reasons}});
+      auto reasons = st.reasons;
+      reasons.insert(reasons.end(), snap->health_holds.begin(), snap->health_holds.end());
+      const std::string title = st.state == engine::NodeState::ready
+                                    ? "the node is not P2P-ready: the driver asks to drain P2P on a GPU"
+                                    : std::string("the node is ") + engine::to_string(st.state);
+      return problem(503, title, {{"state", engine::to_string(st.state)}, {"ready", false}, {"reasons", reasons}});
     }
     if (p == "/metrics") return ok(snap->metrics + (metrics_extra_ ? metrics_extra_() : std::string()), engine::kMetricsContentType);
     if (p == "/v1/status") return ok(snap->status, kJson);

@@ -18,6 +18,7 @@
 #include "lifecycle/module_stage.hpp"
 #include "lifecycle/nvidia_core.hpp"
 #include "nvidia/breakage.hpp"
+#include "nvidia/forecast.hpp"
 #include "nvidia/sha256.hpp"
 
 namespace p2pnode::nvidia {
@@ -173,7 +174,7 @@ std::vector<std::string> module_gaps(const sys::SysRoot& root, const DriverSpec&
 }
 
 StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
-                          const std::string& running_kernel, const ProgressFn& log) {
+                          const std::string& running_kernel, const ProgressFn& log, const PreflightFn& preflight) {
   const ModuleTarget t = module_target(d);
   const std::string subject = t.name + "/" + t.version;
   StepResult r{"driver.module", subject, StepOutcome::failed, "", json::object(), json::object(), 0};
@@ -261,6 +262,14 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
 
   auto staged = stage(root, runner, d, t, *src, patches);
   if (!staged) return finish(StepOutcome::refused, "staging " + subject + ": " + staged.error().message);
+  if (preflight) {
+    const auto tests = read_source_tests(root, staged->dir);
+    if (const auto stops = preflight(tests); !stops.empty()) {
+      r.before["build_stops"] = stops;
+      return finish(StepOutcome::refused, "refused before any build (the staged source read): " + stops.front() +
+                                              "; nothing in DKMS, /usr/src or /lib/modules was changed");
+    }
+  }
   r.after["dkms_conf"] = staged->conf_text;
   r.after["modules"] = staged->modules;
   if (staged->kind == dkms::TreeKind::nvidia_open) {

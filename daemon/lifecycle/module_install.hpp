@@ -2,6 +2,7 @@
 // The patched kernel module through DKMS: stage the verified source with a generated dkms.conf,
 // build and install it for every kernel with headers, keep what was installed when a build fails.
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,10 +41,13 @@ std::string installed_module_path(const sys::SysRoot& root, const std::string& k
 std::optional<std::string> ko_srcversion(const sys::SysRoot& root, const std::string& ko_path);
 
 using ProgressFn = std::function<void(std::string_view line)>;
+// Called once the source is staged, with the breakage table's source tests on it: what would stop
+// the build (nvidia/forecast.hpp build_stops); non-empty refuses the install before any build.
+using PreflightFn = std::function<std::vector<std::string>(const std::map<std::string, bool>& source_tests)>;
 
-// check → fetch and verify → stage → (trial build when replacing an install) → dkms add/build/install
-// → verify with `dkms status`. Outcome unchanged when nothing was missing.
+// check → fetch and verify → stage → preflight → (trial build when replacing an install) → dkms
+// add/build/install → verify with `dkms status`. Outcome unchanged when nothing was missing.
 StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
-                          const std::string& running_kernel, const ProgressFn& log);
+                          const std::string& running_kernel, const ProgressFn& log, const PreflightFn& preflight = {});
 
 }  // namespace p2pnode::nvidia

@@ -87,9 +87,9 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
     where += " (" + b.id + ")";
     for (const auto& kv : n) {
       const auto key = kv.first.as<std::string>();
-      static const std::vector<std::string> known = {"id", "signature", "stage", "branches", "kernels", "cause", "fix", "remediation"};
+      static const std::vector<std::string> known = {"id", "signature", "stage", "branches", "kernels", "source", "cause", "fix", "remediation"};
       if (std::find(known.begin(), known.end(), key) == known.end())
-        return Error{where + ": unknown field '" + key + "' (expected id, signature, stage, branches, kernels, cause, fix, remediation)"};
+        return Error{where + ": unknown field '" + key + "' (expected id, signature, stage, branches, kernels, source, cause, fix, remediation)"};
     }
     if (std::any_of(out.begin(), out.end(), [&](const Breakage& o) { return o.id == b.id; }))
       return Error{where + ": duplicate id"};
@@ -133,6 +133,27 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
     }
     if (!b.kernel_min && !b.kernel_max && !b.headers)
       return Error{where + ": 'kernels' must say which kernels are affected (min, max or headers)"};
+    if (const auto src = n["source"]) {
+      if (!src.IsMap()) return Error{where + ": source must be {file, uses, fixed}"};
+      for (const auto& kv : src) {
+        const auto key = kv.first.as<std::string>();
+        if (key != "file" && key != "uses" && key != "fixed")
+          return Error{where + ": source: unknown field '" + key + "' (expected file, uses, fixed)"};
+      }
+      auto file = need_string(src, where + ": source", "file");
+      if (!file) return file.error();
+      auto uses = need_string(src, where + ": source", "uses");
+      if (!uses) return uses.error();
+      if (auto st = check_regex(*uses, where + ": source.uses"); !st) return st.error();
+      SourceTest t{*file, *uses, ""};
+      if (src["fixed"]) {
+        auto fixed = need_string(src, where + ": source", "fixed");
+        if (!fixed) return fixed.error();
+        if (auto st = check_regex(*fixed, where + ": source.fixed"); !st) return st.error();
+        t.fixed = *fixed;
+      }
+      b.source = t;
+    }
     auto cause = need_string(n, where, "cause");
     if (!cause) return cause.error();
     b.cause = trim(*cause);
@@ -242,6 +263,13 @@ bool headers_affected(const Breakage& b, std::string_view header_text) {
   return std::regex_search(header_text.begin(), header_text.end(), std::regex(b.headers->pattern));
 }
 
+bool source_affected(const Breakage& b, std::optional<std::string_view> text) {
+  if (!b.source) return true;
+  if (!text) return false;
+  if (!std::regex_search(text->begin(), text->end(), std::regex(b.source->uses))) return false;
+  return b.source->fixed.empty() || !std::regex_search(text->begin(), text->end(), std::regex(b.source->fixed));
+}
+
 std::string PredictedBreakage::describe(std::string_view driver_version, std::string_view kernel_release) const {
   const std::string what = breakage->stage == BreakageStage::build ? " will stop the build of " : " will break ";
   return "known breakage " + breakage->id + what + std::string(driver_version) + " on " + std::string(kernel_release) +
@@ -251,10 +279,13 @@ std::string PredictedBreakage::describe(std::string_view driver_version, std::st
 std::vector<PredictedBreakage> predict_breakages(const std::vector<Breakage>& table, std::string_view driver_version,
                                                  std::string_view kernel_release,
                                                  const std::map<std::string, bool>& header_tests,
-                                                 const std::vector<std::string>& profile_builtins) {
+                                                 const std::vector<std::string>& profile_builtins,
+                                                 const std::map<std::string, bool>* source_tests) {
   std::vector<PredictedBreakage> out;
   for (const auto& b : table) {
     if (!branch_affected(b, driver_version) || !kernel_in_range(b, kernel_release)) continue;
+    if (b.source && source_tests)
+      if (const auto it = source_tests->find(b.id); it != source_tests->end() && !it->second) continue;
     if (b.headers) {
       const auto it = header_tests.find(b.id);
       if (it == header_tests.end() || !it->second) continue;

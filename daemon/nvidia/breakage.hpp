@@ -21,6 +21,12 @@ struct HeaderTest {
 // build: the module does not build; runtime: it builds and loads, a feature then fails.
 enum class BreakageStage { build, runtime };
 
+// What a tree's own source says: affected when `file` (relative to the tree) exists and matches
+// `uses` but not `fixed` (a tree that carries its own fix, e.g. NVIDIA's later conftest).
+struct SourceTest {
+  std::string file, uses, fixed;
+};
+
 struct Breakage {
   std::string id;
   std::optional<std::string> signature;  // regex over one make.log line; absent: fails at run time
@@ -28,6 +34,7 @@ struct Breakage {
   std::vector<std::string> branches;     // driver.version prefixes; empty = all
   std::optional<std::string> kernel_min, kernel_max;  // "6.10", inclusive
   std::optional<HeaderTest> headers;
+  std::optional<SourceTest> source;
   std::string cause;
   std::optional<std::string> fix_builtin;  // patch name under daemon/nvidia/patches/
   std::string remediation;
@@ -62,8 +69,12 @@ bool branch_affected(const Breakage& b, std::string_view driver_version);
 bool kernel_in_range(const Breakage& b, std::string_view kernel_release);
 // The header test on the header file's text (true when the entry has none).
 bool headers_affected(const Breakage& b, std::string_view header_text);
+// The source test on the tree's file (nullopt: the tree has no such file, so it is not affected);
+// true when the entry has no source test.
+bool source_affected(const Breakage& b, std::optional<std::string_view> file_text);
+
 // A known breakage the build of a driver version for one kernel will hit, judged before any build
-// from the table, the kernel's release and its header tests.
+// from the table, the kernel's release and its header tests, and the tree's source where read.
 struct PredictedBreakage {
   const Breakage* breakage = nullptr;
   bool fixed = false;  // the profile names the builtin patch that fixes it
@@ -74,10 +85,13 @@ struct PredictedBreakage {
 // header_tests: breakage id -> headers_affected() on that kernel's header file, for the entries
 // that have a header test (an entry whose test is missing from the map is not predicted: without
 // its header the build cannot run either). profile_builtins: the builtin patches the profile names.
+// source_tests: breakage id -> source_affected() on the tree, where its source was read (null: by
+// the version alone).
 std::vector<PredictedBreakage> predict_breakages(const std::vector<Breakage>& table, std::string_view driver_version,
                                                  std::string_view kernel_release,
                                                  const std::map<std::string, bool>& header_tests,
-                                                 const std::vector<std::string>& profile_builtins);
+                                                 const std::vector<std::string>& profile_builtins,
+                                                 const std::map<std::string, bool>* source_tests = nullptr);
 
 // A DKMS PATCH_MATCH regex (bash =~ on the kernel release) for the entry's kernel range, or "" when
 // it has no kernel_min/kernel_max (only kernel_min is supported: "6.10" -> ^(6\.[1-9][0-9]|…)\.).

@@ -1,12 +1,15 @@
 #pragma once
-// Known breakages forecast for the coming DKMS build, before any download or build: the breakage
-// table against each kernel the build is for (its release and header tests, as probed) and the
-// builtin patches the profile names. Pure.
+// Known breakages forecast for the coming DKMS build, before any build: the breakage table against
+// each kernel the build is for (its release and header tests, as probed), the builtin patches the
+// profile names, and the tree's own source where it was read (else its version decides). Pure but
+// for read_source_tests, which reads a tree through the SysRoot.
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/inventory.hpp"
 #include "core/profile.hpp"
+#include "sys/sysroot.hpp"
 
 namespace p2pnode::nvidia {
 
@@ -16,6 +19,15 @@ std::vector<std::string> builtin_patches_of(const ModuleSource& km);
 // One line per kernel with headers that lacks the profile's module and whose build a known
 // breakage will stop, where the profile does not name its fix: "6.12.117+deb13-amd64: known
 // breakage X will stop the build of …; fix: …". Empty: nothing known stands in the way.
-std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d);
+// source_tests: the tree's source tests (read_source_tests); null: those of the staged tree in
+// /usr/src/<name>-<version> when the inventory has it, else the version decides.
+std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d,
+                                     const std::map<std::string, bool>* source_tests = nullptr);
+
+// The staged tree's source tests from the inventory (/usr/src/<name>-<version>), or null.
+const std::map<std::string, bool>* staged_source_tests(const Inventory& inv, const DriverSpec& d);
+
+// The breakage table's source tests on the tree at `tree` (in-root): breakage id -> affected.
+std::map<std::string, bool> read_source_tests(const sys::SysRoot& root, const std::string& tree);
 
 }  // namespace p2pnode::nvidia

@@ -106,9 +106,9 @@ health::XidReading KmsgReader::read_new() {
   return r;
 }
 
-health::NvlinkReading probe_nvlink(sys::CommandRunner& runner, const std::string& agent_host_path,
+health::AgentReading probe_nvlink(sys::CommandRunner& runner, const std::string& agent_host_path,
                                    std::chrono::milliseconds time_limit, const std::atomic<bool>* cancel) {
-  health::NvlinkReading r;
+  health::AgentReading r;
   std::error_code ec;
   if (!std::filesystem::exists(agent_host_path, ec)) {
     r.skipped = "no agent at " + agent_host_path + " (NVLink counters are read through it)";

@@ -2,6 +2,7 @@
 #include <iterator>
 #include <regex>
 
+#include "nvidia/forecast.hpp"
 #include "nvidia/gpu_memory.hpp"
 #include "nvidia/peer_alignment.hpp"
 #include "nvidia/userspace.hpp"
@@ -67,6 +68,7 @@ NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root) {
     const std::string tree = join("/usr/src", dir);
     if (auto text = root.read_text(join(tree, std::string(nvidia::kPeerAlignmentFile)), 8 << 20))
       s.peer_alignment[tree] = nvidia::demands_peer_alignment(*text);
+    if (root.is_dir(join(tree, "kernel-open"))) s.source_tests[tree] = nvidia::read_source_tests(root, tree);
   }
   return s;
 }

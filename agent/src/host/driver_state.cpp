@@ -125,10 +125,4 @@ std::string recovery_action_name(unsigned a) {
   return a < 6 ? names[a] : "unknown_" + std::to_string(a);
 }
 
-std::string p2p_status_name(int s) {
-  static const char* names[] = {"ok", "chipset_not_supported", "gpu_not_supported", "topology_not_supported",
-                                "disabled_by_regkey", "not_supported", "unknown"};
-  return s >= 0 && s < 7 ? names[s] : "unknown_" + std::to_string(s);
-}
-
 }  // namespace p2pnode::agent

@@ -272,6 +272,37 @@ TEST(DriverCore, NoCxxCompilerIsNamedBeforeAnyBuild) {
   EXPECT_FALSE(b.dkms.added);
 }
 
+// The source once staged: the breakage table's source tests on it go to the preflight, which can
+// refuse before any build (a tree that calls pci_resize_resource with three arguments), or let a
+// tree that carries its own fix through.
+TEST(DriverCore, ThePreflightReadsTheStagedSourceBeforeAnyBuild) {
+  Bench b;
+  b.box.write("srv/ogkm/kernel-open/nvidia/nv-pci.c", "    r = pci_resize_resource(pci_dev, NV_GPU_BAR1, requested_size);\n");
+  std::map<std::string, bool> seen;
+  const auto stop = [&](const std::map<std::string, bool>& t) {
+    seen = t;
+    return t.at("pci-resize-resource-exclude-bars") ? std::vector<std::string>{"6.1.0-55-amd64: known breakage"}
+                                                    : std::vector<std::string>{};
+  };
+  auto log = [](std::string_view) {};
+  auto r = nvidia::install_module(b.root, b.runner, *nvidia_profile(b.box).driver, kKernel, log, stop);
+  ASSERT_EQ(r.outcome, StepOutcome::refused) << r.message;
+  EXPECT_NE(r.message.find("refused before any build (the staged source read): 6.1.0-55-amd64: known breakage"),
+            std::string::npos)
+      << r.message;
+  EXPECT_TRUE(seen.at("pci-resize-resource-exclude-bars"));
+  EXPECT_FALSE(seen.at("drm-output-poll-changed"));  // the tree has no nvidia-drm-drv.c
+  EXPECT_TRUE(b.tools.made.empty());
+  EXPECT_FALSE(b.dkms.added);
+  EXPECT_FALSE(b.root.exists("/usr/src/p2ptest-1.5"));
+  // NVIDIA's own conftest for the argument: the tree carries the fix, the build goes ahead.
+  b.box.write("srv/ogkm/kernel-open/nvidia/nv-pci.c",
+              "#if defined(NV_PCI_RESIZE_RESOURCE_HAS_EXCLUDE_BARS_ARG)\n    r = pci_resize_resource(pci_dev, 1, s, 0);\n#endif\n");
+  r = nvidia::install_module(b.root, b.runner, *nvidia_profile(b.box).driver, kKernel, log, stop);
+  EXPECT_FALSE(seen.at("pci-resize-resource-exclude-bars"));
+  EXPECT_EQ(r.outcome, StepOutcome::changed) << r.message;
+}
+
 // The kernel hook's apply and the daemon's reconcile can start together: the second build of a
 // package waits for the first (flock), then finds the module in place and builds nothing.
 TEST(DriverCore, ASecondBuildOfThePackageWaitsForTheFirst) {

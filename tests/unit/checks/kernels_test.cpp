@@ -161,6 +161,18 @@ TEST(DriverKernels, ABreakageIsForecastBeforeAnyBuild) {
     if (x.severity == Severity::warning && x.summary.find("known breakage io-memory-pfn will break 570.86.16") == 0) ++runtime;
   EXPECT_EQ(runtime, 1);
   EXPECT_EQ(nvidia::build_stops(inv, *p.driver).size(), 1u);
+  EXPECT_EQ(stop->observed["forecast_from"], "version");
+
+  // Once the tree is staged in /usr/src its own source decides: NVIDIA's conftest for the argument
+  // means the tree carries the fix, and nothing stands in the way.
+  r.write("usr/src/nvidia-p2p-570.86.16/kernel-open/nvidia/nv-pci.c",
+          "#if defined(NV_PCI_RESIZE_RESOURCE_HAS_EXCLUDE_BARS_ARG)\n    r = pci_resize_resource(pci_dev, 1, s, 0);\n#endif\n");
+  const Inventory staged = probe::probe_inventory(root);
+  EXPECT_FALSE(staged.nvidia.source_tests.at("/usr/src/nvidia-p2p-570.86.16").at("pci-resize-resource-exclude-bars"));
+  EXPECT_TRUE(nvidia::build_stops(staged, *p.driver).empty());
+  EXPECT_EQ(for_kernel(check_driver_kernels(p, staged), k)->severity, Severity::error);  // not built, but not a stop
+  EXPECT_EQ(for_kernel(check_driver_kernels(p, staged), k)->summary, "nvidia-p2p/570.86.16 is not built for " + k + " (running, next boot)");
+  fs::remove_all(r.dir / "usr/src");
 
   // With both builtin patches in the profile: nothing stands in the way; apply builds it.
   for (const char* b : {"pci-resize-resource-exclude-bars", "io-memory-pfn"}) {

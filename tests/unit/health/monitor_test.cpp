@@ -34,7 +34,7 @@ HealthSample sample(double t, std::vector<DeviceReading> devs) {
   s.mono_s = t;
   s.devices = std::move(devs);
   s.xid.source = "/dev/kmsg";
-  s.nvlink.skipped = "no agent";
+  s.agent.skipped = "no agent";
   return s;
 }
 
@@ -140,11 +140,11 @@ TEST(HealthMonitor, NvlinkCountersAndALinkThatWentDown) {
            ",\"errors\":{\"replay\":0,\"recovery\":0,\"crc_flit\":0,\"crc_data\":0}}]}]}";
   };
   auto s = sample(0, {});
-  s.nvlink = decode_agent_health(doc(4, true)).value();
+  s.agent = decode_agent_health(doc(4, true)).value();
   m.update(s, p);
   EXPECT_TRUE(m.findings().empty());
   s.mono_s = 10;
-  s.nvlink = decode_agent_health(doc(6, true)).value();
+  s.agent = decode_agent_health(doc(6, true)).value();
   m.update(s, p);
   const Finding* f = find(m, "health.nvlink", "0000:03:00.0");
   ASSERT_NE(f, nullptr);
@@ -152,7 +152,7 @@ TEST(HealthMonitor, NvlinkCountersAndALinkThatWentDown) {
   EXPECT_NE(f->summary.find("NVLink 0 of GPU 0000:03:00.0: replay +2 errors"), std::string::npos) << f->summary;
   EXPECT_NE(f->summary.find("far end 0000:04:00.0"), std::string::npos);
   s.mono_s = 20;
-  s.nvlink = decode_agent_health(doc(6, false)).value();
+  s.agent = decode_agent_health(doc(6, false)).value();
   m.update(s, p);
   bool down = false;
   for (const auto& g : m.findings())
@@ -197,7 +197,7 @@ TEST(HealthMonitor, XidEventsInTheWindowNameTheGpuAndAreCountedOnce) {
 
 TEST(AgentHealthDoc, StrictAndBounded) {
   EXPECT_FALSE(decode_agent_health("not json"));
-  EXPECT_FALSE(decode_agent_health("{\"schema_version\":2,\"nvml\":{\"available\":true},\"gpus\":[]}"));
+  EXPECT_FALSE(decode_agent_health("{\"schema_version\":3,\"nvml\":{\"available\":true},\"gpus\":[]}"));
   auto r = decode_agent_health("{\"schema_version\":1,\"nvml\":{\"available\":true},\"gpus\":[{\"pci_bus_id\":\"0000:03:00.0\",\"links\":[{\"link\":0,\"active\":true,\"errors\":{\"replay\":-1}}]}]}");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("gpus[0].links[0].errors.replay is not a count"), std::string::npos) << r.error().message;

@@ -204,6 +204,28 @@ TEST(Forecast, Debian12sKernelAndHeadersThatSayNothing) {
   EXPECT_TRUE(predict_breakages(t, "550.90.07", "6.1.0-56-amd64", {}, {}).empty());
 }
 
+// The trees' own lines (shared/trees): the P2P trees call pci_resize_resource with three
+// arguments; 565 and 570 carry NVIDIA's conftest for output_poll_changed, 550 does not; a tree the
+// table does not know (no nv-pci.c) is not affected.
+TEST(Forecast, TheTreesOwnSourceDecidesWhereItWasRead) {
+  const auto& t = builtin_breakages();
+  const auto* pci = find_breakage(t, "pci-resize-resource-exclude-bars");
+  const auto* drm = find_breakage(t, "drm-output-poll-changed");
+  EXPECT_TRUE(source_affected(*pci, std::string_view("    r = pci_resize_resource(pci_dev, NV_GPU_BAR1, requested_size);\n")));
+  EXPECT_FALSE(source_affected(*pci, std::string_view("#if defined(NV_PCI_RESIZE_RESOURCE_HAS_EXCLUDE_BARS_ARG)\n"
+                                                      "    r = pci_resize_resource(pci_dev, NV_GPU_BAR1, requested_size, 0);\n")));
+  EXPECT_FALSE(source_affected(*pci, std::nullopt));
+  EXPECT_TRUE(source_affected(*drm, std::string_view("    .output_poll_changed = nv_drm_output_poll_changed,\n")));
+  EXPECT_FALSE(source_affected(*drm, std::string_view("    #if defined(NV_DRM_OUTPUT_POLL_CHANGED_PRESENT)\n"
+                                                      "    .output_poll_changed = nv_drm_output_poll_changed,\n")));
+  // In the forecast: a staged 550 tree without nv-pci.c (a test tree) forecasts nothing on 6.1.
+  const std::map<std::string, bool> hdr{{"pci-resize-resource-exclude-bars", true}};
+  const std::map<std::string, bool> src{{"pci-resize-resource-exclude-bars", false}, {"drm-output-poll-changed", false},
+                                        {"io-memory-pfn", false}};
+  EXPECT_TRUE(predict_breakages(t, "550.90.07", "6.12.117+deb13-amd64", hdr, {}, &src).empty());
+  EXPECT_EQ(predict_breakages(t, "550.90.07", "6.12.117+deb13-amd64", hdr, {}).size(), 3u);  // by the version alone
+}
+
 TEST(Forecast, StageFieldIsCheckedWhenTheTableIsParsed) {
   const auto bad = parse_breakages(
       "breakages:\n  - id: x\n    stage: sometimes\n    kernels: {min: \"6.1\"}\n    cause: c\n    remediation: r\n", "t.yaml");

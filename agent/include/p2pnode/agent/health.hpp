@@ -69,10 +69,8 @@ struct HealthReport {
 
 // "none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "recover_imex_domain",
 // else "unknown_<n>".
+// (P2P statuses are named by p2p_status_name() in interconnect.hpp.)
 std::string recovery_action_name(unsigned action);
-// "ok", "chipset_not_supported", "gpu_not_supported", "topology_not_supported",
-// "disabled_by_regkey", "not_supported", "unknown", else "unknown_<n>".
-std::string p2p_status_name(int status);
 
 inline constexpr const char* kNvlinkErrorNames[5] = {"replay", "recovery", "crc_flit", "crc_data", "ecc_data"};
 
