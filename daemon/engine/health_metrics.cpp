@@ -35,7 +35,7 @@ std::string render_health_metrics(const json& h) {
                   .Help("PCIe AER errors the kernel counted on a GPU, NVMe drive or bridge on their P2P paths (sysfs aer_dev_*), by type: correctable, nonfatal, fatal")
                   .Register(reg);
   auto& degraded = BuildGauge().Name("p2pnode_pcie_link_degraded")
-                       .Help("1 when the device's PCIe link runs below its maximum width, or speed where the link does not idle down")
+                       .Help("1 for a device whose PCIe link runs below its maximum width, or speed where the link does not idle down; absent: at its maximum")
                        .Register(reg);
   for (const auto& d : h.value("devices", json::array())) {
     if (!d.is_object()) continue;
@@ -44,8 +44,8 @@ std::string render_health_metrics(const json& h) {
       for (const auto& [sev, v] : d["aer"].items())
         if (v.is_object() && v.contains("total") && v["total"].is_number())
           aer.Add({{"device", dev}, {"kind", kind}, {"type", sev}}).Increment(v["total"].get<double>());
-    if (d.contains("link_degraded") && d["link_degraded"].is_boolean())
-      degraded.Add({{"device", dev}, {"kind", kind}}).Set(d["link_degraded"].get<bool>() ? 1 : 0);
+    // Only where degraded: one series per device on the P2P paths (28 on an 8-GPU box) would repeat 0.
+    if (d.value("link_degraded", false) == true) degraded.Add({{"device", dev}, {"kind", kind}}).Set(1);
   }
   const json nv = h.value("nvlink", json());
   if (nv.is_object() && nv.value("read", false)) {
@@ -62,7 +62,8 @@ std::string render_health_metrics(const json& h) {
           for (const auto& [name, v] : l["errors"].items())
             if (v.is_number()) sums[name] += v.get<double>();
       for (const auto& [name, v] : sums) errs.Add({{"gpu", gpu}, {"counter", name}}).Increment(v);
-      active.Add({{"gpu", gpu}}).Set(g.value("active_links", 0));
+      // A GPU without NVLinks (an RTX 4090) has no series: nothing that repeats a constant 0.
+      if (!g.value("links", json::array()).empty()) active.Add({{"gpu", gpu}}).Set(g.value("active_links", 0));
     }
   }
   // The driver's own word (agent schema 2): the GPU's replay counter for every GPU read; the

@@ -70,6 +70,7 @@ void HealthMonitor::update(const HealthSample& s, const PathIndex& paths) {
   assess_nvlink(s, paths);
   assess_driver(s, paths);
   assess_xid(s, paths);
+  assess_kernel(s, paths);
   window_.forget_stale(s.mono_s);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The health monitor: fed one HealthSample per pass, it keeps the counters' windows and the recent
-// Xid events, and says what rose: findings health.aer, health.link, health.nvlink, health.xid, and
+// Xid events, and says what rose: findings health.aer, health.link, health.nvlink, health.xid,
+// health.kernel (kernel_verdict.cpp: the log's reports that are not Xids), and
 // from the driver's own word (driver_verdict.cpp) health.recovery, health.gpu_pcie, health.memory,
 // health.p2p_status, each naming the device and the P2P paths it is on. Pure: no clock, no I/O.
 #include <cstdint>
@@ -40,6 +41,7 @@ class HealthMonitor {
   void assess_nvlink(const HealthSample& s, const PathIndex& paths);
   void assess_xid(const HealthSample& s, const PathIndex& paths);
   void assess_driver(const HealthSample& s, const PathIndex& paths);  // driver_verdict.cpp
+  void assess_kernel(const HealthSample& s, const PathIndex& paths);  // kernel_verdict.cpp
 
   struct SeenXid {
     XidEvent ev;
@@ -55,6 +57,12 @@ class HealthMonitor {
   std::map<std::pair<std::string, int>, std::uint64_t> xid_counts_;  // (gpu, xid) -> events read
   std::deque<SeenXid> recent_xids_;                       // within the window, the newest 4096
   std::optional<std::uint64_t> last_xid_seq_;
+  struct SeenKernel {
+    KernelEvent ev;
+    double seen_mono = 0;
+  };
+  std::deque<SeenKernel> recent_kernel_;                  // fallen off the bus, AER reports: the newest 4096
+  std::optional<std::uint64_t> last_kernel_seq_;
 };
 
 // True for the recovery actions that ask for peer traffic to stop (drain_p2p, drain_and_reset): a

@@ -8,6 +8,7 @@
 
 #include "core/inventory.hpp"
 #include "health/aer.hpp"
+#include "health/kernel_log.hpp"
 #include "health/xid.hpp"
 
 namespace p2pnode::health {
@@ -77,6 +78,7 @@ struct XidReading {
   std::string source;                    // /dev/kmsg
   std::string problem;                   // why it could not be read
   std::vector<XidEvent> events;          // new since the last pass
+  std::vector<KernelEvent> kernel_events;  // the same log's other reports: fallen off the bus, AER
   std::optional<double> uptime_s;        // the kernel's clock now (/proc/uptime), to age events
 };
 

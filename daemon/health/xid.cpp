@@ -78,7 +78,8 @@ bool number(std::string_view s, T& v) {
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   return ec == std::errc() && p == s.data() + s.size() && !s.empty();
 }
-// "0000:2b:00" or "0000:2b:00.0" (domain 4 or 8 hex digits) -> "0000:2b:00.0".
+}  // namespace
+
 std::optional<std::string> bus_id(std::string_view s) {
   const auto c1 = s.find(':');
   if (c1 == std::string_view::npos) return std::nullopt;
@@ -98,6 +99,8 @@ std::optional<std::string> bus_id(std::string_view s) {
     return std::nullopt;
   return lower(dom) + ":" + lower(bus) + ":" + lower(dev) + "." + std::string(fn);
 }
+
+namespace {
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);

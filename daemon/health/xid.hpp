@@ -36,6 +36,10 @@ struct XidEvent {
   std::optional<std::uint64_t> ts_us; // kernel timestamp, microseconds since boot
 };
 
+// "0000:2b:00" or "0000:2b:00.0" or "00000000:2B:00.0" (domain 4 or 8 hex digits) -> "0000:2b:00.0";
+// nullopt when it is not a PCI address.
+std::optional<std::string> bus_id(std::string_view s);
+
 // One log line that carries an NVRM Xid: a /dev/kmsg record ("6,1234,5678,-;NVRM: Xid …"),
 // a dmesg line ("[ 269.517039] NVRM: Xid …") or a journal line. nullopt: not an Xid line.
 std::optional<XidEvent> parse_xid_line(std::string_view line);

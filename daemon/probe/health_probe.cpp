@@ -79,6 +79,7 @@ health::XidReading KmsgReader::read_new() {
   char buf[8192];
   auto take = [&](std::string_view rec) {
     if (auto ev = health::parse_xid_line(rec)) r.events.push_back(std::move(*ev));
+    else if (auto k = kernel_log_.feed(rec)) r.kernel_events.push_back(std::move(*k));
   };
   for (int guard = 0; guard < 100000; ++guard) {
     const ssize_t n = ::read(fd_, buf, sizeof buf);

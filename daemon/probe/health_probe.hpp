@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "health/kernel_log.hpp"
 #include "health/paths.hpp"
 #include "health/sample.hpp"
 #include "sys/command_runner.hpp"
@@ -32,6 +33,7 @@ class KmsgReader {
   std::string path_;
   int fd_ = -1;
   bool regular_ = false;
+  health::KernelLogParser kernel_log_;  // a three-line report may span two reads
 };
 
 // Runs `<agent> --health --json` (NVML only: no CUDA context) with a time limit and decodes it.

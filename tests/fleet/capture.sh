@@ -18,6 +18,8 @@ capture() {  # KIND FIXTURE PROFILE
   local w="$WORK/$1" rc=0
   mkdir -p "$w"
   start_fixture_node "$BIN" "$SRC" "$w" "$2" "$3" "" "$EXTRA" || rc=1
+  # What a node exports once its health pass read the driver's state (the GPUs' replay counters).
+  [ $rc -eq 0 ] && { wait_health_read || rc=1; }
   [ $rc -eq 0 ] && curl -sf "http://$NODE_ADDR/metrics" > "$OUT/$1.prom.tmp" && mv "$OUT/$1.prom.tmp" "$OUT/$1.prom" || rc=1
   kill "$NODE_PID" 2>/dev/null; wait "$NODE_PID" 2>/dev/null
   [ $rc -eq 0 ] || { echo "capture.sh: the $1 node ($2) gave no scrape:" >&2; tail -20 "$w/daemon.log" >&2; }

@@ -17,7 +17,7 @@ and every 25th node from a few offsets plays a role: a pair below its threshold,
 peer access, corrupted bytes (each degraded), a regressed pair, a self-test overdue, a userspace
 driver that does not match, an NVMe drive without BAR0 and a doorbell the GPU cannot ring, a
 passive health pass that stopped (every other node's health pass is as recent as the scrape), GPUs
-kept busy by other jobs through every self-test for a day; the
+kept busy by other jobs through every self-test for a day, a GPU whose driver asks to drain P2P; the
 kinds b2 and f6 come in the same way. Everything is deterministic in i."""
 import argparse
 import asyncio
@@ -31,8 +31,8 @@ import time
 import zlib
 
 KIND_FILES = {"h8": "h8.prom", "h4": "h4.prom", "b2": "b2.prom", "f6": "f6.prom"}
-ROLES = {1: "noaccess", 3: "below", 5: "driver", 7: "regressed", 9: "nvme", 11: "corrupt", 13: "overdue", 17: "blocked",
-         19: "nomodule", 21: "healthstale", 23: "busy"}
+ROLES = {1: "noaccess", 3: "below", 5: "driver", 7: "regressed", 9: "nvme", 11: "corrupt", 13: "overdue", 15: "drain",
+         17: "blocked", 19: "nomodule", 21: "healthstale", 23: "busy"}
 NOW = "@NOW@"  # a value the server writes at each request: the current Unix time
 LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -221,6 +221,14 @@ def variant(kinds, i, now):
         # The health pass stopped 10 minutes before the fleet started.
         health[3] = [[{}, float(int(now - 600))]]
         alerts.append("P2pnodeHealthStale")
+    elif role == "drain":
+        # The driver's recovery action on one GPU is drain P2P (the health pass's finding with it).
+        gpu = sorted(s[0]["gpu"] for s in family(fams, "p2pnode_gpu_info")[3])[0]
+        add_family(fams, "p2pnode_gpu_recovery_action", "1 for a GPU whose driver names a recovery action other than none",
+                   [[{"gpu": gpu, "action": "drain_p2p"}, 1.0]])
+        add_family(fams, "p2pnode_health_finding", "1 for each finding of the last passive health pass",
+                   [[{"check": "health.recovery", "device": gpu, "severity": "error"}, 1.0]])
+        alerts.append("P2pnodeGpuDrainP2p")
     elif role == "driver":
         for s in family(fams, "p2pnode_driver_info")[3]:
             s[0]["userspace"] = "550.54.15"
@@ -235,6 +243,8 @@ def variant(kinds, i, now):
     # What the captured kinds bring with them (the recorded machines' own faults).
     if any(v == 0 for _, v in (family(fams, "p2pnode_kernel_module_installed") or [0, 0, 0, []])[3]):
         alerts.append("P2pnodeKernelWithoutModule")
+    if any(v == 1 for _, v in (family(fams, "p2pnode_pcie_link_degraded") or [0, 0, 0, []])[3]):
+        alerts.append("P2pnodePcieLinkDegraded")  # b2's link at x8; pending: it waits 10 minutes
     if any(v == 0 for _, v in (family(fams, "p2pnode_driver_versions_match") or [0, 0, 0, []])[3]):
         alerts.append("P2pnodeDriverMismatch")  # pending: it waits 5 minutes
     st = family(fams, "p2pnode_node_state")

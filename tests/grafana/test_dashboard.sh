@@ -87,7 +87,7 @@ python3 "$SRC/tests/fleet/fleet.py" serve --captures "$WORK/captures" --nodes $N
   > "$WORK/fleet.log" 2>&1 &
 PIDS+=($!)
 wait_until 30 test -s "$WORK/fleet/ready" || { fail "the fleet did not listen"; cat "$WORK/fleet.log"; exit 1; }
-missing=$(python3 - "$SRC/daemon/engine/metrics.cpp" "$WORK"/captures/*.prom "$SRC"/grafana/*.json <<'PY'
+missing=$(python3 - "$SRC/daemon/engine/metrics.cpp,$SRC/daemon/engine/health_metrics.cpp" "$WORK"/captures/*.prom "$SRC"/grafana/*.json <<'PY'
 import json, re, sys
 used, have = set(), set()
 for f in sys.argv[2:]:
@@ -100,8 +100,9 @@ have |= {h + "_total" for h in have}
 # Families the captured machines cannot have (errors on clean self-tests, regressions, a doorbell
 # test, which no recorded machine's profile asks for): the name must be one the daemon registers;
 # their exposition is asserted in tests/unit (metrics_test, baseline_test, doorbell_test).
-conditional = {"p2pnode_nvme_doorbell_ok", "p2pnode_p2p_integrity_error_bytes", "p2pnode_p2p_regressed"}
-code = open(sys.argv[1]).read()
+conditional = {"p2pnode_nvme_doorbell_ok", "p2pnode_p2p_integrity_error_bytes", "p2pnode_p2p_regressed",
+               "p2pnode_health_finding", "p2pnode_gpu_recovery_action"}  # a finding, a recovery action
+code = "".join(open(f).read() for f in sys.argv[1].split(","))
 have |= {n for n in conditional if '"%s"' % n in code}
 print(" ".join(sorted(used - have)))
 PY

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The series budget: the default scrape of a real `p2pnode serve` on the 8x RTX 4090 fixture holding
-# a full 8-GPU self-test is at most 600 series and keeps the whole P2P matrix (bandwidth per pair
+# a full 8-GPU self-test and a health pass that read the driver's state through the agent (the GPUs'
+# replay counters) is at most 600 series and keeps the whole P2P matrix (bandwidth per pair
 # and case, each joined to its path class's expected and threshold figures; latency, access and
 # link per pair; the pairs checked for integrity); `metrics: {detail: full}` adds the per-pair
 # figures. Usage: bash tests/prometheus/test_series_budget.sh path/to/p2pnode   (~6 s)
@@ -16,6 +17,8 @@ trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm 
 node() {  # NAME CONFIG_EXTRA: the 8-GPU node's scrape in $WORK/NAME.prom
   mkdir -p "$WORK/$1"
   start_eight_gpu_node "$BIN" "$SRC" "$WORK/$1" "$2" || return 1
+  # A health pass that read the driver's state through the agent (its per-GPU series count too).
+  wait_health_read || return 1
   curl -sf "http://$NODE_ADDR/metrics" > "$WORK/$1.prom"
   kill "$NODE_PID"; wait "$NODE_PID" 2>/dev/null
 }

@@ -16,6 +16,8 @@ start_fixture_node() {
   # agent.path is inside the root, like every configured path
   mkdir -p "$root/usr/libexec/p2pnode"
   ln -sfn "$src/tests/serve/agents/replay.sh" "$root/usr/libexec/p2pnode/p2pnode-agent"
+  # Its --health answer: a healthy box's driver state for these GPUs (tests/serve/synth_health.py).
+  python3 "$src/tests/serve/synth_health.py" $gpus > "$root/usr/libexec/p2pnode/p2pnode-agent.health.json"
   printf 'listen: 127.0.0.1:0\nagent:\n  args: ["%s"]\n%s' "$work/result.json" "$extra" > "$work/p2pnode.yaml"
   "$bin" serve --root "$root" --config "$work/p2pnode.yaml" --port-file "$work/port" > "$work/daemon.log" 2>&1 &
   NODE_PID=$!
@@ -28,6 +30,18 @@ start_fixture_node() {
     sleep 0.1
   done
   echo "the daemon's first reconcile did not finish in 60 s" >&2
+  return 1
+}
+
+# wait_health_read: until NODE_ADDR's health pass has read the driver's state through the agent
+# (the pass after the first reconcile, up to health.interval later; 30 s at most).
+wait_health_read() {
+  local i
+  for i in $(seq 300); do
+    curl -sf "http://$NODE_ADDR/v1/health" | python3 -c 'import json,sys; sys.exit(not json.load(sys.stdin)["gpus"])' 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "the daemon's health pass did not read the agent within 30 s" >&2
   return 1
 }
 

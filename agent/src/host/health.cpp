@@ -3,6 +3,7 @@
 #include <cstring>
 #include <iostream>
 #include <string_view>
+#include <thread>
 
 #include "driver_state.hpp"
 #include "nvml_lib.hpp"
@@ -63,14 +64,16 @@ HealthReport read_health(const char* library) {
   }
   rep.available = true;
   std::vector<Device> devs(count, nullptr);
-  for (unsigned i = 0; i < count; ++i) {
-    GpuHealth g;
+  rep.gpus.resize(count);
+  // One thread per GPU: each NVML call is a driver round trip (a 4-GPU NVLink box makes about 600),
+  // the driver serves different GPUs at once, and NVML is thread-safe.
+  auto read_gpu = [&](unsigned i) {
+    GpuHealth& g = rep.gpus[i];
     g.index = i;
     Device dev = nullptr;
     if (const auto r = calls.by_index(i, &dev); r != kSuccess) {
       g.problem = "nvmlDeviceGetHandleByIndex failed: " + n.err(r);  // e.g. a GPU that fell off the bus
-      rep.gpus.push_back(std::move(g));
-      continue;
+      return;
     }
     devs[i] = dev;
     read_driver_state(n, driver, dev, g);
@@ -96,8 +99,11 @@ HealthReport read_health(const char* library) {
       }
       g.links.push_back(std::move(h));
     }
-    rep.gpus.push_back(std::move(g));
-  }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < count; ++i) threads.emplace_back(read_gpu, i);
+  if (count > 0) read_gpu(0);
+  for (auto& t : threads) t.join();
   rep.p2p = read_p2p_status(driver, devs);
   return rep;
 }

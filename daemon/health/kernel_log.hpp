@@ -1,0 +1,35 @@
+#pragma once
+// Kernel messages that are not Xids but say the same kind of thing: the NVIDIA driver's "fallen off
+// the bus" report without an Xid number (570 and later print it over three lines), and the kernel's
+// own AER reports ("PCIe Bus Error: severity=…") naming the device, for boxes whose sysfs has no
+// aer_dev_* counters (firmware-first AER, virtualised config space). Pure: lines in, events out.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace p2pnode::health {
+
+struct KernelEvent {
+  std::string kind;      // "fallen_off_bus" or "aer"
+  std::string bdf;       // the device the message names
+  std::string aer_class;  // aer: correctable, nonfatal or fatal
+  std::string detail;    // aer: "type=Physical Layer, (Receiver ID)"; fallen_off_bus: "PCI ID 10de:26b5"
+  std::string message;   // the whole report, its lines joined with " / "
+  std::optional<std::uint64_t> seq, ts_us;  // the record's (the first line's, for several)
+};
+
+// Reads one record or line at a time, in log order: a /dev/kmsg record (its text may hold the
+// three lines as one record with the newlines escaped, "\x0a"), a dmesg line ("[ 1843.308145] …",
+// continuation lines indented) or a journal line ("… kernel: …"). The three-line report may come
+// as three records: the parser keeps the first until the third arrives (at most two records later).
+class KernelLogParser {
+ public:
+  std::optional<KernelEvent> feed(std::string_view line);
+
+ private:
+  std::optional<KernelEvent> pending_;  // "The NVIDIA GPU <bdf>" seen, its end not yet
+  int pending_lines_ = 0;
+};
+
+}  // namespace p2pnode::health
