@@ -26,6 +26,7 @@ say() { echo "== $*" | tee -a "$LOG" >&2; }
 say "p2pnode-agent --health --json and nvidia-smi -q / topo -p2p at the same time"
 "$AGENT" --health --json >"$OUT/agent-health.json" 2>>"$LOG"; say "agent --health rc=$?"
 nvidia-smi -q >"$OUT/nvidia-smi-q.txt" 2>>"$LOG"; say "nvidia-smi -q rc=$?"
+nvidia-smi nvlink -e >"$OUT/nvlink-e.txt" 2>>"$LOG"
 for c in r w n a p; do nvidia-smi topo -p2p "$c" >"$OUT/topo-p2p-$c.txt" 2>>"$LOG"; done
 python3 - "$OUT" >>"$LOG" 2>&1 <<'PY'
 import json, re, sys
@@ -84,6 +85,25 @@ for g in a["gpus"]:
     nums = [int(x) for x in re.findall(r"Uncorrectable[^:\n]*:\s*(\d+)", vol)]
     check(m["volatile_uncorrected_ecc"] == (sum(nums) if nums else None),
           f'{bdf} volatile uncorrected ECC: agent {m["volatile_uncorrected_ecc"]}, nvidia-smi {sum(nums) if nums else None} ({len(nums)} lines)')
+# nvidia-smi nvlink -e, read after the agent: per GPU and link its Replay, Recovery and CRC errors; a
+# counter may only have risen in between (the CRC counters of the lent H200s tick).
+cur, links_smi = None, {}
+for line in open(f"{out}/nvlink-e.txt"):
+    m = re.match(r"GPU (\d+):", line)
+    if m: cur = int(m.group(1)); continue
+    m = re.match(r"\s*Link (\d+): (Replay|Recovery|CRC) Errors: (\d+)", line)
+    if m and cur is not None: links_smi[(cur, int(m.group(1)), m.group(2))] = int(m.group(3))
+if links_smi:
+    same = rose = 0
+    for g in a["gpus"]:
+        for l in g["links"]:
+            for name, key in (("Replay", "replay"), ("Recovery", "recovery"), ("CRC", "crc_flit")):
+                v, w = l["errors"][key], links_smi.get((g["index"], l["link"], name))
+                if v is None or w is None: continue
+                if v == w: same += 1
+                elif w > v: rose += 1
+                else: check(False, f'{g["pci_bus_id"]} link {l["link"]} {key}: agent {v}, nvidia-smi {w} (lower)')
+    check(same + rose > 0, f"NVLink counters (replay, recovery, CRC per link): {same} equal, {rose} rose between the reads, none lower")
 # topo -p2p: matrix of GPU indices; the agent's pairs by bus id, its GPUs in NVML index order.
 abbrev = {"ok": "OK", "chipset_not_supported": "CNS", "gpu_not_supported": "GNS", "ioh_topology_not_supported": "TNS",
           "not_supported": "NS", "unknown": "U"}
@@ -110,8 +130,9 @@ sys.exit(1 if fails else 0)
 PY
 cmp_rc=$?
 say "comparison with nvidia-smi: rc=$cmp_rc (details above in this log)"
-for c in r w n a p; do echo "-- nvidia-smi topo -p2p $c"; cat "$OUT/topo-p2p-$c.txt"; done >"$OUT/topo-p2p.txt"
-rm -f "$OUT"/topo-p2p-?.txt  # (eight files come back from a run)
+{ for c in r w n a p; do echo "-- nvidia-smi topo -p2p $c"; cat "$OUT/topo-p2p-$c.txt"; done
+  echo "-- nvidia-smi nvlink -e"; cat "$OUT/nvlink-e.txt"; } >"$OUT/topo-p2p.txt"
+rm -f "$OUT"/topo-p2p-?.txt "$OUT/nvlink-e.txt"  # (eight files come back from a run)
 
 # The cost: agent --health, a few times.
 runs=${HEALTH_RUNS:-10}

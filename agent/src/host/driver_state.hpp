@@ -25,6 +25,9 @@ struct DriverCalls {
 
 // Recovery action, PCIe replay counters and link, row remapping and volatile ECC into g.
 void read_driver_state(const nvml::Lib& n, const DriverCalls& c, nvml::Device dev, GpuHealth& g);
+// The replay, recovery and flit CRC counters of every link (NVML_FI_DEV_NVLINK_ERROR_DL_*, scopeId =
+// link) in one call; counters it does not answer stay empty (the caller reads them one by one).
+void read_link_counters(const DriverCalls& c, nvml::Device dev, std::vector<NvlinkHealth>& links);
 // Every ordered pair of devs (null handles skipped).
 std::vector<P2pStatus> read_p2p_status(const DriverCalls& c, const std::vector<nvml::Device>& devs);
 

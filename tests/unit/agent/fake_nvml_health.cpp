@@ -50,9 +50,15 @@ int nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned, nvmlPciInfo_t*
   std::snprintf(p->busId, sizeof p->busId, "%s", g_ids[d->index == 0 ? 1 : 0]);
   return 0;
 }
+static unsigned long long link_counter(int gpu, unsigned link, int counter) {
+  return (gpu == 0 && link == 1) ? (counter == 0 ? 12 : counter == 2 ? 3 : counter == 3 ? 5 : 0) : 0;
+}
+static int g_legacy_calls = 0;  // nvmlDeviceGetNvLinkErrorCounter calls, for the test of the batched path
+int fake_legacy_error_counter_calls() { return g_legacy_calls; }
 int nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned link, int counter, unsigned long long* v) {
+  ++g_legacy_calls;
   if (counter == 4) return 3;  // ECC data: not supported
-  *v = (d->index == 0 && link == 1) ? (counter == 0 ? 12 : counter == 2 ? 3 : 0) : 0;
+  *v = link_counter(d->index, link, counter);
   return 0;
 }
 
@@ -105,6 +111,10 @@ int nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_t* v) {
       case 95:  // replay rollovers
         v[i].valueType = 1;
         v[i].value.uiVal = static_cast<unsigned>(state(gpu_key(d, "rollover"), 0));
+        break;
+      case 161: case 162: case 163:  // NVML_FI_DEV_NVLINK_ERROR_DL_*: replay, recovery, flit CRC of link scopeId
+        v[i].valueType = 3;
+        v[i].value.ullVal = link_counter(d->index, v[i].scopeId, static_cast<int>(v[i].fieldId) - 161);
         break;
       default: v[i].nvmlReturn = 2;
     }

@@ -2,6 +2,7 @@
 // the document the daemon decodes (daemon/health/agent_health.cpp), per GPU and link.
 #include "p2pnode/agent/health.hpp"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -27,6 +28,21 @@ TEST(AgentHealth, ReadsLinksAndCountersThroughNvml) {
   EXPECT_EQ(*r.gpus[0].links[1].errors[2], 3u);   // crc_flit
   EXPECT_FALSE(r.gpus[0].links[1].errors[4]);     // ecc_data: not supported
   EXPECT_TRUE(r.gpus[2].links.empty());           // PCIe only
+}
+
+// The replay, recovery and flit CRC counters of every link come in one field-values call per GPU;
+// only the data CRC and ECC counters are read one by one (8 links x 2 = 16 calls, not 40).
+TEST(AgentHealth, LinkCountersAreBatched) {
+  void* lib = dlopen(P2PNODE_FAKE_NVML_HEALTH, RTLD_NOW);
+  ASSERT_NE(lib, nullptr);
+  auto calls = reinterpret_cast<int (*)()>(dlsym(lib, "fake_legacy_error_counter_calls"));
+  ASSERT_NE(calls, nullptr);
+  const int before = calls();
+  const HealthReport r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+  EXPECT_EQ(calls() - before, 16);
+  EXPECT_EQ(*r.gpus[0].links[1].errors[0], 12u);  // from the batch
+  EXPECT_EQ(*r.gpus[0].links[1].errors[3], 5u);   // one by one
+  dlclose(lib);
 }
 
 TEST(AgentHealth, DocumentShape) {
