@@ -192,10 +192,16 @@ void Engine::worker() {
     running_ = true;
     const DaemonConfig config = config_;
     RecordedState working = state_;
+    // Memory the health pass says cannot be trusted: the self-test's integrity verdict names it.
+    std::vector<std::string> memory;
+    for (const auto& f : health_body_.value("findings", nlohmann::json::array()))
+      if (f.is_object() && f.value("check", "") == "health.memory" && f.value("severity", "") == "error")
+        memory.push_back(f.value("summary", ""));
     publish();
     lk.unlock();
 
     PassContext ctx{deps_.root, deps_.action_runner, deps_.agent_runner, config, deps_.log, trigger, selftest, force, &cancel_};
+    ctx.untrusted_memory = std::move(memory);
     std::unique_lock agent_guard(agent_mu_);  // waits out a health agent run (its time limit at most)
     try {
       reconcile_pass(ctx, working);

@@ -129,6 +129,8 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
   }
   if (contention.contended)  // judged all the same: a failure no job can cause
     log(ctx, LogLevel::warning, "self-test shared the GPUs (" + contention.describe() + ") and failed in a way no job causes", "selftest");
+  for (const auto& m : ctx.untrusted_memory)
+    st.selftest->reasons.push_back("integrity: its bytes were checked while the health pass found: " + m);
   const SelftestRecord& rec = *st.selftest;
   const LogLevel level = rec.verdict == "passed" ? LogLevel::info
                          : rec.verdict == "below_threshold" ? LogLevel::warning : LogLevel::error;

@@ -2,7 +2,9 @@
 // One reconcile pass: discover → check → plan → apply → verify → self-test → decide. It changes
 // the box only through actions::apply_all and runs the agent only through the agent runner; the
 // result is written into a RecordedState the caller then stores and serves.
+#include <atomic>
 #include <string>
+#include <vector>
 
 #include "engine/config.hpp"
 #include "engine/log.hpp"
@@ -22,6 +24,9 @@ struct PassContext {
   bool want_selftest = false;  // run the agent in this pass (when the platform allows it)
   bool force_selftest = false;  // an operator asked for it with force: run even on busy GPUs
   const std::atomic<bool>* cancel = nullptr;  // true: the daemon is stopping; the agent is killed
+  // The health pass's health.memory errors (uncorrected ECC rose, a remap failed): a self-test that
+  // checked integrity says its bytes were compared on memory that cannot be trusted.
+  std::vector<std::string> untrusted_memory;
 };
 
 // Updates state in place (counters and the last self-test carry over from the previous pass).

@@ -276,9 +276,18 @@ run_in p2pnode check --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --onl
 jq -e --arg k "$NEXT" '.findings[] | select(.subject == $k and .observed.candidate == true and .severity == "ok")' "$TMP/check-next.json" >/dev/null &&
   ok "check shows the judged candidate $NEXT as keeping P2P" || bad "check does not show the candidate: $(head -c 400 "$TMP/check-next.json")"
 
+# unstage VERSION: the tree taken out of DKMS and /usr/src (and p2pnode's stamp), so the next tree's
+# modules (the same names) are the only ones.
+unstage() {
+  run_in dkms remove -m nvidia-p2p -v "$1" --all >/dev/null 2>&1
+  rm -rf "$ROOT/usr/src/nvidia-p2p-$1" "$ROOT/var/lib/p2pnode/dkms/nvidia-p2p-$1.json"
+  [ -z "$(run_in dkms status -m nvidia-p2p 2>/dev/null)" ] || bad "nvidia-p2p/$1 still in DKMS after dkms remove"
+}
 if [ "${P2PNODE_ALL_TREES:-0}" = 1 ]; then
   echo "== 3 (all trees). 565.57.01 and 550.90.07 through p2pnode apply and DKMS 3.2 on $KV"
+  unstage 570.86.16
   apply_tree 565.57.01 pci-resize-resource-exclude-bars io-memory-pfn
+  unstage 565.57.01
   apply_tree 550.90.07 pci-resize-resource-exclude-bars drm-output-poll-changed io-memory-pfn
 fi
 

@@ -192,6 +192,25 @@ fi
 driver none ok
 wait_until 20 bash -c "[ \$(curl -s -o /dev/null -w '%{http_code}' '$URL/readyz') = 200 ]" || fail "/readyz 200 again within 20 s of the action clearing"
 check "/readyz 200 once the driver cleared the action" test "$(readyz_code)" = 200
+
+# Uncorrected ECC errors rise on 07.0: a health.memory error, and a self-test run now says in its
+# verdict that its integrity check ran on memory that cannot be trusted.
+python3 - "$P2PNODE_TEST_HEALTH_DOC" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for g in d["gpus"]:
+    if g["pci_bus_id"] == "0000:00:07.0": g["memory"]["volatile_uncorrected_ecc"] = 3
+json.dump(d, open(sys.argv[1] + ".new", "w"))
+PY
+mv "$P2PNODE_TEST_HEALTH_DOC.new" "$P2PNODE_TEST_HEALTH_DOC"
+wait_until 20 bash -c "curl -s '$URL/v1/health' | jq -e '.findings[] | select(.check == \"health.memory\" and .subject == \"0000:00:07.0\" and .severity == \"error\")' >/dev/null" ||
+  fail "health.memory error for 0000:00:07.0 within 20 s"
+LAST=$(curl -s "$URL/v1/selftest" | jq .started_unix)
+curl -s -o /dev/null -X POST -H "Authorization: Bearer $TOKEN" "$URL/v1/selftest"
+wait_until 30 bash -c "[ \"\$(curl -s '$URL/v1/selftest' | jq .started_unix)\" != '$LAST' ]" || fail "a new self-test within 30 s"
+record selftest_memory GET /v1/selftest
+check "the self-test's verdict names the memory that cannot be trusted" \
+  jq -e '.reasons | any(test("^integrity: its bytes were checked while the health pass found: GPU 0000:00:07.0 memory: uncorrected ECC errors \\+3"))' <<<"$BODY"
 if ensure_validator; then
   validate_responses --recorded-only && pass "every response matches api/openapi.yaml" || fail "responses match api/openapi.yaml"
 else
