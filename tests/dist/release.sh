@@ -28,6 +28,12 @@ in_root() {
 # release_dir BUILD SUITE: where the release's programs and package go (BUILD/dist/SUITE).
 release_dir() { echo "$1/dist/$2"; }
 
+# source_stamp SRC: a hash of the source as release_build copies it (what a build in OUT was made from).
+source_stamp() {
+  tar -C "$1" --exclude='./build*' --exclude=./.git --exclude=./out --sort=name --mtime=@0 --owner=0 --group=0 \
+    --numeric-owner -cf - . | sha256sum | cut -d' ' -f1
+}
+
 # release_build SRC OUT: p2pnode built for DEBIAN_SUITE in a fresh copy of its build root, with
 # warnings as errors (that release's compiler and libraries), then its package (scripts/build-deb.sh
 # in the root) and lintian's report on it by that release's lintian. OUT gets p2pnode,
@@ -51,6 +57,7 @@ release_build() {
       cp "$root$(cat "$root/out/deb.path")" "$out/" || rc=1
   fi
   rm -rf "$root"
+  [ $rc -eq 0 ] && source_stamp "$src" > "$out/source.stamp"
   return $rc
 }
 

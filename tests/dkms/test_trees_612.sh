@@ -6,8 +6,8 @@
 #  1. before any build, `check` names what each tree will hit on these headers from the breakage
 #     table: pci-resize-resource-exclude-bars for 570.86.16 (the RTX 5090's tree), 565.57.01 and
 #     550.90.07, drm-output-poll-changed for 550.90.07 only (and io-memory-pfn, a run-time
-#     breakage, for all three); `plan` and `apply` refuse the build
-#     without the fix (nothing is staged, DKMS knows nothing);
+#     breakage, for all three); `plan` forecasts it from the version, `apply` reads the staged
+#     source and refuses before any build (DKMS knows nothing, /usr/src is untouched);
 #  2. each builtin patch against the real tree and headers, compiled for real (NVIDIA's conftest
 #     and the one object the breakage stops: 570's nv-pci.o, 550's nvidia-drm-drv.o): without the
 #     patch the compiler's line matches the table's signature, with it the object builds;
@@ -125,11 +125,14 @@ for spec in "570.86.16 pci-resize-resource-exclude-bars io-memory-pfn" "565.57.0
 done
 prof=$(profile 570.86.16 bare-570)
 plan=$(run_in p2pnode plan --root / --profile "$prof" --json 2>&1)
-echo "$plan" | jq -e '.steps[] | select(.action == "driver.module") | .description | startswith("refused: '"$KV"': known breakage pci-resize-resource-exclude-bars")' >/dev/null &&
-  ok "plan refuses driver.module for 570.86.16 without the patch" || bad "plan: $(echo "$plan" | head -c 800)"
+# The tree is not staged yet: the forecast is from its version (plan says so), and apply reads the
+# source once it is staged and refuses then, before any build.
+echo "$plan" | jq -e '.steps[] | select(.action == "driver.module") | .description | contains("forecast from the version: '"$KV"': known breakage pci-resize-resource-exclude-bars")' >/dev/null &&
+  ok "plan forecasts the breakage for 570.86.16 without the patch (from the version: the source is not staged)" || bad "plan: $(echo "$plan" | head -c 800)"
 run_in p2pnode apply --root / --profile "$prof" --only driver.module > "$TMP/refused.log" 2>&1; rc=$?
-grep -q "refused before any download or build: $KV: known breakage pci-resize-resource-exclude-bars" "$TMP/refused.log" &&
-  ok "apply refuses it before any download or build (exit $rc)" || bad "apply without the patch: $(tail -5 "$TMP/refused.log")"
+grep -q "refused before any build (the staged source read): $KV: known breakage pci-resize-resource-exclude-bars" "$TMP/refused.log" &&
+  ok "apply reads the staged source and refuses before any build (exit $rc)" || bad "apply without the patch: $(tail -5 "$TMP/refused.log")"
+grep -q "core build\|dkms build" "$TMP/refused.log" && bad "the refused apply built something" || ok "nothing was built"
 [ -z "$(run_in dkms status 2>/dev/null)" ] && [ ! -e "$ROOT/usr/src/nvidia-p2p-570.86.16" ] &&
   ok "nothing staged, DKMS knows no module" || bad "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
 

@@ -1,5 +1,5 @@
 # Sourced by the scripts that use the real NVIDIA trees (tests/dkms/test_builtin_*.sh,
-# test_io_memory_pfn_compiles.sh, scripts/bench-dkms.sh). Needs skip() from the caller.
+# test_trees_612.sh, scripts/bench-dkms.sh). Needs skip() from the caller.
 
 # find_trees REPO: sets TREES to the directory holding ogkm-550.90.07-p2p.tar.xz (P2PNODE_TREES, or
 # shared/trees beside the checkout), or skips saying where it looked.
