@@ -11,6 +11,7 @@
 #include "lifecycle/verify.hpp"
 #include "nvidia/forecast.hpp"
 #include "nvidia/gpu_arch.hpp"
+#include "secureboot/verdict.hpp"
 
 namespace p2pnode::actions {
 namespace {
@@ -57,6 +58,12 @@ class DriverModule final : public Action {
                        false, true, {{"gaps", gaps}, {"not_driven", not_driven}}});
       return steps;
     }
+    // Secure Boot on and DKMS's key untrusted: the kernel would refuse whatever is built.
+    if (const auto why = secureboot::build_refusal(inv.secure_boot)) {
+      steps.push_back({"driver.module", t.name + "/" + t.version, "refused: " + *why + " (nothing is downloaded or built)",
+                       false, true, {{"gaps", gaps}, {"secure_boot", secureboot::to_string(secureboot::decide_signing(inv.secure_boot).trust)}}});
+      return steps;
+    }
     // A known breakage: refused outright where the staged source confirms it; forecast from the
     // version alone, apply reads the source after staging it and refuses then, before any build.
     const bool source_read = nvidia::staged_source_tests(inv, *p.driver) != nullptr;
@@ -97,6 +104,12 @@ class DriverModule final : public Action {
       StepResult r{"driver.module", subject, StepOutcome::refused,
                    "refused before any download or build: " + not_driven.front(), {{"not_driven", not_driven}},
                    json::object(), 0};
+      ctx.log("driver.module", subject, "refused: " + r.message);
+      return {r};
+    }
+    if (const auto why = secureboot::build_refusal(inv.secure_boot)) {
+      StepResult r{"driver.module", subject, StepOutcome::refused, "refused before any download or build: " + *why,
+                   {{"secure_boot", secureboot::to_string(secureboot::decide_signing(inv.secure_boot).trust)}}, json::object(), 0};
       ctx.log("driver.module", subject, "refused: " + r.message);
       return {r};
     }
@@ -228,6 +241,11 @@ class DriverReload final : public Action {
     if (!manages_nvidia(p, root)) return {};
     const auto d = nvidia::decide_reload(reload_inputs(p, root, running_kernel(root, inv)));
     if (d.kind == nvidia::ReloadKind::not_needed) return {};
+    // The module's key is only queued for enrolment: nothing loads it before the confirmed reboot.
+    if (const auto why = secureboot::load_refusal(inv.secure_boot);
+        why && (d.kind == nvidia::ReloadKind::reload || d.kind == nvidia::ReloadKind::load))
+      return {Step{"driver.reload", "nvidia", "reboot required, not a reload: " + *why, true, true,
+                   {{"decision", "reboot_required"}, {"secure_boot", "queued"}}}};
     Step s{"driver.reload", "nvidia", d.reason, d.kind == nvidia::ReloadKind::reboot_required, false,
            {{"decision", nvidia::to_string(d.kind)}, {"unload", d.unload}}};
     if (d.kind == nvidia::ReloadKind::reload || d.kind == nvidia::ReloadKind::load)
@@ -242,6 +260,13 @@ class DriverReload final : public Action {
     StepResult r{"driver.reload", "nvidia", StepOutcome::failed, "", json::object(), json::object(), 0};
     auto first = nvidia::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel));
     r.before = {{"decision", nvidia::to_string(first.kind)}, {"reason", first.reason}};
+    if (const auto why = secureboot::load_refusal(inv.secure_boot);
+        why && (first.kind == nvidia::ReloadKind::reload || first.kind == nvidia::ReloadKind::load)) {
+      r.outcome = StepOutcome::reboot_required;
+      r.message = "reboot required, not a reload: " + *why;
+      ctx.log("driver.reload", "nvidia", r.message);
+      return {r};
+    }
     if (first.kind == nvidia::ReloadKind::not_needed) {
       r.outcome = StepOutcome::unchanged;
       r.message = first.reason;

@@ -16,6 +16,7 @@ const std::vector<CheckDef>& all_checks() {
       {"driver.state", "NVIDIA kernel module and userspace versions and options", check_driver_state},
       {"driver.branch", "the driver branch can drive every GPU's architecture (checked before any download or build)", check_driver_branch},
       {"platform.peer_alignment", "the module tree accepts the peer DMA address where the platform offsets it (AMD client root complexes)", check_peer_alignment},
+      {"secureboot.module_signing", "with Secure Boot on, the kernel trusts the key DKMS signs the module with (checked before any download or build)", check_secure_boot},
       {"driver.kernels", "the profile's module is built and installed by DKMS for every installed kernel, above all the next boot one", check_driver_kernels},
       {"driver.boot_guard", "GRUB does not boot a kernel without the module (p2pnode holds it on one that has it)", check_boot_guard},
       {"nvme.binding", "NVMe drives on vfio-pci are in D0 with power/control on and Memory+BusMaster", check_nvme_binding},

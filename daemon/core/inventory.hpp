@@ -146,6 +146,21 @@ struct NextKernelJudged {
   std::vector<std::string> breakages, fixes;  // known breakage ids, their builtin patches
 };
 
+// Secure Boot as the firmware, the kernel and DKMS describe it (probe/secureboot_probe.cpp).
+struct SecureBootState {
+  bool efi = false;                 // /sys/firmware/efi: booted through UEFI
+  std::optional<bool> enabled;      // the SecureBoot variable
+  std::optional<bool> setup_mode;   // the SetupMode variable (keys not yet enrolled: not enforcing)
+  std::string lockdown;             // none, integrity, confidentiality; "" when the kernel has no LSM file
+  std::optional<bool> sig_enforce;  // /sys/module/module/parameters/sig_enforce
+  std::string key_path, cert_path;  // the key and DER certificate DKMS signs with
+  bool key_from_config = false;     // /etc/dkms/framework.conf(.d) named them
+  bool key_present = false, cert_present = false;
+  std::optional<bool> cert_enrolled;  // the certificate is in MokListRT (shim's enrolled keys)
+  std::optional<bool> cert_queued;    // the certificate is in MokNew (mokutil --import, not yet confirmed)
+  std::string problem;                // what could not be read
+};
+
 struct KernelsState {
   std::optional<NextKernelJudged> next_candidate;
   std::vector<InstalledKernel> kernels;  // newest first
@@ -195,6 +210,7 @@ struct Inventory {
   IommuState iommu;
   NvidiaDriverState nvidia;
   KernelsState kernels;            // installed kernels, the next boot one, DKMS builds per kernel
+  SecureBootState secure_boot;     // Secure Boot, lockdown and the key DKMS signs modules with
   std::vector<PciDevice> devices;  // sorted by BDF
   // NVMe controllers: every one's identity, and the use of the block devices of those on the
   // nvme driver (what an unbind would take away; nvme.binding names it when the profile wants one).

@@ -316,6 +316,7 @@ void kernel_metrics(Registry& reg, const RecordedState& s) {
           .Add({{"kernel", str_or(f, "subject")}}).Set(str_or(f, "severity") == "ok" ? 1 : 0);
       continue;
     }
+    if (!f.value("expected", json::object()).contains("module")) continue;  // a run-time breakage's warning
     if (!fam)
       fam = &gauge(reg, "p2pnode_kernel_module_installed",
                    "1 when the profile's NVIDIA module is built and installed by DKMS for this kernel (version: the profile's)");
@@ -326,6 +327,25 @@ void kernel_metrics(Registry& reg, const RecordedState& s) {
               {"running", obs.value("running", false) ? "true" : "false"},
               {"next_boot", obs.value("next_boot", false) ? "true" : "false"}})
         .Set(str_or(f, "severity") == "ok" ? 1 : 0);
+  }
+}
+
+// p2pnode_secure_boot: one series, from the secureboot.module_signing finding (present when the
+// profile builds a module): the firmware's state and whether the kernel trusts DKMS's key.
+void secure_boot_metrics(Registry& reg, const RecordedState& s) {
+  for (const auto& f : s.findings) {
+    if (str_or(f, "check") != "secureboot.module_signing") continue;
+    const json o = f.value("observed", json::object());
+    const std::string state = !o.value("efi", false)                                            ? "no_uefi"
+                              : o.value("secure_boot", json()).is_null()                          ? "unknown"
+                              : !o.value("secure_boot", false)                                    ? "off"
+                              : (o.value("setup_mode", json()).is_boolean() && o["setup_mode"].get<bool>()) ? "setup_mode"
+                                                                                                  : "on";
+    gauge(reg, "p2pnode_secure_boot",
+          "1 for the node's Secure Boot state (on, off, setup_mode, no_uefi) and whether the kernel trusts the key DKMS "
+          "signs the module with (trusted, queued, untrusted, no_key, unknown, not_enforced)")
+        .Add({{"state", state}, {"trust", str_or(o, "trust")}, {"certificate", str_or(o, "certificate")}})
+        .Set(1);
   }
 }
 
@@ -345,6 +365,7 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
   for (const auto& f : s.findings) sev[str_or(f, "severity", "error")]++;
   for (const auto& [k, v] : sev) findings.Add({{"severity", k}}).Set(v);
   kernel_metrics(reg, s);
+  secure_boot_metrics(reg, s);
   gauge(reg, "p2pnode_plan_steps", "Steps left in the plan after the last reconcile")
       .Add({})
       .Set(static_cast<double>(s.plan.value("steps", json::array()).size()));

@@ -57,6 +57,7 @@ Inventory probe_inventory(const sys::SysRoot& root) {
   inv.iommu = probe_iommu(root);
   inv.nvidia = probe_nvidia_driver(root);
   inv.kernels = probe_kernels(root, inv.kernel.release);
+  inv.secure_boot = probe_secure_boot(root);
   inv.devices = probe_pci_devices(root);
   inv.nvme_identities = probe_nvme_identities(root);
   for (const auto& c : inv.nvme_identities)

@@ -19,6 +19,9 @@ NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root);
 // Installed kernels (/lib/modules), the next boot one (lifecycle::next_boot_kernel) and, per kernel,
 // the DKMS packages built and installed for it and the failed builds p2pnode kept a make.log of.
 KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running_kernel);
+// Secure Boot (efivars), the kernel's lockdown and signature enforcement, DKMS's signing key and
+// whether shim has it enrolled (MokListRT) or queued (MokNew).
+SecureBootState probe_secure_boot(const sys::SysRoot& root);
 // When the files named no libcuda (no ld.so.cache entry, none in the default directories): asks
 // `ldconfig -p`, then nvidia-smi, through the runner (read-only programs; the daemon's runner for
 // the real root only). Leaves `s` as it is when it already has a userspace version.

@@ -1,0 +1,195 @@
+// Secure Boot before any build: the efivars decoders (the layouts of the UEFI specification, 3.3
+// and 32.4.1, and shim's MokListRT/MokNew, which are signature lists), lockdown, DKMS's signing
+// key, and the verdict on a root laid out as a node's: off; on with the key trusted; on with it
+// queued; on with no key; setup mode; on with a key nobody enrolled. The check and the refusals of
+// `plan`/`apply` follow it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "actions/action.hpp"
+#include "checks/check.hpp"
+#include "probe/probe.hpp"
+#include "secureboot/efi.hpp"
+#include "secureboot/verdict.hpp"
+
+namespace p2pnode {
+namespace {
+namespace fs = std::filesystem;
+using Bytes = std::vector<std::uint8_t>;
+
+const std::string kSB = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c";
+const std::string kSetup = "sys/firmware/efi/efivars/SetupMode-8be4df61-93ca-11d2-aa0d-00e098032b8c";
+const std::string kMokList = "sys/firmware/efi/efivars/MokListRT-605dab50-e046-4300-abb6-3dd810dd8b23";
+const std::string kMokNew = "sys/firmware/efi/efivars/MokNew-605dab50-e046-4300-abb6-3dd810dd8b23";
+const Bytes kAttrs = {0x06, 0x00, 0x00, 0x00};  // BOOTSERVICE_ACCESS | RUNTIME_ACCESS, as efivarfs shows them
+
+void le32(Bytes& b, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+// One EFI_SIGNATURE_LIST of X509 certificates (each its own list, as shim writes MokListRT).
+Bytes esl(const std::vector<Bytes>& certs, bool with_hash_list = false) {
+  Bytes b = kAttrs;
+  if (with_hash_list) {  // an EFI_CERT_SHA256 list first: skipped
+    const Bytes sha256 = {0x26, 0x16, 0xc4, 0xc1, 0x4c, 0x50, 0x92, 0x40, 0xac, 0xa9, 0x41, 0xf9, 0x36, 0x93, 0x43, 0x28};
+    b.insert(b.end(), sha256.begin(), sha256.end());
+    le32(b, 28 + 48);
+    le32(b, 0);
+    le32(b, 48);
+    b.insert(b.end(), 48, 0xab);
+  }
+  const Bytes x509 = {0xa1, 0x59, 0xc0, 0xa5, 0xe4, 0x94, 0xa7, 0x4a, 0x87, 0xb5, 0xab, 0x15, 0x5c, 0x2b, 0xf0, 0x72};
+  for (const auto& c : certs) {
+    b.insert(b.end(), x509.begin(), x509.end());
+    le32(b, static_cast<std::uint32_t>(28 + 16 + c.size()));
+    le32(b, 0);
+    le32(b, static_cast<std::uint32_t>(16 + c.size()));
+    b.insert(b.end(), 16, 0x11);  // the owner GUID
+    b.insert(b.end(), c.begin(), c.end());
+  }
+  return b;
+}
+Bytes der(char tag) {  // a stand-in certificate: the decoders compare bytes, they do not parse X.509
+  Bytes c = {0x30, 0x82, 0x01, 0x0a};
+  c.insert(c.end(), 266, static_cast<std::uint8_t>(tag));
+  return c;
+}
+
+struct Node {
+  fs::path dir;
+  Node() {
+    char t[] = "/tmp/p2pnode-sb-XXXXXX";
+    dir = ::mkdtemp(t);
+  }
+  ~Node() { fs::remove_all(dir); }
+  void write(const std::string& rel, const Bytes& b) const {
+    fs::create_directories((dir / rel).parent_path());
+    std::ofstream(dir / rel, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  }
+  void text(const std::string& rel, const std::string& t) const { write(rel, Bytes(t.begin(), t.end())); }
+  // A UEFI node with Secure Boot `on`, lockdown integrity, DKMS's key pair made.
+  void uefi(bool on, bool setup = false) const {
+    write(kSB, {0x06, 0, 0, 0, static_cast<std::uint8_t>(on)});
+    write(kSetup, {0x06, 0, 0, 0, static_cast<std::uint8_t>(setup)});
+    text("sys/kernel/security/lockdown", on ? "none [integrity] confidentiality\n" : "[none] integrity confidentiality\n");
+    text("sys/module/module/parameters/sig_enforce", on ? "Y\n" : "N\n");
+  }
+  void dkms_key(char tag) const {
+    text("var/lib/dkms/mok.key", "-----BEGIN PRIVATE KEY-----\n");
+    write("var/lib/dkms/mok.pub", der(tag));
+  }
+  SecureBootState probe() const { return probe::probe_secure_boot(sys::SysRoot(dir)); }
+};
+
+TEST(SecureBootEfi, Decoders) {
+  EXPECT_EQ(secureboot::decode_efi_bool(Bytes{6, 0, 0, 0, 1}), true);
+  EXPECT_EQ(secureboot::decode_efi_bool(Bytes{6, 0, 0, 0, 0}), false);
+  EXPECT_FALSE(secureboot::decode_efi_bool(Bytes{6, 0, 0, 0}));
+  const auto certs = secureboot::decode_esl_certs(esl({der('a'), der('b')}, true));
+  ASSERT_TRUE(certs);
+  ASSERT_EQ(certs->size(), 2u);
+  EXPECT_EQ((*certs)[1], der('b'));
+  Bytes cut = esl({der('a')});
+  cut.resize(cut.size() - 10);  // a list that runs past the variable's end
+  EXPECT_FALSE(secureboot::decode_esl_certs(cut));
+  EXPECT_EQ(secureboot::decode_lockdown("none [integrity] confidentiality\n"), "integrity");
+  EXPECT_EQ(secureboot::decode_lockdown("[none] integrity confidentiality"), "none");
+  // DKMS 3.x's defaults, and framework.conf.d overriding them (Ubuntu's shim-signed key, quoted).
+  auto s = secureboot::decode_dkms_signing({"# mok_signing_key=/x\n"});
+  EXPECT_EQ(s.key, "/var/lib/dkms/mok.key");
+  EXPECT_FALSE(s.from_config);
+  s = secureboot::decode_dkms_signing({"", "mok_signing_key=\"/var/lib/shim-signed/mok/MOK.priv\"\nmok_certificate='/var/lib/shim-signed/mok/MOK.der'\n"});
+  EXPECT_EQ(s.key, "/var/lib/shim-signed/mok/MOK.priv");
+  EXPECT_EQ(s.cert, "/var/lib/shim-signed/mok/MOK.der");
+  EXPECT_TRUE(s.from_config);
+}
+
+TEST(SecureBootVerdict, OffSetupModeAndNoUefi) {
+  Node n;
+  n.dkms_key('k');
+  EXPECT_EQ(secureboot::decide_signing(n.probe()).trust, secureboot::Trust::not_enforced);  // no /sys/firmware/efi
+  n.uefi(false);
+  auto v = secureboot::decide_signing(n.probe());
+  EXPECT_EQ(v.trust, secureboot::Trust::not_enforced);
+  EXPECT_EQ(v.summary, "Secure Boot is off: modules load unsigned");
+  n.uefi(true, true);
+  v = secureboot::decide_signing(n.probe());
+  EXPECT_EQ(v.trust, secureboot::Trust::not_enforced);
+  EXPECT_NE(v.summary.find("setup mode"), std::string::npos);
+  EXPECT_FALSE(secureboot::build_refusal(n.probe()));
+}
+
+TEST(SecureBootVerdict, OnWithTheKeyTrustedQueuedMissingOrUnknownToShim) {
+  Node n;
+  n.uefi(true);
+  // No key yet: DKMS would make one at its first build, which the kernel does not trust.
+  auto s = n.probe();
+  EXPECT_EQ(s.lockdown, "integrity");
+  EXPECT_EQ(s.sig_enforce, true);
+  auto v = secureboot::decide_signing(s);
+  EXPECT_EQ(v.trust, secureboot::Trust::no_key);
+  EXPECT_NE(v.remediation.find("dkms generate_mok"), std::string::npos);
+  ASSERT_TRUE(secureboot::build_refusal(s));
+  // A key shim does not know: refused, with the exact enrolment steps.
+  n.dkms_key('k');
+  n.write(kMokList, esl({der('o')}));  // another key (a distribution's) is enrolled
+  v = secureboot::decide_signing(n.probe());
+  EXPECT_EQ(v.trust, secureboot::Trust::untrusted);
+  EXPECT_NE(v.summary.find("Key was rejected by service"), std::string::npos) << v.summary;
+  EXPECT_NE(v.remediation.find("mokutil --import /var/lib/dkms/mok.pub"), std::string::npos) << v.remediation;
+  EXPECT_NE(v.remediation.find("MokManager"), std::string::npos);
+  // Queued (mokutil --import done, not yet confirmed at the console): builds, but no load before the reboot.
+  n.write(kMokNew, esl({der('k')}));
+  s = n.probe();
+  EXPECT_EQ(s.cert_queued, true);
+  v = secureboot::decide_signing(s);
+  EXPECT_EQ(v.trust, secureboot::Trust::queued);
+  EXPECT_FALSE(secureboot::build_refusal(s));
+  ASSERT_TRUE(secureboot::load_refusal(s));
+  // Enrolled (after the confirmed reboot shim mirrors it in MokListRT; MokNew is gone).
+  fs::remove(n.dir / kMokNew);
+  n.write(kMokList, esl({der('o'), der('k')}, true));
+  s = n.probe();
+  EXPECT_EQ(s.cert_enrolled, true);
+  EXPECT_EQ(secureboot::decide_signing(s).trust, secureboot::Trust::trusted);
+  EXPECT_FALSE(secureboot::build_refusal(s));
+  EXPECT_FALSE(secureboot::load_refusal(s));
+  // Shim's list unreadable: not refused, a warning to check by hand.
+  Bytes bad = esl({der('k')});
+  bad.resize(bad.size() - 3);
+  n.write(kMokList, bad);
+  EXPECT_EQ(secureboot::decide_signing(n.probe()).trust, secureboot::Trust::unknown);
+}
+
+TEST(SecureBootCheck, BeforeAnyBuildThePlanRefuses) {
+  Node n;
+  n.uefi(true);
+  n.dkms_key('k');
+  Profile p;
+  p.name = "sb";
+  DriverSpec d;
+  d.version = "570.86.16";
+  d.kernel_module = ModuleSource{};
+  p.driver = d;
+  const sys::SysRoot root(n.dir);
+  Inventory inv = probe::probe_inventory(root);
+  auto f = checks::check_secure_boot(p, inv);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].check, "secureboot.module_signing");
+  EXPECT_EQ(f[0].severity, Severity::error);
+  EXPECT_EQ(f[0].observed["trust"], "untrusted");
+  // A profile that builds nothing has nothing to sign.
+  EXPECT_TRUE(checks::check_secure_boot(Profile{}, inv).empty());
+  // The module's step is refused in the plan, before any download: the kernel would refuse it.
+  fs::create_directories(n.dir / "lib/modules/6.12.117+deb13-amd64/build");
+  inv = probe::probe_inventory(root);
+  Step refused;
+  for (const auto& s : actions::plan_all(p, inv, root).steps)
+    if (s.action == "driver.module") refused = s;
+  EXPECT_EQ(refused.description.rfind("refused: Secure Boot is on", 0), 0u) << refused.description;
+  EXPECT_TRUE(refused.needs_operator);
+}
+
+}  // namespace
+}  // namespace p2pnode
