@@ -1,4 +1,5 @@
 #include "actions/driver_install.hpp"
+#include "actions/signing_key.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -108,7 +109,20 @@ class DriverModule final : public Action {
       return {r};
     }
     if (const auto why = secureboot::build_refusal(inv.secure_boot)) {
-      StepResult r{"driver.module", subject, StepOutcome::refused, "refused before any download or build: " + *why,
+      // No key yet: make it now, so that the operator can enrol it before the first build.
+      std::string message = "refused before any download or build: " + *why;
+      if (secureboot::decide_signing(inv.secure_boot).trust == secureboot::Trust::no_key) {
+        const auto k = make_signing_key(ctx.root, ctx.runner, inv.secure_boot);
+        ctx.log("driver.module", subject, k.message);
+        if (k.made)
+          message = "refused before any download or build: Secure Boot is on and the kernel does not trust DKMS's key "
+                    "yet; " + k.message + ". Enrol it: mokutil --import " + inv.secure_boot.cert_path +
+                    " (it asks for a one-time password), reboot, and at the MokManager screen choose Enroll MOK, "
+                    "Continue, Yes and type that password (only a person at the console can), then apply again";
+        else
+          message += " (" + k.message + ")";
+      }
+      StepResult r{"driver.module", subject, StepOutcome::refused, message,
                    {{"secure_boot", secureboot::to_string(secureboot::decide_signing(inv.secure_boot).trust)}}, json::object(), 0};
       ctx.log("driver.module", subject, "refused: " + r.message);
       return {r};

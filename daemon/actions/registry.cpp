@@ -36,11 +36,21 @@ Plan plan_all(const Profile& profile, const Inventory& inv, const sys::SysRoot& 
   return plan;
 }
 
+namespace {
+// The machine as files say, and on Secure Boot nodes whether the installed modules are signed (the
+// boot guard counts an unsigned one as missing there).
+Inventory probe_for_apply(ApplyContext& ctx) {
+  Inventory inv = probe::probe_inventory(ctx.root);
+  probe::probe_module_signatures_by_commands(ctx.runner, inv);
+  return inv;
+}
+}  // namespace
+
 std::vector<StepResult> apply_all(ApplyContext& ctx) {
   std::vector<StepResult> results;
   // Each action plans against the machine as the actions before it left it: probe again after
   // one that may have changed it (it wrote, changed or failed half-way), not after every action.
-  Inventory inv = probe::probe_inventory(ctx.root);
+  Inventory inv = probe_for_apply(ctx);
   for (const auto& a : all_actions()) {
     if (!ctx.only.empty() && std::find(ctx.only.begin(), ctx.only.end(), a->id()) == ctx.only.end()) continue;
     if (a->plan(ctx.profile, inv, ctx.root).empty()) continue;
@@ -49,7 +59,7 @@ std::vector<StepResult> apply_all(ApplyContext& ctx) {
       return s.writes > 0 || s.outcome == StepOutcome::changed || s.outcome == StepOutcome::failed;
     });
     results.insert(results.end(), r.begin(), r.end());
-    if (touched) inv = probe::probe_inventory(ctx.root);
+    if (touched) inv = probe_for_apply(ctx);
   }
   return results;
 }

@@ -114,6 +114,11 @@ struct NvidiaDriverState {
 struct DkmsOnKernel {
   std::string package, version;
   bool built = false, installed = false;
+  std::vector<std::string> modules;     // the installed files, /lib/modules/<k>/updates/dkms/<f>
+  // Every installed module carries a signature (`modinfo -F signer`); read only where Secure Boot
+  // enforces signatures (probe_module_signatures_by_commands), unknown elsewhere.
+  std::optional<bool> signed_modules;
+  std::string signer;                   // the first module's signer, when signed
 };
 
 // A DKMS build that failed for one kernel (p2pnode keeps its make.log under

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "secureboot/verdict.hpp"
+
 namespace p2pnode::lifecycle {
 
 BootGuardDecision decide_boot_guard(const BootGuardInputs& in) {
@@ -21,14 +23,17 @@ BootGuardDecision decide_boot_guard(const BootGuardInputs& in) {
   // Debian's update-grub makes the newest kernel the default: it must have the module, or GRUB
   // is held on one that has.
   const std::string& newest = in.kernels.front().release;
+  const std::string lacks = in.kernels.front().unsigned_under_secure_boot
+                                ? " has the module unsigned and Secure Boot enforces signatures (the kernel would refuse it)"
+                                : " has no module (its build failed or its headers are missing)";
   if (good == in.kernels.end()) {
     d.unsafe = true;
-    d.reason = "the newest kernel " + newest + " has no module and no installed kernel has one to fall back to";
+    d.reason = "the newest kernel " + newest + lacks + " and no installed kernel has one to fall back to";
     return d;
   }
   if (in.held && in.next_boot == good->release) return d;  // already held there
   d = {What::hold, good->release,
-       "the newest kernel " + newest + " has no module (its build failed or its headers are missing): hold GRUB on " +
+       "the newest kernel " + newest + lacks + ": hold GRUB on " +
            good->release + ", the newest kernel that has it, until the module is built"};
   return d;
 }
@@ -38,9 +43,14 @@ BootGuardInputs boot_guard_inputs(const Profile& p, const Inventory& inv) {
   if (!p.driver || !p.driver->kernel_module) return in;
   const std::string& pkg = p.driver->kernel_module->name;
   const std::string& ver = p.driver->version;
+  const bool enforced = secureboot::decide_signing(inv.secure_boot).trust != secureboot::Trust::not_enforced;
   for (const auto& k : inv.kernels.kernels) {
     KernelModuleState s{k.release, false};
-    for (const auto& d : k.dkms) s.has_module = s.has_module || (d.package == pkg && d.version == ver && d.installed);
+    for (const auto& d : k.dkms) {
+      if (d.package != pkg || d.version != ver || !d.installed) continue;
+      if (enforced && d.signed_modules == false) s.unsigned_under_secure_boot = true;
+      else s.has_module = true;
+    }
     in.kernels.push_back(s);
   }
   in.next_boot = inv.kernels.next_boot;

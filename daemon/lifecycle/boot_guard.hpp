@@ -17,6 +17,9 @@ inline constexpr const char* kBootGuardDropIn = "/etc/default/grub.d/p2pnode-boo
 struct KernelModuleState {
   std::string release;
   bool has_module = false;  // the profile's package and version installed by DKMS for it
+  // Installed but unsigned where Secure Boot enforces signatures: the kernel would refuse it, so
+  // it counts as missing (has_module false).
+  bool unsigned_under_secure_boot = false;
 };
 
 struct BootGuardInputs {

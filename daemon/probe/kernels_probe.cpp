@@ -38,6 +38,8 @@ std::vector<DkmsOnKernel> dkms_on(const sys::SysRoot& root, const std::string& k
       d.installed = d.built && std::all_of(kos.begin(), kos.end(), [&](const std::string& f) {
         return root.exists(sys::join("/lib/modules", k, "updates/dkms", f));
       });
+      if (d.installed)
+        for (const auto& f : kos) d.modules.push_back(sys::join("/lib/modules", k, "updates/dkms", f));
       out.push_back(std::move(d));
     }
   }

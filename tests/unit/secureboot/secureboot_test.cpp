@@ -13,84 +13,22 @@
 #include "probe/probe.hpp"
 #include "secureboot/efi.hpp"
 #include "secureboot/verdict.hpp"
+#include "unit/secureboot/sb_node.hpp"
 
 namespace p2pnode {
 namespace {
 namespace fs = std::filesystem;
-using Bytes = std::vector<std::uint8_t>;
-
-const std::string kSB = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c";
-const std::string kSetup = "sys/firmware/efi/efivars/SetupMode-8be4df61-93ca-11d2-aa0d-00e098032b8c";
-const std::string kMokList = "sys/firmware/efi/efivars/MokListRT-605dab50-e046-4300-abb6-3dd810dd8b23";
-const std::string kMokNew = "sys/firmware/efi/efivars/MokNew-605dab50-e046-4300-abb6-3dd810dd8b23";
-const Bytes kAttrs = {0x06, 0x00, 0x00, 0x00};  // BOOTSERVICE_ACCESS | RUNTIME_ACCESS, as efivarfs shows them
-
-void le32(Bytes& b, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-// One EFI_SIGNATURE_LIST of X509 certificates (each its own list, as shim writes MokListRT).
-Bytes esl(const std::vector<Bytes>& certs, bool with_hash_list = false) {
-  Bytes b = kAttrs;
-  if (with_hash_list) {  // an EFI_CERT_SHA256 list first: skipped
-    const Bytes sha256 = {0x26, 0x16, 0xc4, 0xc1, 0x4c, 0x50, 0x92, 0x40, 0xac, 0xa9, 0x41, 0xf9, 0x36, 0x93, 0x43, 0x28};
-    b.insert(b.end(), sha256.begin(), sha256.end());
-    le32(b, 28 + 48);
-    le32(b, 0);
-    le32(b, 48);
-    b.insert(b.end(), 48, 0xab);
-  }
-  const Bytes x509 = {0xa1, 0x59, 0xc0, 0xa5, 0xe4, 0x94, 0xa7, 0x4a, 0x87, 0xb5, 0xab, 0x15, 0x5c, 0x2b, 0xf0, 0x72};
-  for (const auto& c : certs) {
-    b.insert(b.end(), x509.begin(), x509.end());
-    le32(b, static_cast<std::uint32_t>(28 + 16 + c.size()));
-    le32(b, 0);
-    le32(b, static_cast<std::uint32_t>(16 + c.size()));
-    b.insert(b.end(), 16, 0x11);  // the owner GUID
-    b.insert(b.end(), c.begin(), c.end());
-  }
-  return b;
-}
-Bytes der(char tag) {  // a stand-in certificate: the decoders compare bytes, they do not parse X.509
-  Bytes c = {0x30, 0x82, 0x01, 0x0a};
-  c.insert(c.end(), 266, static_cast<std::uint8_t>(tag));
-  return c;
-}
-
-struct Node {
-  fs::path dir;
-  Node() {
-    char t[] = "/tmp/p2pnode-sb-XXXXXX";
-    dir = ::mkdtemp(t);
-  }
-  ~Node() { fs::remove_all(dir); }
-  void write(const std::string& rel, const Bytes& b) const {
-    fs::create_directories((dir / rel).parent_path());
-    std::ofstream(dir / rel, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  }
-  void text(const std::string& rel, const std::string& t) const { write(rel, Bytes(t.begin(), t.end())); }
-  // A UEFI node with Secure Boot `on`, lockdown integrity, DKMS's key pair made.
-  void uefi(bool on, bool setup = false) const {
-    write(kSB, {0x06, 0, 0, 0, static_cast<std::uint8_t>(on)});
-    write(kSetup, {0x06, 0, 0, 0, static_cast<std::uint8_t>(setup)});
-    text("sys/kernel/security/lockdown", on ? "none [integrity] confidentiality\n" : "[none] integrity confidentiality\n");
-    text("sys/module/module/parameters/sig_enforce", on ? "Y\n" : "N\n");
-  }
-  void dkms_key(char tag) const {
-    text("var/lib/dkms/mok.key", "-----BEGIN PRIVATE KEY-----\n");
-    write("var/lib/dkms/mok.pub", der(tag));
-  }
-  SecureBootState probe() const { return probe::probe_secure_boot(sys::SysRoot(dir)); }
-};
+using namespace sbtest;
 
 TEST(SecureBootEfi, Decoders) {
-  EXPECT_EQ(secureboot::decode_efi_bool(Bytes{6, 0, 0, 0, 1}), true);
-  EXPECT_EQ(secureboot::decode_efi_bool(Bytes{6, 0, 0, 0, 0}), false);
-  EXPECT_FALSE(secureboot::decode_efi_bool(Bytes{6, 0, 0, 0}));
+  EXPECT_EQ(secureboot::decode_efi_bool(EfiBytes{6, 0, 0, 0, 1}), true);
+  EXPECT_EQ(secureboot::decode_efi_bool(EfiBytes{6, 0, 0, 0, 0}), false);
+  EXPECT_FALSE(secureboot::decode_efi_bool(EfiBytes{6, 0, 0, 0}));
   const auto certs = secureboot::decode_esl_certs(esl({der('a'), der('b')}, true));
   ASSERT_TRUE(certs);
   ASSERT_EQ(certs->size(), 2u);
   EXPECT_EQ((*certs)[1], der('b'));
-  Bytes cut = esl({der('a')});
+  EfiBytes cut = esl({der('a')});
   cut.resize(cut.size() - 10);  // a list that runs past the variable's end
   EXPECT_FALSE(secureboot::decode_esl_certs(cut));
   EXPECT_EQ(secureboot::decode_lockdown("none [integrity] confidentiality\n"), "integrity");
@@ -156,7 +94,7 @@ TEST(SecureBootVerdict, OnWithTheKeyTrustedQueuedMissingOrUnknownToShim) {
   EXPECT_FALSE(secureboot::build_refusal(s));
   EXPECT_FALSE(secureboot::load_refusal(s));
   // Shim's list unreadable: not refused, a warning to check by hand.
-  Bytes bad = esl({der('k')});
+  EfiBytes bad = esl({der('k')});
   bad.resize(bad.size() - 3);
   n.write(kMokList, bad);
   EXPECT_EQ(secureboot::decide_signing(n.probe()).trust, secureboot::Trust::unknown);

@@ -1,0 +1,130 @@
+// Secure Boot after the build: whether the modules DKMS installed are signed (modinfo through the
+// runner, only where signatures are enforced), the boot guard counting an unsigned module as a
+// missing one there, and the signing key apply makes when there is none (real openssl).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "actions/signing_key.hpp"
+#include "lifecycle/boot_guard.hpp"
+#include "secureboot/verdict.hpp"
+#include "unit/secureboot/sb_node.hpp"
+
+namespace p2pnode {
+namespace {
+using namespace sbtest;
+
+const std::string kNew = "6.12.118+deb13-amd64", kOld = "6.12.117+deb13-amd64";
+
+// Two kernels, each with nvidia/570.86.16 built and installed by DKMS (compressed, as on Debian 13).
+void two_kernels(const Node& n) {
+  for (const auto& k : {kNew, kOld}) {
+    n.text("lib/modules/" + k + "/updates/dkms/nvidia.ko.xz", "xz");
+    n.text("var/lib/dkms/nvidia/570.86.16/" + k + "/x86_64/module/nvidia.ko.xz", "xz");
+    n.text("boot/vmlinuz-" + k, "k");
+    n.text("lib/modules/" + k + "/modules.dep", "");
+  }
+}
+
+Profile module_profile() {
+  Profile p;
+  p.name = "sb";
+  DriverSpec d;
+  d.version = "570.86.16";
+  d.kernel_module = ModuleSource{};
+  d.kernel_module->name = "nvidia";
+  p.driver = d;
+  return p;
+}
+
+// modinfo answers: the newest kernel's module unsigned (built before the key existed), the older signed.
+void answer_modinfo(sys::ScriptedRunner& r) {
+  r.on({"modinfo", "-F", "signer", "/lib/modules/" + kNew + "/updates/dkms/nvidia.ko.xz"}, sys::exited_with(0, "\n"));
+  r.on({"modinfo", "-F", "signer", "/lib/modules/" + kOld + "/updates/dkms/nvidia.ko.xz"},
+       sys::exited_with(0, "DKMS module signing key\n"));
+}
+
+TEST(ModuleSignature, OnASecureBootNodeAnUnsignedModuleIsAMissingOneForTheBootGuard) {
+  Node n;
+  n.uefi(true);
+  n.dkms_key('k');
+  n.write(kMokList, esl({der('k')}));
+  two_kernels(n);
+  Inventory inv = probe::probe_inventory(sys::SysRoot(n.dir));
+  ASSERT_EQ(inv.kernels.kernels.size(), 2u);
+  sys::ScriptedRunner r;
+  answer_modinfo(r);
+  probe::probe_module_signatures_by_commands(r, inv);
+  EXPECT_EQ(r.count("modinfo"), 2u);
+  ASSERT_EQ(inv.kernels.kernels[0].dkms.size(), 1u);
+  EXPECT_EQ(inv.kernels.kernels[0].dkms[0].signed_modules, false);
+  EXPECT_EQ(inv.kernels.kernels[1].dkms[0].signed_modules, true);
+  EXPECT_EQ(inv.kernels.kernels[1].dkms[0].signer, "DKMS module signing key");
+  const auto in = lifecycle::boot_guard_inputs(module_profile(), inv);
+  ASSERT_EQ(in.kernels.size(), 2u);
+  EXPECT_FALSE(in.kernels[0].has_module);
+  EXPECT_TRUE(in.kernels[0].unsigned_under_secure_boot);
+  EXPECT_TRUE(in.kernels[1].has_module);
+  const auto d = lifecycle::decide_boot_guard(in);
+  EXPECT_EQ(d.what, lifecycle::BootGuardDecision::What::hold);
+  EXPECT_EQ(d.kernel, kOld);
+  EXPECT_NE(d.reason.find("has the module unsigned and Secure Boot enforces signatures"), std::string::npos) << d.reason;
+}
+
+TEST(ModuleSignature, WithoutSecureBootNothingRunsAndEveryInstalledModuleCounts) {
+  Node n;
+  n.uefi(false);
+  two_kernels(n);
+  Inventory inv = probe::probe_inventory(sys::SysRoot(n.dir));
+  sys::ScriptedRunner r;
+  answer_modinfo(r);
+  probe::probe_module_signatures_by_commands(r, inv);
+  EXPECT_EQ(r.count("modinfo"), 0u);
+  EXPECT_FALSE(inv.kernels.kernels[0].dkms[0].signed_modules.has_value());
+  const auto in = lifecycle::boot_guard_inputs(module_profile(), inv);
+  EXPECT_TRUE(in.kernels[0].has_module);
+  EXPECT_EQ(lifecycle::decide_boot_guard(in).what, lifecycle::BootGuardDecision::What::nothing);
+  // On, but modinfo cannot say: unknown, not unsigned (the module still counts).
+  n.uefi(true);
+  n.dkms_key('k');
+  n.write(kMokList, esl({der('k')}));
+  inv = probe::probe_inventory(sys::SysRoot(n.dir));
+  sys::ScriptedRunner failing;
+  failing.on({"modinfo"}, sys::exited_with(1, "", "modinfo: ERROR: could not get modinfo"));
+  probe::probe_module_signatures_by_commands(failing, inv);
+  EXPECT_FALSE(inv.kernels.kernels[0].dkms[0].signed_modules.has_value());
+  EXPECT_TRUE(lifecycle::boot_guard_inputs(module_profile(), inv).kernels[0].has_module);
+}
+
+TEST(SigningKey, ApplyMakesDkmsKeyWithOpensslWhereThereIsNone) {
+  Node n;
+  n.uefi(true);
+  const sys::SysRoot root(n.dir);
+  auto s = probe::probe_secure_boot(root);
+  ASSERT_FALSE(s.cert_present);
+  // No openssl: said, nothing made.
+  sys::ScriptedRunner none;
+  none.on({"openssl"}, [](const sys::Command&) {
+    sys::CommandResult r;
+    r.start_failed = true;
+    return r;
+  });
+  auto k = actions::make_signing_key(root, none, s);
+  EXPECT_FALSE(k.made);
+  EXPECT_NE(k.message.find("openssl is not installed"), std::string::npos) << k.message;
+  // The real openssl: a private key only root can read and a DER certificate the probe then reads.
+  sys::ProcessRunner real;
+  k = actions::make_signing_key(root, real, s);
+  ASSERT_TRUE(k.made) << k.message;
+  struct stat st{};
+  ASSERT_EQ(::stat((n.dir / "var/lib/dkms/mok.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0077, 0u) << std::oct << st.st_mode;
+  s = probe::probe_secure_boot(root);
+  EXPECT_TRUE(s.cert_present);
+  EXPECT_TRUE(s.key_present);
+  EXPECT_EQ(secureboot::decide_signing(s).trust, secureboot::Trust::untrusted);  // made, not yet enrolled
+  // A second call makes nothing: the key is there.
+  EXPECT_FALSE(actions::make_signing_key(root, real, s).made);
+}
+
+}  // namespace
+}  // namespace p2pnode
