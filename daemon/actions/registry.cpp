@@ -41,7 +41,7 @@ namespace {
 // boot guard counts an unsigned one as missing there).
 Inventory probe_for_apply(ApplyContext& ctx) {
   Inventory inv = probe::probe_inventory(ctx.root);
-  probe::probe_module_signatures_by_commands(ctx.runner, inv);
+  probe::probe_module_signatures_by_commands(ctx.root, ctx.runner, inv);
   return inv;
 }
 }  // namespace

@@ -32,7 +32,7 @@ int run_check(const CheckOptions& o) {
     sys::ProcessRunner runner;
     probe::probe_userspace_by_commands(root, runner, inv.nvidia);
     probe::probe_gpu_memory_by_commands(runner, inv);  // each GPU's own VRAM, where a driver runs
-    probe::probe_module_signatures_by_commands(runner, inv);  // Secure Boot nodes only
+    probe::probe_module_signatures_by_commands(root, runner, inv);  // Secure Boot nodes only
   }
   if (!o.agent_result.empty()) {
     std::ifstream in(o.agent_result, std::ios::binary);

@@ -18,7 +18,9 @@ struct PlanOptions {
 
 int run_plan(const PlanOptions& o) {
   const sys::SysRoot root(o.choice.root);
-  const Inventory inv = probe::probe_inventory(root);
+  Inventory inv = probe::probe_inventory(root);
+  sys::ProcessRunner runner;  // modinfo, on Secure Boot nodes only (read-only)
+  probe::probe_module_signatures_by_commands(root, runner, inv);
   auto profile = choose_profile(o.choice, inv);
   if (!profile) return kUsage;
   const Plan plan = actions::plan_all(*profile, inv, root);

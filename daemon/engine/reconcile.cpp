@@ -56,7 +56,7 @@ Inventory discover(const PassContext& ctx) {
   Inventory inv = probe::probe_inventory(ctx.root);
   probe::probe_userspace_by_commands(ctx.root, ctx.action_runner, inv.nvidia);
   probe::probe_gpu_memory_by_commands(ctx.action_runner, inv);
-  probe::probe_module_signatures_by_commands(ctx.action_runner, inv);
+  probe::probe_module_signatures_by_commands(ctx.root, ctx.action_runner, inv);
   return inv;
 }
 

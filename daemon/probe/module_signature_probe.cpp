@@ -6,7 +6,7 @@
 
 namespace p2pnode::probe {
 
-void probe_module_signatures_by_commands(sys::CommandRunner& runner, Inventory& inv) {
+void probe_module_signatures_by_commands(const sys::SysRoot& root, sys::CommandRunner& runner, Inventory& inv) {
   if (secureboot::decide_signing(inv.secure_boot).trust == secureboot::Trust::not_enforced) return;
   for (auto& k : inv.kernels.kernels)
     for (auto& d : k.dkms) {
@@ -14,7 +14,7 @@ void probe_module_signatures_by_commands(sys::CommandRunner& runner, Inventory& 
       bool all_signed = true, read = true;
       for (const auto& m : d.modules) {
         sys::Command c;
-        c.argv = {"modinfo", "-F", "signer", m};
+        c.argv = {"modinfo", "-F", "signer", root.host_path(m).string()};
         c.timeout = std::chrono::seconds(30);
         const auto r = runner.run(c);
         if (!r.success()) {

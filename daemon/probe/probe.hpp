@@ -31,9 +31,10 @@ void probe_userspace_by_commands(const sys::SysRoot& root, sys::CommandRunner& r
 // leaves it empty and says why in inv.gpu_memory_source.
 void probe_gpu_memory_by_commands(sys::CommandRunner& runner, Inventory& inv);
 // Where Secure Boot enforces module signatures: whether each DKMS module installed for each kernel
-// is signed (`modinfo -F signer`, which reads .ko, .ko.xz and .ko.zst alike; read-only), into
+// is signed (`modinfo -F signer` on its host path, which reads .ko, .ko.xz and .ko.zst alike;
+// read-only), into
 // DkmsOnKernel::signed_modules. Nothing runs on nodes that load modules unsigned.
-void probe_module_signatures_by_commands(sys::CommandRunner& runner, Inventory& inv);
+void probe_module_signatures_by_commands(const sys::SysRoot& root, sys::CommandRunner& runner, Inventory& inv);
 Inventory probe_inventory(const sys::SysRoot& root);
 
 }  // namespace p2pnode::probe

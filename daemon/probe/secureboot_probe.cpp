@@ -39,7 +39,10 @@ SecureBootState probe_secure_boot(const sys::SysRoot& root) {
   const auto cert = root.read_bytes(s.cert_path, 64 << 10);
   s.cert_present = static_cast<bool>(cert);
   if (s.efi && cert) {
+    // efivarfs not mounted (an empty directory): shim's lists are unknown, not empty.
+    const bool efivarfs = !root.list_dir(kEfivars).empty();
     auto in = [&](std::string_view name) -> std::optional<bool> {
+      if (!efivarfs) return std::nullopt;
       const auto b = root.read_bytes(var(name, secureboot::kShimGuid), 1 << 20);
       if (!b) return false;  // no such variable: nothing enrolled or queued
       const auto certs = secureboot::decode_esl_certs(*b);

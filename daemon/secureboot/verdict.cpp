@@ -19,20 +19,24 @@ SigningVerdict decide_signing(const SecureBootState& s) {
   const std::string enrol = "mokutil --import " + s.cert_path + " (it asks for a one-time password), reboot, and at the "
                             "MokManager screen choose Enroll MOK, Continue, Yes, type that password and reboot: only a "
                             "person at the console can do this step. Or turn Secure Boot off in the firmware";
-  if (!s.efi) {
-    v.summary = "no UEFI firmware interface (/sys/firmware/efi): no Secure Boot, modules load unsigned";
+  // Who enforces: Secure Boot (Debian's and Ubuntu's kernels enforce module signatures when booted
+  // with it), or the kernel itself (module.sig_enforce=1, CONFIG_MODULE_SIG_FORCE) whatever the
+  // firmware says; sig_enforce is also what tells where efivarfs cannot be read.
+  const bool sb_on = s.efi && s.enabled && *s.enabled && !(s.setup_mode && *s.setup_mode);
+  const bool kernel_enforces = s.sig_enforce && *s.sig_enforce;
+  if (!sb_on && !kernel_enforces) {
+    if (!s.efi) v.summary = "no UEFI firmware interface (/sys/firmware/efi): no Secure Boot, modules load unsigned";
+    else if (!s.enabled) v.summary = "Secure Boot state unknown (" + s.problem + "); the kernel does not enforce module signatures (sig_enforce), so modules load unsigned";
+    else if (!*s.enabled) v.summary = "Secure Boot is off: modules load unsigned";
+    else v.summary = "Secure Boot is in setup mode (no platform key enrolled): it does not enforce, modules load unsigned";
     return v;
   }
-  if (!s.enabled || !*s.enabled) {
-    v.summary = s.enabled ? "Secure Boot is off: modules load unsigned" : "Secure Boot state unknown (" + s.problem + ")";
-    return v;
-  }
-  if (s.setup_mode && *s.setup_mode) {
-    v.summary = "Secure Boot is in setup mode (no platform key enrolled): it does not enforce, modules load unsigned";
-    return v;
-  }
-  const std::string on = "Secure Boot is on (lockdown " + (s.lockdown.empty() ? std::string("unknown") : s.lockdown) +
-                         "): the kernel loads only modules signed by a key it trusts";
+  const std::string lockdown = s.lockdown.empty() ? std::string("unknown") : s.lockdown;
+  const std::string on =
+      sb_on ? "Secure Boot is on (lockdown " + lockdown + "): the kernel loads only modules signed by a key it trusts"
+            : "the kernel enforces module signatures (sig_enforce=Y; Secure Boot " +
+                  std::string(!s.efi ? "absent: no UEFI" : !s.enabled ? "state unknown: " + s.problem : *s.enabled ? "in setup mode" : "off") +
+                  "): it loads only modules signed by a key it trusts";
   if (!s.cert_present) {
     v.trust = Trust::no_key;
     v.summary = on + "; DKMS has no signing key (" + s.cert_path + "): the key it would make at its first build is "

@@ -37,9 +37,11 @@ Profile module_profile() {
 }
 
 // modinfo answers: the newest kernel's module unsigned (built before the key existed), the older signed.
-void answer_modinfo(sys::ScriptedRunner& r) {
-  r.on({"modinfo", "-F", "signer", "/lib/modules/" + kNew + "/updates/dkms/nvidia.ko.xz"}, sys::exited_with(0, "\n"));
-  r.on({"modinfo", "-F", "signer", "/lib/modules/" + kOld + "/updates/dkms/nvidia.ko.xz"},
+// modinfo is given the module's path on the host (the node's root is a directory here).
+void answer_modinfo(sys::ScriptedRunner& r, const Node& n) {
+  const auto ko = [&](const std::string& k) { return (n.dir / ("lib/modules/" + k + "/updates/dkms/nvidia.ko.xz")).string(); };
+  r.on({"modinfo", "-F", "signer", ko(kNew)}, sys::exited_with(0, "\n"));
+  r.on({"modinfo", "-F", "signer", ko(kOld)},
        sys::exited_with(0, "DKMS module signing key\n"));
 }
 
@@ -52,8 +54,8 @@ TEST(ModuleSignature, OnASecureBootNodeAnUnsignedModuleIsAMissingOneForTheBootGu
   Inventory inv = probe::probe_inventory(sys::SysRoot(n.dir));
   ASSERT_EQ(inv.kernels.kernels.size(), 2u);
   sys::ScriptedRunner r;
-  answer_modinfo(r);
-  probe::probe_module_signatures_by_commands(r, inv);
+  answer_modinfo(r, n);
+  probe::probe_module_signatures_by_commands(sys::SysRoot(n.dir), r, inv);
   EXPECT_EQ(r.count("modinfo"), 2u);
   ASSERT_EQ(inv.kernels.kernels[0].dkms.size(), 1u);
   EXPECT_EQ(inv.kernels.kernels[0].dkms[0].signed_modules, false);
@@ -76,8 +78,8 @@ TEST(ModuleSignature, WithoutSecureBootNothingRunsAndEveryInstalledModuleCounts)
   two_kernels(n);
   Inventory inv = probe::probe_inventory(sys::SysRoot(n.dir));
   sys::ScriptedRunner r;
-  answer_modinfo(r);
-  probe::probe_module_signatures_by_commands(r, inv);
+  answer_modinfo(r, n);
+  probe::probe_module_signatures_by_commands(sys::SysRoot(n.dir), r, inv);
   EXPECT_EQ(r.count("modinfo"), 0u);
   EXPECT_FALSE(inv.kernels.kernels[0].dkms[0].signed_modules.has_value());
   const auto in = lifecycle::boot_guard_inputs(module_profile(), inv);
@@ -90,7 +92,7 @@ TEST(ModuleSignature, WithoutSecureBootNothingRunsAndEveryInstalledModuleCounts)
   inv = probe::probe_inventory(sys::SysRoot(n.dir));
   sys::ScriptedRunner failing;
   failing.on({"modinfo"}, sys::exited_with(1, "", "modinfo: ERROR: could not get modinfo"));
-  probe::probe_module_signatures_by_commands(failing, inv);
+  probe::probe_module_signatures_by_commands(sys::SysRoot(n.dir), failing, inv);
   EXPECT_FALSE(inv.kernels.kernels[0].dkms[0].signed_modules.has_value());
   EXPECT_TRUE(lifecycle::boot_guard_inputs(module_profile(), inv).kernels[0].has_module);
 }

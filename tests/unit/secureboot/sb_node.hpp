@@ -69,7 +69,8 @@ struct Node {
     write(kSB, {0x06, 0, 0, 0, static_cast<std::uint8_t>(on)});
     write(kSetup, {0x06, 0, 0, 0, static_cast<std::uint8_t>(setup)});
     text("sys/kernel/security/lockdown", on ? "none [integrity] confidentiality\n" : "[none] integrity confidentiality\n");
-    text("sys/module/module/parameters/sig_enforce", on ? "Y\n" : "N\n");
+    // Debian's kernel enforces signatures when Secure Boot is on (not in setup mode).
+    text("sys/module/module/parameters/sig_enforce", on && !setup ? "Y\n" : "N\n");
   }
   void dkms_key(char tag) const {
     text("var/lib/dkms/mok.key", "-----BEGIN PRIVATE KEY-----\n");

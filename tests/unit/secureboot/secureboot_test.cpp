@@ -100,6 +100,30 @@ TEST(SecureBootVerdict, OnWithTheKeyTrustedQueuedMissingOrUnknownToShim) {
   EXPECT_EQ(secureboot::decide_signing(n.probe()).trust, secureboot::Trust::unknown);
 }
 
+TEST(SecureBootVerdict, TheKernelsOwnEnforcementCountsWhereTheFirmwareCannotBeRead) {
+  Node n;
+  n.dkms_key('k');
+  // module.sig_enforce=1 on a BIOS boot: enforced, and shim's lists do not exist to say who is trusted.
+  n.text("sys/module/module/parameters/sig_enforce", "Y\n");
+  auto v = secureboot::decide_signing(n.probe());
+  EXPECT_EQ(v.trust, secureboot::Trust::unknown);
+  EXPECT_NE(v.summary.find("the kernel enforces module signatures (sig_enforce=Y; Secure Boot absent"), std::string::npos) << v.summary;
+  EXPECT_NE(v.remediation.find("mokutil --test-key /var/lib/dkms/mok.pub"), std::string::npos);
+  // UEFI, efivarfs not mounted (an empty directory): the state is unknown, not "nothing enrolled".
+  fs::create_directories(n.dir / "sys/firmware/efi/efivars");
+  auto s = n.probe();
+  EXPECT_FALSE(s.enabled.has_value());
+  EXPECT_FALSE(s.cert_enrolled.has_value());
+  v = secureboot::decide_signing(s);
+  EXPECT_EQ(v.trust, secureboot::Trust::unknown);
+  EXPECT_NE(v.summary.find("Secure Boot state unknown: no SecureBoot variable"), std::string::npos) << v.summary;
+  // Without the kernel's enforcement either, an unreadable firmware is said, and modules load.
+  n.text("sys/module/module/parameters/sig_enforce", "N\n");
+  v = secureboot::decide_signing(n.probe());
+  EXPECT_EQ(v.trust, secureboot::Trust::not_enforced);
+  EXPECT_NE(v.summary.find("Secure Boot state unknown (no SecureBoot variable"), std::string::npos) << v.summary;
+}
+
 TEST(SecureBootCheck, BeforeAnyBuildThePlanRefuses) {
   Node n;
   n.uefi(true);
