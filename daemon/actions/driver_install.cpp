@@ -87,6 +87,9 @@ class DriverModule final : public Action {
     Step s{"driver.module", t.name + "/" + t.version,
            "verify the source's sha256, place it in " + t.src_dir + " with a generated dkms.conf, then dkms add, "
            "build and install for " + json(kernels).dump() +
+               (p.driver->kernel_module->signing ? "; DKMS signs with the profile's key " + p.driver->kernel_module->signing->key +
+                                                       " (" + std::string(kSigningDropIn) + ")"
+                                                 : std::string()) +
                (stops.empty() ? std::string()
                               : "; forecast from the version: " + stops.front() +
                                     " (refused after staging, before any build, unless the source carries its own fix)"),
@@ -136,6 +139,17 @@ class DriverModule final : public Action {
         ctx.log("driver.module", subject, "refused: " + r.message);
         return {r};
       }
+    // The profile's own signing key: DKMS is pointed at it before it builds anything.
+    if (const auto& sg = ctx.profile.driver->kernel_module->signing) {
+      const auto w = point_dkms_at(ctx.root, *sg);
+      if (!w) {
+        StepResult r{"driver.module", subject, StepOutcome::failed, "before any build: " + w.error().message, json::object(),
+                     json::object(), 0};
+        ctx.log("driver.module", subject, r.message);
+        return {r};
+      }
+      if (*w) ctx.log("driver.module", subject, "DKMS signs with the profile's key: wrote " + std::string(kSigningDropIn));
+    }
     const auto preflight = [&](const std::map<std::string, bool>& source_tests) {
       return nvidia::build_stops(inv, *ctx.profile.driver, &source_tests);
     };

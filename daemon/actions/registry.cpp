@@ -42,6 +42,7 @@ namespace {
 Inventory probe_for_apply(ApplyContext& ctx) {
   Inventory inv = probe::probe_inventory(ctx.root);
   probe::probe_module_signatures_by_commands(ctx.root, ctx.runner, inv);
+  probe::use_profile_signing(ctx.root, ctx.profile, inv);
   return inv;
 }
 }  // namespace

@@ -24,4 +24,18 @@ MadeKey make_signing_key(const sys::SysRoot& root, sys::CommandRunner& runner, c
   return {true, "made DKMS's signing key " + s.key_path + " and certificate " + s.cert_path + " (openssl, RSA 2048)"};
 }
 
+std::string signing_drop_in(const ModuleSigning& s) {
+  return "# Written by p2pnode from the profile's driver.kernel_module.signing: DKMS signs every module\n"
+         "# it builds with this key (its certificate is the one to enrol with mokutil).\n"
+         "mok_signing_key=\"" + s.key + "\"\nmok_certificate=\"" + s.certificate + "\"\n";
+}
+
+Result<bool> point_dkms_at(const sys::SysRoot& root, const ModuleSigning& s) {
+  const std::string want = signing_drop_in(s);
+  if (auto have = root.read_text(kSigningDropIn); have && *have == want) return false;
+  if (auto st = root.make_dirs("/etc/dkms/framework.conf.d"); !st) return st.error();
+  if (auto st = root.write_file_atomic(kSigningDropIn, want); !st) return st.error();
+  return true;
+}
+
 }  // namespace p2pnode::actions

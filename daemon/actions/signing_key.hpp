@@ -6,6 +6,8 @@
 #include <string>
 
 #include "core/inventory.hpp"
+#include "core/profile.hpp"
+#include "core/result.hpp"
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 
@@ -16,5 +18,11 @@ struct MadeKey {
   std::string message;  // what was done, or why not
 };
 MadeKey make_signing_key(const sys::SysRoot& root, sys::CommandRunner& runner, const SecureBootState& s);
+
+// DKMS 3.x reads framework.conf.d: this drop-in points it (for every DKMS module on the box) at the
+// key the profile names. Written only when its text differs; true when written.
+inline constexpr const char* kSigningDropIn = "/etc/dkms/framework.conf.d/p2pnode-signing.conf";
+std::string signing_drop_in(const ModuleSigning& s);
+Result<bool> point_dkms_at(const sys::SysRoot& root, const ModuleSigning& s);
 
 }  // namespace p2pnode::actions

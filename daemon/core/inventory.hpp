@@ -160,6 +160,7 @@ struct SecureBootState {
   std::optional<bool> sig_enforce;  // /sys/module/module/parameters/sig_enforce
   std::string key_path, cert_path;  // the key and DER certificate DKMS signs with
   bool key_from_config = false;     // /etc/dkms/framework.conf(.d) named them
+  bool key_from_profile = false;    // the profile's driver.kernel_module.signing named them
   bool key_present = false, cert_present = false;
   std::optional<bool> cert_enrolled;  // the certificate is in MokListRT (shim's enrolled keys)
   std::optional<bool> cert_queued;    // the certificate is in MokNew (mokutil --import, not yet confirmed)

@@ -53,10 +53,18 @@ struct PlatformSpec {
   std::optional<std::string> fix_kernel_cmdline;  // e.g. "iommu=pt"
 };
 
+// The key DKMS signs the module with, named by the profile (instead of DKMS's own): apply points
+// DKMS at it through /etc/dkms/framework.conf.d/p2pnode-signing.conf, and makes it if missing.
+struct ModuleSigning {
+  std::string key;          // private key (PEM), absolute path
+  std::string certificate;  // its certificate (DER), absolute path
+};
+
 struct ModuleSource {
   Artifact artifact;
   std::string name = "nvidia-p2p";  // DKMS package name
   std::vector<Artifact> patches;
+  std::optional<ModuleSigning> signing;
 };
 
 struct DriverSpec {

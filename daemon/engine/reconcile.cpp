@@ -215,6 +215,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
       st.profile_selftest_retry = profile->selftest->retry_busy;
     }
 
+    probe::use_profile_signing(ctx.root, *profile, inv);  // the key the profile signs with, if it names one
     // 3. check, 4. plan
     auto findings = checks::run_all_checks(*profile, inv);
     Plan plan = actions::plan_all(*profile, inv, ctx.root);
@@ -239,6 +240,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
           d.raise(NodeState::reboot_required, r.action + " " + r.subject + ": takes effect after a reboot");
       }
       inv = discover(ctx);
+      probe::use_profile_signing(ctx.root, *profile, inv);
       if (st.selftest) judge::merge_interconnects(inv, st.selftest->result);
       findings = checks::run_all_checks(*profile, inv);
       plan = actions::plan_all(*profile, inv, ctx.root);

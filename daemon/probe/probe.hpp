@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/inventory.hpp"
+#include "core/profile.hpp"
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 
@@ -21,7 +22,10 @@ NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root);
 KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running_kernel);
 // Secure Boot (efivars), the kernel's lockdown and signature enforcement, DKMS's signing key and
 // whether shim has it enrolled (MokListRT) or queued (MokNew).
-SecureBootState probe_secure_boot(const sys::SysRoot& root);
+// With `profile_key`, the key the profile names instead of DKMS's configured one (apply points DKMS
+// at it): use_profile_signing() re-reads the state so for a profile that names one.
+SecureBootState probe_secure_boot(const sys::SysRoot& root, const ModuleSigning* profile_key = nullptr);
+void use_profile_signing(const sys::SysRoot& root, const Profile& p, Inventory& inv);
 // When the files named no libcuda (no ld.so.cache entry, none in the default directories): asks
 // `ldconfig -p`, then nvidia-smi, through the runner (read-only programs; the daemon's runner for
 // the real root only). Leaves `s` as it is when it already has a userspace version.

@@ -14,7 +14,7 @@ std::string var(std::string_view name, std::string_view guid) {
 }
 }  // namespace
 
-SecureBootState probe_secure_boot(const sys::SysRoot& root) {
+SecureBootState probe_secure_boot(const sys::SysRoot& root, const ModuleSigning* profile_key) {
   SecureBootState s;
   s.efi = root.is_dir("/sys/firmware/efi");
   if (s.efi) {
@@ -35,6 +35,11 @@ SecureBootState probe_secure_boot(const sys::SysRoot& root) {
   s.key_path = signing.key;
   s.cert_path = signing.cert;
   s.key_from_config = signing.from_config;
+  if (profile_key) {
+    s.key_path = profile_key->key;
+    s.cert_path = profile_key->certificate;
+    s.key_from_profile = true;
+  }
   s.key_present = root.exists(s.key_path);
   const auto cert = root.read_bytes(s.cert_path, 64 << 10);
   s.cert_present = static_cast<bool>(cert);
@@ -53,6 +58,11 @@ SecureBootState probe_secure_boot(const sys::SysRoot& root) {
     s.cert_queued = in("MokNew");
   }
   return s;
+}
+
+void use_profile_signing(const sys::SysRoot& root, const Profile& p, Inventory& inv) {
+  if (p.driver && p.driver->kernel_module && p.driver->kernel_module->signing)
+    inv.secure_boot = probe_secure_boot(root, &*p.driver->kernel_module->signing);
 }
 
 }  // namespace p2pnode::probe

@@ -146,9 +146,20 @@ void read_driver(MapReader& root, Profile& p) {
     if (!u->has("installer")) u->require("installer");
     d.installer_flags = u->string_list("flags");
   }
-  if (auto k = m->map("kernel_module", {"name", "source", "patches"})) {
+  if (auto k = m->map("kernel_module", {"name", "source", "patches", "signing"})) {
     ModuleSource ms;
     if (auto n = k->string("name")) ms.name = *n;
+    if (auto sg = k->map("signing", {"key", "certificate"})) {
+      ModuleSigning signing;
+      for (auto [field, out] : {std::pair<const char*, std::string*>{"key", &signing.key}, {"certificate", &signing.certificate}})
+        if (auto v = sg->string(field, true)) {
+          if (v->empty() || v->front() != '/' || v->find('\n') != std::string::npos)
+            sg->diag().add(sg->get(field), sg->child_path(field), std::string("expected an absolute path for the module signing ") +
+                                                                     field + ", found '" + *v + "'");
+          *out = *v;
+        }
+      ms.signing = signing;
+    }
     k->require("source");
     if (auto a = read_artifact(*k, "source")) ms.artifact = *a;
     const auto patches = k->sequence("patches");

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "actions/signing_key.hpp"
+#include "profile/loader.hpp"
 #include "lifecycle/boot_guard.hpp"
 #include "secureboot/verdict.hpp"
 #include "unit/secureboot/sb_node.hpp"
@@ -126,6 +127,58 @@ TEST(SigningKey, ApplyMakesDkmsKeyWithOpensslWhereThereIsNone) {
   EXPECT_EQ(secureboot::decide_signing(s).trust, secureboot::Trust::untrusted);  // made, not yet enrolled
   // A second call makes nothing: the key is there.
   EXPECT_FALSE(actions::make_signing_key(root, real, s).made);
+}
+
+}  // namespace
+}  // namespace p2pnode
+
+namespace p2pnode {
+namespace {
+using namespace sbtest;
+
+const std::string kProfileHead = "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: t\n"
+                                 "driver:\n  version: \"570.86.16\"\n  kernel_module:\n"
+                                 "    source: {url: \"https://example.org/t.tar.gz\", sha256: \"" + std::string(64, 'a') + "\"}\n";
+
+TEST(ProfileSigningKey, TheProfileNamesItAndApplyPointsDkmsAtIt) {
+  auto r = profile::load_profile_text(kProfileHead + "    signing: {key: /etc/p2pnode/keys/module.key, certificate: /etc/p2pnode/keys/module.der}\n", "t.yaml");
+  ASSERT_TRUE(r.profile) << r.diagnostics.format();
+  const auto& sg = r.profile->driver->kernel_module->signing;
+  ASSERT_TRUE(sg);
+  EXPECT_EQ(sg->certificate, "/etc/p2pnode/keys/module.der");
+  // A relative path, or a missing certificate: what, where, what was expected.
+  r = profile::load_profile_text(kProfileHead + "    signing: {key: keys/module.key, certificate: /k.der}\n", "t.yaml");
+  ASSERT_FALSE(r.profile);
+  EXPECT_NE(r.diagnostics.format().find("driver.kernel_module.signing.key: expected an absolute path for the module signing key, found 'keys/module.key'"),
+            std::string::npos) << r.diagnostics.format();
+  r = profile::load_profile_text(kProfileHead + "    signing: {key: /k.key}\n", "t.yaml");
+  ASSERT_FALSE(r.profile);
+  EXPECT_NE(r.diagnostics.format().find("certificate"), std::string::npos) << r.diagnostics.format();
+
+  // On a Secure Boot node whose MOK list holds the profile's certificate (not DKMS's own): trusted.
+  Node n;
+  n.uefi(true);
+  n.dkms_key('d');
+  n.write("etc/p2pnode/keys/module.der", der('p'));
+  n.text("etc/p2pnode/keys/module.key", "-----BEGIN PRIVATE KEY-----\n");
+  n.write(kMokList, esl({der('p')}));
+  const sys::SysRoot root(n.dir);
+  Inventory inv = probe::probe_inventory(root);
+  EXPECT_EQ(secureboot::decide_signing(inv.secure_boot).trust, secureboot::Trust::untrusted);  // DKMS's key
+  probe::use_profile_signing(root, *r.profile, inv);  // unchanged: that profile failed to load
+  Profile p = *profile::load_profile_text(kProfileHead + "    signing: {key: /etc/p2pnode/keys/module.key, certificate: /etc/p2pnode/keys/module.der}\n", "t.yaml").profile;
+  probe::use_profile_signing(root, p, inv);
+  EXPECT_TRUE(inv.secure_boot.key_from_profile);
+  EXPECT_EQ(secureboot::decide_signing(inv.secure_boot).trust, secureboot::Trust::trusted);
+  // Apply's drop-in: DKMS 3.x reads it, and so does the probe (then without the profile's help).
+  auto w = actions::point_dkms_at(root, *p.driver->kernel_module->signing);
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(*w);
+  EXPECT_FALSE(*actions::point_dkms_at(root, *p.driver->kernel_module->signing));  // unchanged: not rewritten
+  const auto s = probe::probe_secure_boot(root);
+  EXPECT_TRUE(s.key_from_config);
+  EXPECT_EQ(s.key_path, "/etc/p2pnode/keys/module.key");
+  EXPECT_EQ(secureboot::decide_signing(s).trust, secureboot::Trust::trusted);
 }
 
 }  // namespace
