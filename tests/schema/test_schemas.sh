@@ -84,6 +84,14 @@ for path in sorted(glob.glob("profiles/*.yaml") + glob.glob("tests/profiles/*.ya
         continue
     report("profile", path, list(profile_v.iter_errors(doc)))
 
+# The schema's builtin patches are the ones p2pnode ships (daemon/nvidia/patches/<name>.patch).
+with open("api/profile.schema.json") as f:
+    km = json.load(f)["properties"]["driver"]["properties"]["kernel_module"]["properties"]
+listed = sorted(next(a for a in km["patches"]["items"]["anyOf"] if "builtin" in a.get("properties", {}))["properties"]["builtin"]["enum"])
+shipped = sorted(os.path.basename(p)[:-6] for p in glob.glob("daemon/nvidia/patches/*.patch"))
+report("schema", "builtin patches", [] if listed == shipped else
+       [jsonschema.ValidationError(f"the schema lists {listed}, daemon/nvidia/patches has {shipped}")])
+
 report_v = validator("api/check-report.schema.json")
 for path in sorted(glob.glob(os.path.join(work, "*.json"))):
     name = os.path.basename(path)[:-5]
