@@ -70,13 +70,15 @@ fi
 # Control data: Depends computed by dpkg-shlibdeps, the config a conffile, the units handled by
 # deb-systemd-helper (the daemon enabled and started, which its condition defers until a profile
 # exists; the boot-time apply enabled only), restarted after an upgrade, stopped at removal.
-grep -q '^Depends: ${shlibs:Depends}, ${misc:Depends}$' debian/control && ok "debian/control lists no library by hand" || bad "debian/control Depends"
+# openssl is a program (apply makes DKMS's module signing key with it on Secure Boot nodes).
+grep -q '^Depends: ${shlibs:Depends}, ${misc:Depends}, openssl$' debian/control && ok "debian/control lists no library by hand (openssl: the program)" || bad "debian/control Depends"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 yaml=libyaml-cpp0.7; [ "$DEBIAN_SUITE" = trixie ] && yaml=libyaml-cpp0.8
 for lib in $yaml libc6 libstdc++6 libssl3 libsystemd0; do
   [[ "$depends" == *"$lib"* ]] && ok "Depends has $lib (from dpkg-shlibdeps)" || bad "Depends has $lib"
 done
+[[ ", $depends," == *", openssl,"* ]] && ok "Depends has openssl (DKMS's signing key)" || bad "Depends has openssl"
 mkdir "$work/ctrl" && dpkg-deb -e "$deb" "$work/ctrl"
 grep -qx /etc/p2pnode/p2pnode.yaml "$work/ctrl/conffiles" && ok "/etc/p2pnode/p2pnode.yaml is a conffile" || bad "conffile"
 grep -q 'deb-systemd-helper .*enable.*p2pnode.service' "$work/ctrl/postinst" && grep -q "p2pnode-apply.service" "$work/ctrl/postinst" \
