@@ -74,3 +74,15 @@ release_deb() {
   [ -n "$deb" ] || { echo "no p2pnode package for $suite in $(release_dir "$build" "$suite") (tests/dist/test_release_build.sh makes it)" >&2; return 1; }
   echo "$deb"
 }
+
+# root_with_package ROOT TARBALL BUILD SCRATCH: ROOT unpacked from TARBALL (a cached root of
+# $DEBIAN_SUITE) with p2pnode's package for that release installed by apt, as on a node. Prints why
+# when it fails.
+root_with_package() {
+  local root=$1 tar=$2 build=$3 scratch=$4 deb
+  mkdir -p "$root" && tar -C "$root" -xf "$tar" && cp /etc/resolv.conf "$root/etc/resolv.conf" || return 1
+  deb=$(release_deb "$build" "$DEBIAN_SUITE" "$scratch/deb") || return 1
+  cp "$deb" "$root/tmp/p2pnode.deb"
+  in_root "$root" sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /tmp/p2pnode.deb" \
+    > "$scratch/apt.log" 2>&1 || { tail -20 "$scratch/apt.log"; echo "apt-get install of $(basename "$deb") failed"; return 1; }
+}

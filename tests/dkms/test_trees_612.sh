@@ -66,11 +66,7 @@ TMP=$(mktemp -d /tmp/p2pnode-trees612.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 ROOT=$TMP/root
 tar=$(_debian_root_tarball "$DEBIAN_SUITE-dkms" _dkms_root) || die "making the Debian 13 DKMS root"
-mkdir -p "$ROOT" && tar -C "$ROOT" -xf "$tar" && cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-deb=$(release_deb "$build" "$DEBIAN_SUITE" "$TMP/deb") || die "no p2pnode package for Debian 13"
-cp "$deb" "$ROOT/tmp/p2pnode.deb"
-in_root "$ROOT" sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /tmp/p2pnode.deb" \
-  > "$TMP/apt.log" 2>&1 || { tail -20 "$TMP/apt.log"; die "apt-get install of $(basename "$deb") in the Debian 13 root"; }
+root_with_package "$ROOT" "$tar" "$build" "$TMP" || die "p2pnode's Debian 13 package in the Debian 13 root"
 KV=$(ls "$ROOT/lib/modules" | sort -V | tail -1)
 HDR=$(chroot "$ROOT" dpkg-query -W -f='${Package} ${Version}' "linux-headers-$KV")
 echo "== Debian 13 root: $HDR, $(chroot "$ROOT" dkms --version), $(chroot "$ROOT" gcc --version | head -1), p2pnode $(chroot "$ROOT" p2pnode --version)"

@@ -51,11 +51,7 @@ TMP=$(mktemp -d /tmp/p2pnode-secureboot.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 ROOT=$TMP/root
 tar=$(_debian_root_tarball "$DEBIAN_SUITE-secureboot" _sb_root) || die "making the Debian 13 Secure Boot root"
-mkdir -p "$ROOT" && tar -C "$ROOT" -xf "$tar" && cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-deb=$(release_deb "$build" "$DEBIAN_SUITE" "$TMP/deb") || die "no p2pnode package for Debian 13"
-cp "$deb" "$ROOT/tmp/p2pnode.deb"
-in_root "$ROOT" sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /tmp/p2pnode.deb" \
-  > "$TMP/apt.log" 2>&1 || { tail -20 "$TMP/apt.log"; die "apt-get install of $(basename "$deb")"; }
+root_with_package "$ROOT" "$tar" "$build" "$TMP" || die "p2pnode's Debian 13 package in the Secure Boot root"
 KV=$(ls "$ROOT/lib/modules" | sort -V | tail -1)
 run_in() { in_root "$ROOT" "$@"; }
 echo "== Debian 13 root: kernel $KV, $(run_in dkms --version), shim $(run_in dpkg-query -W -f '${Version}' shim-signed), grub $(run_in dpkg-query -W -f '${Version}' grub-efi-amd64-signed), ovmf $(run_in dpkg-query -W -f '${Version}' ovmf)"
@@ -104,7 +100,7 @@ put() {  # put SRC_ROOT PROGRAM LDD...: the program and the libraries ldd names 
   done
 }
 put "" "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")" ldd
-mv "$I/usr/bin/$(basename "$bin")" "$I/usr/bin/p2pnode" 2>/dev/null || true
+[ -x "$I/usr/bin/p2pnode" ] || die "the build under test is not named p2pnode: $bin"
 put "" /usr/bin/kmod ldd
 # kmod 34 (Debian 13) opens its decompressors with dlopen, which ldd does not name: .ko.xz needs liblzma.
 for lib in /usr/lib/x86_64-linux-gnu/liblzma.so.5* /usr/lib/x86_64-linux-gnu/libzstd.so.1*; do
