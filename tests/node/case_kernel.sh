@@ -58,6 +58,9 @@ PY
   promtool test rules "$NODE_DIR/alert-test.yml"
 }
 
+# stamp: each line of its input with the seconds since it started (where apt's time goes under TCG).
+stamp() { local s=$SECONDS l; while IFS= read -r l; do printf '%4d %s\n' $((SECONDS - s)) "$l"; done; }
+
 case_kernel() {
   local old new kdir sha hdr t=$SECONDS
   old=$(in_node uname -r)
@@ -93,9 +96,9 @@ case_kernel() {
   in_node "cat > /var/cache/p2pnode-test/debs/$(basename "$hdr")" < "$NODE_DIR/broken/$(basename "$hdr")"
   in_node "cat > /var/cache/p2pnode-test/fixed/$(basename "$hdr")" < "$hdr"
   echo "node: case 4: packages copied in at $((SECONDS - t)) s"
-  in_node "cd /var/cache/p2pnode-test/debs && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ./*.deb" \
-    > "$NODE_DIR/apt-broken.log" 2>&1
-  local rc=$?
+  in_node "cd /var/cache/p2pnode-test/debs && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ./*.deb 2>&1" \
+    | stamp > "$NODE_DIR/apt-broken.log"
+  local rc=${PIPESTATUS[0]}
   echo "node: case 4: apt-get install of $new (broken headers) exited $rc at $((SECONDS - t)) s"
   grep -e "p2pnode kernel hook" -e "driver.boot_guard" -e "planted breakage" -e "driver.kernels .*$new" "$NODE_DIR/apt-broken.log" | head -12 | sed 's/^/  apt: /'
   check "case 4: apt installed $new (the hook never fails a kernel's installation)" test $rc = 0
@@ -139,9 +142,9 @@ except urllib.error.HTTPError as e: print(e.code, e.read().decode())'" > "$NODE_
   echo "node: case 4: held on $old at $((SECONDS - t)) s"
 
   # 3. The fixed headers arrive: the headers' hook builds for NEW, the hold is lifted.
-  in_node "cd /var/cache/p2pnode-test/fixed && DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall ./*.deb" \
-    > "$NODE_DIR/apt-fixed.log" 2>&1
-  rc=$?
+  in_node "cd /var/cache/p2pnode-test/fixed && DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall ./*.deb 2>&1" \
+    | stamp > "$NODE_DIR/apt-fixed.log"
+  rc=${PIPESTATUS[0]}
   echo "node: case 4: apt-get install --reinstall of the fixed headers exited $rc at $((SECONDS - t)) s"
   grep -e "p2pnode kernel hook" -e "driver.boot_guard" -e "driver.kernels .*$new" "$NODE_DIR/apt-fixed.log" | head -8 | sed 's/^/  apt: /'
   check "case 4: fixed: apt succeeded" test $rc = 0

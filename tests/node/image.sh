@@ -41,9 +41,10 @@ node_image_skip_reason() {
 # _mbr_entry START SIZE: the 16-byte bootable Linux partition entry (LBA only; CHS fields say "use LBA").
 _le32() { printf "$(printf '\\x%02x' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)))"; }
 
-# node_image DIR DEB: makes DIR/root (cached root + DEB via apt), DIR/disk.img, DIR/id_ed25519.
+# node_image DIR DEB [PROFILE]: makes DIR/root (cached root + DEB via apt, PROFILE in
+# /etc/p2pnode/profiles as an operator's image would carry it), DIR/disk.img, DIR/id_ed25519.
 node_image() {
-  local dir=$1 deb=$2 t0=$SECONDS
+  local dir=$1 deb=$2 profile=${3:-} t0=$SECONDS
   local r=$dir/root tar
   tar=$(_debian_root_tarball "$DEBIAN_SUITE-node-dkms" _node_root) || return 1
   mkdir -p "$r" && tar -C "$r" -xf "$tar" && cp /etc/resolv.conf "$r/etc/resolv.conf"
@@ -53,6 +54,7 @@ node_image() {
     > "$dir/apt.log" 2>&1 || { tail -30 "$dir/apt.log"; return 1; }
   rm -f "$r/tmp/p2pnode.deb"
   echo "node image: p2pnode installed by apt ($((SECONDS - t0)) s)"
+  [ -z "$profile" ] || install -D -m 644 "$profile" "$r/etc/p2pnode/profiles/$(basename "$profile")"
   # Identity, login by the test's key only, networking by DHCP from QEMU's user network.
   echo p2pnode-vm > "$r/etc/hostname"
   printf '127.0.0.1 localhost\n127.0.1.1 p2pnode-vm\n' > "$r/etc/hosts"
