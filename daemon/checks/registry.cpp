@@ -19,6 +19,9 @@ const std::vector<CheckDef>& all_checks() {
       {"secureboot.module_signing", "with Secure Boot on, the kernel trusts the key DKMS signs the module with (checked before any download or build)", check_secure_boot},
       {"driver.kernels", "the profile's module is built and installed by DKMS for every installed kernel, above all the next boot one", check_driver_kernels},
       {"driver.boot_guard", "GRUB does not boot a kernel without the module (p2pnode holds it on one that has it)", check_boot_guard},
+      {"gdrcopy.bar1", "each GPU's BAR1 holds what gdrcopy pins (gdrcopy.pin) beside the driver's 36 MiB reserve", check_gdrcopy_bar1},
+      {"gdrcopy.flavour", "the open NVIDIA module runs, the one gdrdrv is built for", check_gdrcopy_flavour},
+      {"gdrcopy.backend", "gdrcopy has a backend: gdrdrv loaded with /dev/gdrdrv as the profile asks, or the driver's dma-buf", check_gdrcopy_backend},
       {"nvme.binding", "NVMe drives on vfio-pci are in D0 with power/control on and Memory+BusMaster", check_nvme_binding},
   };
   return list;

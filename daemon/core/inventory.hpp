@@ -109,6 +109,18 @@ struct NvidiaDriverState {
   std::map<std::string, std::map<std::string, bool>> source_tests;
 };
 
+// gdrcopy's kernel module on the running kernel, and its device node (probe/gdrcopy_probe.cpp).
+struct GdrdrvState {
+  bool loaded = false;                 // /sys/module/gdrdrv
+  std::optional<std::string> version;  // /sys/module/gdrdrv/version
+  std::optional<bool> open_flavour;    // /proc/driver/gdrdrv/params: built for the open NVIDIA module
+  std::optional<int> major;            // /proc/devices
+  bool device_node = false;            // /dev/gdrdrv exists
+  bool device_is_char = false;         // ... and is a character device
+  std::optional<unsigned> device_mode; // its permission bits
+  std::string device_owner, device_group;  // names from the root's /etc/passwd and /etc/group, else ids
+};
+
 // One DKMS package/version for one kernel, from /var/lib/dkms/<package>/<version>/<kernel>/<arch>/module
 // (built) and /lib/modules/<kernel>/updates/dkms (installed: every built module is there).
 struct DkmsOnKernel {
@@ -215,6 +227,7 @@ struct Inventory {
   KernelInfo kernel;
   IommuState iommu;
   NvidiaDriverState nvidia;
+  GdrdrvState gdrdrv;
   KernelsState kernels;            // installed kernels, the next boot one, DKMS builds per kernel
   SecureBootState secure_boot;     // Secure Boot, lockdown and the key DKMS signs modules with
   std::vector<PciDevice> devices;  // sorted by BDF

@@ -82,6 +82,19 @@ struct DriverSpec {
   bool allow_boot_without_module = false;
 };
 
+// gdrcopy (gdrcopy:): its kernel module gdrdrv, built against the NVIDIA module's staged source
+// (driver.kernel_module), and the device node its library opens.
+struct GdrcopySpec {
+  std::string version;  // gdrcopy's release, 2.6
+  Artifact source;      // its source (release tarball or directory), checked against its sha256
+  std::string device_owner = "root";
+  std::string device_group = "root";
+  unsigned device_mode = 0660;  // /dev/gdrdrv
+  // The most gdrcopy's users pin on one GPU at a time: the driver maps every pin into BAR1 and
+  // refuses one that would leave less than 36 MiB of it free (gdrcopy.bar1 judges it).
+  Bytes pin = 64 * MiB;
+};
+
 struct NvmeDrive {
   std::optional<std::string> serial;
   std::optional<std::string> model;
@@ -146,6 +159,7 @@ struct Profile {
   Match match;
   PlatformSpec platform;
   std::optional<DriverSpec> driver;
+  std::optional<GdrcopySpec> gdrcopy;
   std::optional<NvmeSpec> nvme;
   std::optional<SelftestSpec> selftest;
 };

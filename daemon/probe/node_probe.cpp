@@ -56,6 +56,7 @@ Inventory probe_inventory(const sys::SysRoot& root) {
   inv.kernel = probe_kernel(root);
   inv.iommu = probe_iommu(root);
   inv.nvidia = probe_nvidia_driver(root);
+  inv.gdrdrv = probe_gdrdrv(root);
   inv.kernels = probe_kernels(root, inv.kernel.release);
   inv.secure_boot = probe_secure_boot(root);
   inv.devices = probe_pci_devices(root);

@@ -17,6 +17,7 @@ PciDevice probe_pci_device(const sys::SysRoot& root, const std::string& bdf);
 IommuState probe_iommu(const sys::SysRoot& root);
 KernelInfo probe_kernel(const sys::SysRoot& root);
 NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root);
+GdrdrvState probe_gdrdrv(const sys::SysRoot& root);
 // Installed kernels (/lib/modules), the next boot one (lifecycle::next_boot_kernel) and, per kernel,
 // the DKMS packages built and installed for it and the failed builds p2pnode kept a make.log of.
 KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running_kernel);

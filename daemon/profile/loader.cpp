@@ -2,6 +2,7 @@
 #include "profile/loader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -203,6 +204,55 @@ void read_driver(MapReader& root, Profile& p) {
   p.driver = d;
 }
 
+// A user or group name as useradd accepts it, or a numeric id.
+bool is_account_name(const std::string& s) {
+  if (s.empty() || s.size() > 32) return false;
+  if (s.find_first_not_of("0123456789") == std::string::npos) return true;
+  return (std::islower(static_cast<unsigned char>(s[0])) || s[0] == '_') &&
+         s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
+}
+
+void read_gdrcopy(MapReader& root, Profile& p) {
+  auto m = root.map("gdrcopy", {"version", "source", "device", "pin"});
+  if (!m) return;
+  GdrcopySpec g;
+  if (auto v = m->string("version", true)) {
+    const bool ok = !v->empty() && std::isdigit(static_cast<unsigned char>(v->front())) &&
+                    v->find_first_not_of("0123456789.") == std::string::npos;
+    if (!ok) m->diag().add(m->get("version"), m->child_path("version"),
+                           "expected gdrcopy's release such as 2.6, found '" + *v + "'");
+    g.version = *v;
+  }
+  m->require("source");
+  if (auto a = read_artifact(*m, "source")) g.source = *a;
+  if (auto d = m->map("device", {"owner", "group", "mode"})) {
+    for (auto [field, out] : {std::pair<const char*, std::string*>{"owner", &g.device_owner}, {"group", &g.device_group}})
+      if (auto v = d->string(field)) {
+        if (!is_account_name(*v))
+          d->diag().add(d->get(field), d->child_path(field), std::string("expected a ") + (field[0] == 'o' ? "user" : "group") +
+                                                                " name or numeric id, found '" + *v + "'");
+        *out = *v;
+      }
+    if (auto mode = d->string("mode")) {
+      const bool ok = mode->size() >= 3 && mode->size() <= 4 && mode->find_first_not_of("01234567") == std::string::npos &&
+                      (mode->size() == 3 || mode->front() == '0');
+      if (!ok)
+        d->diag().add(d->get("mode"), d->child_path("mode"),
+                      "expected an octal file mode such as \"0660\", found '" + *mode + "'");
+      else
+        g.device_mode = static_cast<unsigned>(std::stoul(*mode, nullptr, 8));
+    }
+  }
+  if (auto pin = m->size("pin")) {
+    if (*pin == 0) m->diag().add(m->get("pin"), m->child_path("pin"), "expected a size above 0 such as 64MiB");
+    g.pin = *pin;
+  }
+  if (!p.driver || !p.driver->kernel_module)
+    m->diag().add(m->node(), m->path(), "gdrdrv is built against the NVIDIA module's source: expected driver.kernel_module "
+                                        "in this profile as well");
+  p.gdrcopy = g;
+}
+
 bool is_bdf(const std::string& s) {
   // 0000:0b:00.0
   if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
@@ -335,7 +385,7 @@ LoadResult load_profile_text(std::string_view text, const std::string& file_name
     return out;
   }
   MapReader root(*doc, "", out.diagnostics,
-                 {"apiVersion", "kind", "metadata", "match", "platform", "driver", "nvme", "selftest"});
+                 {"apiVersion", "kind", "metadata", "match", "platform", "driver", "gdrcopy", "nvme", "selftest"});
   if (!root.valid()) return out;
   Profile p;
   p.source_file = file_name;
@@ -356,6 +406,7 @@ LoadResult load_profile_text(std::string_view text, const std::string& file_name
   read_match(root, p);
   read_platform(root, p);
   read_driver(root, p);
+  read_gdrcopy(root, p);
   read_nvme(root, p);
   read_selftest(root, p);
   if (out.diagnostics.empty()) out.profile = std::move(p);

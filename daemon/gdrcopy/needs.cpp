@@ -1,0 +1,39 @@
+#include "gdrcopy/needs.hpp"
+
+#include <charconv>
+#include <map>
+
+namespace p2pnode::gdrcopy {
+
+Bytes pinnable(Bytes aperture) { return aperture > kBar1Reserve ? (aperture - kBar1Reserve) / kGpuPage * kGpuPage : 0; }
+
+Bytes pin_footprint(Bytes bytes) { return (bytes + kGpuPage - 1) / kGpuPage * kGpuPage; }
+
+DmaBufVerdict dmabuf_support(const std::string& driver_version) {
+  // The CUDA version each production branch's driver reports (nvidia-smi's "CUDA Version").
+  static const std::map<int, std::string> kCuda{{550, "12.4"}, {555, "12.5"}, {560, "12.6"}, {565, "12.7"},
+                                               {570, "12.8"}, {575, "12.9"}, {580, "13.0"}, {590, "13.1"}};
+  int branch = 0;
+  const auto dot = driver_version.find('.');
+  const auto [p, ec] = std::from_chars(driver_version.data(), driver_version.data() + driver_version.size(), branch);
+  DmaBufVerdict v;
+  if (driver_version.empty() || ec != std::errc() || p != driver_version.data() + (dot == std::string::npos ? driver_version.size() : dot)) {
+    v.why = "the driver's version is not known";
+    return v;
+  }
+  if (auto it = kCuda.find(branch); it != kCuda.end()) {
+    v.support = DmaBuf::unavailable;
+    v.cuda = it->second;
+    v.why = "driver " + driver_version + " (CUDA " + it->second + ") is older than the CUDA 13.3 gdrcopy's dma-buf backend needs";
+  } else if (branch < kCuda.rbegin()->first) {  // branches report rising CUDA versions
+    v.support = DmaBuf::unavailable;
+    v.why = "driver " + driver_version + " (a branch before 590's CUDA 13.1) is older than the CUDA 13.3 gdrcopy's dma-buf "
+            "backend needs";
+  } else {
+    v.why = "driver " + driver_version + " is newer than CUDA 13.1's 590: whether it offers the dma-buf backend (CUDA 13.3 and a GPU "
+            "that reports dma-buf support) is for the agent's BAR case to find";
+  }
+  return v;
+}
+
+}  // namespace p2pnode::gdrcopy
