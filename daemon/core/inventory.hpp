@@ -118,7 +118,9 @@ struct GdrdrvState {
   bool device_node = false;            // /dev/gdrdrv exists
   bool device_is_char = false;         // ... and is a character device
   std::optional<unsigned> device_mode; // its permission bits
-  std::string device_owner, device_group;  // names from the root's /etc/passwd and /etc/group, else ids
+  std::optional<int> device_major;     // the device it names (a node left from an earlier load names an old major)
+  unsigned device_uid = 0, device_gid = 0;
+  std::string device_owner, device_group;  // names from the root's /etc/passwd and /etc/group, else the ids
 };
 
 // One DKMS package/version for one kernel, from /var/lib/dkms/<package>/<version>/<kernel>/<arch>/module

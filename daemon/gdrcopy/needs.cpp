@@ -30,8 +30,8 @@ DmaBufVerdict dmabuf_support(const std::string& driver_version) {
     v.why = "driver " + driver_version + " (a branch before 590's CUDA 13.1) is older than the CUDA 13.3 gdrcopy's dma-buf "
             "backend needs";
   } else {
-    v.why = "driver " + driver_version + " is newer than CUDA 13.1's 590: whether it offers the dma-buf backend (CUDA 13.3 and a GPU "
-            "that reports dma-buf support) is for the agent's BAR case to find";
+    v.why = "driver " + driver_version + " is of a branch after 590 (CUDA 13.1): whether it offers the dma-buf backend (CUDA 13.3 "
+            "and a GPU that reports dma-buf support) cannot be told from its version";
   }
   return v;
 }

@@ -3,6 +3,7 @@
 // (/proc/devices) and /dev/gdrdrv, which nothing but whoever loads the module makes (gdrdrv registers
 // a bare major: no class, so udev makes no node).
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <sstream>
 
@@ -34,7 +35,13 @@ GdrdrvState probe_gdrdrv(const sys::SysRoot& root) {
     std::istringstream in(*params);
     for (std::string line; std::getline(in, line);) {
       const std::string key = "Built for NVIDIA driver flavor: ";
-      if (line.rfind(key, 0) == 0) s.open_flavour = line.substr(key.size()) == "opensource";
+      if (line.rfind(key, 0) == 0) {
+        std::istringstream word(line.substr(key.size()));
+        std::string flavour;
+        word >> flavour;
+        if (flavour == "opensource") s.open_flavour = true;
+        if (flavour == "proprietary") s.open_flavour = false;
+      }
       if (line.rfind("Version: ", 0) == 0 && !s.version) s.version = line.substr(9);
     }
   }
@@ -53,6 +60,9 @@ GdrdrvState probe_gdrdrv(const sys::SysRoot& root) {
     s.device_node = true;
     s.device_is_char = S_ISCHR(st.st_mode);
     s.device_mode = static_cast<unsigned>(st.st_mode & 07777);
+    if (s.device_is_char) s.device_major = static_cast<int>(major(st.st_rdev));
+    s.device_uid = st.st_uid;
+    s.device_gid = st.st_gid;
     s.device_owner = account_name(root, "/etc/passwd", st.st_uid);
     s.device_group = account_name(root, "/etc/group", st.st_gid);
   }

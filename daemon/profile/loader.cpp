@@ -162,6 +162,8 @@ void read_driver(MapReader& root, Profile& p) {
       ms.signing = signing;
     }
     k->require("source");
+    if (k->has("source") && k->get("source").IsNull())
+      k->diag().add(k->get("source"), k->child_path("source"), "expected the module's source: one of path, url or git, with its sha256");
     if (auto a = read_artifact(*k, "source")) ms.artifact = *a;
     const auto patches = k->sequence("patches");
     for (std::size_t i = 0; i < patches.size(); ++i) {
@@ -204,12 +206,19 @@ void read_driver(MapReader& root, Profile& p) {
   p.driver = d;
 }
 
-// A user or group name as useradd accepts it, or a numeric id.
+// A user or group name as useradd accepts it, or a numeric id below (uid_t)-1 (which chown reads as
+// "leave unchanged").
 bool is_account_name(const std::string& s) {
   if (s.empty() || s.size() > 32) return false;
-  if (s.find_first_not_of("0123456789") == std::string::npos) return true;
+  if (s.find_first_not_of("0123456789") == std::string::npos) return s.size() <= 10 && std::stoull(s) < 4294967295ULL;
   return (std::islower(static_cast<unsigned char>(s[0])) || s[0] == '_') &&
          s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
+}
+
+// 2.6, 2.4.1: digits separated by single dots.
+bool is_release(const std::string& v) {
+  if (v.empty() || v.front() == '.' || v.back() == '.' || v.find("..") != std::string::npos) return false;
+  return v.find_first_not_of("0123456789.") == std::string::npos;
 }
 
 void read_gdrcopy(MapReader& root, Profile& p) {
@@ -217,13 +226,13 @@ void read_gdrcopy(MapReader& root, Profile& p) {
   if (!m) return;
   GdrcopySpec g;
   if (auto v = m->string("version", true)) {
-    const bool ok = !v->empty() && std::isdigit(static_cast<unsigned char>(v->front())) &&
-                    v->find_first_not_of("0123456789.") == std::string::npos;
-    if (!ok) m->diag().add(m->get("version"), m->child_path("version"),
-                           "expected gdrcopy's release such as 2.6, found '" + *v + "'");
+    if (!is_release(*v))
+      m->diag().add(m->get("version"), m->child_path("version"), "expected gdrcopy's release such as 2.6, found '" + *v + "'");
     g.version = *v;
   }
   m->require("source");
+  if (m->has("source") && m->get("source").IsNull())
+    m->diag().add(m->get("source"), m->child_path("source"), "expected gdrcopy's source: one of path, url or git, with its sha256");
   if (auto a = read_artifact(*m, "source")) g.source = *a;
   if (auto d = m->map("device", {"owner", "group", "mode"})) {
     for (auto [field, out] : {std::pair<const char*, std::string*>{"owner", &g.device_owner}, {"group", &g.device_group}})
@@ -237,8 +246,10 @@ void read_gdrcopy(MapReader& root, Profile& p) {
       const bool ok = mode->size() >= 3 && mode->size() <= 4 && mode->find_first_not_of("01234567") == std::string::npos &&
                       (mode->size() == 3 || mode->front() == '0');
       if (!ok)
+        d->diag().add(d->get("mode"), d->child_path("mode"), "expected an octal file mode such as \"0660\", found '" + *mode + "'");
+      else if (d->get("mode").Tag() == "?")  // a plain scalar: YAML tools read 0660 as the number 432
         d->diag().add(d->get("mode"), d->child_path("mode"),
-                      "expected an octal file mode such as \"0660\", found '" + *mode + "'");
+                      "expected the mode quoted, \"" + *mode + "\": other YAML tools read " + *mode + " as a number");
       else
         g.device_mode = static_cast<unsigned>(std::stoul(*mode, nullptr, 8));
     }
