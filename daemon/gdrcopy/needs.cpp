@@ -1,7 +1,8 @@
 #include "gdrcopy/needs.hpp"
 
-#include <charconv>
 #include <map>
+
+#include "nvidia/gpu_arch.hpp"
 
 namespace p2pnode::gdrcopy {
 
@@ -13,11 +14,9 @@ DmaBufVerdict dmabuf_support(const std::string& driver_version) {
   // The CUDA version each production branch's driver reports (nvidia-smi's "CUDA Version").
   static const std::map<int, std::string> kCuda{{550, "12.4"}, {555, "12.5"}, {560, "12.6"}, {565, "12.7"},
                                                {570, "12.8"}, {575, "12.9"}, {580, "13.0"}, {590, "13.1"}};
-  int branch = 0;
-  const auto dot = driver_version.find('.');
-  const auto [p, ec] = std::from_chars(driver_version.data(), driver_version.data() + driver_version.size(), branch);
+  const int branch = nvidia::driver_branch(driver_version);
   DmaBufVerdict v;
-  if (driver_version.empty() || ec != std::errc() || p != driver_version.data() + (dot == std::string::npos ? driver_version.size() : dot)) {
+  if (branch == 0 || driver_version.find_first_not_of("0123456789.") != std::string::npos) {
     v.why = "the driver's version is not known";
     return v;
   }

@@ -59,9 +59,15 @@ std::optional<Artifact> read_builtin_patch(const YAML::Node& node, const std::st
   return a;
 }
 
-std::optional<Artifact> read_artifact(MapReader& parent, std::string_view key) {
+// parent.key as an artifact: nullopt when absent; a key written with nothing after it is an error
+// naming `what` (require() only sees that the key is there).
+std::optional<Artifact> read_artifact(MapReader& parent, std::string_view key, const std::string& what) {
   const YAML::Node n = parent.get(key);
-  if (!n.IsDefined() || n.IsNull()) return std::nullopt;
+  if (!n.IsDefined()) return std::nullopt;
+  if (n.IsNull()) {
+    parent.diag().add(n, parent.child_path(key), "expected " + what + ": one of path, url or git, with its sha256");
+    return std::nullopt;
+  }
   return read_artifact_node(n, parent.child_path(key), parent.diag());
 }
 
@@ -143,7 +149,7 @@ void read_driver(MapReader& root, Profile& p) {
   }
   d.allow_boot_without_module = m->boolean("allow_boot_without_module").value_or(false);
   if (auto u = m->map("userspace", {"installer", "flags"})) {
-    d.userspace_installer = read_artifact(*u, "installer");
+    d.userspace_installer = read_artifact(*u, "installer", "the userspace installer");
     if (!u->has("installer")) u->require("installer");
     d.installer_flags = u->string_list("flags");
   }
@@ -162,9 +168,7 @@ void read_driver(MapReader& root, Profile& p) {
       ms.signing = signing;
     }
     k->require("source");
-    if (k->has("source") && k->get("source").IsNull())
-      k->diag().add(k->get("source"), k->child_path("source"), "expected the module's source: one of path, url or git, with its sha256");
-    if (auto a = read_artifact(*k, "source")) ms.artifact = *a;
+    if (auto a = read_artifact(*k, "source", "the module's source")) ms.artifact = *a;
     const auto patches = k->sequence("patches");
     for (std::size_t i = 0; i < patches.size(); ++i) {
       const std::string path = k->child_path("patches") + "[" + std::to_string(i) + "]";
@@ -231,9 +235,7 @@ void read_gdrcopy(MapReader& root, Profile& p) {
     g.version = *v;
   }
   m->require("source");
-  if (m->has("source") && m->get("source").IsNull())
-    m->diag().add(m->get("source"), m->child_path("source"), "expected gdrcopy's source: one of path, url or git, with its sha256");
-  if (auto a = read_artifact(*m, "source")) g.source = *a;
+  if (auto a = read_artifact(*m, "source", "gdrcopy's source")) g.source = *a;
   if (auto d = m->map("device", {"owner", "group", "mode"})) {
     for (auto [field, out] : {std::pair<const char*, std::string*>{"owner", &g.device_owner}, {"group", &g.device_group}})
       if (auto v = d->string(field)) {
