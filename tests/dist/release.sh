@@ -86,3 +86,26 @@ root_with_package() {
   in_root "$root" sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /tmp/p2pnode.deb" \
     > "$scratch/apt.log" 2>&1 || { tail -20 "$scratch/apt.log"; echo "apt-get install of $(basename "$deb") failed"; return 1; }
 }
+
+# kernel_root_tarball: prints the path of the release's kernel root, made once and cached as
+# $P2PNODE_TEST_CACHE/SUITE-kernel.tar: minbase plus the release's default kernel and its headers
+# (linux-image-amd64: a VM boots it, judge-kernel asks apt for its next version), DKMS with openssl
+# (it makes and uses its signing key), gcc and g++ (NVIDIA's core has C++), make, patch, and the
+# signed boot chain (shim, GRUB, OVMF, virt-firmware). One root for the tests that build modules
+# against the release's kernel (tests/dkms/test_trees_612.sh) and boot it under Secure Boot
+# (tests/secureboot/test_secureboot_vm.sh): one apt run of the kernel and its headers, not two.
+_kernel_root() {
+  local base
+  base=$(_debian_root_tarball "$DEBIAN_SUITE-minbase" _debootstrap_minbase) || return 1
+  mkdir -p "$1" && tar -C "$1" -xf "$base"
+  cp /etc/resolv.conf "$1/etc/resolv.conf"
+  # A chroot cannot see a disk (MODULES=dep fails there): an initramfs with every storage driver.
+  mkdir -p "$1/etc/initramfs-tools/conf.d" && echo MODULES=most > "$1/etc/initramfs-tools/conf.d/p2pnode-test"
+  in_root "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    linux-image-amd64 linux-headers-amd64 dkms make gcc g++ patch xz-utils kmod time openssl \
+    shim-signed grub-efi-amd64-signed ovmf python3-virt-firmware > "$1.apt.log" 2>&1 ||
+    { tail -30 "$1.apt.log"; return 1; }
+  rm -f "$1.apt.log"
+  chroot "$1" apt-get clean
+}
+kernel_root_tarball() { _debian_root_tarball "$DEBIAN_SUITE-kernel" _kernel_root; }

@@ -4,11 +4,11 @@
 # built once by p2pnode and linked from kernel-open/*/*.o_binary, DKMS's build the kernel layer only,
 # the nvidia.ko it built loaded in the VM to `NVRM: No NVIDIA GPU found.`, a second apply that builds
 # nothing, and the host's DKMS, /usr/src, /lib/modules, p2pnode's state and cache as they were.
-# Then, where a second kernel has headers (scripts/install-deps.sh test installs one), the apply for it:
-# the core from p2pnode's cache, DKMS's build the kernel layer only, both kernels installed.
-# This is scripts/bench-dkms.sh without its step 0 (the by-hand `dkms build`, the full benchmark run;
-# README, Benchmarks): BENCH_DKMS_TEST=1. Costs about 6 min of `make test` on 2 cores (3.4 min of
-# builds, one VM boot), more when the other tests share the cores.
+# The second kernel with the cached core is the benchmark's (scripts/bench-dkms.sh, full mode): in
+# make test every-kernel builds are tests/dkms/test_every_kernel.sh's, with a small module.
+# This is scripts/bench-dkms.sh without its steps 0 and 4 (the by-hand `dkms build` and the second
+# kernel; README, Benchmarks): BENCH_DKMS_TEST=1. Costs about 5 min of `make test` on 2 cores (3.2
+# min of builds, one VM boot), more when the other tests share the cores.
 # Usage: bash tests/dkms/test_real_tree.sh path/to/p2pnode
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH_DKMS_TEST=1 exec bash "$repo/scripts/bench-dkms.sh" "$@"

@@ -1,8 +1,8 @@
 #!/bin/bash
 # The P2P trees on Debian 13's kernel 6.12 through `p2pnode apply` and Debian 13's real DKMS (3.2),
-# in a fresh Debian 13 root (cached as /var/cache/p2pnode-tests/trixie-dkms.tar: debootstrap
-# minbase, dkms, gcc, g++, make, linux-image-amd64 and linux-headers-amd64) with p2pnode's Debian 13
-# package installed by apt:
+# in a fresh Debian 13 root (tests/dist/release.sh's kernel root: debootstrap minbase, dkms, gcc,
+# g++, make, linux-image-amd64 and linux-headers-amd64, shared with the Secure Boot test) with
+# p2pnode's Debian 13 package installed by apt:
 #  1. before any build, `check` names what each tree will hit on these headers from the breakage
 #     table: pci-resize-resource-exclude-bars for 570.86.16 (the RTX 5090's tree), 565.57.01 and
 #     550.90.07, drm-output-poll-changed for 550.90.07 only (and io-memory-pfn, a run-time
@@ -10,7 +10,8 @@
 #     source and refuses before any build (DKMS knows nothing, /usr/src is untouched);
 #  2. each builtin patch against the real tree and headers, compiled for real (NVIDIA's conftest
 #     and the one object the breakage stops: 570's nv-pci.o, 550's nvidia-drm-drv.o): without the
-#     patch the compiler's line matches the table's signature, with it the object builds;
+#     patch the compiler's line matches the table's signature, with it the object builds (570's
+#     with the patch is step 3's whole build);
 #  3. aikitoria's 570.86.16-p2p with an RTX 5090 profile and its builtin patches through `p2pnode
 #     apply`: the core built once by p2pnode, DKMS 3.2 builds and installs the kernel layer, `dkms
 #     status` says installed, modinfo names 570.86.16 and the kernel; a second apply builds nothing;
@@ -22,7 +23,7 @@
 #     them with its builtin patches: it keeps P2P; `check` then shows the judged candidate.
 # P2PNODE_ALL_TREES=1 adds step 3 for 565.57.01-p2p and 550.90.07-p2p (about 10 min more; README
 # and tests/dkms/README.md have the figures of such a run).
-# Cost in make test: the root once (about 3 min), two conftests and objects (~2 min of CPU), the
+# Cost in make test: the root once (about 3 min), three conftests and objects (~2 min of CPU), the
 # 570 tree's core and kernel layer (~5-8 min of both cores), one VM boot (~40 s), the judge's
 # compile of the kernel layer (~2 min of CPU).
 # Exit 77 only without root, debootstrap, Debian's archive, QEMU or the trees.
@@ -45,27 +46,10 @@ for t in unshare qemu-system-x86_64 dpkg-deb; do command -v $t >/dev/null || ski
 DEBIAN_SUITE=trixie
 t_start=$SECONDS
 
-# _dkms_root DIR: Debian 13 with DKMS, gcc and g++ (NVIDIA's core has C++), make, the default
-# kernel (linux-image-amd64: the VM boots it, judge-kernel asks apt for its next version) and its
-# headers.
-_dkms_root() {
-  local base
-  base=$(_debian_root_tarball "$DEBIAN_SUITE-minbase" _debootstrap_minbase) || return 1
-  mkdir -p "$1" && tar -C "$1" -xf "$base"
-  cp /etc/resolv.conf "$1/etc/resolv.conf"
-  # A chroot cannot see a disk: an initramfs with every storage driver, as the node image makes it.
-  mkdir -p "$1/etc/initramfs-tools/conf.d" && echo MODULES=most > "$1/etc/initramfs-tools/conf.d/p2pnode-test"
-  in_root "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    dkms make gcc g++ patch xz-utils kmod time linux-image-amd64 linux-headers-amd64 > "$1.apt.log" 2>&1 ||
-    { tail -30 "$1.apt.log"; return 1; }
-  rm -f "$1.apt.log"
-  chroot "$1" apt-get clean
-}
-
 TMP=$(mktemp -d /tmp/p2pnode-trees612.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 ROOT=$TMP/root
-tar=$(_debian_root_tarball "$DEBIAN_SUITE-dkms" _dkms_root) || die "making the Debian 13 DKMS root"
+tar=$(kernel_root_tarball) || die "making the Debian 13 kernel root"
 root_with_package "$ROOT" "$tar" "$build" "$TMP" || die "p2pnode's Debian 13 package in the Debian 13 root"
 KV=$(ls "$ROOT/lib/modules" | sort -V | tail -1)
 HDR=$(chroot "$ROOT" dpkg-query -W -f='${Package} ${Version}' "linux-headers-$KV")
@@ -145,8 +129,10 @@ obj_build() {
 }
 # signature_of ID: the breakage table's regex for ID.
 signature_of() { python3 -c "import yaml,sys; print(next(b['signature'] for b in yaml.safe_load(open('daemon/nvidia/breakages.yaml'))['breakages'] if b['id']==sys.argv[1]))" "$1"; }
-for spec in "570.86.16 nvidia nv-pci.o pci-resize-resource-exclude-bars" "550.90.07 nvidia-drm nvidia-drm-drv.o drm-output-poll-changed"; do
-  set -- $spec; ver=$1 mod=$2 obj=$3 id=$4
+# With the patch: 550's object here; 570's is compiled by step 3, which builds that whole tree with
+# the same builtin patch through DKMS (a second compile of it here would prove nothing more).
+for spec in "570.86.16 nvidia nv-pci.o pci-resize-resource-exclude-bars step3" "550.90.07 nvidia-drm nvidia-drm-drv.o drm-output-poll-changed here"; do
+  set -- $spec; ver=$1 mod=$2 obj=$3 id=$4 with=$5
   sig=$(signature_of "$id")
   t0=$SECONDS
   if obj_build "$ver" "$mod" "$obj" -; then
@@ -156,6 +142,7 @@ for spec in "570.86.16 nvidia nv-pci.o pci-resize-resource-exclude-bars" "550.90
     grep -qE -- "$sig" "$TMP/make-$ver--.log" && ok "$ver without $id: $(echo "$line" | sed 's|.*/kernel-open/|kernel-open/|') (matches the table's signature; $((SECONDS - t0)) s)" ||
       bad "$ver without $id failed, but not with the table's signature '$sig': $line"
   fi
+  [ "$with" = step3 ] && { echo "   $ver with {builtin: $id}: compiled in step 3 (the whole tree through DKMS)"; continue; }
   t0=$SECONDS
   if obj_build "$ver" "$mod" "$obj" "$id" && [ -s "$ROOT/tmp/obj/t/kernel-open/$mod/$obj" ]; then
     ok "$ver with {builtin: $id}: $mod/$obj builds on $KV ($((SECONDS - t0)) s)"

@@ -32,25 +32,10 @@ for t in unshare qemu-system-x86_64 busybox cpio gzip; do command -v $t >/dev/nu
 DEBIAN_SUITE=trixie
 t_start=$SECONDS
 
-# _sb_root DIR: Debian 13 with its signed boot chain, the firmware, DKMS (with openssl: it makes and
-# uses its signing key) and the kernel's headers.
-_sb_root() {
-  local base
-  base=$(_debian_root_tarball "$DEBIAN_SUITE-minbase" _debootstrap_minbase) || return 1
-  mkdir -p "$1" && tar -C "$1" -xf "$base"
-  cp /etc/resolv.conf "$1/etc/resolv.conf"
-  mkdir -p "$1/etc/initramfs-tools/conf.d" && echo MODULES=most > "$1/etc/initramfs-tools/conf.d/p2pnode-test"  # dep fails in a chroot (no root device)
-  in_root "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    linux-image-amd64 linux-headers-amd64 dkms make gcc openssl kmod shim-signed grub-efi-amd64-signed ovmf \
-    python3-virt-firmware > "$1.apt.log" 2>&1 || { tail -30 "$1.apt.log"; return 1; }
-  rm -f "$1.apt.log"
-  chroot "$1" apt-get clean
-}
-
 TMP=$(mktemp -d /tmp/p2pnode-secureboot.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 ROOT=$TMP/root
-tar=$(_debian_root_tarball "$DEBIAN_SUITE-secureboot" _sb_root) || die "making the Debian 13 Secure Boot root"
+tar=$(kernel_root_tarball) || die "making the Debian 13 kernel root (tests/dist/release.sh)"
 root_with_package "$ROOT" "$tar" "$build" "$TMP" || die "p2pnode's Debian 13 package in the Secure Boot root"
 KV=$(ls "$ROOT/lib/modules" | sort -V | tail -1)
 run_in() { in_root "$ROOT" "$@"; }
