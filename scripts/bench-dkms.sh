@@ -131,7 +131,7 @@ cleanup() {
   for k in $(grep -ohE "kept in $CORE_CACHE/[0-9a-f]{64}" "$TMP"/*.log 2>/dev/null | sed 's/^kept in //' | sort -u); do rm -rf "$k"; done
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
          /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \
-         /var/lib/p2pnode/dkms/failed/"$NAME" /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* /var/lib/p2pnode/dkms/trial \
+         /var/lib/p2pnode/dkms/failed/"$NAME" /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* /var/lib/p2pnode/dkms/trial/"$NAME-$VER" \
          /var/lib/p2pnode/dkms/core-build/"$NAME-$VER" /var/lib/p2pnode/dkms/locks/"$NAME-$VER".lock
   for f in /lib/modules/*/updates/dkms/nvidia*.ko*; do
     [ -f "$f" ] && [ -n "$ours" ] && grep -qx "$(sha256sum "$f" | cut -d' ' -f1)" <<<"$ours" && rm -f "$f"

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actions/driver_install.hpp"
+#include "actions/gdrcopy.hpp"
 #include "actions/nvme_bind.hpp"
 #include "actions/platform_fixes.hpp"
 #include "probe/probe.hpp"
@@ -16,11 +17,13 @@ const std::vector<std::unique_ptr<Action>>& all_actions() {
     v.push_back(make_rebar_resize());
     v.push_back(make_kernel_cmdline_fix());
     v.push_back(make_driver_module());
+    v.push_back(make_gdrcopy_module());  // after the NVIDIA tree is placed, before the boot guard counts it
     v.push_back(make_kernel_hook());
     v.push_back(make_boot_guard());
     v.push_back(make_driver_userspace());
     v.push_back(make_driver_options());
     v.push_back(make_driver_reload());
+    v.push_back(make_gdrcopy_device());  // after a reload: gdrdrv goes out with nvidia
     v.push_back(make_nvme_bind());
     return v;
   }();

@@ -41,6 +41,7 @@ std::vector<Finding> check_secure_boot(const Profile&, const Inventory&);
 std::vector<Finding> check_gdrcopy_bar1(const Profile&, const Inventory&);
 std::vector<Finding> check_gdrcopy_flavour(const Profile&, const Inventory&);
 std::vector<Finding> check_gdrcopy_backend(const Profile&, const Inventory&);
+std::vector<Finding> check_gdrcopy_kernels(const Profile&, const Inventory&);
 
 // RMForceP2PType sanity for a driver branch (nullopt when fine).
 std::optional<std::string> p2p_type_problem(const std::map<std::string, std::string>& options,

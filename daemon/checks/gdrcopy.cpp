@@ -1,37 +1,28 @@
-// gdrcopy.bar1, gdrcopy.flavour, gdrcopy.backend: what gdrcopy needs of the node, for a profile
-// with a gdrcopy section (gdrcopy/needs.hpp decides the figures).
+// gdrcopy.bar1, gdrcopy.flavour, gdrcopy.backend, gdrcopy.kernels: what gdrcopy needs of the node,
+// for a profile with a gdrcopy section (gdrcopy/needs.hpp decides the figures).
+#include <algorithm>
 #include <cstdio>
 
 #include "checks/check.hpp"
+#include "gdrcopy/device.hpp"
 #include "gdrcopy/needs.hpp"
-#include "lifecycle/module_install.hpp"
+#include "lifecycle/gdrdrv.hpp"
 
 namespace p2pnode::checks {
 namespace {
 
-std::string octal(unsigned mode) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%04o", mode);
-  return buf;
-}
+using gdrcopy::same_account;
+std::string octal(unsigned mode) { return gdrcopy::octal_mode(mode); }
 
-bool numeric(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
-
-// The profile's owner (or group) against the node's: by id where the profile gives a number.
-bool same_account(const std::string& want, const std::string& name, unsigned id) {
-  return numeric(want) ? std::stoull(want) == id : want == name;
-}
-
-// gdrdrv's build takes the directory with nv-p2p.h in the staged source (lifecycle/module_install).
 std::string nvidia_src_dir(const Profile& p) {
   if (!p.driver || !p.driver->kernel_module) return "<the NVIDIA module's source>/kernel-open/nvidia";
-  return nvidia::module_target(*p.driver).src_dir + "/kernel-open/nvidia";
+  return lifecycle::gdrdrv_nvidia_src_dir(*p.driver);
 }
 
 std::string build_by_hand(const Profile& p) {
-  return "Build and load gdrdrv against the staged source (p2pnode apply does not build gdrdrv yet): in gdrcopy-" +
-         p.gdrcopy->version + "/src/gdrdrv, `make KVER=$(uname -r) NVIDIA_SRC_DIR=" + nvidia_src_dir(p) +
-         " NVIDIA_IS_OPENSOURCE=y`, then `insmod gdrdrv.ko` after nvidia.";
+  return "`p2pnode apply` builds gdrdrv " + p.gdrcopy->version + " through DKMS for every kernel with headers (gdrcopy.module: "
+         "make NVIDIA_SRC_DIR=" + nvidia_src_dir(p) + " NVIDIA_IS_OPENSOURCE=y), loads it after nvidia and makes "
+         "/dev/gdrdrv (gdrcopy.device).";
 }
 
 std::string gdrdrv_name(const GdrdrvState& g) { return g.version ? "gdrdrv " + *g.version : std::string("gdrdrv"); }
@@ -104,7 +95,7 @@ std::vector<Finding> check_gdrcopy_flavour(const Profile& p, const Inventory& in
     f.severity = Severity::error;
     f.summary = "the loaded " + gdrdrv_name(g) + " was built for the proprietary NVIDIA module, and the open module " +
                 *nv.loaded_version + " runs: the open module's mappings (PAT, confidential computing) go unhandled";
-    f.remediation = "Unload it and build gdrdrv against the staged open source. " + build_by_hand(p);
+    f.remediation = "Unload it (rmmod gdrdrv); " + build_by_hand(p);
   } else {
     f.summary = "the open NVIDIA module " + *nv.loaded_version + " is loaded" +
                 (g.loaded ? ", and " + gdrdrv_name(g) + " built for it"
@@ -168,8 +159,50 @@ std::vector<Finding> check_gdrcopy_backend(const Profile& p, const Inventory& in
   f.severity = v.support == gdrcopy::DmaBuf::unavailable ? Severity::error : Severity::warning;
   f.summary = "gdrdrv is not loaded, and " + std::string(observed || version.empty() ? "" : "the profile's ") + v.why +
               (v.support == gdrcopy::DmaBuf::unavailable ? ": gdrcopy has no backend (gdr_open fails)" : "");
-  f.remediation = build_by_hand(p) + " Then " + mknod + ".";
+  f.remediation = build_by_hand(p) + " By hand, after loading it: " + mknod + ".";
   return {f};
+}
+
+}  // namespace p2pnode::checks
+
+namespace p2pnode::checks {
+
+std::vector<Finding> check_gdrcopy_kernels(const Profile& p, const Inventory& inv) {
+  if (!p.gdrcopy || !p.driver || !p.driver->kernel_module) return {};
+  const std::string want = std::string(lifecycle::kGdrdrvPackage) + "/" + p.gdrcopy->version;
+  std::vector<Finding> out;
+  for (const auto& k : inv.kernels.kernels) {
+    Finding f = make_finding("gdrcopy.kernels", k.release, Severity::ok, want + " is built and installed by DKMS for " + k.release);
+    f.expected = {{"module", want}, {"state", "installed"}};
+    f.observed = {{"headers", k.headers}, {"running", k.running}, {"next_boot", k.next_boot}};
+    const bool installed = std::any_of(k.dkms.begin(), k.dkms.end(), [&](const DkmsOnKernel& d) {
+      return d.package == lifecycle::kGdrdrvPackage && d.version == p.gdrcopy->version && d.installed;
+    });
+    if (installed) {
+      out.push_back(std::move(f));
+      continue;
+    }
+    const FailedBuild* failed = nullptr;
+    for (const auto& fb : k.failed)
+      if (fb.package == lifecycle::kGdrdrvPackage && fb.version == p.gdrcopy->version) failed = &fb;
+    f.severity = Severity::error;
+    const std::string after = k.next_boot && !k.running ? "; a reboot now would come up without gdrcopy's backend" : "";
+    if (failed) {
+      f.summary = want + " is not installed for " + k.release + ": its DKMS build failed" +
+                  (failed->first_error.empty() ? "" : ": " + failed->first_error) + after;
+      f.observed["make_log"] = failed->make_log;
+      f.remediation = "Read " + failed->make_log + " (gdrdrv is built against " + lifecycle::gdrdrv_nvidia_src_dir(*p.driver) +
+                      "); a newer gdrcopy release may support this kernel (gdrcopy.version and gdrcopy.source), then `p2pnode apply`.";
+    } else if (!k.headers) {
+      f.summary = want + " is not installed for " + k.release + ": the kernel has no headers, so DKMS cannot build it" + after;
+      f.remediation = "Install linux-headers-" + k.release + ", then `p2pnode apply` (it builds for every kernel with headers).";
+    } else {
+      f.summary = want + " is not installed for " + k.release + after;
+      f.remediation = "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + " (gdrcopy.module).";
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace p2pnode::checks

@@ -22,6 +22,7 @@ const std::vector<CheckDef>& all_checks() {
       {"gdrcopy.bar1", "each GPU's BAR1 holds what gdrcopy pins (gdrcopy.pin) beside the driver's 36 MiB reserve", check_gdrcopy_bar1},
       {"gdrcopy.flavour", "the open NVIDIA module runs, the one gdrdrv is built for", check_gdrcopy_flavour},
       {"gdrcopy.backend", "gdrcopy has a backend: gdrdrv loaded with /dev/gdrdrv as the profile asks, or the driver's dma-buf", check_gdrcopy_backend},
+      {"gdrcopy.kernels", "gdrdrv is built and installed by DKMS for every installed kernel", check_gdrcopy_kernels},
       {"nvme.binding", "NVMe drives on vfio-pci are in D0 with power/control on and Memory+BusMaster", check_nvme_binding},
   };
   return list;

@@ -65,6 +65,10 @@ struct ModuleSource {
   std::string name = "nvidia-p2p";  // DKMS package name
   std::vector<Artifact> patches;
   std::optional<ModuleSigning> signing;
+  // Not read from YAML: a module built against another one's staged source (gdrdrv against the
+  // NVIDIA tree's kernel-open/nvidia, lifecycle/gdrdrv.hpp): that directory, and the tree's
+  // identity, which is part of this module's (a changed NVIDIA tree rebuilds it).
+  std::string nvidia_src_dir, nvidia_identity;
 };
 
 struct DriverSpec {

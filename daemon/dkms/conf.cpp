@@ -83,9 +83,38 @@ Conf kbuild_conf(const std::string& name, const std::string& version, const std:
   return c;
 }
 
+std::optional<std::string> gdrdrv_header_version(std::string_view text) {
+  std::optional<std::string> major, minor;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string define, name, value;
+    if (!(words >> define >> name >> value) || define != "#define") continue;
+    if (value.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (name == "GDRDRV_MAJOR_VERSION") major = value;
+    if (name == "GDRDRV_MINOR_VERSION") minor = value;
+  }
+  if (!major || !minor) return std::nullopt;
+  return *major + "." + *minor;
+}
+
+Conf gdrdrv_conf(const std::string& name, const std::string& version, const std::string& nvidia_src_dir) {
+  Conf c;
+  c.package_name = name;
+  c.package_version = version;
+  // gdrdrv's Makefile passes M=$(PWD) to Kbuild and finds its conftests at $(PWD)/../../scripts:
+  // it must run from src/gdrdrv itself (make -C would leave PWD at the tree's root).
+  c.make = "cd src/gdrdrv && 'make' KVER=${kernelver} NVIDIA_SRC_DIR=" + nvidia_src_dir + " NVIDIA_IS_OPENSOURCE=y";
+  c.modules.push_back({"gdrdrv", "src/gdrdrv/"});
+  c.dest_location = "/kernel/drivers/misc";
+  c.written_from = "gdrcopy";
+  return c;
+}
+
 std::string render(const Conf& c) {
   std::ostringstream o;
-  o << "# Written by p2pnode from the profile's driver.kernel_module; `p2pnode apply` rewrites it.\n";
+  o << "# Written by p2pnode from the profile's " << c.written_from << "; `p2pnode apply` rewrites it.\n";
   o << "PACKAGE_NAME=" << shell_quoted(c.package_name) << "\n";
   o << "PACKAGE_VERSION=" << shell_quoted(c.package_version) << "\n";
   o << "# 'make' is quoted so DKMS does not prepend KERNELRELEASE= (NVIDIA's Makefile would think Kbuild ran it).\n";

@@ -25,9 +25,10 @@ struct Conf {
   // initramfs-tools and update-grub, and apt fails until it is fixed. p2pnode's modules are built
   // for new kernels by its own hook (z50-p2pnode), which never fails an installation.
   bool autoinstall = false;
+  std::string written_from = "driver.kernel_module";  // the profile's section, for the header line
 };
 
-enum class TreeKind { nvidia_open, kbuild };
+enum class TreeKind { nvidia_open, kbuild, gdrdrv };
 
 // What kind of tree a source directory is, from its top-level names: an open-gpu-kernel-modules
 // checkout has kernel-open/ and src/; anything else is taken as one Kbuild directory.
@@ -50,6 +51,15 @@ Conf nvidia_open_conf(const std::string& name, const std::string& version,
 // One Kbuild directory (tests, small out-of-tree modules).
 Conf kbuild_conf(const std::string& name, const std::string& version, const std::vector<std::string>& modules,
                  const std::vector<std::string>& patches);
+
+// gdrdrv's version from src/gdrdrv/gdrdrv.h (GDRDRV_MAJOR_VERSION, GDRDRV_MINOR_VERSION: "2.6"),
+// the release's first two numbers.
+std::optional<std::string> gdrdrv_header_version(std::string_view gdrdrv_h);
+
+// gdrcopy's release tree: gdrdrv (src/gdrdrv, whose Makefile runs gdrcopy's conftests from
+// scripts/) built against the NVIDIA tree's kernel-open/nvidia (nv-p2p.h) in the open flavour.
+// Only gdrdrv.ko is installed (nv-p2p-dummy.ko, built beside it for modpost, is not).
+Conf gdrdrv_conf(const std::string& name, const std::string& version, const std::string& nvidia_src_dir);
 
 std::string render(const Conf& conf);
 

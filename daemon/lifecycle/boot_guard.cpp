@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lifecycle/gdrdrv.hpp"
 #include "secureboot/verdict.hpp"
 
 namespace p2pnode::lifecycle {
@@ -23,9 +24,14 @@ BootGuardDecision decide_boot_guard(const BootGuardInputs& in) {
   // Debian's update-grub makes the newest kernel the default: it must have the module, or GRUB
   // is held on one that has.
   const std::string& newest = in.kernels.front().release;
-  const std::string lacks = in.kernels.front().unsigned_under_secure_boot
+  const auto& front = in.kernels.front();
+  std::string which;
+  if (front.missing.size() > 1 || (front.missing.size() == 1 && front.missing[0].rfind(kGdrdrvPackage, 0) == 0))
+    for (const auto& m : front.missing) which += (which.empty() ? " (" : ", ") + m;
+  if (!which.empty()) which += ")";
+  const std::string lacks = front.unsigned_under_secure_boot
                                 ? " has the module unsigned and Secure Boot enforces signatures (the kernel would refuse it)"
-                                : " has no module (its build failed or its headers are missing)";
+                                : " has no module" + which + " (its build failed or its headers are missing)";
   if (good == in.kernels.end()) {
     d.unsafe = true;
     d.reason = "the newest kernel " + newest + lacks + " and no installed kernel has one to fall back to";
@@ -41,15 +47,20 @@ BootGuardDecision decide_boot_guard(const BootGuardInputs& in) {
 BootGuardInputs boot_guard_inputs(const Profile& p, const Inventory& inv) {
   BootGuardInputs in;
   if (!p.driver || !p.driver->kernel_module) return in;
-  const std::string& pkg = p.driver->kernel_module->name;
-  const std::string& ver = p.driver->version;
+  std::vector<std::pair<std::string, std::string>> wanted = {{p.driver->kernel_module->name, p.driver->version}};
+  if (p.gdrcopy) wanted.emplace_back(kGdrdrvPackage, p.gdrcopy->version);
   const bool enforced = secureboot::decide_signing(inv.secure_boot).trust != secureboot::Trust::not_enforced;
   for (const auto& k : inv.kernels.kernels) {
-    KernelModuleState s{k.release, false};
-    for (const auto& d : k.dkms) {
-      if (d.package != pkg || d.version != ver || !d.installed) continue;
-      if (enforced && d.signed_modules == false) s.unsigned_under_secure_boot = true;
-      else s.has_module = true;
+    KernelModuleState s{k.release, true, {}};
+    for (const auto& [pkg, ver] : wanted) {
+      bool has = false;
+      for (const auto& d : k.dkms) {
+        if (d.package != pkg || d.version != ver || !d.installed) continue;
+        if (enforced && d.signed_modules == false) s.unsigned_under_secure_boot = true;
+        else has = true;
+      }
+      if (!has) s.missing.push_back(pkg + "/" + ver);
+      s.has_module = s.has_module && has;
     }
     in.kernels.push_back(s);
   }

@@ -16,7 +16,10 @@ inline constexpr const char* kBootGuardDropIn = "/etc/default/grub.d/p2pnode-boo
 
 struct KernelModuleState {
   std::string release;
-  bool has_module = false;  // the profile's package and version installed by DKMS for it
+  // Every DKMS package the profile builds (driver.kernel_module's, and gdrdrv with a gdrcopy
+  // section) installed for it: a kernel that lacks either is a kernel without the module.
+  bool has_module = false;
+  std::vector<std::string> missing;  // the packages it lacks, "gdrdrv/2.6"
   // Installed but unsigned where Secure Boot enforces signatures: the kernel would refuse it, so
   // it counts as missing (has_module false).
   bool unsigned_under_secure_boot = false;
@@ -38,8 +41,9 @@ struct BootGuardDecision {
 
 BootGuardDecision decide_boot_guard(const BootGuardInputs& in);
 
-// The inputs for the profile's module (driver.kernel_module's package at driver.version) on this
-// box: which installed kernels have it, what GRUB starts, whether the hold is in place.
+// The inputs for the profile's modules (driver.kernel_module's package at driver.version, and
+// gdrdrv at gdrcopy.version) on this box: which installed kernels have them, what GRUB starts,
+// whether the hold is in place.
 BootGuardInputs boot_guard_inputs(const Profile& p, const Inventory& inv);
 
 }  // namespace p2pnode::lifecycle

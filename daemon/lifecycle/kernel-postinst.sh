@@ -4,9 +4,11 @@
 # there as `<script> <kernel version> <image path>`, DKMS's own hook (dkms, autoinstall) first.
 # It builds and installs the profile's module for the new kernel through DKMS when it is missing
 # (`p2pnode apply --only driver.module`, which names a known breakage and its fix when the build
-# fails); when the newest kernel still has no module, holds GRUB's default on the newest kernel
+# fails), and gdrcopy's gdrdrv where the profile has a gdrcopy section (gdrcopy.module); when the
+# newest kernel still lacks either module, holds GRUB's default on the newest kernel
 # that has it (driver.boot_guard: this runs before Debian's zz-update-grub, which then keeps
-# that default), and lifts the hold once the newest has it; prints driver.kernels for every kernel, and asks the daemon to reconcile now (SIGHUP) so
+# that default), and lifts the hold once the newest has it; prints driver.kernels (and
+# gdrcopy.kernels) for every kernel, and asks the daemon to reconcile now (SIGHUP) so
 # p2pnode_kernel_module_installed reports the new kernel without waiting for the schedule.
 # It never fails the kernel's installation: a failed build is reported here, by `p2pnode check`
 # and by the daemon, and the previous module stays installed.
@@ -28,10 +30,10 @@ if [ ! -x "$P2PNODE" ]; then
 fi
 echo "p2pnode kernel hook: kernel $version installed; building the profile's module where it is missing"
 # shellcheck disable=SC2086
-"$P2PNODE" apply --only driver.module --only driver.boot_guard ${P2PNODE_HOOK_ARGS:-}
+"$P2PNODE" apply --only driver.module --only gdrcopy.module --only driver.boot_guard ${P2PNODE_HOOK_ARGS:-}
 rc=$?
 # shellcheck disable=SC2086
-"$P2PNODE" check --only driver.kernels ${P2PNODE_HOOK_ARGS:-}
+"$P2PNODE" check --only driver.kernels --only gdrcopy.kernels ${P2PNODE_HOOK_ARGS:-}
 journal() {  # journal PRIORITY MESSAGE
   command -v "${LOGGER:-logger}" >/dev/null 2>&1 && "${LOGGER:-logger}" -t p2pnode-kernel-hook -p "daemon.$1" -- "$2" 2>/dev/null
   return 0

@@ -94,6 +94,8 @@ ModuleTarget module_target(const DriverSpec& d) {
     id += "\nsource " + d.kernel_module->artifact.sha256;
     for (const auto& p : d.kernel_module->patches)
       id += "\npatch " + (p.builtin ? "builtin:" + *p.builtin + " " + sha256_hex(std::string(builtin_patch(*p.builtin).value_or(""))) : p.sha256);
+    if (!d.kernel_module->nvidia_identity.empty())
+      id += "\nbuilt against " + d.kernel_module->nvidia_src_dir + " " + d.kernel_module->nvidia_identity;
   }
   t.identity = sha256_hex(id);
   return t;
@@ -310,7 +312,8 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   // Replacing an install: prove the new source builds (in a scratch DKMS tree) before touching it.
   bool replacing = false;
   for (const auto& k : kernels) replacing = replacing || installed_for(st_before, t.version, k);
-  const std::string scratch = std::string(kStateDir) + "/trial";
+  // Per package: gdrdrv's and the NVIDIA module's trial builds may run at once (hook and daemon).
+  const std::string scratch = std::string(kStateDir) + "/trial/" + t.name + "-" + t.version;
   std::error_code ec;
   if (replacing && source_changed) {  // same source, a new kernel: nothing to prove
     fs::remove_all(root.host_path(scratch), ec);

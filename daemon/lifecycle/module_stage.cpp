@@ -47,7 +47,8 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
     }
   }
   const auto top = root.list_dir(s.dir);
-  s.kind = dkms::classify_tree(top);
+  const std::string& against = d.kernel_module->nvidia_src_dir;
+  s.kind = against.empty() ? dkms::classify_tree(top) : dkms::TreeKind::gdrdrv;
   std::vector<std::string> patch_names, patch_match;
   if (!patches.empty()) {
     if (auto st = root.make_dirs(sys::join(s.dir, "patches")); !st) return st.error();
@@ -88,6 +89,22 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
         s.core.why_not = "the tree has no " + std::string(o.dir) + "/";
       }
     conf = dkms::nvidia_open_conf(t.name, t.version, s.modules, patch_names, s.core.reuse);
+  } else if (s.kind == dkms::TreeKind::gdrdrv) {
+    if (!root.exists(sys::join(s.dir, "src/gdrdrv/gdrdrv.c")) || !root.is_dir(sys::join(s.dir, "scripts")))
+      return Error{"the gdrcopy source has no src/gdrdrv/gdrdrv.c or no scripts/ (its conftests): is it gdrcopy's "
+                   "release tarball (github.com/NVIDIA/gdrcopy, v" + d.version + ")?"};
+    // gdrdrv's version is the release's major.minor (2.6 for 2.6 and 2.6.1): the tarball must be the
+    // profile's release, as an NVIDIA tree must be the profile's driver version.
+    const auto h = root.read_text(sys::join(s.dir, "src/gdrdrv/gdrdrv.h"));
+    const auto hv = h ? dkms::gdrdrv_header_version(*h) : std::nullopt;
+    const auto dot = d.version.find('.', d.version.find('.') + 1);
+    const std::string want = d.version.substr(0, dot);
+    if (!hv) return Error{"the gdrcopy source has no GDRDRV_MAJOR_VERSION/GDRDRV_MINOR_VERSION in src/gdrdrv/gdrdrv.h"};
+    if (*hv != want)
+      return Error{"the gdrcopy source is gdrdrv " + *hv + " (src/gdrdrv/gdrdrv.h) but the profile's gdrcopy.version is " +
+                   d.version + ": the module and the library must be the same release"};
+    s.modules = {"gdrdrv"};
+    conf = dkms::gdrdrv_conf(t.name, t.version, against);
   } else {
     std::string mk;
     for (const char* f : {"Kbuild", "Makefile"})

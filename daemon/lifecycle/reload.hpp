@@ -9,9 +9,10 @@
 
 namespace p2pnode::nvidia {
 
-// Unload order: users of nvidia first (peermem, drm → modeset, uvm), nvidia last. Load is the reverse.
-inline const std::vector<std::string> kUnloadOrder = {"nvidia_peermem", "nvidia_drm", "nvidia_modeset", "nvidia_uvm",
-                                                      "nvidia"};
+// Unload order: users of nvidia first (gdrcopy's gdrdrv, peermem, drm → modeset, uvm), nvidia last.
+// Load is the reverse (gdrdrv by gdrcopy.device, after the reload).
+inline const std::vector<std::string> kUnloadOrder = {"gdrdrv", "nvidia_peermem", "nvidia_drm", "nvidia_modeset",
+                                                      "nvidia_uvm", "nvidia"};
 
 struct Holder {
   int pid = 0;

@@ -50,7 +50,7 @@ cleanup() {
   "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1 || true
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
          /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/locks/"$NAME-$VER".lock /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \
-         /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* /var/lib/p2pnode/dkms/trial
+         /var/lib/p2pnode/dkms/logs/"$NAME-$VER"-* /var/lib/p2pnode/dkms/trial/"$NAME-$VER"
   rmdir /var/lib/p2pnode/dkms/stage /var/lib/p2pnode/dkms/logs /var/lib/p2pnode/dkms/prev /var/lib/p2pnode/dkms/locks 2>/dev/null || true
   find /lib/modules -name "$KO.ko*" -delete 2>/dev/null || true
   rm -rf "$TMP"
