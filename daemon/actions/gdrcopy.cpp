@@ -119,8 +119,17 @@ class GdrcopyDevice final : public Action {
     GdrdrvState g = inv.gdrdrv;
     if (w.load) {
       const std::string k = running_kernel(ctx.root, inv);
-      if (nvidia::installed_module_path(ctx.root, k, "gdrdrv").empty())
-        return fail("gdrdrv is not installed for the running kernel " + k + " (gdrcopy.module builds it; see its step)");
+      if (nvidia::installed_module_path(ctx.root, k, "gdrdrv").empty()) {
+        std::vector<std::string> with;
+        for (const auto& kk : nvidia::kernels_with_headers(ctx.root))
+          if (!nvidia::installed_module_path(ctx.root, kk, "gdrdrv").empty()) with.push_back(kk);
+        if (with.empty()) return fail("gdrdrv is not installed for the running kernel " + k + " (gdrcopy.module builds it; see its step)");
+        r.outcome = StepOutcome::reboot_required;
+        r.message = "gdrdrv is installed for " + json(with).dump() + " but not for the running kernel " + k +
+                    ": it is loaded, and /dev/gdrdrv made, on the first boot into one of them";
+        ctx.log(id(), r.subject, r.message);
+        return {r};
+      }
       const auto res = run(ctx, {"modprobe", "gdrdrv"});
       ++commands;
       if (!res.success())

@@ -246,13 +246,23 @@ TEST(GdrdrvDevice, LoadedAfterNvidiaAndItsNodeMadeAsTheProfileAsks) {
   EXPECT_EQ(major(st.st_rdev), 507u);
 }
 
-TEST(GdrdrvDevice, NotInstalledForTheRunningKernelIsAFailureThatSaysSo) {
+TEST(GdrdrvDevice, NotInstalledForTheRunningKernelIsAFailureOrAReboot) {
   DeviceBox b;
   fs::remove(b.dir / "lib/modules/6.1.0-56-amd64/updates/dkms/gdrdrv.ko");
   const auto r = b.apply(load());
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].outcome, StepOutcome::failed);
   EXPECT_NE(r[0].message.find("gdrdrv is not installed for the running kernel 6.1.0-56-amd64"), std::string::npos) << r[0].message;
+  EXPECT_EQ(b.runner.count("modprobe"), 0u);
+  // Installed for a newer kernel only (built there, this one has no headers): after a reboot.
+  fs::create_directories(b.dir / "lib/modules/6.1.0-57-amd64/build");
+  fs::create_directories(b.dir / "lib/modules/6.1.0-57-amd64/updates/dkms");
+  b.write("lib/modules/6.1.0-57-amd64/updates/dkms/gdrdrv.ko", "");
+  const auto r2 = b.apply(load());
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r2[0].outcome, StepOutcome::reboot_required) << r2[0].message;
+  EXPECT_NE(r2[0].message.find("installed for [\"6.1.0-57-amd64\"] but not for the running kernel 6.1.0-56-amd64"),
+            std::string::npos) << r2[0].message;
   EXPECT_EQ(b.runner.count("modprobe"), 0u);
 }
 

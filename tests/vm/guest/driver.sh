@@ -71,4 +71,25 @@ scenario_driver() {
   check "again: no write" eq "$(jq .writes /tmp/again.json)" 0
   check "again: no step (driver.module and driver.reload have nothing to do)" eq "$(jq '.steps | length' /tmp/again.json)" 0
   check "again: the same module stays loaded" eq "$(cat /sys/module/nvidia/version)" "$want"
+
+  # gdrcopy: gdrdrv (built on the host by DKMS against this tree's nv-p2p.h) loaded after nvidia,
+  # /dev/gdrdrv made from its major with the profile's mode 0640 root:root; then nothing to do.
+  check "gdrcopy: gdrdrv not loaded yet" sh -c "! [ -d /sys/module/gdrdrv ]"
+  apply_json /tmp/gdr.json $DRV/gdr.yaml
+  show "dmesg: $(dmesg | grep -i gdrdrv | tail -2 | tr '\n' '|')"
+  check "gdrcopy: apply exits 0" eq "$(cat /tmp/gdr.json.rc)" 0
+  check "gdrcopy: gdrcopy.module has nothing to do (built on the host)" eq "$(jq '[.steps[] | select(.action == "gdrcopy.module")] | length' /tmp/gdr.json)" 0
+  check "gdrcopy: gdrcopy.device changed" eq "$(step_of /tmp/gdr.json gdrcopy.device outcome)" changed
+  check "gdrcopy: gdrdrv loaded" loaded gdrdrv
+  check "gdrcopy: gdrdrv uses nvidia (nvidia's holders)" test -e /sys/module/nvidia/holders/gdrdrv
+  check "gdrcopy: the kernel log says the open flavour" sh -c "dmesg | grep -q 'gdrdrv version 2.6 built for opensource NVIDIA driver'"
+  local major
+  major=$(awk '$2 == "gdrdrv" {print $1}' /proc/devices)
+  show "/dev/gdrdrv: $(ls -l /dev/gdrdrv 2>&1); gdrdrv major $major"
+  check "gdrcopy: /dev/gdrdrv is a character device, mode 0640, root root" sh -c "ls -l /dev/gdrdrv | grep -q '^crw-r----- .* root *root '"
+  check "gdrcopy: /dev/gdrdrv is gdrdrv's major $major, minor 0" sh -c "ls -l /dev/gdrdrv | grep -q ' $major, *0 '"
+  check "gdrcopy: the step's message names it" contains "$(step_of /tmp/gdr.json gdrcopy.device message)" "/dev/gdrdrv c $major 0, 0640 root:root"
+  apply_json /tmp/gdr2.json $DRV/gdr.yaml
+  check "gdrcopy again: apply exits 0" eq "$(cat /tmp/gdr2.json.rc)" 0
+  check "gdrcopy again: no step" eq "$(jq '.steps | length' /tmp/gdr2.json)" 0
 }

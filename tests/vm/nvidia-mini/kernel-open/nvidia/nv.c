@@ -43,6 +43,49 @@ const char *nvp2p_version(void)
 }
 EXPORT_SYMBOL(nvp2p_version);
 
+// The third-party P2P entry points gdrcopy's gdrdrv links against, where a test put the real
+// tree's kernel-open/nvidia/nv-p2p.h beside this file (tests/vm/test_driver_reload.sh): the
+// prototypes from that header (so modversions' CRCs match what gdrdrv was built with), nothing
+// behind them: there is no GPU memory to pin here.
+#if __has_include("nv-p2p.h")
+#include <linux/pci.h>
+#include <linux/types.h>
+#include "nv-p2p.h"
+
+int nvidia_p2p_get_pages(uint64_t p2p_token, uint32_t va_space, uint64_t virtual_address, uint64_t length,
+			 struct nvidia_p2p_page_table **page_table, void (*free_callback)(void *data), void *data)
+{
+	return -ENODEV;
+}
+EXPORT_SYMBOL_GPL(nvidia_p2p_get_pages);
+
+int nvidia_p2p_get_pages_persistent(uint64_t virtual_address, uint64_t length,
+				    struct nvidia_p2p_page_table **page_table, uint32_t flags)
+{
+	return -ENODEV;
+}
+EXPORT_SYMBOL_GPL(nvidia_p2p_get_pages_persistent);
+
+int nvidia_p2p_put_pages(uint64_t p2p_token, uint32_t va_space, uint64_t virtual_address,
+			 struct nvidia_p2p_page_table *page_table)
+{
+	return -EINVAL;
+}
+EXPORT_SYMBOL_GPL(nvidia_p2p_put_pages);
+
+int nvidia_p2p_put_pages_persistent(uint64_t virtual_address, struct nvidia_p2p_page_table *page_table, uint32_t flags)
+{
+	return -EINVAL;
+}
+EXPORT_SYMBOL_GPL(nvidia_p2p_put_pages_persistent);
+
+int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
+{
+	return -EINVAL;
+}
+EXPORT_SYMBOL_GPL(nvidia_p2p_free_page_table);
+#endif
+
 static int __init nv_init(void)
 {
 	int rc;
