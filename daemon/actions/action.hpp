@@ -37,6 +37,9 @@ class Action {
   virtual std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const = 0;
 };
 
+// The running kernel's release: the probe's, else /proc/sys/kernel/osrelease.
+std::string running_kernel(const sys::SysRoot& root, const Inventory& inv);
+
 // The explicit list, in the order they run (platform fixes, then driver, then NVMe binding).
 const std::vector<std::unique_ptr<Action>>& all_actions();
 

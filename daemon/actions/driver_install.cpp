@@ -18,11 +18,6 @@ namespace p2pnode::actions {
 namespace {
 using json = nlohmann::json;
 
-std::string running_kernel(const sys::SysRoot& root, const Inventory& inv) {
-  if (!inv.kernel.release.empty()) return inv.kernel.release;
-  return root.read_attr("/proc/sys/kernel/osrelease").value_or("");
-}
-
 sys::CommandResult run_logged(ApplyContext& ctx, std::string_view action, const std::string& subject,
                               std::vector<std::string> argv, std::chrono::seconds timeout) {
   sys::Command c;

@@ -15,11 +15,6 @@ namespace p2pnode::actions {
 namespace {
 using json = nlohmann::json;
 
-std::string running_kernel(const sys::SysRoot& root, const Inventory& inv) {
-  if (!inv.kernel.release.empty()) return inv.kernel.release;
-  return root.read_attr("/proc/sys/kernel/osrelease").value_or("");
-}
-
 // nv-p2p.h in the NVIDIA tree gdrdrv is built against: there once driver.module placed the tree.
 std::string nv_p2p_header(const DriverSpec& gdrdrv) { return gdrdrv.kernel_module->nvidia_src_dir + "/nv-p2p.h"; }
 

@@ -31,7 +31,8 @@ class KernelHook final : public Action {
       if (hook_in_place(root, path)) continue;
       out.push_back(Step{"driver.kernel_hook", path,
                          std::string("write ") + path + ": a kernel (or its headers) installed by apt then builds " +
-                             p.driver->kernel_module->name + "/" + p.driver->version + " for it and the daemon reports it",
+                             p.driver->kernel_module->name + "/" + p.driver->version +
+                             (p.gdrcopy ? " and gdrdrv/" + p.gdrcopy->version : std::string()) + " for it and the daemon reports it",
                          false, false, {{"present", root.exists(path)}}});
     }
     return out;

@@ -10,6 +10,11 @@
 
 namespace p2pnode::actions {
 
+std::string running_kernel(const sys::SysRoot& root, const Inventory& inv) {
+  if (!inv.kernel.release.empty()) return inv.kernel.release;
+  return root.read_attr("/proc/sys/kernel/osrelease").value_or("");
+}
+
 const std::vector<std::unique_ptr<Action>>& all_actions() {
   static const auto list = [] {
     std::vector<std::unique_ptr<Action>> v;
