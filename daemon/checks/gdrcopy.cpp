@@ -1,7 +1,6 @@
 // gdrcopy.bar1, gdrcopy.flavour, gdrcopy.backend, gdrcopy.kernels: what gdrcopy needs of the node,
 // for a profile with a gdrcopy section (gdrcopy/needs.hpp decides the figures).
 #include <algorithm>
-#include <cstdio>
 
 #include "checks/check.hpp"
 #include "gdrcopy/device.hpp"
@@ -162,10 +161,6 @@ std::vector<Finding> check_gdrcopy_backend(const Profile& p, const Inventory& in
   f.remediation = build_by_hand(p) + " By hand, after loading it: " + mknod + ".";
   return {f};
 }
-
-}  // namespace p2pnode::checks
-
-namespace p2pnode::checks {
 
 std::vector<Finding> check_gdrcopy_kernels(const Profile& p, const Inventory& inv) {
   if (!p.gdrcopy || !p.driver || !p.driver->kernel_module) return {};

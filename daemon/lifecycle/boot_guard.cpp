@@ -25,9 +25,8 @@ BootGuardDecision decide_boot_guard(const BootGuardInputs& in) {
   // is held on one that has.
   const std::string& newest = in.kernels.front().release;
   const auto& front = in.kernels.front();
-  std::string which;
-  if (front.missing.size() > 1 || (front.missing.size() == 1 && front.missing[0].rfind(kGdrdrvPackage, 0) == 0))
-    for (const auto& m : front.missing) which += (which.empty() ? " (" : ", ") + m;
+  std::string which;  // the packages it lacks, where the inputs name them
+  for (const auto& m : front.missing) which += (which.empty() ? " (" : ", ") + m;
   if (!which.empty()) which += ")";
   const std::string lacks = front.unsigned_under_secure_boot
                                 ? " has the module unsigned and Secure Boot enforces signatures (the kernel would refuse it)"
