@@ -40,9 +40,10 @@ enum class PathKind {
 };
 const char* to_string(PathKind k);
 
-// How a measurement moves data: copy engine one way, SM loads/stores one way, or both ways at
-// once (the bidirectional figure is the sum of both directions).
-enum class CopyKind { ce, sm, bidirectional };
+// How a measurement moves data: copy engine one way, SM loads/stores one way, both ways at
+// once (the bidirectional figure is the sum of both directions), or CPU stores through a
+// write-combined BAR mapping of GPU memory (gdrcopy).
+enum class CopyKind { ce, sm, bidirectional, bar_write };
 const char* to_string(CopyKind k);
 
 // measured / ceiling on a healthy box, with where it was measured.

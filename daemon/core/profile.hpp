@@ -141,7 +141,8 @@ struct SelftestSpec {
   std::chrono::nanoseconds schedule = std::chrono::hours(6);
   std::chrono::nanoseconds time_limit = std::chrono::seconds(300);
   std::vector<std::string> cases;             // empty: the agent's default suite
-  std::map<std::string, Bandwidth> min_bandwidth;  // pair class (PIX, PXB, PHB, NODE, SYS, NV, any)
+  // pair class (PIX, PXB, PHB, NODE, SYS, NV, any); BAR: CPU stores through gdrcopy's mapping (bar_copy)
+  std::map<std::string, Bandwidth> min_bandwidth;
   std::optional<std::chrono::nanoseconds> max_latency;
   std::uint64_t max_integrity_errors = 0;
   // Where min_bandwidth names no class of a pair (nor "any"): the threshold is this fraction of the

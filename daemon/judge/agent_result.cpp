@@ -78,6 +78,8 @@ AgentCell parse_cell(const json& c, const std::string& path, std::size_t n_devic
   cell.latency_ns = opt_median(c, path, "latency_ns");
   cell.h2d_gbps = opt_median(c, path, "h2d_bandwidth_gbps");
   cell.d2h_gbps = opt_median(c, path, "d2h_bandwidth_gbps");
+  cell.bar_write_gbps = opt_median(c, path, "bar_write_bandwidth_gbps");
+  cell.bar_read_gbps = opt_median(c, path, "bar_read_bandwidth_gbps");
   if (c.contains("peer_access") && !c["peer_access"].is_null()) cell.peer_access = get_number(c, path, "peer_access");
   if (auto it = c.find("integrity"); it != c.end()) {
     if (!it->is_array()) throw Bad{sub(path, "integrity") + ": expected an array"};

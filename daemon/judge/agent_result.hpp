@@ -31,6 +31,7 @@ struct AgentCell {
   std::string reason;
   std::optional<double> bandwidth_gbps, direction_bandwidth_gbps, latency_ns;
   std::optional<double> h2d_gbps, d2h_gbps;
+  std::optional<double> bar_write_gbps, bar_read_gbps;  // bar_copy: CPU stores and loads through the BAR
   std::optional<double> peer_access;
   std::uint64_t integrity_bad_bytes = 0, integrity_checked_bytes = 0;
 };

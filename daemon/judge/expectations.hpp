@@ -24,7 +24,7 @@ struct CellExpectation {
   std::string case_key;           // ce_write_bandwidth, …, host_device_bandwidth
   int src = -1, dst = -1;         // device indices; host cells: src = the GPU, dst = -1
   std::string gpu, peer_gpu;      // PCI addresses (peer empty for host cells)
-  std::string engine, direction;  // ce|sm, write|read|bidirectional; host: ce, h2d|d2h
+  std::string engine, direction;  // ce|sm, write|read|bidirectional; host: ce, h2d|d2h; bar_copy: cpu, h2d|d2h
   std::string link;               // NV18, PIX … SYS; PCIe for host cells
   double measured_gbps = 0;
   std::optional<double> ceiling_gbps, expected_gbps;  // none: no link figure known

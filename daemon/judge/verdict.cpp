@@ -63,6 +63,17 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
         j.reasons.push_back(line);
         j.load_independent_failure = true;
       }
+      // Through a write-combined mapping CPU stores are many times faster than loads (seed 004); as
+      // fast or slower, the mapping is uncached (PAT off, or the driver refused write combining).
+      if (c.key == "bar_copy" && cell.gpu && cell.bar_write_gbps && cell.bar_read_gbps &&
+          *cell.bar_write_gbps <= *cell.bar_read_gbps) {
+        worse("below_threshold");
+        char b[160];
+        std::snprintf(b, sizeof b, ": CPU stores %.2f GB/s, no faster than loads %.2f GB/s", *cell.bar_write_gbps,
+                      *cell.bar_read_gbps);
+        j.reasons.push_back("bar_copy " + addr(cell.gpu) + b +
+                            ": the BAR mapping is not write-combined (is PAT on? gdrcopy's mapping_type says which)");
+      }
       if (c.key == "latency" && cell.src && cell.dst && cell.latency_ns && spec.max_latency) {
         const double limit_ns = static_cast<double>(spec.max_latency->count());
         if (*cell.latency_ns > limit_ns) {
@@ -80,7 +91,12 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
     // fraction of the expected figure. Host copies have only the fraction.
     std::optional<double> threshold;
     std::string source;
-    if (!e.peer_gpu.empty()) {
+    if (e.case_key == "bar_copy" && e.direction == "h2d") {
+      if (auto it = spec.min_bandwidth.find("BAR"); it != spec.min_bandwidth.end()) {
+        threshold = it->second.gbps();
+        source = "the profile's min_bandwidth.BAR";
+      }
+    } else if (!e.peer_gpu.empty()) {
       for (const std::string& k : {e.link, e.link.rfind("NV", 0) == 0 ? std::string("NV") : e.link, std::string("any")}) {
         if (auto it = spec.min_bandwidth.find(k); it != spec.min_bandwidth.end()) {
           // The bidirectional figure is two directions at once.

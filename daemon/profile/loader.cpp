@@ -371,7 +371,7 @@ void read_selftest(MapReader& root, Profile& p) {
                                      "max_drop_from_baseline"})) {
     if (auto v = fraction(*t, "min_fraction_of_expected")) s.min_fraction_of_expected = *v;
     if (auto v = fraction(*t, "max_drop_from_baseline")) s.max_drop_from_baseline = *v;
-    if (auto bw = t->map("min_bandwidth", {"PIX", "PXB", "PHB", "NODE", "SYS", "NV", "any"})) {
+    if (auto bw = t->map("min_bandwidth", {"PIX", "PXB", "PHB", "NODE", "SYS", "NV", "any", "BAR"})) {
       for (const auto& kv : bw->node())
         if (auto v = bw->bandwidth(kv.first.Scalar())) s.min_bandwidth[kv.first.Scalar()] = *v;
     }

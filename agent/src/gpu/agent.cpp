@@ -402,6 +402,7 @@ int Agent::main(const std::vector<CaseDef>& cases) {
   rep.size_bytes = size_;
   rep.host_size_bytes = host_size_;
   rep.integrity_size_bytes = integrity_size_;
+  rep.bar_size_bytes = opt_.bar_size_bytes;
   if (opt_.mode == Mode::rounds) {
     rep.rounds = filter_rounds(circle_rounds(gpu_count()), [&](int a, int b) {
       return std::find(selected_.begin(), selected_.end(), Pair{a, b}) != selected_.end();

@@ -130,6 +130,7 @@ class Agent {
   bool peer_ok(int a, int b) const { return peers_[a][b].can_access; }
   const PeerInfo& peer(int a, int b) const { return peers_[a][b]; }
   Gpu& gpu(int i) { return gpus_[i]; }
+  int gpu_ordinal(int i) const { return gpus_[i].ordinal; }
   const std::vector<Pair>& selected() const { return selected_; }
   std::size_t size() const { return size_; }
   std::size_t host_size() const { return host_size_; }
@@ -204,6 +205,10 @@ std::string bdf_string(const cudaDeviceProp& p);  // 0000:18:00.0
 
 // nvme_doorbell (nvme_doorbell.cpp): the host and GPU doorbell writers on drives bound to vfio-pci.
 void run_nvme_doorbell(Agent& a, CaseResult& cr);
+
+// bar_copy (bar_copy.cpp): CPU copies through gdrcopy's BAR mapping; waived without gdrdrv or dma-buf.
+std::string bar_copy_filter(const Agent& a);
+void run_bar_copy(Agent& a, CaseResult& cr);
 
 // The one explicit list of cases, in the order they run (cases.cpp).
 const std::vector<CaseDef>& case_list();

@@ -1,6 +1,7 @@
 // The self-test cases: each fills, copies or chases pointers between GPUs through the Agent
 // and returns one cell per pair (or per GPU); every copied byte is verified on the destination.
 #include "agent.hpp"
+#include "p2pnode/agent/bar/bar_copy.hpp"
 
 namespace p2pnode::agent {
 namespace {
@@ -502,6 +503,11 @@ const std::vector<CaseDef>& case_list() {
        "mixed with a per-run seed, a stale-data pass and an unaligned partial copy inside guards; every byte "
        "checked on the destination GPU",
        need_peer_pair, run_integrity},
+      {bar::kCaseKey,
+       "CPU copies to and from each GPU's memory through gdrcopy's BAR mapping (gdrdrv, or dma-buf on a CUDA 13.3 "
+       "driver): latency of 4 B to 64 KiB copies and bandwidth each way as copylat and copybw measure them, every "
+       "byte checked against the copy engine's view; write-combined stores are fast, uncached loads slow",
+       bar_copy_filter, run_bar_copy},
       {nvme::kCaseKey, nvme::kCaseDescription, always, run_nvme_doorbell, true},
   };
   return cases;

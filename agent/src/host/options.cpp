@@ -67,6 +67,8 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   std::string size = "512MiB";
   std::string host_size = "32MiB";
   std::string integrity_size = "64MiB";
+  std::string bar_size = "8MiB";
+  std::string gdrapi;
   std::string mode = "serial";
   std::string inject;
   std::uint64_t seed = 0;
@@ -82,6 +84,8 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   app.add_option("--size", size, "Peer bandwidth buffer (MiB, or with B/KiB/MiB/GiB), default 512MiB");
   app.add_option("--host-size", host_size, "Host<->device buffer, default 32MiB");
   app.add_option("--integrity-size", integrity_size, "Integrity-case buffer, default 64MiB");
+  app.add_option("--bar-size", bar_size, "bar_copy: GPU buffer mapped through the BAR, default 8MiB (pinned in BAR1)");
+  app.add_option("--gdrapi", gdrapi, "bar_copy: the libgdrapi to open (a path), default libgdrapi.so.2 from the linker's path");
   app.add_option("--iterations", o.iterations, "Timed samples per measurement (median reported), default 3")
       ->check(CLI::Range(1, 1000));
   app.add_option("--copies", o.copies, "Copies per timed sample, default 8")->check(CLI::Range(1, 256));
@@ -133,11 +137,19 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   const auto s = parse_size(size);
   const auto hs = parse_size(host_size);
   const auto is = parse_size(integrity_size);
-  if (!s || !hs || !is) {
+  const auto bs = parse_size(bar_size);
+  if (!s || !hs || !is || !bs) {
     return usage("sizes take a number with an optional B, KiB, MiB or GiB suffix (max 64 GiB)");
   }
-  if (*s < 64 * 1024 || *is < 64 * 1024 || *hs < 4096) {
-    return usage("--size and --integrity-size must be at least 64KiB, --host-size at least 4KiB");
+  if (*s < 64 * 1024 || *is < 64 * 1024 || *hs < 4096 || *bs < 64 * 1024) {
+    return usage("--size, --integrity-size and --bar-size must be at least 64KiB, --host-size at least 4KiB");
+  }
+  if (*bs % (64 * 1024) != 0) {
+    return usage("--bar-size must be a whole number of 64KiB GPU pages (gdrcopy pins and maps in those)");
+  }
+  o.bar_size_bytes = *bs;
+  if (!gdrapi.empty()) {
+    o.gdrapi = {gdrapi};
   }
   o.size_bytes = *s;
   o.host_size_bytes = *hs;

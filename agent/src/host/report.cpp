@@ -168,6 +168,7 @@ nlohmann::json to_json(const Report& r) {
                  {"size_bytes", r.size_bytes},
                  {"host_size_bytes", r.host_size_bytes},
                  {"integrity_size_bytes", r.integrity_size_bytes},
+                 {"bar_size_bytes", r.bar_size_bytes},
                  {"iterations", r.iterations},
                  {"copies_per_sample", r.copies},
                  {"warmup_copies", r.warmup},

@@ -24,6 +24,8 @@ struct Options {
   std::uint64_t size_bytes = 512 * kMiB;           // peer bandwidth buffer
   std::uint64_t host_size_bytes = 32 * kMiB;       // host<->device buffer
   std::uint64_t integrity_size_bytes = 64 * kMiB;  // integrity-case buffer
+  std::uint64_t bar_size_bytes = 8 * kMiB;         // bar_copy: the GPU buffer the CPU maps (BAR1)
+  std::vector<std::string> gdrapi;                 // bar_copy: libgdrapi to open; empty: the default names
   int iterations = 3;  // timed samples per measurement; the median is reported
   int copies = 8;      // copies per timed sample
   int warmup = 2;      // untimed copies queued before each sample

@@ -104,6 +104,7 @@ struct Report {
   std::uint64_t size_bytes = 0;
   std::uint64_t host_size_bytes = 0;
   std::uint64_t integrity_size_bytes = 0;
+  std::uint64_t bar_size_bytes = 0;
   int iterations = 0;
   int copies = 0;
   int warmup = 0;
