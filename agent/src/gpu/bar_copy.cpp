@@ -41,17 +41,22 @@ const std::vector<std::string>& library_names(const Agent& a) {
   return a.opt().gdrapi.empty() ? bar::default_library_names() : a.opt().gdrapi;
 }
 
-// Waived when neither backend is there; the reason also says whether the library is, so that an
-// operator sees both halves at once.
+// Waived when neither backend is there. Where the library is, it is asked too (gdr_open tries
+// gdrdrv, then dma-buf), so a backend this agent does not foresee still runs; the reason says
+// whether the library is there, so that an operator sees every missing half at once.
 std::string bar_filter(const Agent& a) {
+  const bar::Environment env = environment(a);
+  const std::string why = bar::no_backend_reason(env);
   bar::GdrApi api;
-  const std::string lib_error = api.open(library_names(a));
-  const std::string lib = lib_error.empty()
-                              ? "libgdrapi " + api.version() + " (" + api.path() + ") is there"
-                              : lib_error + " (gdrcopy's user-space library libgdrapi.so.2: from gdrcopy's packages or "
-                                            "`make lib_install` in its source; --gdrapi names one)";
-  if (auto why = bar::no_backend_reason(environment(a)); !why.empty()) return why + "; " + lib;
-  return lib_error.empty() ? std::string() : lib;
+  if (auto lib_error = api.open(library_names(a)); !lib_error.empty())
+    return (why.empty() ? std::string() : why + "; ") + lib_error +
+           " (gdrcopy's user-space library libgdrapi.so.2: p2pnode builds it from the profile's gdrcopy source, or "
+           "gdrcopy's packages install it; --gdrapi names one)";
+  if (bar::GdrHandle g = api.gdr_open()) {
+    api.gdr_close(g);
+    return {};
+  }
+  return why.empty() ? std::string() : why + "; libgdrapi " + api.version() + " (" + api.path() + ") agrees: its gdr_open found no backend";
 }
 
 // One GPU: a 64 KiB-aligned buffer, pinned and mapped, measured and checked.

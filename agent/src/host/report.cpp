@@ -374,6 +374,16 @@ std::string render_table(const Report& r) {
         }
         out << "\n";
       }
+      // bar_copy: microseconds per copy, as copylat prints them (median of the buckets).
+      for (const auto& cell : c.cells) {
+        if (!cell.extra.contains("bar_latency")) continue;
+        out << "   gpu " << cell.src << " through " << cell.extra.value("backend", std::string("?")) << " ("
+            << cell.extra.value("mapping_type", std::string("?")) << "), us per copy, write/read:";
+        for (const auto& row : cell.extra["bar_latency"])
+          out << "  " << row.value("bytes", 0) << " B " << fmt_value(row["write_us"].value("median", 0.0)) << "/"
+              << fmt_value(row["read_us"].value("median", 0.0));
+        out << "\n";
+      }
     }
     for (const auto& cell : c.cells) {
       if (cell.status != Status::passed) {

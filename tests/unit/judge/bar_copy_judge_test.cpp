@@ -101,3 +101,20 @@ TEST(BarCopyJudge, TheProfilesBarFigureWins) {
   for (const auto& why : j.reasons) below += why.find("below 5.0 GB/s (the profile's min_bandwidth.BAR)") != std::string::npos;
   EXPECT_EQ(below, 2);
 }
+
+TEST(BarCopyJudge, RecordedDocumentsParse) {
+  // The case's output over the stand-in libgdrapi (host memory): two bandwidths and the latency table.
+  auto s = parse_agent_result(slurp(kSrc / "tests/unit/agent/data/bar-copy-stand-in.json"));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(s->cases.size(), 1u);
+  EXPECT_TRUE(s->cases[0].cells[0].bar_write_gbps.has_value());
+  EXPECT_EQ(s->integrity_bad_bytes, 0u);
+  // The lent H100 (driver 580, CUDA 13.0, no gdrdrv): waived with the reason, which the judge keeps.
+  auto h = parse_agent_result(slurp(kSrc / "tests/gpu/results/bar-h100/bar-lib.json"));
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  EXPECT_EQ(h->cases[0].status, "waived");
+  EXPECT_NE(h->cases[0].reason.find("the driver is CUDA 13.0"), std::string::npos) << h->cases[0].reason;
+  const auto j = judge_agent_result(*h, SelftestSpec{}, h200());
+  EXPECT_EQ(j.verdict, "below_threshold");  // nothing ran: never "passed"
+  EXPECT_NE(j.reasons.back().find("no self-test case ran"), std::string::npos) << j.reasons.back();
+}
