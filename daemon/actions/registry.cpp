@@ -29,6 +29,7 @@ const std::vector<std::unique_ptr<Action>>& all_actions() {
     v.push_back(make_driver_options());
     v.push_back(make_driver_reload());
     v.push_back(make_gdrcopy_device());  // after a reload: gdrdrv goes out with nvidia
+    v.push_back(make_gdrcopy_library());  // the self-test's libgdrapi, from the same source as gdrdrv
     v.push_back(make_nvme_bind());
     return v;
   }();

@@ -106,13 +106,7 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
   const SelftestSpec spec = *profile.selftest;
   const std::string agent = host_paths(ctx.config, ctx.root).agent_path.string();
   const auto limit = ctx.config.selftest_time_limit.value_or(spec.time_limit);
-  std::vector<std::string> args = ctx.config.agent_args;
-  if (!spec.cases.empty()) {
-    std::string list;
-    for (const auto& c : spec.cases) list += (list.empty() ? "" : ",") + c;
-    args.push_back("--cases");
-    args.push_back(list);
-  }
+  const std::vector<std::string> args = selftest_agent_args(ctx.config.agent_args, profile, ctx.root);
   log(ctx, LogLevel::info, "self-test: running " + agent + " (time limit " + format_duration(limit) + ")", "selftest");
   const judge::AgentRun run = run_agent(ctx, agent, args, limit, spec, inv);
   if (run.process.cancelled) {  // not a verdict on the box: keep the last result for the next start

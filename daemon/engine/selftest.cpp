@@ -2,10 +2,25 @@
 
 #include <map>
 
+#include "gdrcopy/library.hpp"
 #include "judge/baseline.hpp"
 #include "judge/expectations.hpp"
 
 namespace p2pnode::engine {
+
+std::vector<std::string> selftest_agent_args(std::vector<std::string> args, const Profile& profile, const sys::SysRoot& root) {
+  if (profile.gdrcopy && root.exists(gdrcopy::library_path(*profile.gdrcopy))) {
+    args.push_back("--gdrapi");
+    args.push_back(root.host_path(gdrcopy::library_path(*profile.gdrcopy)).string());
+  }
+  if (profile.selftest && !profile.selftest->cases.empty()) {
+    std::string list;
+    for (const auto& c : profile.selftest->cases) list += (list.empty() ? "" : ",") + c;
+    args.push_back("--cases");
+    args.push_back(list);
+  }
+  return args;
+}
 
 RecordNotes record_selftest(RecordedState& st, const judge::AgentRun& run, const SelftestSpec& spec, const Inventory& inv,
                             const std::string& trigger, const judge::Contention& contention) {

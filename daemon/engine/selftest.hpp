@@ -10,6 +10,7 @@
 #include "judge/contention.hpp"
 #include "judge/verdict.hpp"
 #include "engine/state.hpp"
+#include "sys/sysroot.hpp"
 
 namespace p2pnode::engine {
 
@@ -23,6 +24,11 @@ struct RecordNotes {
 // process (contention.contended) goes to st.selftest_contended instead, verdict "contended", and
 // touches neither the baseline nor the last success, unless it failed in a way no job can cause
 // (corrupted bytes, peer access denied): that run judges the node as any other.
+// The agent's arguments for a self-test: the config's, the libgdrapi gdrcopy.library built from the
+// profile's gdrcopy source where it is there (bar_copy then uses the release gdrdrv came from),
+// and the profile's cases.
+std::vector<std::string> selftest_agent_args(std::vector<std::string> base, const Profile& profile, const sys::SysRoot& root);
+
 RecordNotes record_selftest(RecordedState& st, const judge::AgentRun& run, const SelftestSpec& spec, const Inventory& inv,
                             const std::string& trigger, const judge::Contention& contention = {});
 

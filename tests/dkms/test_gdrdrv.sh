@@ -11,7 +11,11 @@
 #  3. a gdrcopy source whose build fails for the newest kernel (a planted error in its Makefile):
 #     gdrdrv is installed for the older one only, gdrcopy.kernels names the failed build and its
 #     make.log, and the plan's boot guard holds GRUB on the older kernel, naming gdrdrv (plan only:
-#     this host's GRUB is never touched).
+#     this host's GRUB is never touched);
+#  4. libgdrapi (gdrcopy.library) from the same real source: built with gdrcopy's `make lib` into
+#     /var/lib/p2pnode/gdrcopy/2.6, soname libgdrapi.so.2, version 2.6 by its own
+#     gdr_runtime_get_version, and its gdr_open refusing here as on any box without gdrdrv or a
+#     CUDA 13.3 driver; nothing the second time; built again for step 3's changed source.
 # Cost: about eight small DKMS builds, 1-2 min. Exit 77 without root, dkms, jq, the trees or two
 # kernels with headers (scripts/install-deps.sh test installs a second).
 # Usage: bash tests/dkms/test_gdrdrv.sh path/to/p2pnode
@@ -30,8 +34,8 @@ for t in dkms jq modinfo tar xz; do command -v $t >/dev/null || skip "$t is not 
 find_trees "$REPO"
 GDR_TAR=$TREES/gdrcopy-2.6.tar.xz
 [ -f "$GDR_TAR" ] || skip "no $GDR_TAR"
-# gdrdrv is a fixed DKMS name: never on a machine that has its own.
-[ -e /var/lib/dkms/gdrdrv ] || [ -e /usr/src/gdrdrv-2.6 ] && skip "gdrdrv is already registered with DKMS here (/var/lib/dkms/gdrdrv, /usr/src/gdrdrv-2.6): this test would replace it"
+# gdrdrv is a fixed DKMS name (and libgdrapi a fixed place): never on a machine that has its own.
+[ -e /var/lib/dkms/gdrdrv ] || [ -e /usr/src/gdrdrv-2.6 ] || [ -e /var/lib/p2pnode/gdrcopy/2.6 ] && skip "gdrdrv is already registered with DKMS here (/var/lib/dkms/gdrdrv, /usr/src/gdrdrv-2.6, /var/lib/p2pnode/gdrcopy/2.6): this test would replace it"
 mapfile -t KS < <(for k in $(ls /lib/modules | sort -V -r); do [ -d "/lib/modules/$k/build" ] && echo "$k"; done | head -2)
 [ "${#KS[@]}" -ge 2 ] || skip "fewer than two kernels with headers in /lib/modules (scripts/install-deps.sh test installs a second)"
 NEW=${KS[0]} OLD=${KS[1]}
@@ -45,7 +49,8 @@ cleanup() {
   rm -rf /usr/src/gdrdrv-2.6 "/usr/src/$NV-$NVVER" /var/lib/dkms/gdrdrv "/var/lib/dkms/$NV" \
     /var/lib/p2pnode/dkms/{gdrdrv-2.6,"$NV-$NVVER"}.json /var/lib/p2pnode/dkms/stage/{gdrdrv-2.6,"$NV-$NVVER"} \
     /var/lib/p2pnode/dkms/locks/{gdrdrv-2.6,"$NV-$NVVER"}.lock /var/lib/p2pnode/dkms/prev/{gdrdrv-2.6,"$NV-$NVVER"} \
-    /var/lib/p2pnode/dkms/failed/{gdrdrv,"$NV"} /var/lib/p2pnode/dkms/trial/{gdrdrv-2.6,"$NV-$NVVER"} "$TMP"
+    /var/lib/p2pnode/dkms/failed/{gdrdrv,"$NV"} /var/lib/p2pnode/dkms/trial/{gdrdrv-2.6,"$NV-$NVVER"} "$TMP" \
+    /var/lib/p2pnode/gdrcopy/2.6 /var/lib/p2pnode/gdrcopy/build
   find /lib/modules -name "gdrdrv.ko*" -path "*/updates/dkms/*" -delete 2>/dev/null
   find /lib/modules -name "$KO.ko*" -delete 2>/dev/null
   for k in "${KS[@]}"; do depmod -a "$k" 2>/dev/null; done
@@ -105,6 +110,29 @@ run check --only gdrcopy.kernels --json > "$TMP/check.json"
 run apply --only driver.module --only gdrcopy.module > "$TMP/apply2.log" 2>&1 || bad "the second apply failed: $(tail -5 "$TMP/apply2.log")"
 grep -q "dkms build" "$TMP/apply2.log" && bad "the second apply built something: $(grep 'dkms build' "$TMP/apply2.log" | head -2)" || ok "a second apply builds nothing"
 
+echo "== 4. libgdrapi from the same source (gdrcopy.library)"
+LIB=/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2
+lib_step() { jq -r '[.steps[] | select(.action == "gdrcopy.library") | .outcome][0]' "$1"; }
+t0=$SECONDS
+run apply --only gdrcopy.library --json > "$TMP/lib1.json" 2> "$TMP/lib1.err"
+[ "$(lib_step "$TMP/lib1.json")" = changed ] && ok "gdrcopy.library built it in $((SECONDS - t0)) s: $(jq -r '.steps[0].message' "$TMP/lib1.json")" ||
+  bad "gdrcopy.library: $(cat "$TMP/lib1.json") $(tail -5 "$TMP/lib1.err")"
+soname=$(readelf -d "$LIB" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+[ "$soname" = libgdrapi.so.2 ] && ok "$LIB: soname $soname" || bad "$LIB: soname '$soname'"
+[ "$(cat /var/lib/p2pnode/gdrcopy/2.6/source.sha256)" = "$(sha256sum "$GDR_TAR" | cut -d' ' -f1)" ] && ok "its source's sha256 recorded beside it" || bad "source.sha256: $(cat /var/lib/p2pnode/gdrcopy/2.6/source.sha256)"
+said=$(python3 - "$LIB" <<'PY' 2>&1
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+major, minor = ctypes.c_int(), ctypes.c_int()
+lib.gdr_runtime_get_version(ctypes.byref(major), ctypes.byref(minor))
+lib.gdr_open.restype = ctypes.c_void_p
+print("version %d.%d, gdr_open %s" % (major.value, minor.value, "a handle" if lib.gdr_open() else "NULL"))
+PY
+)
+[ "$said" = "version 2.6, gdr_open NULL" ] && ok "the library loads: $said (no gdrdrv, no CUDA driver here)" || bad "the library says: $said"
+run apply --only gdrcopy.library --json > "$TMP/lib2.json" 2>/dev/null
+[ "$(jq '[.steps[] | select(.action == "gdrcopy.library")] | length' "$TMP/lib2.json")" = 0 ] && ok "a second apply builds no library" || bad "second apply: $(cat "$TMP/lib2.json")"
+
 echo "== 2. a changed NVIDIA tree rebuilds gdrdrv"
 nv_tree "$TMP/nv2" two
 profile "$TMP/nv2" "$GDR_TAR" "$(sha256sum "$GDR_TAR" | cut -d' ' -f1)"
@@ -133,5 +161,9 @@ sum=$(jq -r --arg k "$NEW" '[.findings[] | select(.check == "gdrcopy.kernels" an
 guard=$(run plan --json | jq -r '[.steps[] | select(.action == "driver.boot_guard") | .description][0]')
 [[ "$guard" == "hold GRUB's default on $OLD"*"$NEW has no module (gdrdrv/2.6)"* ]] && ok "plan: $guard" || bad "plan's boot guard: $guard"
 
+run apply --only gdrcopy.library --json > "$TMP/lib3.json" 2>/dev/null
+[ "$(lib_step "$TMP/lib3.json")" = changed ] && [ "$(cat /var/lib/p2pnode/gdrcopy/2.6/source.sha256)" = "$(tree_sha "$TMP/gdr")" ] &&
+  ok "step 3's changed source: libgdrapi built again from it" || bad "library after the source changed: $(cat "$TMP/lib3.json")"
+
 [ "$FAILS" -eq 0 ] || { echo "$FAILS failure(s)"; exit 1; }
-echo "PASS: gdrdrv through p2pnode and DKMS for $NEW and $OLD, rebuilt with the NVIDIA tree, a failed build held by the boot guard"
+echo "PASS: gdrdrv through p2pnode and DKMS for $NEW and $OLD, rebuilt with the NVIDIA tree, a failed build held by the boot guard; libgdrapi from the same source"

@@ -65,7 +65,8 @@ cleanup() {
   "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1
   "$DKMS_BIN" remove -m gdrdrv -v 2.6 --all >/dev/null 2>&1
   rm -rf /usr/src/gdrdrv-2.6 /var/lib/dkms/gdrdrv /var/lib/p2pnode/dkms/gdrdrv-2.6.json /var/lib/p2pnode/dkms/stage/gdrdrv-2.6 \
-         /var/lib/p2pnode/dkms/locks/gdrdrv-2.6.lock /var/lib/p2pnode/dkms/prev/gdrdrv-2.6 /var/lib/p2pnode/dkms/failed/gdrdrv
+         /var/lib/p2pnode/dkms/locks/gdrdrv-2.6.lock /var/lib/p2pnode/dkms/prev/gdrdrv-2.6 /var/lib/p2pnode/dkms/failed/gdrdrv \
+         /var/lib/p2pnode/gdrcopy/2.6 /var/lib/p2pnode/gdrcopy/build
   rm -f /lib/modules/"$KV"/updates/dkms/gdrdrv.ko*
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
          /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/locks/"$NAME-$VER".lock /var/lib/p2pnode/dkms/prev/"$NAME-$VER" \
@@ -118,11 +119,12 @@ step() { jq -r --arg a "$2" '[.steps[] | select(.action == $a)][0].outcome' "$1"
 [ "$(step "$TMP/host.json" driver.reload)" = reboot_required ] || fail "host: driver.reload is not reboot_required: $(cat "$TMP/host.json")"
 "$DKMS_BIN" status -m "$NAME" | grep -q "$NAME/$VER, $KV, .*: installed" || fail "dkms status: $("$DKMS_BIN" status -m "$NAME")"
 echo "   built and installed in $(( $(date +%s) - t0 )) s; five modules: $(ls /lib/modules/$KV/updates/dkms/ | grep -c '^nvidia')"
-echo "== host: p2pnode apply builds gdrdrv/2.6 through DKMS for $KV against /usr/src/$NAME-$VER/kernel-open/nvidia"
+echo "== host: p2pnode apply builds gdrdrv/2.6 through DKMS for $KV against /usr/src/$NAME-$VER/kernel-open/nvidia, and libgdrapi"
 t0=$(date +%s)
-"$P2PNODE" apply --root / --profile "$TMP/gdr.yaml" --only gdrcopy.module --json >"$TMP/gdr-host.json" 2>"$TMP/gdr-host.err" ||
+"$P2PNODE" apply --root / --profile "$TMP/gdr.yaml" --only gdrcopy.module --only gdrcopy.library --json >"$TMP/gdr-host.json" 2>"$TMP/gdr-host.err" ||
   { tail -20 "$TMP/gdr-host.err"; fail "host apply of gdrcopy.module: $(cat "$TMP/gdr-host.json")"; }
 [ "$(step "$TMP/gdr-host.json" gdrcopy.module)" = changed ] || fail "host: gdrcopy.module not changed: $(cat "$TMP/gdr-host.json")"
+[ "$(step "$TMP/gdr-host.json" gdrcopy.library)" = changed ] || fail "host: gdrcopy.library not changed: $(cat "$TMP/gdr-host.json")"
 ls /lib/modules/$KV/updates/dkms/gdrdrv.ko* >/dev/null 2>&1 || fail "no gdrdrv.ko for $KV"
 echo "   built and installed in $(( $(date +%s) - t0 )) s"
 
@@ -135,6 +137,7 @@ mkdir -p "$r/usr/src" "$r/var/lib/dkms" "$r/var/lib/p2pnode/dkms" "$r/lib/module
 cp -a "/usr/src/$NAME-$VER" /usr/src/gdrdrv-2.6 "$r/usr/src/"
 cp -a "/var/lib/dkms/$NAME" /var/lib/dkms/gdrdrv "$r/var/lib/dkms/"
 cp "/var/lib/p2pnode/dkms/$NAME-$VER.json" /var/lib/p2pnode/dkms/gdrdrv-2.6.json "$r/var/lib/p2pnode/dkms/"
+mkdir -p "$r/var/lib/p2pnode/gdrcopy" && cp -a /var/lib/p2pnode/gdrcopy/2.6 "$r/var/lib/p2pnode/gdrcopy/"  # libgdrapi, built here
 cp /lib/modules/$KV/updates/dkms/nvidia*.ko* /lib/modules/$KV/updates/dkms/gdrdrv.ko* "$r/lib/modules/$KV/updates/dkms/"
 # Accounts, for /dev/gdrdrv's owner and group (p2pnode names them through these, chown reads them).
 [ -e "$r/etc/passwd" ] || echo "root:x:0:0:root:/root:/bin/sh" > "$r/etc/passwd"

@@ -79,6 +79,7 @@ scenario_driver() {
   show "dmesg: $(dmesg | grep -i gdrdrv | tail -2 | tr '\n' '|')"
   check "gdrcopy: apply exits 0" eq "$(cat /tmp/gdr.json.rc)" 0
   check "gdrcopy: gdrcopy.module has nothing to do (built on the host)" eq "$(jq '[.steps[] | select(.action == "gdrcopy.module")] | length' /tmp/gdr.json)" 0
+  check "gdrcopy: gdrcopy.library has nothing to do (libgdrapi built on the host from the same source)" eq "$(jq '[.steps[] | select(.action == "gdrcopy.library")] | length' /tmp/gdr.json)" 0
   check "gdrcopy: gdrcopy.device changed" eq "$(step_of /tmp/gdr.json gdrcopy.device outcome)" changed
   check "gdrcopy: gdrdrv loaded" loaded gdrdrv
   check "gdrcopy: gdrdrv uses nvidia (nvidia's holders)" test -e /sys/module/nvidia/holders/gdrdrv
