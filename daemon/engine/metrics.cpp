@@ -72,7 +72,7 @@ PathClasses path_classes(const json& expectations, bool host) {
   std::map<std::pair<std::string, std::string>, Pair> pairs;
   if (expectations.is_array())
     for (const auto& e : expectations) {
-      if (!e.is_object() || str_or(e, "peer_gpu").empty() != host) continue;
+      if (!e.is_object() || str_or(e, "peer_gpu").empty() != host || str_or(e, "case") == "bar_copy") continue;
       Pair& p = pairs[{str_or(e, "gpu"), str_or(e, "peer_gpu")}];
       if (p.name.empty()) {
         const auto ceiling = num(e, "ceiling_gbps");
@@ -113,8 +113,21 @@ void pair_metrics(Registry& reg, const AgentResult& r, const PathClasses& paths,
     const AgentDevice* d = i ? r.device(*i) : nullptr;
     return d ? d->pci_bus_id : std::string();
   };
+  Family<Gauge>* bar = nullptr;
   std::map<std::pair<std::string, std::string>, double> bad;
   for (const auto& c : r.cases) {
+    if (c.key == "bar_copy") {  // CPU copies through gdrcopy's mapping: a family of their own
+      for (const auto& cell : c.cells) {
+        if (!cell.gpu || (!cell.bar_write_gbps && !cell.bar_read_gbps)) continue;
+        if (!bar)
+          bar = &gauge(reg, "p2pnode_gpu_bar_bandwidth_bytes_per_second",
+                       "Median CPU copy bandwidth through gdrcopy's BAR mapping of the GPU's memory in the last self-test: "
+                       "write (CPU stores, write-combined) and read (CPU loads, uncached)");
+        if (cell.bar_write_gbps) bar->Add({{"gpu", bdf(cell.gpu)}, {"direction", "write"}}).Set(*cell.bar_write_gbps * 1e9);
+        if (cell.bar_read_gbps) bar->Add({{"gpu", bdf(cell.gpu)}, {"direction", "read"}}).Set(*cell.bar_read_gbps * 1e9);
+      }
+      continue;
+    }
     std::string engine, direction;
     if (c.key == "ce_write_bandwidth") engine = "ce", direction = "write";
     else if (c.key == "ce_read_bandwidth") engine = "ce", direction = "read";
@@ -238,7 +251,7 @@ void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClass
   }
   double regressed_cells = 0;
   for (const auto& e : t.expectations) {
-    if (!e.is_object()) continue;
+    if (!e.is_object() || str_or(e, "case") == "bar_copy") continue;  // not host copies (p2pnode_gpu_bar_*)
     const std::string gpu = str_or(e, "gpu"), peer = str_or(e, "peer_gpu"), direction = str_or(e, "direction");
     if (peer.empty()) {
       if (auto v = num(e, "expected_gbps"); v && host) host->Add({{"gpu", gpu}, {"direction", direction}}).Set(*v * 1e9);

@@ -15,6 +15,10 @@
 #  3. aikitoria's 570.86.16-p2p with an RTX 5090 profile and its builtin patches through `p2pnode
 #     apply`: the core built once by p2pnode, DKMS 3.2 builds and installs the kernel layer, `dkms
 #     status` says installed, modinfo names 570.86.16 and the kernel; a second apply builds nothing;
+#     3b. gdrcopy 2.6 (shared/trees) against that placed tree: gdrdrv built and installed by DKMS
+#     3.2 for 6.12 through `apply` (gdrcopy.module; open flavour, the 570 tree's nv-p2p.h) and
+#     libgdrapi built with Debian 13's gcc (gdrcopy.library); gdrcopy.kernels ok; nothing the
+#     second time (about 30 s of CPU);
 #  4. that nvidia.ko loaded in QEMU on the same 6.12 kernel (the root's own image and modules):
 #     `NVRM: No NVIDIA GPU found.`, no unknown symbol;
 #  5. the next kernel: with trixie-security in the root's apt sources, `p2pnode judge-kernel` finds
@@ -191,6 +195,34 @@ apply_tree() {
 echo "== 3. the trees through p2pnode apply and DKMS 3.2 on $KV"
 apply_tree 570.86.16 pci-resize-resource-exclude-bars io-memory-pfn || die "the 570 tree did not install"
 KO570=$KO
+
+echo "== 3b. gdrcopy 2.6 against the placed 570 tree on $KV: gdrdrv through DKMS 3.2, libgdrapi"
+gdr_tar=$TREES/gdrcopy-2.6.tar.xz
+[ -f "$gdr_tar" ] || die "no $gdr_tar"
+cp "$gdr_tar" "$ROOT/var/lib/p2pnode/artifacts/"
+gprof=/etc/p2pnode/profiles/gdr-570.yaml
+{ cat "$ROOT/etc/p2pnode/profiles/p2p-570.yaml"
+  printf 'gdrcopy:\n  version: "2.6"\n  source: {path: /var/lib/p2pnode/artifacts/gdrcopy-2.6.tar.xz, sha256: %s}\n' "$(sha256sum "$gdr_tar" | cut -d' ' -f1)"
+} > "$ROOT$gprof"
+t0=$SECONDS
+run_in p2pnode apply --root / --profile "$gprof" --only driver.module --only gdrcopy.module --only gdrcopy.library --json \
+  > "$TMP/gdr.json" 2> "$TMP/gdr.err"; rc=$?
+gstatus=$(run_in dkms status -m gdrdrv -v 2.6 2>&1)
+[ "$rc" = 0 ] && grep -q "gdrdrv/2.6, $KV, x86_64: installed" <<<"$gstatus" &&
+  ok "gdrdrv/2.6 built by DKMS 3.2 for $KV against /usr/src/nvidia-p2p-570.86.16/kernel-open/nvidia ($((SECONDS - t0)) s, with libgdrapi)" ||
+  { bad "gdrdrv on $KV: apply exit $rc, dkms status '$gstatus'"; grep -iE "error|failed" "$TMP/gdr.err" | head -5
+    for f in "$ROOT"/var/lib/p2pnode/dkms/failed/gdrdrv/2.6/*/make.log; do [ -f "$f" ] && grep -m5 "error" "$f"; done; }
+gko=$(ls "$ROOT/lib/modules/$KV/updates/dkms/"gdrdrv.ko* 2>/dev/null | head -1)
+gmi=$( [ -n "$gko" ] && { run_in modinfo -F description "${gko#"$ROOT"}"; run_in modinfo -F vermagic "${gko#"$ROOT"}"; } | paste -sd'|')
+[[ "$gmi" == *"built for opensource NVIDIA driver|$KV "* ]] && ok "gdrdrv.ko: $gmi" || bad "gdrdrv.ko modinfo: '$gmi'"
+[ "$(jq -r '[.steps[] | select(.action == "gdrcopy.library") | .outcome][0]' "$TMP/gdr.json")" = changed ] &&
+  [ -f "$ROOT/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2" ] && ok "libgdrapi built with Debian 13's gcc: $(readelf -d "$ROOT/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2" | grep -o "soname: .*")" ||
+  bad "gdrcopy.library on Debian 13: $(jq -c '[.steps[] | select(.action == "gdrcopy.library")]' "$TMP/gdr.json")"
+run_in p2pnode check --root / --profile "$gprof" --only gdrcopy.kernels --json > "$TMP/gdrk.json" 2>/dev/null
+[ "$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k) | .severity][0]' "$TMP/gdrk.json")" = ok ] && ok "gdrcopy.kernels ok for $KV" ||
+  bad "gdrcopy.kernels: $(jq -c '.findings' "$TMP/gdrk.json")"
+run_in p2pnode apply --root / --profile "$gprof" --only driver.module --only gdrcopy.module --only gdrcopy.library --json > "$TMP/gdr2.json" 2>/dev/null
+[ "$(jq '.steps | length' "$TMP/gdr2.json")" = 0 ] && ok "a second apply does nothing" || bad "second apply: $(jq -c '.steps' "$TMP/gdr2.json")"
 
 echo "== 4. the 570.86.16 nvidia.ko loaded in QEMU on $KV"
 VM_SYSROOT=$ROOT

@@ -151,3 +151,27 @@ TEST(Metrics, CompactByDefaultFullOnRequest) {
   EXPECT_EQ(series(f, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second"), 3u);
   EXPECT_EQ(series(f, "p2pnode_p2p_bandwidth_bytes_per_second"), series(c, "p2pnode_p2p_bandwidth_bytes_per_second"));
 }
+
+TEST(Metrics, BarCopyHasAFamilyOfItsOwnAndLeavesHostCopiesAlone) {
+  RecordedState s = h200_state();
+  nlohmann::json& doc = s.selftest->result;
+  auto summary = [](double v) { return nlohmann::json{{"count", 3}, {"median", v}, {"mean", v}, {"min", v}, {"max", v}}; };
+  doc["cases"].push_back({{"key", "bar_copy"}, {"description", "d"}, {"status", "passed"}, {"shape", "gpu"}, {"duration_s", 1.0},
+                          {"cells", nlohmann::json::array({{{"gpu", 0}, {"status", "passed"}, {"concurrent_pairs", 1},
+                                                            {"bar_write_bandwidth_gbps", summary(9.5)},
+                                                            {"bar_read_bandwidth_gbps", summary(0.6)}}})}});
+  s.selftest->expectations = nlohmann::json::array();
+  for (const auto& [c, engine, expected] : {std::tuple{"host_device_bandwidth", "ce", 55.0}, {"bar_copy", "cpu", 6.0}})
+    s.selftest->expectations.push_back({{"case", c}, {"gpu", "0000:00:06.0"}, {"peer_gpu", nullptr}, {"engine", engine},
+                                        {"direction", "h2d"}, {"link", "PCIe"}, {"ceiling_gbps", 63.015},
+                                        {"expected_gbps", expected}, {"threshold_gbps", expected * 0.85}});
+  Runtime full;
+  full.metrics_full_detail = true;
+  const std::string m = render_metrics(s, full);
+  EXPECT_NE(m.find(R"(p2pnode_gpu_bar_bandwidth_bytes_per_second{direction="write",gpu="0000:00:06.0"} 9500000000)"), std::string::npos) << m;
+  EXPECT_NE(m.find(R"(p2pnode_gpu_bar_bandwidth_bytes_per_second{direction="read",gpu="0000:00:06.0"} 600000000)"), std::string::npos) << m;
+  // The host copies' expectation is the copy engine's, not overwritten by the CPU's.
+  EXPECT_NE(m.find(R"(p2pnode_gpu_host_expected_bandwidth_bytes_per_second{direction="h2d",gpu="0000:00:06.0"} 55000000000)"),
+            std::string::npos) << m;
+  EXPECT_EQ(series(m, "p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second"), 1u) << m;
+}
