@@ -17,6 +17,7 @@ set -uo pipefail
 # which another program sharing ctest's stdin may leave behind.
 exec </dev/null
 bin=${1:?usage: test_ansible.sh path/to/p2pnode}
+bin=$(readlink -f "$bin")  # absolute: the script changes directory
 source tests/package/debian_root.sh
 command -v ansible-playbook >/dev/null || { echo "SKIP: ansible-playbook is not installed (scripts/install-deps.sh test)"; exit 77; }
 ansible-doc -t connection community.general.chroot >/dev/null 2>&1 ||

@@ -12,6 +12,7 @@
 # Usage: bash tests/dist/test_release_build.sh path/to/build/daemon/p2pnode
 set -uo pipefail
 bin=${1:?usage: test_release_build.sh path/to/p2pnode}
+bin=$(readlink -f "$bin")  # absolute: the script changes directory
 cd "$(dirname "$0")/../.."
 build=$(cd "$(dirname "$bin")/.." && pwd)
 . tests/dist/release.sh

@@ -34,6 +34,7 @@
 # Usage: bash tests/dkms/test_trees_612.sh path/to/build/daemon/p2pnode
 set -uo pipefail
 bin=${1:?usage: test_trees_612.sh path/to/p2pnode}
+bin=$(readlink -f "$bin")  # absolute: the script changes directory
 cd "$(dirname "$0")/../.."
 REPO=$PWD
 build=$(cd "$(dirname "$bin")/.." && pwd)

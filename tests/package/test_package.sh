@@ -13,6 +13,7 @@
 # Cost: ~1 min with the cached root (the first run adds debootstrap, ~2-4 min).
 set -uo pipefail
 bin=${1:?usage: test_package.sh path/to/p2pnode}
+bin=$(readlink -f "$bin")  # absolute: the script changes directory
 source tests/dist/release.sh
 why=$(debian_root_skip_reason); [ -z "$why" ] || { echo "SKIP: $why"; exit 77; }
 DEBIAN_SUITE=${P2PNODE_RELEASE:-$(host_suite)}
