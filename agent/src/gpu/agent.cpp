@@ -486,4 +486,25 @@ int run_agent(int argc, char** argv) {
   return agent.main(case_list());
 }
 
+void Agent::run_gpu_cells(CaseResult& cr, const std::function<void(int, Cell&)>& fn) {
+  for (int g = 0; g < gpu_count(); ++g) {
+    Cell c;
+    c.src = g;
+    if (budget_spent()) {
+      c.status = Status::waived;
+      c.reason = budget_reason(opt_.time_budget_s);
+    } else {
+      try {
+        fn(g, c);
+      } catch (const std::exception& e) {
+        c.status = Status::failed;
+        c.reason = e.what();
+        cudaGetLastError();
+      }
+    }
+    cr.cells.push_back(std::move(c));
+  }
+  cr.steps = gpu_count();
+}
+
 }  // namespace p2pnode::agent

@@ -173,6 +173,10 @@ class Agent {
   // Runs the ops `iterations` times, all held behind one latch so that they start together.
   void time_ops(std::vector<TimedOp>& ops, int iterations);
 
+  // Runs a per-GPU case: one cell per GPU (src = the GPU), filled by fn; waived once the time
+  // budget is spent, failed with the error's text when fn throws.
+  void run_gpu_cells(CaseResult& cr, const std::function<void(int gpu, Cell& cell)>& fn);
+
   // Runs a pair case step by step. fn(step_pairs, step_index) returns one cell per pair.
   void run_pair_steps(CaseResult& cr, const std::vector<Round>& steps, bool need_peer,
                       const std::function<std::vector<Cell>(const Round&, int)>& fn);

@@ -105,15 +105,7 @@ Cell run_one(Agent& a, const bar::GdrApi& api, bar::GdrHandle g, int gpu, const 
 void run_bar_copy(Agent& a, CaseResult& cr) {
   cr.shape = CellShape::gpu;
   cr.matrix_keys = {"bar_write_bandwidth_gbps", "bar_read_bandwidth_gbps"};
-  auto fail_all = [&](const std::string& why) {
-    for (int g = 0; g < a.gpu_count(); ++g) {
-      Cell c;
-      c.src = g;
-      c.status = Status::failed;
-      c.reason = why;
-      cr.cells.push_back(std::move(c));
-    }
-  };
+  auto fail_all = [&](const std::string& why) { a.run_gpu_cells(cr, [&](int, Cell&) { throw std::runtime_error(why); }); };
   bar::GdrApi api;
   if (auto why = api.open(library_names(a)); !why.empty()) return fail_all(why);
   const std::string expected = bar::expected_backend(environment(a));
@@ -125,24 +117,7 @@ void run_bar_copy(Agent& a, CaseResult& cr) {
   int dma_buf = 0;
   const std::string backend =
       api.gdr_get_attribute && api.gdr_get_attribute(g, bar::kGdrAttrUsingDmaBufMmap, &dma_buf) == 0 && dma_buf ? "dma-buf" : "gdrdrv";
-  for (int gpu = 0; gpu < a.gpu_count(); ++gpu) {
-    Cell c;
-    c.src = gpu;
-    if (a.budget_spent()) {
-      c.status = Status::waived;
-      c.reason = budget_reason(a.opt().time_budget_s);
-    } else {
-      try {
-        c = run_one(a, api, g, gpu, backend);
-      } catch (const std::exception& e) {
-        c.status = Status::failed;
-        c.reason = e.what();
-        cudaGetLastError();
-      }
-    }
-    cr.cells.push_back(std::move(c));
-  }
-  cr.steps = a.gpu_count();
+  a.run_gpu_cells(cr, [&](int gpu, Cell& c) { c = run_one(a, api, g, gpu, backend); });
 }
 
 std::string bar_copy_filter(const Agent& a) { return bar_filter(a); }

@@ -277,88 +277,72 @@ void run_host_device(Agent& a, CaseResult& cr) {
   cr.matrix_keys = {"h2d_bandwidth_gbps", "d2h_bandwidth_gbps", "link_theoretical_gbps"};
   const std::size_t hs = a.host_size();
   char* host = a.host_buf();
-  for (int g = 0; g < a.gpu_count(); ++g) {
-    Cell c;
-    c.src = g;
-    if (a.budget_spent()) {
-      c.status = Status::waived;
-      c.reason = budget_reason(a.opt().time_budget_s);
-      cr.cells.push_back(std::move(c));
-      continue;
-    }
-    try {
-      const std::uint32_t seed = mix32(a.seed(), g, 5);
-      const std::uint32_t poison = mix32(a.seed(), g, 6);
-      a.fill(g, a.gpu(g).buf_a, hs, seed);
-      a.fill(g, a.gpu(g).buf_b, hs, poison);
-      a.sync(g);
-      char* dev_src = a.gpu(g).buf_a;
-      char* dev_dst = a.gpu(g).buf_b;
-      const int warm = a.opt().warmup;
-      const int copies = a.opt().copies;
-      auto make = [&](bool d2h) {
-        TimedOp op;
-        op.gpu = g;
-        op.stream = a.gpu(g).stream[0];
-        auto one = [=](cudaStream_t s) {
-          if (d2h) {
-            CK(cudaMemcpyAsync(host, dev_src, hs, cudaMemcpyDeviceToHost, s));
-          } else {
-            CK(cudaMemcpyAsync(dev_dst, host, hs, cudaMemcpyHostToDevice, s));
-          }
-        };
-        op.warm = [=](cudaStream_t s) {
-          for (int i = 0; i < warm; ++i) {
-            one(s);
-          }
-        };
-        op.timed = [=](cudaStream_t s) {
-          for (int i = 0; i < copies; ++i) {
-            one(s);
-          }
-        };
-        return op;
+  a.run_gpu_cells(cr, [&](int g, Cell& c) {
+    const std::uint32_t seed = mix32(a.seed(), g, 5);
+    const std::uint32_t poison = mix32(a.seed(), g, 6);
+    a.fill(g, a.gpu(g).buf_a, hs, seed);
+    a.fill(g, a.gpu(g).buf_b, hs, poison);
+    a.sync(g);
+    char* dev_src = a.gpu(g).buf_a;
+    char* dev_dst = a.gpu(g).buf_b;
+    const int warm = a.opt().warmup;
+    const int copies = a.opt().copies;
+    auto make = [&](bool d2h) {
+      TimedOp op;
+      op.gpu = g;
+      op.stream = a.gpu(g).stream[0];
+      auto one = [=](cudaStream_t s) {
+        if (d2h) {
+          CK(cudaMemcpyAsync(host, dev_src, hs, cudaMemcpyDeviceToHost, s));
+        } else {
+          CK(cudaMemcpyAsync(dev_dst, host, hs, cudaMemcpyHostToDevice, s));
+        }
       };
-      std::vector<TimedOp> d2h{make(true)};
-      a.time_ops(d2h, a.opt().iterations);
-      std::vector<TimedOp> h2d{make(false)};
-      a.time_ops(h2d, a.opt().iterations);
-      std::vector<double> up;
-      std::vector<double> down;
-      for (double ms : h2d[0].ms) {
-        up.push_back(gbps(hs, copies, ms));
-      }
-      for (double ms : d2h[0].ms) {
-        down.push_back(gbps(hs, copies, ms));
-      }
-      const Summary su = summary_of(up);
-      const Summary sd = summary_of(down);
-      c.measures.emplace_back("h2d_bandwidth_gbps", su);
-      c.measures.emplace_back("d2h_bandwidth_gbps", sd);
-      const auto link = read_link_info("/sys", bdf_string(a.gpu(g).prop));
-      if (link) {
-        c.numbers.emplace_back("link_theoretical_gbps", link->theoretical_gbps);
-        c.numbers.emplace_back("link_speed_gts", link->current_speed_gts);
-        c.numbers.emplace_back("link_width", static_cast<double>(link->current_width));
-        c.numbers.emplace_back("h2d_link_utilization_pct", su.median / link->theoretical_gbps * 100.0);
-        c.numbers.emplace_back("d2h_link_utilization_pct", sd.median / link->theoretical_gbps * 100.0);
-      }
-      gpu::VerifySpec spec;
-      spec.dst = dev_dst;
-      spec.dst_bytes = hs;
-      spec.region_len = hs;
-      spec.seed = seed;
-      spec.poison_seed = poison;
-      c.integrity.push_back(a.verify(g, spec, "d2h_then_h2d"));
-      mark_integrity(c);
-    } catch (const std::exception& e) {
-      c.status = Status::failed;
-      c.reason = e.what();
-      cudaGetLastError();
+      op.warm = [=](cudaStream_t s) {
+        for (int i = 0; i < warm; ++i) {
+          one(s);
+        }
+      };
+      op.timed = [=](cudaStream_t s) {
+        for (int i = 0; i < copies; ++i) {
+          one(s);
+        }
+      };
+      return op;
+    };
+    std::vector<TimedOp> d2h{make(true)};
+    a.time_ops(d2h, a.opt().iterations);
+    std::vector<TimedOp> h2d{make(false)};
+    a.time_ops(h2d, a.opt().iterations);
+    std::vector<double> up;
+    std::vector<double> down;
+    for (double ms : h2d[0].ms) {
+      up.push_back(gbps(hs, copies, ms));
     }
-    cr.cells.push_back(std::move(c));
-  }
-  cr.steps = a.gpu_count();
+    for (double ms : d2h[0].ms) {
+      down.push_back(gbps(hs, copies, ms));
+    }
+    const Summary su = summary_of(up);
+    const Summary sd = summary_of(down);
+    c.measures.emplace_back("h2d_bandwidth_gbps", su);
+    c.measures.emplace_back("d2h_bandwidth_gbps", sd);
+    const auto link = read_link_info("/sys", bdf_string(a.gpu(g).prop));
+    if (link) {
+      c.numbers.emplace_back("link_theoretical_gbps", link->theoretical_gbps);
+      c.numbers.emplace_back("link_speed_gts", link->current_speed_gts);
+      c.numbers.emplace_back("link_width", static_cast<double>(link->current_width));
+      c.numbers.emplace_back("h2d_link_utilization_pct", su.median / link->theoretical_gbps * 100.0);
+      c.numbers.emplace_back("d2h_link_utilization_pct", sd.median / link->theoretical_gbps * 100.0);
+    }
+    gpu::VerifySpec spec;
+    spec.dst = dev_dst;
+    spec.dst_bytes = hs;
+    spec.region_len = hs;
+    spec.seed = seed;
+    spec.poison_seed = poison;
+    c.integrity.push_back(a.verify(g, spec, "d2h_then_h2d"));
+    mark_integrity(c);
+  });
 }
 
 // Data integrity: for every ordered pair and each engine (copy engine issued by the source or by
