@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "core/link_rate.hpp"
 #include "pci/expectation.hpp"
@@ -103,50 +104,31 @@ std::vector<CellExpectation> expectations(const AgentResult& r, const Inventory&
         }
         out.push_back(std::move(e));
       }
-      if (c.key == "bar_copy" && cell.gpu) {
+      // Copies over the GPU's own PCIe link: the copy engine's (host_device_bandwidth) and the CPU's
+      // through the BAR mapping (bar_copy). Uncached CPU loads wait for each read's completion:
+      // their figure is the round trip's, not the link's, so they carry no expectation.
+      const bool bar = c.key == "bar_copy";
+      if ((bar || c.key == "host_device_bandwidth") && cell.gpu) {
         PciDevice sg;
         const PciDevice* g = device(*cell.gpu, sg);
         const auto ceil = pci::host_ceiling(*g, inv);
-        for (const auto& [dir, v] : {std::pair{"h2d", cell.bar_write_gbps}, {"d2h", cell.bar_read_gbps}}) {
+        const std::optional<CopyKind> h2d_kind = bar ? CopyKind::bar_write : CopyKind::ce;
+        const std::optional<CopyKind> d2h_kind = bar ? std::nullopt : std::optional(CopyKind::ce);
+        for (const auto& [dir, v, copy] : {std::tuple{"h2d", bar ? cell.bar_write_gbps : cell.h2d_gbps, h2d_kind},
+                                           {"d2h", bar ? cell.bar_read_gbps : cell.d2h_gbps, d2h_kind}}) {
           if (!v) continue;
           CellExpectation e;
           e.case_key = c.key;
           e.src = *cell.gpu;
           e.gpu = g->bdf;
-          e.engine = "cpu";
+          e.engine = bar ? "cpu" : "ce";
           e.direction = dir;
           e.link = "PCIe";
           e.measured_gbps = *v;
-          // Uncached loads wait for each read's completion: their figure is the round trip's, not the
-          // link's, so reads carry no expectation.
-          if (ceil && std::string(dir) == "h2d") {
-            const auto x = pci::expect(*ceil, CopyKind::bar_write);
+          if (ceil && copy) {
+            const auto x = pci::expect(*ceil, *copy);
             e.ceiling_gbps = ceil->gbps;
-            e.expected_gbps = std::min(x.expected_gbps, kBarWriteCapGbps);
-            e.efficiency = x.efficiency;
-            e.narrowest = ceil->narrowest;
-          }
-          out.push_back(std::move(e));
-        }
-      }
-      if (c.key == "host_device_bandwidth" && cell.gpu) {
-        PciDevice sg;
-        const PciDevice* g = device(*cell.gpu, sg);
-        const auto ceil = pci::host_ceiling(*g, inv);
-        for (const auto& [dir, v] : {std::pair{"h2d", cell.h2d_gbps}, {"d2h", cell.d2h_gbps}}) {
-          if (!v) continue;
-          CellExpectation e;
-          e.case_key = c.key;
-          e.src = *cell.gpu;
-          e.gpu = g->bdf;
-          e.engine = "ce";
-          e.direction = dir;
-          e.link = "PCIe";
-          e.measured_gbps = *v;
-          if (ceil) {
-            const auto x = pci::expect(*ceil, CopyKind::ce);
-            e.ceiling_gbps = ceil->gbps;
-            e.expected_gbps = x.expected_gbps;
+            e.expected_gbps = bar ? std::min(x.expected_gbps, kBarWriteCapGbps) : x.expected_gbps;
             e.efficiency = x.efficiency;
             e.narrowest = ceil->narrowest;
           }
