@@ -17,7 +17,7 @@ using json = nlohmann::json;
 using What = lifecycle::BootGuardDecision::What;
 constexpr const char* kGrubCfg = "/boot/grub/grub.cfg";
 
-sys::CommandResult run(ApplyContext& ctx, std::vector<std::string> argv) {
+sys::CommandResult run_grub_tool(ApplyContext& ctx, std::vector<std::string> argv) {
   sys::Command c;
   c.argv = std::move(argv);
   c.timeout = std::chrono::minutes(5);
@@ -68,7 +68,7 @@ class BootGuard final : public Action {
           why += "; putting " + std::string(lifecycle::kBootGuardDropIn) + " back failed too: " + st.error().message;
         else if (!regenerated)
           why += std::string("; ") + lifecycle::kBootGuardDropIn + " is as it was";
-        else if (auto u = run(ctx, {"update-grub"}); !u.success())
+        else if (auto u = run_grub_tool(ctx, {"update-grub"}); !u.success())
           why += std::string("; ") + lifecycle::kBootGuardDropIn + " is as it was, but update-grub " + u.describe() +
                  " on it: run update-grub by hand";
         else
@@ -94,7 +94,7 @@ class BootGuard final : public Action {
       return fail("removing " + std::string(lifecycle::kBootGuardDropIn) + ": " + st.error().message);
     }
     changed = true;
-    if (auto u = run(ctx, {"update-grub"}); !u.success())
+    if (auto u = run_grub_tool(ctx, {"update-grub"}); !u.success())
       return fail("update-grub " + u.describe() + (u.err.empty() ? "" : ": " + u.err.substr(0, 300)));
     regenerated = true;
     std::string entry = "0";
@@ -105,7 +105,7 @@ class BootGuard final : public Action {
       if (!e) return fail(std::string(kGrubCfg) + " has no entry that boots " + d.kernel);
       entry = *e;
     }
-    if (auto g = run(ctx, {"grub-set-default", entry}); !g.success())
+    if (auto g = run_grub_tool(ctx, {"grub-set-default", entry}); !g.success())
       return fail("grub-set-default " + entry + " " + g.describe() + (g.err.empty() ? "" : ": " + g.err));
     r.writes = ctx.root.write_count() - w0;
     // What GRUB boots now, read back from grub.cfg and grubenv.

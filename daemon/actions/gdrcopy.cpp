@@ -67,7 +67,7 @@ class GdrcopyModule final : public Action {
   }
 };
 
-sys::CommandResult run(ApplyContext& ctx, std::vector<std::string> argv) {
+sys::CommandResult run_logged(ApplyContext& ctx, std::vector<std::string> argv) {
   sys::Command c;
   c.argv = std::move(argv);
   c.timeout = std::chrono::minutes(2);
@@ -125,7 +125,7 @@ class GdrcopyDevice final : public Action {
         ctx.log(id(), r.subject, r.message);
         return {r};
       }
-      const auto res = run(ctx, {"modprobe", "gdrdrv"});
+      const auto res = run_logged(ctx, {"modprobe", "gdrdrv"});
       ++commands;
       if (!res.success())
         return fail("modprobe gdrdrv " + res.describe() + (res.err.empty() ? "" : ": " + res.err) +
@@ -141,7 +141,7 @@ class GdrcopyDevice final : public Action {
       if (auto st = ctx.root.remove_file("/dev/gdrdrv"); !st) return fail("removing the stale /dev/gdrdrv: " + st.error().message);
     }
     auto step = [&](std::vector<std::string> argv) {
-      const auto res = run(ctx, argv);
+      const auto res = run_logged(ctx, argv);
       ++commands;
       return res.success() ? std::string() : argv[0] + " " + res.describe() + (res.err.empty() ? "" : ": " + res.err);
     };

@@ -15,7 +15,7 @@ using json = nlohmann::json;
 using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 
-std::string str(const json& j, const char* k) {
+std::string string_or_empty(const json& j, const char* k) {
   const auto it = j.find(k);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
@@ -39,7 +39,7 @@ std::string render_health_metrics(const json& h) {
                        .Register(reg);
   for (const auto& d : h.value("devices", json::array())) {
     if (!d.is_object()) continue;
-    const std::string dev = str(d, "bdf"), kind = str(d, "kind");
+    const std::string dev = string_or_empty(d, "bdf"), kind = string_or_empty(d, "kind");
     if (d.contains("aer") && d["aer"].is_object())
       for (const auto& [sev, v] : d["aer"].items())
         if (v.is_object() && v.contains("total") && v["total"].is_number())
@@ -55,7 +55,7 @@ std::string render_health_metrics(const json& h) {
     auto& active = BuildGauge().Name("p2pnode_nvlink_active_links").Help("NVLinks of the GPU that NVML reports active").Register(reg);
     for (const auto& g : nv.value("gpus", json::array())) {
       if (!g.is_object()) continue;
-      const std::string gpu = str(g, "gpu");
+      const std::string gpu = string_or_empty(g, "gpu");
       std::map<std::string, double> sums;
       for (const auto& l : g.value("links", json::array()))
         if (l.is_object() && l.contains("errors") && l["errors"].is_object())
@@ -82,19 +82,19 @@ std::string render_health_metrics(const json& h) {
                        .Register(reg);
     for (const auto& g : gpus) {
       if (!g.is_object()) continue;
-      const std::string gpu = str(g, "gpu");
+      const std::string gpu = string_or_empty(g, "gpu");
       const json pcie = g.value("pcie", json::object());
       if (pcie.contains("replay") && pcie["replay"].is_number()) replays.Add({{"gpu", gpu}}).Increment(pcie["replay"].get<double>());
-      const std::string a = str(g, "recovery_action");
+      const std::string a = string_or_empty(g, "recovery_action");
       if (!a.empty() && a != "none") action.Add({{"gpu", gpu}, {"action", a}}).Set(1);
       const json mem = g.value("memory", json::object());
       if (mem.value("remap_pending", json(false)) == true) memory.Add({{"gpu", gpu}, {"reason", "remap_pending"}}).Set(1);
       if (mem.value("remap_failure", json(false)) == true) memory.Add({{"gpu", gpu}, {"reason", "remap_failure"}}).Set(1);
     }
     for (const auto& f : h.value("findings", json::array()))
-      if (f.is_object() && str(f, "check") == "health.memory" && f.contains("observed") &&
+      if (f.is_object() && string_or_empty(f, "check") == "health.memory" && f.contains("observed") &&
           f["observed"].value("uncorrected_rise", json(0)).is_number() && f["observed"].value("uncorrected_rise", json(0)).get<double>() > 0)
-        memory.Add({{"gpu", str(f, "subject")}, {"reason", "uncorrected_ecc"}}).Set(1);
+        memory.Add({{"gpu", string_or_empty(f, "subject")}, {"reason", "uncorrected_ecc"}}).Set(1);
   }
   const json xid = h.value("xid", json());
   if (xid.is_object()) {
@@ -103,14 +103,14 @@ std::string render_health_metrics(const json& h) {
                        .Register(reg);
     for (const auto& c : xid.value("counts", json::array()))
       if (c.is_object() && c.contains("xid") && c["xid"].is_number_integer())
-        events.Add({{"gpu", str(c, "gpu")}, {"xid", std::to_string(c["xid"].get<int>())}}).Increment(c.value("count", 0.0));
+        events.Add({{"gpu", string_or_empty(c, "gpu")}, {"xid", std::to_string(c["xid"].get<int>())}}).Increment(c.value("count", 0.0));
   }
   // One series per finding of the last pass (none when all is well): what the alert rules read.
   auto& finding = BuildGauge().Name("p2pnode_health_finding")
                       .Help("1 for each finding of the last passive health pass: check (health.aer, health.link, health.nvlink, health.xid, health.kernel, health.recovery, health.gpu_pcie, health.memory, health.p2p_status), device, severity")
                       .Register(reg);
   for (const auto& f : h.value("findings", json::array()))
-    if (f.is_object()) finding.Add({{"check", str(f, "check")}, {"device", str(f, "subject")}, {"severity", str(f, "severity")}}).Set(1);
+    if (f.is_object()) finding.Add({{"check", string_or_empty(f, "check")}, {"device", string_or_empty(f, "subject")}, {"severity", string_or_empty(f, "severity")}}).Set(1);
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, reg.Collect());
   return out.str();

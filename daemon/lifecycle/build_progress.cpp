@@ -6,7 +6,7 @@
 namespace p2pnode::lifecycle {
 namespace {
 
-std::vector<std::string_view> words(std::string_view line) {
+std::vector<std::string_view> blank_separated(std::string_view line) {
   std::vector<std::string_view> out;
   std::size_t i = 0;
   while (i < line.size()) {
@@ -37,7 +37,7 @@ std::optional<std::string> compiling_now(std::string_view tail) {
     // NVIDIA's core Makefile prefixes its lines with the component: " [ nvidia            ]  CC  src/…".
     if (const auto open = line.find_first_not_of(" \t"); open != std::string_view::npos && line[open] == '[')
       if (const auto close = line.find(']', open); close != std::string_view::npos) line.remove_prefix(close + 1);
-    const auto w = words(line);
+    const auto w = blank_separated(line);
     if (w.size() >= 2 && (w[0] == "CC" || w[0] == "CXX" || w[0] == "LD" || w[0] == "AR")) {
       const std::size_t i = (w[1] == "[M]" && w.size() >= 3) ? 2 : 1;
       if (i < w.size() && w[i].find('/') != std::string_view::npos) found = std::string(w[i]);

@@ -21,12 +21,6 @@ struct Narrowest {
     what = b;
   }
 };
-
-std::size_t common_prefix(const PciDevice& a, const PciDevice& b) {
-  std::size_t k = 0;
-  while (k < a.upstream.size() && k < b.upstream.size() && a.upstream[k] == b.upstream[k]) ++k;
-  return k;
-}
 }  // namespace
 
 std::string pair_link(const PciDevice& a, const PciDevice& b, const Inventory& inv) {

@@ -16,13 +16,11 @@ const char* to_string(PairClass c) {
   return "SYS";
 }
 
-namespace {
 std::size_t common_prefix(const PciDevice& a, const PciDevice& b) {
   std::size_t k = 0;
   while (k < a.upstream.size() && k < b.upstream.size() && a.upstream[k] == b.upstream[k]) ++k;
   return k;
 }
-}  // namespace
 
 PairClass classify_pair(const PciDevice& a, const PciDevice& b) {
   if (a.bdf == b.bdf) return PairClass::self;

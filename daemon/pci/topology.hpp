@@ -1,5 +1,6 @@
 #pragma once
 // The pairwise PCIe relation of two devices, like `nvidia-smi topo -m`, from sysfs paths alone.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ const char* to_string(PairClass c);  // "X", "PIX", "PXB", "PHB", "NODE", "SYS"
 // PXB: several bridges, no host bridge; PHB: same root complex, different root ports;
 // NODE: different root complexes, same NUMA node; SYS: across NUMA nodes.
 PairClass classify_pair(const PciDevice& a, const PciDevice& b);
+
+// How many upstream bridges a and b share, counted from the root complex.
+std::size_t common_prefix(const PciDevice& a, const PciDevice& b);
 
 struct TopologyMatrix {
   std::vector<std::string> bdfs;

@@ -12,12 +12,13 @@
 #include "profile/loader.hpp"
 #include "profile/select.hpp"
 #include "render/report.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
 
 namespace {
-const fs::path kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrc;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

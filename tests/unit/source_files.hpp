@@ -9,6 +9,7 @@
 namespace p2pnode::test_files {
 
 inline const std::filesystem::path kSrc = P2PNODE_SOURCE_DIR;
+inline const std::string kSrcDir = P2PNODE_SOURCE_DIR;  // the same, for string concatenation
 
 // The whole file, or "" when it cannot be read (the parse under test then says why).
 inline std::string slurp(const std::filesystem::path& p) {

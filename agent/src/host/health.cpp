@@ -15,10 +15,10 @@ using nvml::Device;
 using nvml::kSuccess;
 using nvml::PciInfo;
 using nvml::Return;
-constexpr unsigned kMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
+using nvml::kMaxLinks;
 
 // The entry points the health reader needs (the NVLink error counters since driver 361).
-struct Calls {
+struct HealthCalls {
   Return (*count)(unsigned*) = nullptr;
   Return (*by_index)(unsigned, Device*) = nullptr;
   Return (*pci_info)(Device, PciInfo*) = nullptr;
@@ -37,7 +37,7 @@ HealthReport read_health(const char* library) {
     rep.reason = why;
     return rep;
   }
-  Calls calls;
+  HealthCalls calls;
   const bool ok = n.sym(calls.count, "nvmlDeviceGetCount_v2") && n.sym(calls.by_index, "nvmlDeviceGetHandleByIndex_v2") &&
                   n.sym(calls.pci_info, "nvmlDeviceGetPciInfo_v3") && n.sym(calls.link_state, "nvmlDeviceGetNvLinkState");
   if (!ok) {

@@ -11,11 +11,11 @@ using nvml::Device;
 using nvml::kSuccess;
 using nvml::PciInfo;
 using nvml::Return;
-constexpr unsigned kMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
+using nvml::kMaxLinks;
 enum CapsIndex { kRead = 0, kWrite = 1, kNvlink = 2, kAtomics = 3 };
 
 // The entry points the interconnect reader needs beyond init and shutdown.
-struct Calls {
+struct LinkCalls {
   Return (*by_bus_id)(const char*, Device*) = nullptr;
   Return (*link_state)(Device, unsigned, int*) = nullptr;
   Return (*link_version)(Device, unsigned, unsigned*) = nullptr;
@@ -35,7 +35,7 @@ Interconnect read_interconnect(const std::vector<std::string>& bus_ids, const ch
   };
   nvml::Lib n;
   if (auto why = n.open(library); !why.empty()) return none(why);
-  Calls c;
+  LinkCalls c;
   const bool ok = n.sym(c.by_bus_id, "nvmlDeviceGetHandleByPciBusId_v2") && n.sym(c.link_state, "nvmlDeviceGetNvLinkState") &&
                   n.sym(c.link_version, "nvmlDeviceGetNvLinkVersion") &&
                   n.sym(c.link_remote, "nvmlDeviceGetNvLinkRemotePciInfo_v2") && n.sym(c.p2p_status, "nvmlDeviceGetP2PStatus");

@@ -18,6 +18,7 @@ struct PciInfo {
   char busId[32];
 };
 constexpr Return kSuccess = 0;
+constexpr unsigned kMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
 
 class Lib {
  public:

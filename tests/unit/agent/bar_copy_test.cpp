@@ -82,19 +82,19 @@ TEST(GdrApi, RefusesALibraryWithoutTheEntryPoints) {
 }
 
 // A "GPU buffer" in host memory, 64 KiB aligned as cudaMalloc's are, and the case's two views of it.
-struct Rig {
+struct BarRig {
   std::size_t bytes;
   void* raw = nullptr;
   char* dev = nullptr;
   GdrApi api;
   GdrHandle g = nullptr;
-  explicit Rig(std::size_t b) : bytes(b) {
+  explicit BarRig(std::size_t b) : bytes(b) {
     raw = std::aligned_alloc(kGpuPageBytes, bytes + kGpuPageBytes);
     dev = static_cast<char*>(raw);
     EXPECT_EQ(api.open({P2PNODE_FAKE_GDRAPI}), "");
     g = api.gdr_open();
   }
-  ~Rig() {
+  ~BarRig() {
     if (g) api.gdr_close(g);
     std::free(raw);
   }
@@ -124,7 +124,7 @@ Plan quick() {
 
 TEST(BarMeasure, EveryByteArrivesThroughTheMapping) {
   unsetenv("FAKE_GDRAPI_FLIP_WRITE");
-  Rig r(512 * 1024);
+  BarRig r(512 * 1024);
   ASSERT_NE(r.g, nullptr);
   EXPECT_EQ(r.api.version(), "2.6");
   Mapping m(r.api, r.g);
@@ -154,7 +154,7 @@ TEST(BarMeasure, EveryByteArrivesThroughTheMapping) {
 
 TEST(BarMeasure, AFlippedByteFailsTheCellWithItsOffset) {
   setenv("FAKE_GDRAPI_FLIP_WRITE", "70000", 1);
-  Rig r(256 * 1024);
+  BarRig r(256 * 1024);
   Mapping m(r.api, r.g);
   ASSERT_EQ(m.map(reinterpret_cast<std::uint64_t>(r.dev), r.bytes), "");
   const Figures f = measure(r.window(m), r.reference(), quick());
@@ -170,7 +170,7 @@ TEST(BarMeasure, AFlippedByteFailsTheCellWithItsOffset) {
 
 TEST(BarMeasure, PartialWritesLeaveTheGuardsAlone) {
   // A copy that writes one byte too many is caught by the poison around the region.
-  Rig r(128 * 1024);
+  BarRig r(128 * 1024);
   Mapping m(r.api, r.g);
   ASSERT_EQ(m.map(reinterpret_cast<std::uint64_t>(r.dev), r.bytes), "");
   Window w = r.window(m);
@@ -188,7 +188,7 @@ TEST(BarMeasure, PartialWritesLeaveTheGuardsAlone) {
 
 TEST(BarMapping, PinFailureSaysWhatAndWhere) {
   setenv("FAKE_GDRAPI_PIN_FAIL", "12", 1);
-  Rig r(64 * 1024);
+  BarRig r(64 * 1024);
   Mapping m(r.api, r.g);
   const auto why = m.map(reinterpret_cast<std::uint64_t>(r.dev), r.bytes);
   unsetenv("FAKE_GDRAPI_PIN_FAIL");

@@ -18,11 +18,11 @@ namespace {
 // CAP with MQES 2048, CQR, TO 7.5 s, DSTRD 0, CSS NVM, MPSMAX 64 KiB.
 constexpr std::uint64_t kCap = 0x0040'0020'0f01'07ffULL;
 
-struct Rig {
+struct DoorbellRig {
   std::vector<std::uint8_t> mem = std::vector<std::uint8_t>(3 * 4096 + 4096);
   DmaBuffer dma;
   SimController sim;
-  Rig() {
+  DoorbellRig() {
     // A page-aligned window of the vector, at a made-up IOVA.
     auto base = reinterpret_cast<std::uintptr_t>(mem.data());
     auto aligned = (base + 4095) & ~std::uintptr_t{4095};
@@ -45,7 +45,7 @@ DoorbellTiming fast() {
 }  // namespace
 
 TEST(AgentNvmeDoorbell, IdentifyRoundTripLeavesRegistersAsFound) {
-  Rig r;
+  DoorbellRig r;
   r.sim.aqa = 0x001f001f;  // whatever was there must come back
   r.sim.asq = 0xabc000;
   r.sim.acq = 0xdef000;
@@ -80,7 +80,7 @@ TEST(AgentNvmeDoorbell, IdentifyRoundTripLeavesRegistersAsFound) {
 }
 
 TEST(AgentNvmeDoorbell, SecondRunTheSame) {
-  Rig r;
+  DoorbellRig r;
   SimHostWriter w(r.sim);
   const auto a = run_identify_doorbell(r.sim, r.dma, w, {"P2PVM-A", ""}, fast());
   const auto b = run_identify_doorbell(r.sim, r.dma, w, {"P2PVM-A", ""}, fast());
@@ -93,7 +93,7 @@ TEST(AgentNvmeDoorbell, SecondRunTheSame) {
 }
 
 TEST(AgentNvmeDoorbell, FoundEnabledIsDisabledFirstAndLeftDisabled) {
-  Rig r;
+  DoorbellRig r;
   r.sim.cc = 0x00460001;
   r.sim.csts = 1;
   SimHostWriter w(r.sim);
@@ -106,7 +106,7 @@ TEST(AgentNvmeDoorbell, FoundEnabledIsDisabledFirstAndLeftDisabled) {
 }
 
 TEST(AgentNvmeDoorbell, DoorbellStrideFromCap) {
-  Rig r;
+  DoorbellRig r;
   r.sim.cap = kCap | (2ULL << 32);  // DSTRD 2: 16-byte stride, CQ0 head at 0x1010
   SimHostWriter w(r.sim);
   const auto o = run_identify_doorbell(r.sim, r.dma, w, {"P2PVM-A", ""}, fast());
@@ -117,7 +117,7 @@ TEST(AgentNvmeDoorbell, DoorbellStrideFromCap) {
 }
 
 TEST(AgentNvmeDoorbell, NeverReadyTimesOutAndRestores) {
-  Rig r;
+  DoorbellRig r;
   r.sim.ready_after_reads = -1;  // CSTS.RDY never follows CC.EN (QEMU cannot be made to do this)
   SimHostWriter w(r.sim);
   auto t = fast();
@@ -143,7 +143,7 @@ TEST(AgentNvmeDoorbell, CapTimeoutBoundsTheWait) {
 }
 
 TEST(AgentNvmeDoorbell, DoorbellThatNeverArrivesIsNamed) {
-  Rig r;
+  DoorbellRig r;
   r.sim.ignore_doorbell = true;
   SimHostWriter w(r.sim);
   const auto o = run_identify_doorbell(r.sim, r.dma, w, {"P2PVM-A", ""}, fast());
@@ -155,7 +155,7 @@ TEST(AgentNvmeDoorbell, DoorbellThatNeverArrivesIsNamed) {
 }
 
 TEST(AgentNvmeDoorbell, WrongSerialFails) {
-  Rig r;
+  DoorbellRig r;
   r.sim.serial = "OTHER-DRIVE";
   SimHostWriter w(r.sim);
   const auto o = run_identify_doorbell(r.sim, r.dma, w, {"P2PVM-A", ""}, fast());
@@ -166,7 +166,7 @@ TEST(AgentNvmeDoorbell, WrongSerialFails) {
 }
 
 TEST(AgentNvmeDoorbell, WrongModelFails) {
-  Rig r;
+  DoorbellRig r;
   SimHostWriter w(r.sim);
   const auto o = run_identify_doorbell(r.sim, r.dma, w, {"P2PVM-A", "WDC PC SN530"}, fast());
   EXPECT_FALSE(o.passed);
@@ -174,7 +174,7 @@ TEST(AgentNvmeDoorbell, WrongModelFails) {
 }
 
 TEST(AgentNvmeDoorbell, ErrorStatusFails) {
-  Rig r;
+  DoorbellRig r;
   r.sim.complete_status = 0x02;
   SimHostWriter w(r.sim);
   const auto o = run_identify_doorbell(r.sim, r.dma, w, {"P2PVM-A", ""}, fast());
@@ -184,7 +184,7 @@ TEST(AgentNvmeDoorbell, ErrorStatusFails) {
 }
 
 TEST(AgentNvmeDoorbell, FatalStatusOnEnable) {
-  Rig r;
+  DoorbellRig r;
   r.sim.fatal_on_enable = true;
   SimHostWriter w(r.sim);
   auto t = fast();
@@ -207,7 +207,7 @@ TEST(AgentNvmeDoorbell, FatalStatusOnEnable) {
 }
 
 TEST(AgentNvmeDoorbell, AllFsTouchesNothing) {
-  Rig r;
+  DoorbellRig r;
   r.sim.cap = ~0ULL;
   r.sim.vs = 0xFFFFFFFF;
   r.sim.csts = 0xFFFFFFFF;
@@ -220,7 +220,7 @@ TEST(AgentNvmeDoorbell, AllFsTouchesNothing) {
 }
 
 TEST(AgentNvmeDoorbell, ScatteredPagesAsInNoiommuMode) {
-  Rig r;
+  DoorbellRig r;
   // Physical pages out of order, as /proc/self/pagemap gives them in noiommu mode.
   r.dma.pages = {0x7'0000'3000ULL, 0x7'0000'1000ULL, 0x5'0000'8000ULL};
   r.sim.dma = r.dma;
@@ -237,7 +237,7 @@ TEST(AgentNvmeDoorbell, ScatteredPagesAsInNoiommuMode) {
 TEST(AgentNvmeDoorbell, DriveLeftShutDownByTheNvmeDriverWithoutAReset) {
   // A drive whose function VFIO cannot reset (no FLR) is found as Linux's nvme driver left it:
   // CC 0x00464061 (EN=1, SHN normal), CSTS 0x9 (RDY, shutdown complete), as recorded in the VM.
-  Rig r;
+  DoorbellRig r;
   r.sim.cap = 0x004018200f0107ffULL;  // QEMU's CAP, recorded
   r.sim.cc = 0x00464061;
   r.sim.csts = 0x9;

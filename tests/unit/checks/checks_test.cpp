@@ -10,19 +10,19 @@
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
 #include "sys/sysroot.hpp"
+#include "unit/fixture_inventory.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::checks;
 
 namespace {
-const std::string kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrcDir;
 
-Inventory probe_fixture(const std::string& name) {
-  return probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/" + name));
-}
+using p2pnode::test_files::probe_fixture;
 
 Profile profile_file(const std::string& rel) {
-  auto r = profile::load_profile_file(kSrc + "/" + rel);
+  auto r = profile::load_profile_file(kSrcDir + "/" + rel);
   EXPECT_TRUE(r.profile) << r.diagnostics.format();
   return r.profile.value_or(Profile{});
 }

@@ -7,21 +7,22 @@
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
 #include "sys/command_runner.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 
 namespace {
-const std::string kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrcDir;
 
 Profile load(const std::string& rel) {
-  auto r = profile::load_profile_file(kSrc + "/" + rel);
+  auto r = profile::load_profile_file(kSrcDir + "/" + rel);
   EXPECT_TRUE(r.profile) << r.diagnostics.format();
   return r.profile.value_or(Profile{});
 }
 }  // namespace
 
 TEST(DriverBranch, A5090BoxWith550IsAnErrorNamingBranch570) {
-  const sys::SysRoot root(kSrc + "/tests/fixtures/epyc-4x5090");
+  const sys::SysRoot root(kSrcDir + "/tests/fixtures/epyc-4x5090");
   const Inventory inv = probe::probe_inventory(root);
   Profile p = load("tests/profiles/four-5090-550.yaml");
   auto fs = checks::check_driver_branch(p, inv);
@@ -41,7 +42,7 @@ TEST(DriverBranch, A5090BoxWith550IsAnErrorNamingBranch570) {
 }
 
 TEST(DriverBranch, WithoutAProfileDriverTheLoadedModuleIsJudged) {
-  const sys::SysRoot root(kSrc + "/tests/fixtures/tinybox-6x4090");
+  const sys::SysRoot root(kSrcDir + "/tests/fixtures/tinybox-6x4090");
   const Inventory inv = probe::probe_inventory(root);
   Profile none;
   auto fs = checks::check_driver_branch(none, inv);
@@ -50,12 +51,12 @@ TEST(DriverBranch, WithoutAProfileDriverTheLoadedModuleIsJudged) {
   EXPECT_EQ(fs[0].observed["from"], "loaded module");
   EXPECT_EQ(fs[0].observed["version"], "550.90.07");
   // No driver named and none loaded: nothing to judge.
-  const Inventory fresh = probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/epyc-4x5090"));
+  const Inventory fresh = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/epyc-4x5090"));
   EXPECT_TRUE(checks::check_driver_branch(none, fresh).empty());
 }
 
 TEST(DriverBranch, PlanAndApplyRefuseTheModuleStepBeforeAnyDownload) {
-  const sys::SysRoot fixture(kSrc + "/tests/fixtures/epyc-4x5090");
+  const sys::SysRoot fixture(kSrcDir + "/tests/fixtures/epyc-4x5090");
   const Inventory inv = probe::probe_inventory(fixture);
   const Profile p = load("tests/profiles/four-5090-550.yaml");
   auto action = actions::make_driver_module();

@@ -4,11 +4,12 @@
 
 #include "checks/check.hpp"
 #include "probe/probe.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 
 namespace {
-const std::string kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrcDir;
 
 Profile am5_profile(bool with_patch) {
   Profile p;
@@ -29,7 +30,7 @@ Profile am5_profile(bool with_patch) {
 }  // namespace
 
 TEST(PeerAlignmentCheck, TheStagedTreesSourceDecides) {
-  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/am5-2x5090"));
+  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/am5-2x5090"));
   // Not staged yet: a warning that says it cannot tell and offers the patch.
   auto fs = checks::check_peer_alignment(am5_profile(false), inv);
   ASSERT_EQ(fs.size(), 1u);
@@ -54,6 +55,6 @@ TEST(PeerAlignmentCheck, TheStagedTreesSourceDecides) {
 }
 
 TEST(PeerAlignmentCheck, QuietWhereThePeerAddressIsAligned) {
-  const Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/tinybox-6x4090"));
+  const Inventory inv = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/tinybox-6x4090"));
   EXPECT_TRUE(checks::check_peer_alignment(am5_profile(false), inv).empty());
 }

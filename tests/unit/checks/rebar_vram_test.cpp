@@ -7,11 +7,12 @@
 #include "judge/interconnect.hpp"
 #include "probe/probe.hpp"
 #include "sys/command_runner.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 
 namespace {
-const std::string kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrcDir;
 
 const Finding* find(const std::vector<Finding>& fs, const std::string& subject) {
   for (const auto& f : fs)
@@ -21,7 +22,7 @@ const Finding* find(const std::vector<Finding>& fs, const std::string& subject) 
 }  // namespace
 
 TEST(RebarVram, AModdedCardIsJudgedByTheVramItReports) {
-  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/tinybox-6x4090"));
+  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/tinybox-6x4090"));
   sys::ScriptedRunner runner;
   // 01:00.0 is a stock 4090 (24564 MiB), 42:00.0 a modded 48 GB card (tinygrad#36).
   runner.on({"nvidia-smi"}, sys::exited_with(0, "00000000:01:00.0, 24564\n00000000:42:00.0, 49140\n"));
@@ -51,7 +52,7 @@ TEST(RebarVram, AModdedCardIsJudgedByTheVramItReports) {
 }
 
 TEST(RebarVram, TheAgentsReportIsUsedAndNvidiaSmiIsThenNotAsked) {
-  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/tinybox-6x4090"));
+  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/tinybox-6x4090"));
   const nlohmann::json doc = {{"started_at", "2026-11-24T02:00:00Z"},
                               {"devices", {{{"pci_bus_id", "0000:c2:00.0"}, {"memory_bytes", 51527024640ULL}}}}};
   ASSERT_TRUE(judge::merge_agent_interconnect(inv, doc));
@@ -67,12 +68,12 @@ TEST(RebarVram, TheAgentsReportIsUsedAndNvidiaSmiIsThenNotAsked) {
 }
 
 TEST(RebarVram, NoDriverNoQuestionAndAFailedAnswerSaysWhy) {
-  Inventory fresh = probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/epyc-4x5090"));
+  Inventory fresh = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/epyc-4x5090"));
   sys::ScriptedRunner runner;
   probe::probe_gpu_memory_by_commands(runner, fresh);  // no module loaded: nvidia-smi would only fail
   EXPECT_TRUE(runner.calls().empty());
 
-  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/tinybox-6x4090"));
+  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/tinybox-6x4090"));
   runner.on({"nvidia-smi"}, sys::exited_with(9, "", "NVIDIA-SMI has failed\n"));
   probe::probe_gpu_memory_by_commands(runner, inv);
   EXPECT_TRUE(inv.gpu_memory.empty());

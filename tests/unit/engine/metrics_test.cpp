@@ -8,13 +8,14 @@
 #include "engine/metrics.hpp"
 #include "engine/views.hpp"
 #include "probe/probe.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
 using namespace p2pnode::engine;
 
 namespace {
-const fs::path kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrc;
 
 RecordedState h200_state() {
   const Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc / "tests/fixtures/h200-4gpu"));

@@ -9,6 +9,7 @@
 #include "engine/views.hpp"
 #include "probe/probe.hpp"
 #include "unit/source_files.hpp"
+#include "unit/fixture_inventory.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::engine;
@@ -18,10 +19,7 @@ namespace {
 using p2pnode::test_files::kSrc;
 using p2pnode::test_files::slurp;
 
-const Inventory& h200() {
-  static const Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc / "tests/fixtures/h200-4gpu"));
-  return inv;
-}
+using p2pnode::test_files::h200;
 
 // The real NV18 run, its CE write 0->1 scaled by `factor` (0.54: what a copy job beside it left).
 judge::AgentRun run(double factor, const json& contention, std::uint64_t bad_bytes = 0) {

@@ -12,11 +12,12 @@
 #include "gdrcopy/needs.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 
 namespace {
-const std::string kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrcDir;
 
 std::string profile_text(const std::string& gdrcopy) {
   return "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: gdr\n"
@@ -35,7 +36,7 @@ Profile load(const std::string& gdrcopy = "") {
   return r.profile.value_or(Profile{});
 }
 
-Inventory recorded(const std::string& fixture) { return probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/" + fixture)); }
+Inventory recorded(const std::string& fixture) { return probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/" + fixture)); }
 }  // namespace
 
 TEST(GdrcopyProfile, ReadsTheSectionWithItsDefaults) {
@@ -217,7 +218,7 @@ TEST(GdrcopyChecks, ALoadedGdrdrvIsReadFromTheMachineAndItsNodeJudged) {
   namespace fs = std::filesystem;
   const fs::path root = fs::temp_directory_path() / ("p2pnode-gdrdrv-" + std::to_string(::getpid()));
   fs::remove_all(root);
-  fs::copy(kSrc + "/tests/fixtures/tinybox-6x4090", root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::copy(kSrcDir + "/tests/fixtures/tinybox-6x4090", root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   auto write = [&](const std::string& rel, const std::string& text) {
     fs::create_directories((root / rel).parent_path());
     std::ofstream(root / rel) << text;

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 const std::string kNvidiaSha = "3c56fc1a3f0ee3de9a9e4bb20b3f5c33c224be266906c5e879d80eb3ec71086f";
 
-Profile load(const std::string& nvidia_sha = kNvidiaSha, const std::string& patches = "", const std::string& device = "") {
+Profile gdrdrv_profile(const std::string& nvidia_sha = kNvidiaSha, const std::string& patches = "", const std::string& device = "") {
   const std::string text =
       "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: gdr\n"
       "driver:\n  version: 550.90.07\n  kernel_module:\n    source:\n      path: /srv/ogkm-550.90.07-p2p.tar.xz\n"
@@ -48,7 +48,7 @@ DkmsOnKernel on_kernel(const std::string& pkg, const std::string& ver) {
 }  // namespace
 
 TEST(Gdrdrv, ItsOwnDkmsPackageBuiltAgainstTheStagedNvidiaTree) {
-  const Profile p = load();
+  const Profile p = gdrdrv_profile();
   const auto spec = lifecycle::gdrdrv_spec(p);
   ASSERT_TRUE(spec && spec->kernel_module);
   EXPECT_EQ(spec->version, "2.6");
@@ -79,10 +79,10 @@ TEST(Gdrdrv, ItsOwnDkmsPackageBuiltAgainstTheStagedNvidiaTree) {
 
 TEST(Gdrdrv, AChangedNvidiaTreeIsAChangedGdrdrv) {
   const auto id = [](const Profile& p) { return nvidia::module_target(*lifecycle::gdrdrv_spec(p)).identity; };
-  const Profile p = load();
-  EXPECT_EQ(id(p), id(load())) << "same profile, same identity: nothing rebuilt";
-  EXPECT_NE(id(p), id(load(std::string(64, 'a')))) << "another NVIDIA source";
-  EXPECT_NE(id(p), id(load(kNvidiaSha, "    patches:\n      - builtin: pci-resize-resource-exclude-bars\n")))
+  const Profile p = gdrdrv_profile();
+  EXPECT_EQ(id(p), id(gdrdrv_profile())) << "same profile, same identity: nothing rebuilt";
+  EXPECT_NE(id(p), id(gdrdrv_profile(std::string(64, 'a')))) << "another NVIDIA source";
+  EXPECT_NE(id(p), id(gdrdrv_profile(kNvidiaSha, "    patches:\n      - builtin: pci-resize-resource-exclude-bars\n")))
       << "the NVIDIA tree with a patch added";
   // gdrcopy's own source is part of it too, as for any module.
   Profile other = p;
@@ -91,7 +91,7 @@ TEST(Gdrdrv, AChangedNvidiaTreeIsAChangedGdrdrv) {
 }
 
 TEST(Gdrdrv, AKernelWithoutGdrdrvIsAKernelWithoutTheModule) {
-  const Profile p = load();
+  const Profile p = gdrdrv_profile();
   Inventory inv;
   InstalledKernel newest, older;
   newest.release = "6.1.0-57-amd64";
@@ -136,7 +136,7 @@ TEST(Gdrdrv, AKernelWithoutGdrdrvIsAKernelWithoutTheModule) {
 }
 
 TEST(GdrdrvDevice, TheWorkBetweenTheProbedNodeAndTheProfile) {
-  const Profile p = load("3c56fc1a3f0ee3de9a9e4bb20b3f5c33c224be266906c5e879d80eb3ec71086f", "",
+  const Profile p = gdrdrv_profile("3c56fc1a3f0ee3de9a9e4bb20b3f5c33c224be266906c5e879d80eb3ec71086f", "",
                          "  device:\n    owner: root\n    group: \"44\"\n    mode: \"0666\"\n");
   GdrdrvState g;
   auto w = gdrcopy::device_work(*p.gdrcopy, g);
@@ -218,7 +218,7 @@ struct DeviceBox {
 TEST(GdrdrvDevice, LoadedAfterNvidiaAndItsNodeMadeAsTheProfileAsks) {
   if (::geteuid() != 0) GTEST_SKIP() << "making a character device node needs root (mknod); run the unit tests as root";
   DeviceBox b;
-  const Profile p = load(kNvidiaSha, "", "  device:\n    owner: root\n    group: video\n    mode: \"0660\"\n");
+  const Profile p = gdrdrv_profile(kNvidiaSha, "", "  device:\n    owner: root\n    group: video\n    mode: \"0660\"\n");
   auto r = b.apply(p);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].action, "gdrcopy.device");
@@ -249,7 +249,7 @@ TEST(GdrdrvDevice, LoadedAfterNvidiaAndItsNodeMadeAsTheProfileAsks) {
 TEST(GdrdrvDevice, NotInstalledForTheRunningKernelIsAFailureOrAReboot) {
   DeviceBox b;
   fs::remove(b.dir / "lib/modules/6.1.0-56-amd64/updates/dkms/gdrdrv.ko");
-  const auto r = b.apply(load());
+  const auto r = b.apply(gdrdrv_profile());
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].outcome, StepOutcome::failed);
   EXPECT_NE(r[0].message.find("gdrdrv is not installed for the running kernel 6.1.0-56-amd64"), std::string::npos) << r[0].message;
@@ -258,7 +258,7 @@ TEST(GdrdrvDevice, NotInstalledForTheRunningKernelIsAFailureOrAReboot) {
   fs::create_directories(b.dir / "lib/modules/6.1.0-57-amd64/build");
   fs::create_directories(b.dir / "lib/modules/6.1.0-57-amd64/updates/dkms");
   b.write("lib/modules/6.1.0-57-amd64/updates/dkms/gdrdrv.ko", "");
-  const auto r2 = b.apply(load());
+  const auto r2 = b.apply(gdrdrv_profile());
   ASSERT_EQ(r2.size(), 1u);
   EXPECT_EQ(r2[0].outcome, StepOutcome::reboot_required) << r2[0].message;
   EXPECT_NE(r2[0].message.find("installed for [\"6.1.0-57-amd64\"] but not for the running kernel 6.1.0-56-amd64"),
@@ -269,7 +269,7 @@ TEST(GdrdrvDevice, NotInstalledForTheRunningKernelIsAFailureOrAReboot) {
 TEST(GdrdrvModule, RefusedUntilTheNvidiaTreeIsPlaced) {
   DeviceBox b;
   fs::create_directories(b.dir / "lib/modules/6.1.0-56-amd64/build");
-  const Profile p = load();
+  const Profile p = gdrdrv_profile();
   sys::SysRoot root(b.dir);
   const Inventory inv = probe::probe_inventory(root);
   const auto plan = actions::plan_all(p, inv, root);

@@ -14,7 +14,7 @@ namespace {
 using json = nlohmann::json;
 
 // Two GPUs under one switch, as in monitor_test.cpp.
-PathIndex box() {
+PathIndex two_gpu_box() {
   return index_paths({{"0000:03:00.0", "gpu", {"0000:00:01.0", "0000:01:00.0", "0000:02:00.0"}, "pci0000:00", 0},
                       {"0000:04:00.0", "gpu", {"0000:00:01.0", "0000:01:00.0", "0000:02:01.0"}, "pci0000:00", 0}});
 }
@@ -40,7 +40,7 @@ json doc() {
 
 struct Passes {
   HealthMonitor m{600};
-  PathIndex paths = box();
+  PathIndex paths = two_gpu_box();
   double t = 0;
   void run(const json& j) {
     HealthSample s;

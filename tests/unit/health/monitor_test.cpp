@@ -11,7 +11,7 @@ using namespace p2pnode::health;
 
 namespace {
 // Two GPUs under one switch (00:01.0 -> 01:00.0 -> 02:00.0/02:01.0) and a drive under another root port.
-PathIndex box() {
+PathIndex gpus_and_nvme_box() {
   return index_paths({{"0000:03:00.0", "gpu", {"0000:00:01.0", "0000:01:00.0", "0000:02:00.0"}, "pci0000:00", 0},
                       {"0000:04:00.0", "gpu", {"0000:00:01.0", "0000:01:00.0", "0000:02:01.0"}, "pci0000:00", 0},
                       {"0000:81:00.0", "nvme", {"0000:80:01.0"}, "pci0000:80", 1}});
@@ -46,7 +46,7 @@ const Finding* find(const HealthMonitor& m, const std::string& check, const std:
 }  // namespace
 
 TEST(HealthPaths, PairsAndEndpointsThroughTheSwitch) {
-  const PathIndex p = box();
+  const PathIndex p = gpus_and_nvme_box();
   EXPECT_EQ(p.devices.size(), 8u);  // 3 endpoints + 5 bridges
   EXPECT_EQ(p.kind.at("0000:02:00.0"), "bridge");
   // The switch's downstream port 02:00.0 carries GPU 03 to GPU 04 and GPU 03 to the drive.
@@ -65,7 +65,7 @@ TEST(HealthPaths, PairsAndEndpointsThroughTheSwitch) {
 
 TEST(HealthMonitor, CorrectableRiseOnABridgeNamesItsPaths) {
   HealthMonitor m(600);
-  const PathIndex p = box();
+  const PathIndex p = gpus_and_nvme_box();
   m.update(sample(0, {dev("0000:02:00.0", "bridge", 7), dev("0000:81:00.0", "nvme", 0)}), p);
   EXPECT_TRUE(m.findings().empty()) << "a first reading proves no rise, whatever the count";
   m.update(sample(10, {dev("0000:02:00.0", "bridge", 7), dev("0000:81:00.0", "nvme", 0)}), p);
@@ -107,7 +107,7 @@ TEST(HealthMonitor, UncorrectableIsAnErrorOnTheDrivesRootPort) {
 
 TEST(HealthMonitor, LinkBelowMaximumButNotAnIdleGpusSpeed) {
   HealthMonitor m;
-  const PathIndex p = box();
+  const PathIndex p = gpus_and_nvme_box();
   DeviceReading gpu = dev("0000:03:00.0", "gpu", 0), port = dev("0000:02:00.0", "bridge", 0),
                 up = dev("0000:01:00.0", "bridge", 0), narrow = dev("0000:04:00.0", "gpu", 0);
   gpu.link.current_gts = 2.5;  // idle GPU: Gen1
@@ -130,7 +130,7 @@ TEST(HealthMonitor, LinkBelowMaximumButNotAnIdleGpusSpeed) {
 
 TEST(HealthMonitor, NvlinkCountersAndALinkThatWentDown) {
   HealthMonitor m;
-  const PathIndex p = box();
+  const PathIndex p = gpus_and_nvme_box();
   auto doc = [](int replay, bool active) {
     return "{\"schema_version\":1,\"nvml\":{\"available\":true,\"driver_version\":\"580.95.05\"},\"gpus\":["
            "{\"index\":0,\"pci_bus_id\":\"0000:03:00.0\",\"links\":["
@@ -168,7 +168,7 @@ TEST(HealthMonitor, NvlinkCountersAndALinkThatWentDown) {
 
 TEST(HealthMonitor, XidEventsInTheWindowNameTheGpuAndAreCountedOnce) {
   HealthMonitor m(600);
-  const PathIndex p = box();
+  const PathIndex p = gpus_and_nvme_box();
   auto s = sample(0, {});
   s.xid.uptime_s = 1000;
   s.xid.events = {*parse_xid_line("4,10,990000000,-;NVRM: Xid (PCI:0000:03:00): 79, pid=77, name=train, GPU has fallen off the bus."),
@@ -220,7 +220,7 @@ TEST(HealthMonitor, AnXidStormIsBounded) {
   s.xid.uptime_s = 1000;
   for (int i = 0; i < 5000; ++i)
     s.xid.events.push_back(*parse_xid_line("4," + std::to_string(100 + i) + ",999000000,-;NVRM: Xid (PCI:0000:03:00): 13, pid=5, Graphics Exception"));
-  m.update(s, box());
+  m.update(s, gpus_and_nvme_box());
   const auto v = m.view();
   EXPECT_EQ(v["xid"]["recent"].size(), 50u);
   EXPECT_EQ(v["xid"]["counts"][0]["count"], 5000) << "every record is counted";

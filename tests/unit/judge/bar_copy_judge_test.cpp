@@ -7,6 +7,7 @@
 #include "judge/verdict.hpp"
 #include "probe/probe.hpp"
 #include "unit/source_files.hpp"
+#include "unit/fixture_inventory.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::judge;
@@ -15,10 +16,7 @@ using p2pnode::test_files::kSrc;
 using p2pnode::test_files::slurp;
 
 namespace {
-const Inventory& h200() {
-  static const Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc / "tests/fixtures/h200-4gpu"));
-  return inv;
-}
+using p2pnode::test_files::h200;
 json summary(double v) { return {{"count", 3}, {"median", v}, {"mean", v}, {"min", v}, {"max", v}, {"p10", v}, {"p90", v}, {"spread_pct", 0}}; }
 json bar_cell(int gpu, double write, double read) {
   return {{"gpu", gpu},

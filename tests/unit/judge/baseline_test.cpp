@@ -16,6 +16,7 @@
 #include "engine/views.hpp"
 #include "probe/probe.hpp"
 #include "unit/source_files.hpp"
+#include "unit/fixture_inventory.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -27,10 +28,7 @@ namespace {
 using p2pnode::test_files::kSrc;
 using p2pnode::test_files::slurp;
 
-const Inventory& h200() {
-  static const Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc / "tests/fixtures/h200-4gpu"));
-  return inv;
-}
+using p2pnode::test_files::h200;
 // The real NV18 run with the CE write 0->1 cell scaled by `factor`.
 std::string run_scaled(double factor) {
   json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));

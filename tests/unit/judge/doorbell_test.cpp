@@ -12,6 +12,7 @@
 #include "engine/metrics.hpp"
 #include "engine/state.hpp"
 #include "engine/views.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -19,7 +20,7 @@ using namespace p2pnode::judge;
 using namespace p2pnode::engine;
 
 namespace {
-const fs::path kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrc;
 
 std::string recorded_vm_doc() {
   std::ifstream in(kSrc / "tests/unit/agent/data/nvme-doorbell-vm.json");

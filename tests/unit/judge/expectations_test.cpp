@@ -14,6 +14,7 @@
 #include "judge/interconnect.hpp"
 #include "probe/probe.hpp"
 #include "unit/source_files.hpp"
+#include "unit/fixture_inventory.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -29,10 +30,7 @@ AgentResult load(const fs::path& p) {
   EXPECT_TRUE(r.ok()) << p << ": " << (r.ok() ? "" : r.error().message);
   return r.ok() ? *r : AgentResult{};
 }
-const Inventory& h200() {
-  static const Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc / "tests/fixtures/h200-4gpu"));
-  return inv;
-}
+using p2pnode::test_files::h200;
 SelftestSpec no_thresholds() { return SelftestSpec{}; }  // no min_bandwidth: fractions of the expected figures
 // Every pair of the document NV18 over NVLink 4 (NVML 4.0), as on the lent H200 machines.
 std::string with_nv18(const fs::path& p) {

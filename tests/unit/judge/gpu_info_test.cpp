@@ -9,6 +9,7 @@
 #include "engine/metrics.hpp"
 #include "engine/views.hpp"
 #include "probe/probe.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -17,7 +18,7 @@ using namespace p2pnode::engine;
 using nlohmann::json;
 
 namespace {
-const fs::path kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrc;
 
 json read_json(const fs::path& p) {
   std::ifstream in(p);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "probe/probe.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -18,7 +19,7 @@ using namespace p2pnode::judge;
 using nlohmann::json;
 
 namespace {
-const fs::path kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrc;
 Inventory fixture(const char* name) { return probe::probe_inventory(sys::SysRoot(kSrc / "tests/fixtures" / name)); }
 
 // The recorded 2-GPU document moved onto two GPUs of a fixture, with peer access refused.

@@ -10,12 +10,13 @@
 
 #include "probe/probe.hpp"
 #include "sys/sysroot.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::nvidia;
 
 namespace {
-const std::string kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrcDir;
 
 // The shape of the check in the P2P trees' kern_bus_gh100.c (our own text, same statements).
 const std::string kRefuses = R"(
@@ -57,7 +58,7 @@ TEST(PeerAlignment, TheTreesSourceSaysWhetherItRefuses) {
 }
 
 TEST(PeerAlignment, Am5WithTwoGpusIsAnOffsetPlatform) {
-  const Inventory am5 = probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/am5-2x5090"));
+  const Inventory am5 = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/am5-2x5090"));
   const auto p = offset_peer_address_platform(am5);
   ASSERT_TRUE(p);
   EXPECT_EQ(*p, "AMD Raphael/Granite Ridge root complex 1022:14d8 (AM5: X670, X870)");
@@ -66,13 +67,13 @@ TEST(PeerAlignment, Am5WithTwoGpusIsAnOffsetPlatform) {
 TEST(PeerAlignment, EpycIsNotAndOneGpuHasNoPeer) {
   // Rome shares the Matisse host bridge id (1022:1480) but has several root complexes.
   for (const char* f : {"tinybox-6x4090", "epyc-8x4090-numa", "mixed-4090-4060ti", "h200-4gpu"})
-    EXPECT_FALSE(offset_peer_address_platform(probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/" + f)))) << f;
+    EXPECT_FALSE(offset_peer_address_platform(probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/" + f)))) << f;
   // One Matisse root complex (a B550 board) but a single GPU: no peer, nothing to say.
-  EXPECT_FALSE(offset_peer_address_platform(probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/rtx3090-nvme"))));
+  EXPECT_FALSE(offset_peer_address_platform(probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/rtx3090-nvme"))));
 }
 
 TEST(PeerAlignment, OneMatisseRootComplexWithTwoGpusIsX570) {
-  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/rtx3090-nvme"));
+  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/rtx3090-nvme"));
   PciDevice second = *inv.gpus().front();
   second.bdf = "0000:0c:00.0";
   inv.devices.push_back(second);

@@ -6,14 +6,14 @@
 
 #include "probe/probe.hpp"
 #include "sys/sysroot.hpp"
+#include "unit/fixture_inventory.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::pci;
 
 namespace {
-Inventory probe_fixture(const std::string& name) {
-  return probe::probe_inventory(sys::SysRoot(std::string(P2PNODE_SOURCE_DIR) + "/tests/fixtures/" + name));
-}
+using p2pnode::test_files::probe_fixture;
 Ceiling pair(const Inventory& inv, const char* a, const char* b) {
   const PciDevice *da = inv.find(a), *db = inv.find(b);
   EXPECT_TRUE(da && db) << a << " " << b;

@@ -5,14 +5,14 @@
 
 #include "probe/probe.hpp"
 #include "sys/sysroot.hpp"
+#include "unit/fixture_inventory.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::pci;
 
 namespace {
-Inventory probe_fixture(const std::string& name) {
-  return probe::probe_inventory(sys::SysRoot(std::string(P2PNODE_SOURCE_DIR) + "/tests/fixtures/" + name));
-}
+using p2pnode::test_files::probe_fixture;
 
 std::string pair(const Inventory& inv, const std::string& a, const std::string& b) {
   const PciDevice* da = inv.find(a);

@@ -12,6 +12,7 @@
 #include "core/units.hpp"
 #include "checks/check.hpp"
 #include "profile/loader.hpp"
+#include "unit/fixture_inventory.hpp"
 
 using namespace p2pnode;
 namespace fs = std::filesystem;
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 namespace {
 const fs::path kFixtures = fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures";
 
-Inventory probe_fixture(const std::string& name) { return probe::probe_inventory(sys::SysRoot(kFixtures / name)); }
+using p2pnode::test_files::probe_fixture;
 
 // A private copy of a fixture that a test may damage.
 class DamagedCopy : public ::testing::Test {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "profile/loader.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using p2pnode::profile::load_profile_file;
@@ -19,8 +20,8 @@ using p2pnode::profile::load_profile_text;
 
 namespace {
 
-const fs::path kSource = P2PNODE_SOURCE_DIR;
-const fs::path kBadDir = kSource / "tests/profiles/bad";
+using p2pnode::test_files::kSrc;
+const fs::path kBadDir = kSrc / "tests/profiles/bad";
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -31,7 +32,7 @@ std::string read_file(const fs::path& p) {
 
 // Diagnostics name the file as given; show it relative to the repository root.
 std::string relative(std::string line) {
-  const std::string prefix = kSource.string() + "/";
+  const std::string prefix = kSrc.string() + "/";
   if (line.rfind(prefix, 0) == 0) line.erase(0, prefix.size());
   return line;
 }

@@ -4,16 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::profile;
 namespace fs = std::filesystem;
 
 namespace {
-const fs::path kSource = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrc;
 
 Profile load_ok(const fs::path& rel) {
-  auto r = load_profile_file(kSource / rel);
+  auto r = load_profile_file(kSrc / rel);
   EXPECT_TRUE(r.profile) << r.diagnostics.format();
   return r.profile.value_or(Profile{});
 }
@@ -25,7 +26,7 @@ LoadResult load(const std::string& body) { return load_profile_text(kHead + body
 
 TEST(ProfileLoader, EveryBundledProfileLoads) {
   for (const auto* dir : {"profiles", "tests/profiles"}) {
-    const auto r = load_profiles_dir(kSource / dir);
+    const auto r = load_profiles_dir(kSrc / dir);
     EXPECT_TRUE(r.error.empty()) << r.error;
     for (const auto& f : r.failures) ADD_FAILURE() << f.format();
     EXPECT_FALSE(r.profiles.empty()) << dir;
@@ -130,8 +131,8 @@ TEST(ProfileLoader, DiagnosticPositionsAreOneBased) {
 TEST(ProfileLoader, DuplicateProfileNamesInADirectory) {
   const fs::path dir = fs::temp_directory_path() / ("p2pnode-dup-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  fs::copy_file(kSource / "tests/profiles/two-4090.yaml", dir / "a.yaml");
-  fs::copy_file(kSource / "tests/profiles/two-4090.yaml", dir / "b.yml");
+  fs::copy_file(kSrc / "tests/profiles/two-4090.yaml", dir / "a.yaml");
+  fs::copy_file(kSrc / "tests/profiles/two-4090.yaml", dir / "b.yml");
   const auto r = load_profiles_dir(dir);
   ASSERT_EQ(r.profiles.size(), 1u);
   ASSERT_EQ(r.failures.size(), 1u);

@@ -6,19 +6,19 @@
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
 #include "sys/sysroot.hpp"
+#include "unit/fixture_inventory.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::profile;
 
 namespace {
-const std::string kSrc = P2PNODE_SOURCE_DIR;
+using p2pnode::test_files::kSrcDir;
 
-Inventory probe_fixture(const std::string& name) {
-  return probe::probe_inventory(sys::SysRoot(kSrc + "/tests/fixtures/" + name));
-}
+using p2pnode::test_files::probe_fixture;
 
 std::vector<Profile> bundled() {
-  auto r = load_profiles_dir(kSrc + "/profiles");
+  auto r = load_profiles_dir(kSrcDir + "/profiles");
   EXPECT_TRUE(r.failures.empty());
   return r.profiles;
 }
