@@ -29,13 +29,14 @@ run: deps
 	@echo "== tests/fixtures/tinybox-6x4090 (after)"
 	@$(BUILD)/daemon/p2pnode check --root tests/fixtures/tinybox-6x4090 --profiles profiles; echo "(exit status $$?)"
 
-# The other Debian release's build (tests/dist/prebuild.sh) runs beside this one: its tests then
-# start with ctest, not after it (the node VM of that release is the longest test of all).
+# The other Debian release's build (tests/dist/prebuild.sh) runs beside this one and on into ctest:
+# the tests that need it (ctest fixture release_other) start once tests/dist/test_release_build.sh
+# has waited for it (its lock), the others at once.
 test: test-deps
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DP2PNODE_FUZZ=ON >/dev/null
 	@{ bash tests/dist/prebuild.sh $(BUILD) > $(BUILD)/prebuild.log 2>&1 & pb=$$!; \
-	   cmake --build $(BUILD) -j$(JOBS); rc=$$?; wait $$pb; cat $(BUILD)/prebuild.log; exit $$rc; }
-	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	   cmake --build $(BUILD) -j$(JOBS) && (cd $(BUILD) && ctest --output-on-failure -j$(JOBS)); rc=$$?; \
+	   wait $$pb; cat $(BUILD)/prebuild.log; exit $$rc; }
 
 bench: build
 	@scripts/bench-check.sh $(BUILD)/daemon/p2pnode

@@ -24,8 +24,14 @@ fails=0
 ok() { echo "ok: $1"; }
 bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 t0=$SECONDS
-# `make test` builds it beside its own build (tests/dist/prebuild.sh), before ctest: what it left is
-# checked here when it was made from this very source; else it is built now.
+# `make test` builds it beside its own build and its first tests (tests/dist/prebuild.sh, which holds
+# the lock while it runs): what it left is checked here when it was made from this very source; else
+# it is built now.
+if [ -e "$build/dist/.prebuild.lock" ]; then
+  exec 8<"$build/dist/.prebuild.lock"
+  flock -w 1500 8 || echo "note: tests/dist/prebuild.sh still holds $build/dist/.prebuild.lock after 25 min"
+  [ $((SECONDS - t0)) -lt 2 ] || echo "waited $((SECONDS - t0)) s for the build beside make test (tests/dist/prebuild.sh)"
+fi
 if [ -s "$out/source.stamp" ] && [ "$(cat "$out/source.stamp")" = "$(source_stamp "$PWD")" ]; then
   ok "built for $(suite_name "$DEBIAN_SUITE") with warnings as errors from this source, beside make test's build: $(grep -m1 '^compiler: ' "$out/build.log" | cut -c11-)"
 elif release_build "$PWD" "$out"; then
