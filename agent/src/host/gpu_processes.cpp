@@ -10,25 +10,13 @@
 namespace p2pnode::agent {
 
 namespace {
-// The NVML types used, as nvml.h declares them. nvmlProcessInfo_t (pid, usedGpuMemory,
-// gpuInstanceId, computeInstanceId) is what the _v2 and _v3 process queries fill; the first
-// version (nvmlDeviceGetComputeRunningProcesses) fills the two-field nvmlProcessInfo_v1_t.
+// The NVML types used, under nvml.h's names (nvml_lib.hpp declares them).
 using nvmlReturn_t = nvml::Return;
 using nvmlDevice_t = nvml::Device;
 using nvmlPciInfo_t = nvml::PciInfo;
-struct nvmlProcessInfo_t {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
-struct nvmlProcessInfo_v1_t {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-};
-struct nvmlUtilization_t {
-  unsigned int gpu, memory;
-};
+using nvmlProcessInfo_t = nvml::ProcessInfo;
+using nvmlProcessInfo_v1_t = nvml::ProcessInfoV1;
+using nvmlUtilization_t = nvml::Utilization;
 using nvml::kSuccess;
 constexpr nvmlReturn_t kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
 constexpr unsigned long long kNotAvailable = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE

@@ -17,6 +17,22 @@ struct PciInfo {
   unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
   char busId[32];
 };
+// nvmlProcessInfo_t (pid, usedGpuMemory, gpuInstanceId, computeInstanceId): what the _v2 and _v3
+// process queries fill; the first version (nvmlDeviceGetComputeRunningProcesses) fills the
+// two-field nvmlProcessInfo_v1_t.
+struct ProcessInfo {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+struct ProcessInfoV1 {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+};
+struct Utilization {
+  unsigned int gpu, memory;
+};
 constexpr Return kSuccess = 0;
 constexpr unsigned kMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
 
