@@ -3,6 +3,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?= -DP2PNODE_WERROR=ON
 RUN_FIXTURE ?= tests/fixtures/tinybox-6x4090-bios-default
+CTEST_ARGS ?=
 
 .PHONY: all deps test-deps build run test bench deb clean
 
@@ -35,7 +36,7 @@ run: deps
 test: test-deps
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DP2PNODE_FUZZ=ON >/dev/null
 	@{ bash tests/dist/prebuild.sh $(BUILD) > $(BUILD)/prebuild.log 2>&1 & pb=$$!; \
-	   cmake --build $(BUILD) -j$(JOBS) && (cd $(BUILD) && ctest --output-on-failure -j$(JOBS)); rc=$$?; \
+	   cmake --build $(BUILD) -j$(JOBS) && (cd $(BUILD) && ctest --output-on-failure -j$(JOBS) $(CTEST_ARGS)); rc=$$?; \
 	   wait $$pb; cat $(BUILD)/prebuild.log; exit $$rc; }
 
 bench: build

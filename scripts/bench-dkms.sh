@@ -47,10 +47,9 @@ say() { echo "== $*"; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
 [ -x "$P2PNODE" ] || die "no p2pnode binary at $P2PNODE (cmake --build build)"
-for t in dkms jq kmod modinfo depmod qemu-system-x86_64 busybox cpio gzip unshare xz sha256sum; do
-  command -v $t >/dev/null || skip "$t is not installed (scripts/install-deps.sh test); this script never runs apt-get"
-done
-[ -x /usr/bin/time ] || skip "/usr/bin/time (GNU time) is not installed"
+. "$repo/tests/lib/require.sh"
+require dkms jq kmod modinfo depmod qemu-system-x86_64 busybox cpio gzip unshare xz sha256sum
+[ -x /usr/bin/time ] || die "/usr/bin/time (GNU time, package time) is not installed: scripts/install-deps.sh test installs it"
 DKMS_BIN=$(command -v dkms)
 # Modules named nvidia go into /lib/modules: never on a box that has a real NVIDIA driver.
 [ -d /sys/module/nvidia ] && skip "an NVIDIA module is loaded on this machine; the build would shadow it"
@@ -70,7 +69,13 @@ VER=$(tar -xOJf "$TARBALL" --wildcards '*/version.mk' | sed -n 's/^NVIDIA_VERSIO
 # The kernel: the one the VM harness boots (the newest /boot/vmlinuz-*), which must have headers.
 vm_prepare "$P2PNODE"
 KV=$VM_KV
-[ -d "/lib/modules/$KV/build" ] || skip "the VM boots $VM_KERNEL but /lib/modules/$KV/build (linux-headers-$KV) is missing"
+[ -d "/lib/modules/$KV/build" ] || die "the VM boots $VM_KERNEL but /lib/modules/$KV/build (linux-headers-$KV) is missing: scripts/install-deps.sh test installs linux-headers-amd64"
+# What the 550 tree needs on this kernel, as an operator's profile carries it (the breakage table,
+# daemon/nvidia/breakages.yaml): io-memory-pfn applies from 6.10 (DKMS PATCH_MATCH skips it
+# before); drm-output-poll-changed from 6.12 (Debian 13), without which `apply` refuses to build.
+kv_at_least() { [ "$(printf '%s\n%s\n' "$2" "${1%%[-+]*}" | sort -V | head -1)" = "$2" ]; }
+PFN_EXPECTED=no; kv_at_least "$KV" 6.10 && PFN_EXPECTED=yes
+EXTRA_BUILTINS=(); kv_at_least "$KV" 6.12 && EXTRA_BUILTINS+=(drm-output-poll-changed)
 IMG_PKG=$(dpkg-query -W -f='${Package} ${Version}' "linux-image-$KV" 2>/dev/null || echo "linux-image-$KV (not a dpkg package)")
 HDR_PKG=$(dpkg-query -W -f='${Package} ${Version}' "linux-headers-$KV" 2>/dev/null || echo "headers in /lib/modules/$KV/build")
 QUICK=${BENCH_DKMS_TEST:-0}
@@ -183,6 +188,7 @@ driver:
     patches:
       - builtin: pci-resize-resource-exclude-bars
       - builtin: io-memory-pfn
+$(for b in "${EXTRA_BUILTINS[@]}"; do echo "      - builtin: $b"; done)
 Y
 
 apply() {  # apply N: p2pnode apply as an operator runs it (its progress lines and its summary, shown as
@@ -299,15 +305,22 @@ PM2=$(sed -n 's/^PATCH_MATCH\[1\]=//p' "$CONF")
 grep -q "applying patch $P1" "$TMP/1.log" && PCI_APPLIED=yes || PCI_APPLIED=no
 grep -q "applying patch $P2" "$TMP/1.log" && PFN_APPLIED=yes || PFN_APPLIED=no
 [ "$PCI_APPLIED" = yes ] || fail "DKMS did not say it applied $P1 for $KV"
-[ "$PFN_APPLIED" = no ] || fail "DKMS applied $P2 on $KV (PATCH_MATCH $PM2 should exclude it)"
+[ "$PFN_APPLIED" = "$PFN_EXPECTED" ] || fail "DKMS applied $P2 on $KV: $PFN_APPLIED, expected $PFN_EXPECTED (PATCH_MATCH $PM2; 6.10 and later)"
 MATCHES=no
 # As DKMS reads it: dkms.conf sourced by bash, the kernel matched with =~ (dkms's setup of patch_array).
 bash -c '. "$1"; [[ $2 =~ ${PATCH_MATCH[1]} ]]' _ "$CONF" "$KV" 2>/dev/null && MATCHES=yes
-[ "$MATCHES" = no ] || fail "PATCH_MATCH[1] $PM2 matches $KV"
+[ "$MATCHES" = "$PFN_EXPECTED" ] || fail "PATCH_MATCH[1] $PM2 matches $KV: $MATCHES, expected $PFN_EXPECTED"
 # (DKMS removes its build/ after the build; the patched sources are not kept. patch(1)'s own
 # "patching file" lines follow DKMS's, on the same line.)
 echo "   $P1: applied on $KV; DKMS said: $(grep -o "applying patch ${P1}.*" "$TMP/1.log" | head -1 | cut -c1-200)"
-echo "   $P2: skipped on $KV (PATCH_MATCH[1]=$PM2 does not match $KV; DKMS printed no 'applying patch $P2')"
+if [ "$PFN_EXPECTED" = yes ]; then
+  echo "   $P2: applied on $KV (PATCH_MATCH[1]=$PM2 matches $KV)"
+else
+  echo "   $P2: skipped on $KV (PATCH_MATCH[1]=$PM2 does not match $KV; DKMS printed no 'applying patch $P2')"
+fi
+for b in "${EXTRA_BUILTINS[@]}"; do
+  grep -q "applying patch [0-9]*-$b.patch" "$TMP/1.log" || fail "DKMS did not say it applied $b for $KV"
+done
 
 KO=$(ls /lib/modules/"$KV"/updates/dkms/nvidia.ko* 2>/dev/null | head -1)
 [ -n "$KO" ] || die "no nvidia.ko in /lib/modules/$KV/updates/dkms after the build"
@@ -423,7 +436,7 @@ cat <<S
    first apply     $(secs "$TMP/1.time") s wall, ${U1} s user + ${S1} s sys CPU, peak RSS $((M1 / 1024)) MiB (largest process)
                    core ${CORE_S:-?} s (by p2pnode, once) + dkms build ${BUILD_S:-?} (kernel layer) = ${FIRST_S:-?} s; dkms install ${INSTALL_S:-?}
    by hand         ${BYHAND}
-   patches         pci-resize-resource-exclude-bars applied ($PCI_APPLIED); io-memory-pfn skipped on $KV (applied: $PFN_APPLIED; PATCH_MATCH $PM2)
+   patches         pci-resize-resource-exclude-bars applied ($PCI_APPLIED); io-memory-pfn on $KV applied: $PFN_APPLIED (PATCH_MATCH $PM2)${EXTRA_BUILTINS[*]:+; also ${EXTRA_BUILTINS[*]}}
    second apply    $(secs "$TMP/2.time") s wall, ${U2} s user + ${S2} s sys CPU, peak RSS $((M2RSS / 1024)) MiB, no dkms build, nothing changed (aim <= 1 s: $AIM2)
    VM load         modprobe nvidia (+${DEPS:- nothing}) in QEMU/TCG: '${NVRM_LINE:-no NVRM line}', unknown-symbol lines: $UNKNOWN; boot ${VM_S} s
    second kernel   ${SECOND:-not measured}

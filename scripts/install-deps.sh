@@ -1,13 +1,13 @@
 #!/bin/bash
 # Installs the Debian packages p2pnode builds and tests with, on Debian 12 (bookworm) or Debian 13
 # (trixie): the same names on both; does nothing when all are present.
-# Usage: scripts/install-deps.sh [build|deb|test]
+# Usage: scripts/install-deps.sh [build|deb|test] [--list]   (--list: print the packages, install nothing)
 #   deb adds the Debian packaging tools; test adds those, QEMU, DKMS, promtool, debootstrap,
 #   Ansible with its collections (the chroot connection) and friends.
 set -euo pipefail
 want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libmicrohttpd-dev libcpp-httplib-dev
       prometheus-cpp-dev libsystemd-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev
-      libssl-dev python3)
+      libssl-dev liblzma-dev libzstd-dev python3)
 # systemd.pc, which says where units go: in systemd itself on Debian 12, in systemd-dev from 13 on.
 if apt-cache show systemd-dev >/dev/null 2>&1; then want+=(systemd-dev); else want+=(systemd); fi
 if [ "${1:-build}" = deb ] || [ "${1:-build}" = test ]; then
@@ -18,11 +18,17 @@ if [ "${1:-build}" = test ]; then
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
          prometheus prometheus-node-exporter systemd wrk ansible-core openssl
          debootstrap ansible
-         patch xz-utils linux-headers-amd64)  # builtin DKMS patches against the real trees and headers (tests/dkms/test_builtin_patch*.sh)
+         patch xz-utils linux-headers-amd64  # builtin DKMS patches against the real trees and headers (tests/dkms/test_builtin_patch*.sh)
+         # What the test scripts run that a minimal Debian lacks (tests/deps/programs.py checks the
+         # whole list against the scripts): curl (the API tests), GNU time (peak RSS in the DKMS
+         # benchmark), mkfs.ext4 (the node VM's disk), git (git: artifacts), ssh (the node VM and
+         # Ansible), file (the VM harness's busybox check), ip (network namespaces), ps and pgrep.
+         curl time e2fsprogs git openssh-client file iproute2 procps)
 fi
 # Node.js and npm run the OpenAPI validator and Grafana's dashboard schema (tests/lib/npm.sh); a
 # machine that has them from elsewhere (NodeSource's nodejs carries its own npm) keeps its own.
-if [ "${1:-build}" = test ] && ! command -v npm >/dev/null; then want+=(nodejs npm); fi
+if [ "${1:-build}" = test ] && { ! command -v npm >/dev/null || [ "${2:-}" = --list ]; }; then want+=(nodejs npm); fi
+if [ "${2:-}" = --list ]; then printf '%s\n' "${want[@]}"; exit 0; fi
 
 # A second kernel's headers of the distribution's own series (Debian 12: linux-headers-6.1.0-N-amd64,
 # Debian 13: linux-headers-6.12.N+deb13-amd64), for the tests that build for every kernel

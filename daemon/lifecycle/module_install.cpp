@@ -15,6 +15,7 @@
 #include "lifecycle/build_lock.hpp"
 #include "lifecycle/build_progress.hpp"
 #include "lifecycle/dkms_run.hpp"
+#include "lifecycle/ko_file.hpp"
 #include "lifecycle/module_stage.hpp"
 #include "lifecycle/nvidia_core.hpp"
 #include "nvidia/breakage.hpp"
@@ -138,15 +139,11 @@ std::string installed_module_path(const sys::SysRoot& root, const std::string& k
 }
 
 std::optional<std::string> ko_srcversion(const sys::SysRoot& root, const std::string& ko) {
-  auto bytes = root.read_bytes(ko, 256 << 20);
+  const auto bytes = root.read_bytes(ko, 256 << 20);
   if (!bytes) return std::nullopt;
-  const std::string_view v(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-  const auto pos = v.find(std::string_view("srcversion=\0", 11));
-  if (pos == std::string_view::npos) return std::nullopt;
-  const auto start = pos + 11;
-  const auto end = v.find('\0', start);
-  if (end == std::string_view::npos) return std::nullopt;
-  return std::string(v.substr(start, end - start));
+  const auto elf = module_elf(ko, *bytes);
+  if (!elf) return std::nullopt;
+  return modinfo_field(*elf, "srcversion");
 }
 
 std::vector<std::string> module_gaps(const sys::SysRoot& root, const DriverSpec& d) {

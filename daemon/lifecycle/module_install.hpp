@@ -37,7 +37,8 @@ std::vector<std::string> module_gaps(const sys::SysRoot& root, const DriverSpec&
 // The installed copy of a module for a kernel (its .ko under updates/dkms), in-root; empty if none.
 std::string installed_module_path(const sys::SysRoot& root, const std::string& kernel, const std::string& module);
 
-// srcversion from a .ko's .modinfo section (uncompressed modules only).
+// srcversion from a module's .modinfo section (.ko, .ko.xz or .ko.zst: lifecycle/ko_file.hpp);
+// nothing when the file is missing, unreadable or has none.
 std::optional<std::string> ko_srcversion(const sys::SysRoot& root, const std::string& ko_path);
 
 using ProgressFn = std::function<void(std::string_view line)>;

@@ -12,6 +12,7 @@
 # upgrade restarts the daemon and keeps its state, a failed upgrade is rolled back, the config
 # and TLS checks of the role, the Prometheus configuration from the same inventory passes
 # promtool check config, and ansible/kernel-upgrade.yml holds and stops where the next kernel breaks P2P. Cost: ~5-8 min (figures printed at the end).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 # stdin from /dev/null: ansible-playbook refuses a non-blocking stdin ("Ansible requires blocking IO"),
 # which another program sharing ctest's stdin may leave behind.
@@ -19,13 +20,12 @@ exec </dev/null
 bin=${1:?usage: test_ansible.sh path/to/p2pnode}
 bin=$(readlink -f "$bin")  # absolute: the script changes directory
 source tests/package/debian_root.sh
-command -v ansible-playbook >/dev/null || { echo "SKIP: ansible-playbook is not installed (scripts/install-deps.sh test)"; exit 77; }
+require ansible-playbook
 ansible-doc -t connection community.general.chroot >/dev/null 2>&1 ||
-  { echo "SKIP: Ansible's community.general.chroot connection is missing (apt-get install ansible)"; exit 77; }
+  { echo "FAIL: Ansible's community.general.chroot connection is missing (package ansible: scripts/install-deps.sh test)"; exit 1; }
+require debootstrap chroot
 why=$(debian_root_skip_reason); [ -z "$why" ] || { echo "SKIP: $why"; exit 77; }
-for t in dpkg-buildpackage dh promtool curl jq; do
-  command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/install-deps.sh test)"; exit 77; }
-done
+require dpkg-buildpackage dh promtool curl jq
 build=$(cd "$(dirname "$bin")/.." && pwd)
 src=$(pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/p2pnode-ansible.XXXXXX")

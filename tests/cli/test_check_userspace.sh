@@ -2,9 +2,10 @@
 # `p2pnode check` on the real root finds the userspace driver as the daemon does: when no libcuda
 # file answers, `ldconfig -p`, then nvidia-smi (here stand-ins first on PATH, since this machine
 # has no NVIDIA driver); on a recorded root it runs no program of this host. Reads only.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_check_userspace.sh PATH-TO-p2pnode}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
+require jq
 [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ] && { echo "SKIP: this machine has a libcuda.so.1; the files would answer first"; exit 77; }
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 FAILS=0

@@ -10,14 +10,16 @@
 # /var/cache/p2pnode-tests), then the two programs' build (~4-6 min of both cores).
 # Exit 77 only where Debian roots cannot be made (no root, no debootstrap, no archive).
 # Usage: bash tests/dist/test_release_build.sh path/to/build/daemon/p2pnode
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 bin=${1:?usage: test_release_build.sh path/to/p2pnode}
 bin=$(readlink -f "$bin")  # absolute: the script changes directory
 cd "$(dirname "$0")/../.."
 build=$(cd "$(dirname "$bin")/.." && pwd)
 . tests/dist/release.sh
+require debootstrap chroot
 why=$(debian_root_skip_reason); [ -z "$why" ] || { echo "SKIP: $why"; exit 77; }
-command -v unshare >/dev/null || { echo "SKIP: unshare (util-linux) is not installed"; exit 77; }
+require unshare
 DEBIAN_SUITE=${P2PNODE_RELEASE:-$(other_suite)}
 out=$(release_dir "$build" "$DEBIAN_SUITE")
 fails=0

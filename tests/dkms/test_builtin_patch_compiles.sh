@@ -7,6 +7,7 @@
 # object, not the 5-minute src/ build. Cost: about 45 s of CPU (conftest ~40 s). heavy_cpu.
 # Exit 77 without the trees, make/gcc, or kernel headers (none in /lib/modules/*/build).
 # Usage: bash tests/dkms/test_builtin_patch_compiles.sh <path-to-p2pnode>
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
@@ -14,12 +15,12 @@ skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . tests/dkms/trees.sh
 find_trees "$REPO"
-for t in make gcc patch; do command -v $t >/dev/null || skip "$t is not installed"; done
+require make gcc patch
 K=""
 for k in $(ls /lib/modules 2>/dev/null | sort -V -r); do
   [ -d "/lib/modules/$k/build" ] && { K=$k; break; }
 done
-[ -n "$K" ] || skip "no kernel headers in /lib/modules/*/build (apt-get install linux-headers-<kernel>)"
+[ -n "$K" ] || { echo "FAIL: no kernel headers in /lib/modules/*/build (linux-headers-amd64: scripts/install-deps.sh test)"; exit 1; }
 SRC=/lib/modules/$K/source
 [ -d "$SRC" ] || SRC=/lib/modules/$K/build
 

@@ -9,6 +9,7 @@
 # Cost: unpacking the two trees, about 10 s. Needs the trees (P2PNODE_TREES or ../shared/trees
 # beside the checkout); exit 77 when they are absent.
 # Usage: bash tests/dkms/test_builtin_patches.sh <path-to-p2pnode>
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 skip() { echo "SKIP: $*"; exit 77; }
@@ -16,7 +17,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 . tests/dkms/trees.sh
 find_trees "$PWD"
-command -v patch >/dev/null || skip "patch is not installed"
+require patch
 
 TMP=$(mktemp -d /tmp/p2pnode-patches.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT

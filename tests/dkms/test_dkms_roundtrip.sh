@@ -9,6 +9,7 @@
 # Modules are never loaded here (this machine's kernel cannot): tests/vm/test_driver_reload.sh has
 # p2pnode load a DKMS-built tree in the VM.
 # Usage: bash tests/dkms/test_dkms_roundtrip.sh <path-to-p2pnode>     (root; exit 77 = skipped)
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
 skip() { echo "SKIP: $*"; exit 77; }
@@ -16,11 +17,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 say() { echo "== $*"; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
-command -v jq >/dev/null || skip "jq is missing (scripts/install-deps.sh test installs it)"
+require jq dkms
 export DEBIAN_FRONTEND=noninteractive
-if ! command -v dkms >/dev/null; then
-  apt-get install -y -qq --no-install-recommends dkms >/dev/null 2>&1 || skip "dkms is not installed and apt-get could not install it"
-fi
 DKMS_BIN=$(command -v dkms)
 
 # A kernel with headers: the newest /lib/modules entry that has build/, or whose headers apt can install.
@@ -31,7 +29,7 @@ for k in $(ls /lib/modules | sort -V -r); do
     KV=$k; break
   fi
 done
-[ -n "$KV" ] || skip "no kernel in /lib/modules has headers and apt-get could not install linux-headers for any"
+[ -n "$KV" ] || fail "no kernel in /lib/modules has headers and apt-get could not install linux-headers for any"
 say "building against $KV"
 
 TMP=$(mktemp -d /tmp/p2pnode-dkms.XXXXXX)

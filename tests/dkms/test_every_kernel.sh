@@ -5,26 +5,19 @@
 # removed by DKMS for the older kernel (as if that kernel had come without it): `p2pnode check --only
 # driver.kernels` fails naming that kernel, `plan` has a driver.module step for it, `apply` builds
 # for it alone, and the check passes for both. Never loads a module.
-# Cost: two small DKMS builds and one more, about 30 s. Exit 77 without root, dkms, jq or two kernels.
+# Cost: two small DKMS builds and one more, about 30 s. Exit 77 without root; a missing dkms, jq or second kernel's headers
+# (scripts/install-deps.sh test installs them) fails.
 # Usage: bash tests/dkms/test_every_kernel.sh <path-to-p2pnode>
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
-command -v dkms >/dev/null || skip "dkms is not installed"
-command -v jq >/dev/null || skip "jq is not installed"
-export DEBIAN_FRONTEND=noninteractive
+. "$(dirname "$0")/../lib/require.sh"
+require dkms jq
 with_headers() { for k in $(ls /lib/modules | sort -V -r); do [ -d "/lib/modules/$k/build" ] && echo "$k"; done; }
-if [ "$(with_headers | wc -l)" -lt 2 ]; then
-  # Another Debian 12 kernel's headers: the newest linux-headers-6.1.0-N-amd64 not installed yet.
-  for pkg in $(apt-cache pkgnames linux-headers-6.1.0- 2>/dev/null | grep -E '^linux-headers-6\.1\.0-[0-9]+-amd64$' | sort -V -r); do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" && continue
-    apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null 2>&1 && break
-  done
-fi
 mapfile -t KS < <(with_headers | head -2)
-[ "${#KS[@]}" -ge 2 ] || skip "fewer than two kernels with headers and apt-get could not install a second linux-headers-6.1.0-N-amd64"
+[ "${#KS[@]}" -ge 2 ] || fail "fewer than two kernels with headers in /lib/modules: scripts/install-deps.sh test installs a second linux-headers of the distribution's series"
 NEW=${KS[0]} OLD=${KS[1]}
 echo "== kernels: $NEW and $OLD"
 
@@ -61,19 +54,27 @@ driver:
       sha256: $sha
 Y
 run() { "$P2PNODE" "$@" --root / --profile "$TMP/p.yaml"; }
-state_of() { jq -r --arg k "$1" '.findings[] | select(.check == "driver.kernels" and .subject == $k) | .severity' "$TMP/check.json"; }
+# A kernel's state is its worst driver.kernels finding: a kernel can carry several (on 6.10 and later
+# the io-memory-pfn forecast warns beside "is not built").
+state_of() {
+  jq -r --arg k "$1" '[.findings[] | select(.check == "driver.kernels" and .subject == $k) | .severity]
+    | (map({"ok": 0, "info": 1, "warning": 2, "error": 3}[.] // 3) | max) as $w
+    | if $w == null then "none" else ["ok", "info", "warning", "error"][$w] end' "$TMP/check.json"
+}
 
 t0=$SECONDS
 run apply --only driver.module > "$TMP/apply1.out" 2>&1 || { cat "$TMP/apply1.out"; fail "the first apply failed"; }
 echo "   first apply (both kernels): $((SECONDS - t0)) s"
 run check --only driver.kernels --json > "$TMP/check.json" || { jq '.findings' "$TMP/check.json"; fail "driver.kernels fails after the first apply"; }
-[ "$(state_of "$NEW")" = ok ] && [ "$(state_of "$OLD")" = ok ] || fail "driver.kernels is not ok for both kernels"
+for k in "$NEW" "$OLD"; do
+  case $(state_of "$k") in ok|info|warning) ;; *) jq '.findings' "$TMP/check.json"; fail "driver.kernels is not passing for $k";; esac
+done
 
 echo "== $OLD loses the module (dkms remove -k $OLD)"
 dkms remove -m "$NAME" -v "$VER" -k "$OLD" >/dev/null
 run check --only driver.kernels --json > "$TMP/check.json" && fail "driver.kernels passes with no module for $OLD"
 [ "$(state_of "$OLD")" = error ] || { jq '.findings' "$TMP/check.json"; fail "driver.kernels does not fail for $OLD"; }
-[ "$(state_of "$NEW")" = ok ] || fail "driver.kernels no longer passes for $NEW"
+case $(state_of "$NEW") in ok|info|warning) ;; *) fail "driver.kernels no longer passes for $NEW";; esac
 jq -r --arg k "$OLD" '.findings[] | select(.subject == $k) | .summary + " | " + .remediation' "$TMP/check.json"
 run plan --json | jq -e --arg k "$OLD" '[.steps[] | select(.action == "driver.module") | .details.gaps[]? | select(contains($k))] | length > 0' >/dev/null ||
   fail "plan has no driver.module step naming $OLD"

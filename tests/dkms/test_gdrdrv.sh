@@ -19,6 +19,7 @@
 # Cost: about eight small DKMS builds, 1-2 min. Exit 77 without root, dkms, jq, the trees or two
 # kernels with headers (scripts/install-deps.sh test installs a second).
 # Usage: bash tests/dkms/test_gdrdrv.sh path/to/p2pnode
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 path/to/p2pnode}")
 cd "$(dirname "$0")/../.."
@@ -29,7 +30,7 @@ ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 die() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
-for t in dkms jq modinfo tar xz; do command -v $t >/dev/null || skip "$t is not installed (scripts/install-deps.sh test)"; done
+require dkms jq modinfo tar xz
 . tests/dkms/trees.sh
 find_trees "$REPO"
 GDR_TAR=$TREES/gdrcopy-2.6.tar.xz
@@ -37,7 +38,7 @@ GDR_TAR=$TREES/gdrcopy-2.6.tar.xz
 # gdrdrv is a fixed DKMS name (and libgdrapi a fixed place): never on a machine that has its own.
 [ -e /var/lib/dkms/gdrdrv ] || [ -e /usr/src/gdrdrv-2.6 ] || [ -e /var/lib/p2pnode/gdrcopy/2.6 ] && skip "gdrdrv is already registered with DKMS here (/var/lib/dkms/gdrdrv, /usr/src/gdrdrv-2.6, /var/lib/p2pnode/gdrcopy/2.6): this test would replace it"
 mapfile -t KS < <(for k in $(ls /lib/modules | sort -V -r); do [ -d "/lib/modules/$k/build" ] && echo "$k"; done | head -2)
-[ "${#KS[@]}" -ge 2 ] || skip "fewer than two kernels with headers in /lib/modules (scripts/install-deps.sh test installs a second)"
+[ "${#KS[@]}" -ge 2 ] || die "fewer than two kernels with headers in /lib/modules (scripts/install-deps.sh test installs a second)"
 NEW=${KS[0]} OLD=${KS[1]}
 echo "== kernels: $NEW and $OLD"
 

@@ -12,13 +12,14 @@
 #     and the known breakage with its builtin fix; the installed kernels keep their module;
 #  4. the next apply (as at boot) does not try that build again with the same inputs; new headers do.
 # Cost: about 3 s (no compiler runs). Usage: bash tests/dkms/test_kernel_hook.sh <path-to-p2pnode>
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
 cd "$(dirname "$0")/../.."
 REPO=$PWD
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -x "$P2PNODE" ] || { echo "SKIP: no p2pnode binary at $P2PNODE"; exit 77; }
-command -v jq >/dev/null || { echo "SKIP: jq is missing (scripts/install-deps.sh test installs it)"; exit 77; }
+require jq
 
 TMP=$(mktemp -d /tmp/p2pnode-hook.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT

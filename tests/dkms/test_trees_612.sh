@@ -32,6 +32,7 @@
 # compile of the kernel layer (~2 min of CPU).
 # Exit 77 only without root, debootstrap, Debian's archive, QEMU or the trees.
 # Usage: bash tests/dkms/test_trees_612.sh path/to/build/daemon/p2pnode
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 bin=${1:?usage: test_trees_612.sh path/to/p2pnode}
 bin=$(readlink -f "$bin")  # absolute: the script changes directory
@@ -46,8 +47,9 @@ die() { echo "FAIL: $*"; exit 1; }
 . tests/dist/release.sh
 . tests/dkms/trees.sh
 find_trees "$REPO"
+require debootstrap chroot
 why=$(debian_root_skip_reason); [ -z "$why" ] || skip "$why"
-for t in unshare qemu-system-x86_64 dpkg-deb; do command -v $t >/dev/null || skip "$t is not installed (scripts/install-deps.sh test)"; done
+require unshare qemu-system-x86_64 dpkg-deb
 DEBIAN_SUITE=trixie
 t_start=$SECONDS
 

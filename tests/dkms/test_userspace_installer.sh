@@ -6,12 +6,13 @@
 # downloaded by the real curl from a local HTTP server that cuts the first transfer half-way: the
 # apply fails and keeps the part, the next one resumes it with a Range request, with progress lines.
 # Usage: bash tests/dkms/test_userspace_installer.sh <path-to-p2pnode>
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 say() { echo "== $*"; }
-command -v jq >/dev/null || skip "jq is missing (scripts/install-deps.sh test installs it)"
+require jq
 
 TMP=$(mktemp -d /tmp/p2pnode-userspace.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
@@ -115,7 +116,7 @@ s=$(step "$TMP/5.json" driver.options)
 [ ! -e "$TMP/root4/etc/modprobe.d/p2pnode-nvidia.conf" ] || fail "refused options were written"
 
 say "6. a download cut half-way is kept, resumed with a Range request, verified, then installed"
-command -v curl >/dev/null || skip "curl is missing (scripts/install-deps.sh test installs it)"
+require curl
 BIG="$TMP/srv6/NVIDIA-Linux-x86_64-$VER.run"
 mkdir -p "$TMP/srv6" "$TMP/root6"
 cp "$TMP/NVIDIA-Linux-x86_64-$VER.run" "$BIG"

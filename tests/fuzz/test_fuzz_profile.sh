@@ -10,8 +10,8 @@ cd "$(dirname "$0")/../.." || exit 1
 seconds=${P2PNODE_FUZZ_SECONDS:-30}
 cxx=$(command -v clang++ || true)
 if [ -z "$cxx" ]; then
-  echo "SKIP: clang++ is not installed (apt-get install clang libclang-rt-dev)"
-  exit 77
+  echo "FAIL: clang++ is not installed (clang, libclang-rt-dev: scripts/install-deps.sh test)"
+  exit 1
 fi
 work=${P2PNODE_FUZZ_DIR:-$(mktemp -d /tmp/p2pnode-fuzz.XXXXXX)}
 mkdir -p "$work/corpus" "$work/artifacts"
@@ -19,8 +19,8 @@ mkdir -p "$work/corpus" "$work/artifacts"
 # Does this clang have libFuzzer (libclang-rt-dev)?
 printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' > "$work/probe.cpp"
 if ! "$cxx" -fsanitize=fuzzer "$work/probe.cpp" -o "$work/probe" 2>"$work/probe.log"; then
-  echo "SKIP: $cxx cannot link -fsanitize=fuzzer (install libclang-rt-dev): $(head -1 "$work/probe.log")"
-  exit 77
+  echo "FAIL: $cxx cannot link -fsanitize=fuzzer (libclang-rt-dev: scripts/install-deps.sh test): $(head -1 "$work/probe.log")"
+  exit 1
 fi
 
 srcs=(tests/fuzz/profile_fuzz.cpp daemon/profile/loader.cpp daemon/profile/yaml_reader.cpp

@@ -8,13 +8,12 @@
 # (promtool check rules), every p2pnode_* name it uses exists in a real scrape, every query returns
 # data from the fleet, a few panels' exact counts, and every alert names exactly the nodes the fleet
 # made faulty. Usage: bash tests/grafana/test_dashboard.sh path/to/p2pnode  (exit 77: a tool is missing)
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 BIN=$(readlink -f "${1:?usage: $0 path/to/p2pnode}")
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 NODES=25
-for t in prometheus promtool curl python3; do
-  command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/install-deps.sh test installs it)"; exit 77; }
-done
+require prometheus promtool curl python3
 WORK=$(mktemp -d /tmp/p2pnode-grafana.XXXXXX)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$WORK"' EXIT

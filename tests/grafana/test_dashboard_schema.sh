@@ -7,10 +7,11 @@
 # The packages go to a cache outside the repository (P2PNODE_NPM_CACHE, default
 # /var/cache/p2pnode-tests/npm), once, under the lock of tests/lib/npm.sh. Costs ~3 s once installed;
 # exit 77 without node and npm, a failure when npm cannot install the packages.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${P2PNODE_NPM_CACHE:-/var/cache/p2pnode-tests/npm}
-command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: node and npm are not installed"; exit 77; }
+require node npm
 source "$SRC/tests/lib/npm.sh"
 npm_packages "$CACHE" .bin/tsc @grafana/schema/dist/index.d.ts -- @grafana/schema@10.4 typescript@5 ||
   { echo "FAIL: npm could not install @grafana/schema@10.4 and typescript@5 into $CACHE"; exit 1; }

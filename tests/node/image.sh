@@ -33,9 +33,6 @@ _node_root() {
 node_image_skip_reason() {
   local r
   r=$(debian_root_skip_reason); [ -n "$r" ] && { echo "$r"; return; }
-  command -v qemu-system-x86_64 >/dev/null || { echo "qemu-system-x86_64 is not installed"; return; }
-  command -v mkfs.ext4 >/dev/null || { echo "mkfs.ext4 is not installed (e2fsprogs)"; return; }
-  command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || echo "ssh/ssh-keygen are not installed (openssh-client)"
 }
 
 # _mbr_entry START SIZE: the 16-byte bootable Linux partition entry (LBA only; CHS fields say "use LBA").

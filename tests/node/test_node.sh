@@ -6,6 +6,7 @@
 # The cases each release runs (tests/node/README.md says why): P2P_NODE_CASES="1 2 3 4 5 6" runs all.
 # Usage: bash tests/node/test_node.sh path/to/p2pnode
 # Exit 0 all passed, 1 a check failed, 77 skipped (the reason is printed).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -u
 # stdin from /dev/null: ansible-playbook refuses a non-blocking stdin ("Ansible requires blocking IO"),
 # which another program sharing ctest's stdin may leave behind.
@@ -26,6 +27,7 @@ has_case() { [[ "$NODE_CASES" == *" $1 "* ]]; }
 . "$here/kernels.sh"
 . "$here/case_kernel.sh"
 bin=${1:-build/daemon/p2pnode}
+require debootstrap chroot qemu-system-x86_64 mkfs.ext4 ssh ssh-keygen
 reason=$(node_image_skip_reason); [ -z "$reason" ] || { echo "SKIP: $reason"; exit 77; }
 [ -x "$bin" ] || { echo "FAIL: p2pnode binary '$bin' is missing (build it first)"; exit 1; }
 build=$(cd "$(dirname "$bin")/.." && pwd)

@@ -11,16 +11,16 @@
 # on the package tests/dist/test_release_build.sh made for that release in a root of it, with that
 # release's lintian report, in a fresh root of that release.
 # Cost: ~1 min with the cached root (the first run adds debootstrap, ~2-4 min).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 bin=${1:?usage: test_package.sh path/to/p2pnode}
 bin=$(readlink -f "$bin")  # absolute: the script changes directory
 source tests/dist/release.sh
+require debootstrap chroot
 why=$(debian_root_skip_reason); [ -z "$why" ] || { echo "SKIP: $why"; exit 77; }
 DEBIAN_SUITE=${P2PNODE_RELEASE:-$(host_suite)}
 release=$(suite_name "$DEBIAN_SUITE")
-for t in dpkg-buildpackage dh lintian; do
-  command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/install-deps.sh test)"; exit 77; }
-done
+require dpkg-buildpackage dh lintian
 build=$(cd "$(dirname "$bin")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/p2pnode-package.XXXXXX")
 root=$work/root

@@ -4,8 +4,9 @@
 # fire and that stay silent, each recording rule evaluated), and every p2pnode_* metric a rule
 # reads exists in the daemon's source, or is one of the names agreed with a branch that is still to
 # land (listed by name, so a typo cannot hide). Costs ~1 s.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
-command -v promtool >/dev/null || { echo "SKIP: promtool is not installed (apt-get install prometheus)"; exit 77; }
+require promtool
 rules=prometheus/p2pnode-alerts.yml
 recording=prometheus/p2pnode-rules.yml
 fail=0

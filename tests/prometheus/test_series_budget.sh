@@ -5,11 +5,12 @@
 # and case, each joined to its path class's expected and threshold figures; latency, access and
 # link per pair; the pairs checked for integrity); `metrics: {detail: full}` adds the per-pair
 # figures. Usage: bash tests/prometheus/test_series_budget.sh path/to/p2pnode   (~6 s)
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 BIN=$(readlink -f "${1:?usage: $0 path/to/p2pnode}")
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUDGET=600
-command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
+require curl
 source "$SRC/tests/serve/eight_gpu_node.sh"
 WORK=$(mktemp -d /tmp/p2pnode-budget.XXXXXX)
 PIDS=()

@@ -9,8 +9,8 @@ cd "$(dirname "$0")/../.." || exit 1
 bin=${1:-build/daemon/p2pnode}
 py=/usr/bin/python3
 if [ ! -x "$py" ] || ! "$py" -c 'import jsonschema, yaml' 2>/dev/null; then
-  echo "SKIP: $py with jsonschema and yaml is missing (apt-get install python3-jsonschema python3-yaml)"
-  exit 77
+  echo "FAIL: $py with jsonschema and yaml is missing (python3-jsonschema, python3-yaml: scripts/install-deps.sh test)"
+  exit 1
 fi
 if [ ! -x "$bin" ]; then
   echo "SKIP: no p2pnode binary at $bin (pass the built binary as the first argument)"

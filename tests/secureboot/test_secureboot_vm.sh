@@ -16,6 +16,7 @@
 #     an older one, `plan`'s boot guard holds GRUB on the older (p2pnode asks kmod's modinfo).
 # Exit 77 only without root, debootstrap, Debian's archive, QEMU or the trees' helpers.
 # Usage: bash tests/secureboot/test_secureboot_vm.sh path/to/build/daemon/p2pnode
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 bin=${1:?usage: test_secureboot_vm.sh path/to/p2pnode}
 bin=$(readlink -f "$bin")  # absolute: the script changes directory
@@ -28,8 +29,9 @@ ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 die() { echo "FAIL: $*"; exit 1; }
 . tests/dist/release.sh
+require debootstrap chroot
 why=$(debian_root_skip_reason); [ -z "$why" ] || skip "$why"
-for t in unshare qemu-system-x86_64 busybox cpio gzip; do command -v $t >/dev/null || skip "$t is not installed (scripts/install-deps.sh test)"; done
+require unshare qemu-system-x86_64 busybox cpio gzip
 DEBIAN_SUITE=trixie
 t_start=$SECONDS
 

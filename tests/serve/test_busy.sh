@@ -6,9 +6,10 @@
 # /readyz 200; {"force": true} runs it and the run is contended: reported, not judged, the
 # baseline untouched; when: always runs and marks it; when: never runs nothing by itself; the
 # scheduler's busy file and, without NVML, the holders of /dev/nvidia* make it busy too. About 10 s.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_busy.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
-for tool in curl jq python3; do command -v $tool >/dev/null || skip "$tool is not installed"; done
+require curl jq python3
 
 JOBS=$WORK/jobs          # "GPU PID NAME" per line: what NVML would list
 NONVML=$WORK/no-nvml     # present: the stand-in says NVML is not there

@@ -7,9 +7,10 @@
 # /v1/selftest, /v1/status, /metrics (p2pnode_nvme_doorbell_ok{nvme,gpu,writer}), `p2pnode status`,
 # and a failed GPU writer makes the node failed with the reason. Responses validated against
 # api/openapi.yaml. Usage: test_doorbell.sh PATH-TO-p2pnode
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_doorbell.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
-for tool in curl jq python3; do command -v $tool >/dev/null || skip "$tool is not installed"; done
+require curl jq python3
 
 SERIAL=S64FNE0R700001
 MODEL="SAMSUNG MZQL21T9HCJR-00A07"
@@ -106,7 +107,7 @@ record selftest_bad GET /v1/selftest
 if ensure_validator; then
   validate_responses --recorded-only && pass "every response matches api/openapi.yaml" || fail "responses match api/openapi.yaml"
 else
-  echo "SKIP OpenAPI validation: node/npm could not install openapi-response-validator and swagger-parser"
+  fail "OpenAPI validation: npm could not install openapi-response-validator and swagger-parser (npm is installed by scripts/install-deps.sh test; its output is above)"
 fi
 echo "$FAILS failure(s)"
 [ "$FAILS" -eq 0 ]

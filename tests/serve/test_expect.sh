@@ -5,9 +5,10 @@
 # shows measured, expected and ratio. Three more self-tests build the baseline; a fourth at 88 %
 # (above the 0.85 threshold) degrades the node with a regression naming both figures, raises
 # p2pnode_p2p_regressed, and the history survives a restart. About 3 s.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_expect.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
-for tool in curl jq python3; do command -v $tool >/dev/null || skip "$tool is not installed"; done
+require curl jq python3
 
 sed -e '/min_bandwidth:/,/any:/d' "$SRC/profiles/h200-nvlink.yaml" > "$WORK/h200-nvlink.yaml"
 RESULT="$WORK/result.json"

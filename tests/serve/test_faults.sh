@@ -3,9 +3,10 @@
 # address beyond loopback, no profile that matches, an agent that hangs, crashes, prints garbage,
 # lies or is missing, a stop during a self-test, a missing token file, idle connections that
 # try to starve the server, and a client that trickles its request.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_faults.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
-for tool in curl jq python3; do command -v $tool >/dev/null || skip "$tool is not installed"; done
+require curl jq python3
 RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
 AGENTS="$SRC/tests/serve/agents"
 
@@ -146,7 +147,7 @@ if ensure_validator; then
     || pass "fault responses match api/openapi.yaml"
   : "$RC"
 else
-  echo "SKIP OpenAPI validation: node/npm could not install the validators"
+  fail "OpenAPI validation: npm could not install openapi-response-validator and swagger-parser (npm is installed by scripts/install-deps.sh test; its output is above)"
 fi
 
 echo "$FAILS failure(s)"

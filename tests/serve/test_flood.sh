@@ -8,9 +8,10 @@
 # The daemon sheds what the limits refuse, counts it in
 # p2pnode_http_connections_rejected_total{reason} and logs it (rate-limited).
 # Cost: about 2 x 50 s wall (FLOOD_SECONDS=60 measures longer); RESOURCE_LOCK heavy_cpu (tests/CMakeLists.txt).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_flood.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
-for tool in curl jq python3 openssl; do command -v $tool >/dev/null || skip "$tool is not installed"; done
+require curl jq python3 openssl
 python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
   skip "cannot bind a client to 127.0.0.2 (loopback is not 127.0.0.0/8 here)"
 SECONDS_MEASURED=${FLOOD_SECONDS:-30}

@@ -9,9 +9,10 @@
 # and its pairs, and 200 again when it clears; a P2P status that drops and a fallen-off-the-bus report
 # without an Xid are findings; every response against api/openapi.yaml; promtool on the scrape; the
 # alert rules on what was scraped.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_health.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
-for tool in curl jq; do command -v $tool >/dev/null || skip "$tool is not installed"; done
+require curl jq
 
 make_node h200 h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
 R="$WORK/h200/root"
@@ -97,7 +98,7 @@ check "p2pnode_nvlink_errors_total sums the GPU's links" grep -q '^p2pnode_nvlin
 check "p2pnode_nvlink_active_links" grep -q '^p2pnode_nvlink_active_links{gpu="0000:00:07.0"} 2$' <<<"$M"
 check "p2pnode_health_finding for the Xid" grep -q '^p2pnode_health_finding{check="health.xid",device="0000:00:06.0",severity="error"} 1$' <<<"$M"
 check "p2pnode_pcie_link_degraded only where a link is degraded (none here)" test "$(grep -c '^p2pnode_pcie_link_degraded{' <<<"$M")" = 0
-if command -v promtool >/dev/null; then
+if require promtool; then
   check "promtool check metrics passes" bash -c "promtool check metrics < '$RESP/metrics.body'"
   # The alert rules on what this daemon exported: the Xid alert fires on its finding series.
   series=$(grep '^p2pnode_health_finding{check="health.xid",device="0000:00:06.0"' <<<"$M" | sed 's/ 1$//; s/{/{job="p2pnode",instance="n1:9470",/')
@@ -118,8 +119,6 @@ tests:
               description: "The NVIDIA driver logged an Xid on 0000:00:06.0 in the health window (74 NVLink, 79 fallen off the bus, 48/95 memory, 119/120 GSP, …): GET /v1/health names it and what to do"
 YML
   check "P2pnodeGpuXid fires on the scraped finding series" promtool test rules "$WORK/alerts_test.yml"
-else
-  echo "SKIP promtool: not installed (scripts/install-deps.sh test installs Debian's prometheus)"
 fi
 check "the journal line for the Xid 79 finding" grep -q 'Xid 79 on GPU 0000:00:06.0' "$WORK/h200/log"
 
@@ -169,7 +168,7 @@ M=$BODY
 check "p2pnode_gpu_recovery_action for the drained GPU" grep -q '^p2pnode_gpu_recovery_action{action="drain_p2p",gpu="0000:00:06.0"} 1$' <<<"$M"
 check "and for no other GPU (none: no series)" test "$(grep -c '^p2pnode_gpu_recovery_action{' <<<"$M")" = 1
 check "p2pnode_gpu_pcie_replays_total per GPU" grep -q '^p2pnode_gpu_pcie_replays_total{gpu="0000:00:07.0"} 1$' <<<"$M"
-if command -v promtool >/dev/null; then
+if require promtool; then
   series=$(grep '^p2pnode_gpu_recovery_action{' <<<"$M" | sed 's/ 1$//; s/{/{job="p2pnode",instance="n1:9470",/')
   cat > "$WORK/drain_test.yml" <<YML
 rule_files: [$SRC/prometheus/p2pnode-alerts.yml]

@@ -3,9 +3,10 @@
 # WATCHDOG_USEC, as systemd sets them for Type=notify with WatchdogSec=. READY=1 must come after
 # the first reconcile decided the state, with a STATUS= a person can read; WATCHDOG=1 pings follow;
 # SIGHUP sends RELOADING=1 then READY=1; SIGTERM sends STOPPING=1.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_notify.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
-for tool in curl jq python3; do command -v $tool >/dev/null || skip "$tool is not installed"; done
+require curl jq python3
 RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
 make_node notify h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
 write_config notify "$SRC/tests/serve/agents/replay.sh" "[\"$RESULT\", \"0\", \"0.3\"]"

@@ -3,9 +3,10 @@
 # endpoint, every response validated against api/openapi.yaml, promtool on /metrics, the token,
 # the one-at-a-time queue, `p2pnode status`, SIGHUP with a bad and a good config, a restart that
 # keeps the last self-test, and a state file cut in half.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_serve.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
-for tool in curl jq python3; do command -v $tool >/dev/null || skip "$tool is not installed"; done
+require curl jq python3
 
 RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
 make_node h200 h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
@@ -48,10 +49,8 @@ check "GET /metrics is text 0.0.4" grep -q 'version=0.0.4' "$RESP/metrics.meta"
 check "metrics have pair bandwidth" grep -q '^p2pnode_p2p_bandwidth_bytes_per_second{.*gpu="0000:00:06.0"' "$RESP/metrics.body"
 record head_status HEAD /v1/status
 rm -f "$RESP/head_status.meta" "$RESP/head_status.body"  # HEAD has no body to validate
-if command -v promtool >/dev/null; then
+if require promtool; then
   check "promtool check metrics passes" bash -c "promtool check metrics < '$RESP/metrics.body'"
-else
-  echo "SKIP promtool: not installed (scripts/install-deps.sh test installs Debian's prometheus)"
 fi
 
 # --- tokens ---
@@ -162,7 +161,7 @@ grep -q 'corrupt' "$WORK/h200/log" && pass "the corrupt state file is logged" ||
 if ensure_validator; then
   validate_responses && pass "every response matches api/openapi.yaml" || fail "responses match api/openapi.yaml"
 else
-  echo "SKIP OpenAPI validation: node/npm could not install openapi-response-validator and swagger-parser"
+  fail "OpenAPI validation: npm could not install openapi-response-validator and swagger-parser (npm is installed by scripts/install-deps.sh test; its output is above)"
 fi
 
 echo "$FAILS failure(s)"

@@ -4,10 +4,11 @@
 # promtool on /metrics, the token, `p2pnode status` trusting the configured certificate, idle and
 # stalled handshakes that cannot starve the workers, SIGHUP with broken TLS files (the old
 # certificate keeps serving, the reason is logged) and with a new certificate (served at once).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_tls.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
-for tool in curl jq python3; do command -v $tool >/dev/null || skip "$tool is not installed"; done
-command -v openssl >/dev/null || skip "the openssl CLI is not installed (Debian package openssl; scripts/install-deps.sh test)"
+require curl jq python3
+require openssl
 
 # make_cert DIR NAME CN: DIR/NAME.crt and DIR/NAME.key (0600), self-signed, naming 127.0.0.1.
 make_cert() {
@@ -72,10 +73,8 @@ check "still serving after the plain-HTTP attempt" "${CURL[@]}" -f "$URL/livez" 
 record metrics GET /metrics
 check "GET /metrics over https is 200" test "$STATUS" = 200
 check "metrics have pair bandwidth" grep -q '^p2pnode_p2p_bandwidth_bytes_per_second{' "$RESP/metrics.body"
-if command -v promtool >/dev/null; then
+if require promtool; then
   check "promtool check metrics passes" bash -c "promtool check metrics < '$RESP/metrics.body'"
-else
-  echo "SKIP promtool: not installed (scripts/install-deps.sh test installs Debian's prometheus)"
 fi
 
 # --- tokens over TLS ---
@@ -210,7 +209,7 @@ check "and names the key's line" grep -q "p2pnode.yaml:$KEY_LINE:.*tls.key_file.
 if ensure_validator; then
   validate_responses && pass "every response matches api/openapi.yaml" || fail "responses match api/openapi.yaml"
 else
-  echo "SKIP OpenAPI validation: node/npm could not install openapi-response-validator and swagger-parser"
+  fail "OpenAPI validation: npm could not install openapi-response-validator and swagger-parser (npm is installed by scripts/install-deps.sh test; its output is above)"
 fi
 
 echo "$FAILS failure(s)"

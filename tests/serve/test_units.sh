@@ -2,9 +2,10 @@
 # systemd units: `systemd-analyze verify` (offline) on p2pnode.service, p2pnode-apply.service and
 # the next-kernel judge's service and timer,
 # with ExecStart pointed at the built binary (verify checks that the program exists).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_units.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
-command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed"
+require systemd-analyze
 BIN=$(readlink -f "$BIN")
 for u in p2pnode.service p2pnode-apply.service p2pnode-judge-kernel.service p2pnode-judge-kernel.timer; do
   sed "s|/usr/bin/p2pnode|$BIN|g" "$SRC/systemd/$u" > "$WORK/$u"

@@ -18,16 +18,16 @@ vm_prepare() {
   if ! command -v qemu-system-x86_64 >/dev/null || ! ls /boot/vmlinuz-* >/dev/null 2>&1 || ! command -v busybox >/dev/null; then
     [ "$(id -u)" -eq 0 ] && "$here/../../scripts/install-deps.sh" test >/dev/null 2>&1
   fi
-  command -v qemu-system-x86_64 >/dev/null || vm_skip "qemu-system-x86_64 is not installed and could not be (scripts/install-deps.sh test)"
+  . "$here/../lib/require.sh"
+  require qemu-system-x86_64 busybox file modinfo depmod cpio gzip
   local sr=${VM_SYSROOT:-}
   VM_KERNEL=$(ls "$sr"/boot/vmlinuz-* 2>/dev/null | sort -V | tail -1)
-  [ -n "$VM_KERNEL" ] && [ -r "$VM_KERNEL" ] || vm_skip "no readable $sr/boot/vmlinuz-* (install linux-image-amd64)"
+  [ -n "$VM_KERNEL" ] && [ -r "$VM_KERNEL" ] || { echo "FAIL: no readable $sr/boot/vmlinuz-* (linux-image-amd64: scripts/install-deps.sh test)"; exit 1; }
   VM_KV=${VM_KERNEL#"$sr"/boot/vmlinuz-}
-  [ -d "$sr/lib/modules/$VM_KV" ] || vm_skip "no $sr/lib/modules/$VM_KV for $VM_KERNEL"
+  [ -d "$sr/lib/modules/$VM_KV" ] || { echo "FAIL: no $sr/lib/modules/$VM_KV for $VM_KERNEL"; exit 1; }
   local bb
   bb=$(command -v busybox)
-  file -L "$bb" 2>/dev/null | grep -q 'statically linked' || [ -x /bin/busybox ] || vm_skip "busybox-static is not installed"
-  for t in modinfo depmod cpio gzip; do command -v $t >/dev/null || vm_skip "$t is not installed (kmod, cpio)"; done
+  file -L "$bb" 2>/dev/null | grep -q 'statically linked' || [ -x /bin/busybox ] || { echo "FAIL: busybox-static is not installed (scripts/install-deps.sh test)"; exit 1; }
   VM_TMP=$(mktemp -d /tmp/p2pnode-vm.XXXXXX)
   trap 'rm -rf "$VM_TMP"' EXIT
   local r=$VM_TMP/root

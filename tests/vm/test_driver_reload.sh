@@ -13,6 +13,7 @@
 # not stay loaded without a GPU, so nothing can load on top of it in a VM.) Modules are never
 # loaded here.
 # Usage: bash tests/vm/test_driver_reload.sh path/to/p2pnode   (root; exit 77 = skipped, reason printed)
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -29,16 +30,13 @@ find_trees "$here/../.."
 ls /lib/modules/*/updates/dkms/nvidia.ko* /lib/modules/*/kernel/drivers/video/nvidia.ko* >/dev/null 2>&1 &&
   vm_skip "an nvidia.ko is installed on this machine; the test would shadow it"
 export DEBIAN_FRONTEND=noninteractive
-for p in dkms:dkms jq:jq kmod:kmod; do
-  command -v ${p%%:*} >/dev/null || apt-get install -y -qq --no-install-recommends ${p#*:} >/dev/null 2>&1 ||
-    vm_skip "${p%%:*} is not installed and apt-get could not install it"
-done
+require dkms jq kmod
 DKMS_BIN=$(command -v dkms)
 vm_prepare "$P2PNODE"
 KV=$VM_KV
 if [ ! -d "/lib/modules/$KV/build" ]; then
   apt-get install -y -qq --no-install-recommends "linux-headers-$KV" >/dev/null 2>&1 ||
-    vm_skip "no headers for the VM's kernel $KV and apt-get could not install linux-headers-$KV"
+    { echo "FAIL: no headers for the VM's kernel $KV and apt-get could not install linux-headers-$KV"; exit 1; }
 fi
 
 RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')

@@ -8,14 +8,15 @@
 # uncorrectable messages (hw/pci/pcie_aer.c: pcie_aer_msg_alldev), so the correctable injection is
 # shown, not asserted. The two scrapes then go through promtool against the alert rules.
 # Usage: bash tests/vm/test_health_vm.sh path/to/p2pnode. Exit 0 passed, 1 failed, 77 skipped.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 P2PNODE=$(readlink -f "${1:-build/daemon/p2pnode}")
 SERVE_BIN=$(dirname "$P2PNODE")/p2pnode-serve
 [ -x "$SERVE_BIN" ] || { echo "FAIL: $SERVE_BIN is missing (p2pnode serve execs it; build both)"; exit 1; }
-command -v python3 >/dev/null || vm_skip "python3 is needed to talk to QEMU's monitor socket"
-JQ=$(command -v jq) || vm_skip "jq is not installed"
+require python3 jq promtool  # python3: QEMU's monitor socket
+JQ=$(command -v jq)
 
 vm_prepare "$P2PNODE"
 vm_add_program "$SERVE_BIN" /bin/p2pnode-serve
@@ -61,7 +62,7 @@ grep -q 'pcie_aer_inject_error rp1 0x4000 -> OK' "$VM_TMP/monitor.out" 2>/dev/nu
   echo "P2P-CHECK FAIL QEMU accepted the injection at rp1 (monitor said: $(cat "$VM_TMP/monitor.out" 2>/dev/null))" >>"$log"
 
 # The alert rule on the two scrapes the guest printed (before and after the injection).
-if command -v promtool >/dev/null; then
+if true; then
   before=$(sed -n 's/^P2P-METRIC-BEFORE //p' "$log" | tr -d '\r')
   after=$(sed -n 's/^P2P-METRIC-AFTER //p' "$log" | tr -d '\r')
   series=$(sed 's/{/{job="p2pnode",instance="vm:9470",/' <<<"${after% *}")

@@ -7,14 +7,14 @@
 # group another process holds are never touched. One boot; guest half: tests/vm/guest/doorbell.sh.
 # Usage: bash tests/vm/test_nvme_doorbell.sh path/to/p2pnode (p2pnode-nvme-doorbell is taken from
 # ../agent/ beside it). Exit 0 passed, 1 failed, 77 skipped (reason printed).
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 P2PNODE=$(readlink -f "${1:-build/daemon/p2pnode}")
 DOORBELL=$(readlink -f "$(dirname "$P2PNODE")/../agent/p2pnode-nvme-doorbell")
 [ -x "$DOORBELL" ] || { echo "FAIL: $DOORBELL is missing (build the p2pnode-nvme-doorbell target)"; exit 1; }
-command -v jq >/dev/null || { [ "$(id -u)" -eq 0 ] && apt-get install -y -qq --no-install-recommends jq >/dev/null 2>&1; }
-command -v jq >/dev/null || vm_skip "jq is not installed and could not be (scripts/install-deps.sh test)"
+require jq
 
 vm_prepare "$P2PNODE"
 vm_add_program "$DOORBELL" /bin/p2pnode-nvme-doorbell

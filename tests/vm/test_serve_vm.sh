@@ -18,7 +18,7 @@ export DEBIAN_FRONTEND=noninteractive
 need() {  # need PROGRAM PACKAGE
   [ -x "$1" ] || command -v "$1" >/dev/null && return 0
   [ "$(id -u)" -eq 0 ] && apt-get install -y -qq --no-install-recommends "$2" >/dev/null 2>&1
-  [ -x "$1" ] || command -v "$1" >/dev/null || vm_skip "$1 is not installed and apt-get could not install $2"
+  [ -x "$1" ] || command -v "$1" >/dev/null || { echo "FAIL: $1 is not installed and apt-get could not install $2"; exit 1; }
 }
 need $JOURNALD systemd
 need journalctl systemd

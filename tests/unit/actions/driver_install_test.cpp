@@ -1,5 +1,6 @@
 // The driver actions against a temp-dir root and a ScriptedRunner that plays DKMS and the installer.
 #include <gtest/gtest.h>
+#include <lzma.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -346,6 +347,35 @@ TEST(DriverReload, NotAllowedPlansARebootAndRunsNothing) {
   auto r = make_driver_reload()->apply(ctx, inv);
   EXPECT_EQ(r[0].outcome, StepOutcome::reboot_required);
   EXPECT_TRUE(runner.calls().empty());
+}
+
+// Debian 13's DKMS installs nvidia.ko.xz: the installed module's srcversion is still read, so a
+// rebuild of the same version (a new patch) is not taken for the loaded one.
+TEST(DriverReload, CompressedModuleWithAnotherSrcversionIsNotTheLoadedOne) {
+  Box box;
+  box.write("usr/src/nvidia-p2p-550.90.07/kernel-open/Makefile", "");
+  box.write("sys/module/nvidia/version", "550.90.07\n");
+  box.write("sys/module/nvidia/srcversion", "OLD\n");
+  const std::string elf("x\0srcversion=NEW\0", 17);
+  std::string xz(elf.size() + 512, '\0');
+  std::size_t n = 0;
+  ASSERT_EQ(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const std::uint8_t*>(elf.data()),
+                                    elf.size(), reinterpret_cast<std::uint8_t*>(xz.data()), &n, xz.size()),
+            LZMA_OK);
+  xz.resize(n);
+  box.write("lib/modules/6.1.0-56-amd64/updates/dkms/nvidia.ko.xz", xz);
+  const sys::SysRoot root(box.dir);
+  Profile p;
+  DriverSpec d;
+  d.version = "550.90.07";
+  d.kernel_module = ModuleSource{};
+  p.driver = d;
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  auto steps = make_driver_reload()->plan(p, inv, root);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_NE(steps[0].description.find("srcversion OLD differs from the installed one's NEW"), std::string::npos)
+      << steps[0].description;
 }
 
 TEST(DriverReload, ReloadsInOrderAndVerifies) {

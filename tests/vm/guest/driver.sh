@@ -60,7 +60,7 @@ scenario_driver() {
   check "reload: /sys/module/nvidia/version is the profile's" eq "$(cat /sys/module/nvidia/version)" "$want"
   check "reload: /proc/driver/nvidia/version says so" grep -q "Kernel Module for x86_64  $want " /proc/driver/nvidia/version
   check "reload: loaded srcversion is the DKMS copy's" \
-    eq "$(cat /sys/module/nvidia/srcversion)" "$(modinfo -F srcversion /lib/modules/$(uname -r)/updates/dkms/nvidia.ko)"
+    eq "$(cat /sys/module/nvidia/srcversion)" "$(modinfo -F srcversion "$(ls /lib/modules/$(uname -r)/updates/dkms/nvidia.ko* | head -1)")"
   check "reload: nvidia_uvm loaded again" loaded nvidia_uvm
   check "reload: nvidia_uvm is the DKMS copy too" eq "$(cat /sys/module/nvidia_uvm/version)" "$want"
   check "reload: verified (no problem reported)" contains "$(step_of /tmp/reload.json driver.reload message)" "loaded from the DKMS copy and verified"
