@@ -71,6 +71,8 @@ inline std::uint32_t mix32(std::uint64_t a, std::uint64_t b, std::uint64_t c = 0
 
 inline std::size_t round_down(std::size_t v, std::size_t to) { return v / to * to; }
 
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 std::string budget_reason(double budget_s);
 
 struct Gpu {
