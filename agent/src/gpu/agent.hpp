@@ -58,6 +58,7 @@ inline void check(cudaError_t e, const char* what) {
 constexpr std::size_t kLatencyBytes = 2 * kMiB;
 constexpr unsigned long long kSpinTimeoutNs = 10'000'000'000ULL;
 constexpr std::size_t kInjectBytes = 64 * 1024;
+constexpr std::size_t kLatencySlots = 1024;  // chase launches timed per sample (SMs of the GPU, at most)
 
 inline std::uint32_t mix32(std::uint64_t a, std::uint64_t b, std::uint64_t c = 0, std::uint64_t d = 0) {
   std::uint64_t x = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL ^
@@ -70,18 +71,21 @@ inline std::uint32_t mix32(std::uint64_t a, std::uint64_t b, std::uint64_t c = 0
 
 inline std::size_t round_down(std::size_t v, std::size_t to) { return v / to * to; }
 
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 std::string budget_reason(double budget_s);
 
 struct Gpu {
   int index = 0;
   int ordinal = 0;
   cudaDeviceProp prop{};
-  std::array<cudaStream_t, 2> stream{};
+  std::array<cudaStream_t, 1> stream{};
   char* buf_a = nullptr;  // source side of this GPU
   char* buf_b = nullptr;  // destination side of this GPU
   char* lat = nullptr;    // pointer chain for the latency case
   gpu::VerifyResult* verify = nullptr;
   unsigned long long* sink = nullptr;
+  unsigned long long* lat_ns = nullptr;  // the latency chase's own times, one slot per launch
   std::string setup_error;
 };
 
@@ -92,19 +96,34 @@ struct PeerInfo {
   int native_atomics = -1;
 };
 
-// One queued operation that is timed with events: `warm` copies before the start event,
-// `timed` copies between the events.
+// One queued operation that is timed with events: `warm` copies once before the first event,
+// `timed` copies between each two events (one sample).
 struct TimedOp {
   int gpu = 0;
   cudaStream_t stream = nullptr;
   std::function<void(cudaStream_t)> warm;
   std::function<void(cudaStream_t)> timed;
-  cudaEvent_t start = nullptr;
-  cudaEvent_t stop = nullptr;
   std::vector<double> ms;  // one per sample
 };
 
 class Agent;
+
+// Adds the wall time of its scope to *into (when into is set): the per-case timing split.
+class Lap {
+ public:
+  explicit Lap(double* into) : into_(into), t0_(Clock::now()) {}
+  ~Lap() {
+    if (into_ != nullptr) {
+      *into_ += std::chrono::duration<double>(Clock::now() - t0_).count();
+    }
+  }
+  Lap(const Lap&) = delete;
+  Lap& operator=(const Lap&) = delete;
+
+ private:
+  double* into_;
+  Clock::time_point t0_;
+};
 
 struct CaseDef {
   const char* key;
@@ -145,16 +164,18 @@ class Agent {
 
   void set_device(int i) { CK(cudaSetDevice(gpus_[i].ordinal)); }
   void sync(int i) {
+    const Lap lap(times_ ? &times_->sync_s : nullptr);
     set_device(i);
     CK(cudaStreamSynchronize(gpus_[i].stream[0]));
-    CK(cudaStreamSynchronize(gpus_[i].stream[1]));
   }
   void fill(int i, void* buf, std::size_t bytes, std::uint32_t seed) {
+    const Lap lap(times_ ? &times_->fill_s : nullptr);
     set_device(i);
     CK(gpu::launch_fill(buf, bytes, seed, gpus_[i].prop.multiProcessorCount, gpus_[i].stream[0]));
   }
   // Verifies on GPU i and waits for the answer.
   IntegrityCheck verify(int i, const gpu::VerifySpec& spec, std::string label) {
+    const Lap lap(times_ ? &times_->verify_s : nullptr);
     set_device(i);
     CK(gpu::launch_verify(spec, gpus_[i].verify, gpus_[i].prop.multiProcessorCount, gpus_[i].stream[0]));
     gpu::VerifyResult r{};
@@ -170,8 +191,10 @@ class Agent {
     return ic;
   }
 
-  // Runs the ops `iterations` times, all held behind one latch so that they start together.
-  void time_ops(std::vector<TimedOp>& ops, int iterations);
+  // Queues, per op, the warm-up and then `samples` timed runs back to back, each between two
+  // events; with hold, all ops wait behind one latch until everything is queued, so that enqueue
+  // overhead stays out of the samples and the ops start together.
+  void time_ops(std::vector<TimedOp>& ops, int samples, bool hold = true);
 
   // Runs a per-GPU case: one cell per GPU (src = the GPU), filled by fn; waived once the time
   // budget is spent, failed with the error's text when fn throws.
@@ -185,6 +208,7 @@ class Agent {
   std::string setup();
   void release();
   void mark(const char* name);
+  void enable_peers(int a);
 
   Options opt_;
   Clock::time_point t0_ = Clock::now();
@@ -201,6 +225,8 @@ class Agent {
   std::uint32_t seed_ = 0;
   std::optional<Pair> inject_;
   std::vector<Phase> phases_;
+  std::vector<GpuSetup> gpu_setup_;
+  CaseTimings* times_ = nullptr;  // the running case's split, while a case runs
 };
 
 std::uint64_t current_rss_bytes();

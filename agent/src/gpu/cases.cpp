@@ -93,25 +93,24 @@ void run_unidirectional(Agent& a, CaseResult& cr, Engine engine, bool issuer_is_
       char* dst = a.gpu(p.dst).buf_b;
       const char* src = a.gpu(p.src).buf_a;
       const int sms = a.gpu(op.gpu).prop.multiProcessorCount;
-      auto one = [dst, src, size, sms, engine](cudaStream_t s) {
+      // n copies: the copy engine takes one copy per call; the SM copy runs them in one launch
+      // (as nvbandwidth's copy kernel loops), so a sample pays one launch ramp and tail.
+      auto copies_of = [dst, src, size, sms, engine](cudaStream_t s, int n) {
+        if (n <= 0) {
+          return;
+        }
         if (engine == Engine::ce) {
-          CK(cudaMemcpyAsync(dst, src, size, cudaMemcpyDeviceToDevice, s));
+          for (int i = 0; i < n; ++i) {
+            CK(cudaMemcpyAsync(dst, src, size, cudaMemcpyDeviceToDevice, s));
+          }
         } else {
-          CK(gpu::launch_sm_copy(dst, src, size, sms, s));
+          CK(gpu::launch_sm_copy(dst, src, size, sms, s, n));
         }
       };
       const int warm = a.opt().warmup;
       const int copies = a.opt().copies;
-      op.warm = [one, warm](cudaStream_t s) {
-        for (int i = 0; i < warm; ++i) {
-          one(s);
-        }
-      };
-      op.timed = [one, copies](cudaStream_t s) {
-        for (int i = 0; i < copies; ++i) {
-          one(s);
-        }
-      };
+      op.warm = [copies_of, warm](cudaStream_t s) { copies_of(s, warm); };
+      op.timed = [copies_of, copies](cudaStream_t s) { copies_of(s, copies); };
       ops.push_back(std::move(op));
     }
     a.time_ops(ops, a.opt().iterations);
@@ -219,10 +218,18 @@ void run_ce_bidir(Agent& a, CaseResult& cr) {
   });
 }
 
+// SMs the latency sample is spread over on GPU g: --latency-sms, 0 (the default) for every SM.
+int latency_targets(Agent& a, int g) {
+  const int sms = a.gpu(g).prop.multiProcessorCount;
+  const int want = a.opt().latency_sms > 0 ? a.opt().latency_sms : sms;
+  return std::max(1, std::min({want, sms, static_cast<int>(kLatencySlots)}));
+}
+
 void run_latency(Agent& a, CaseResult& cr) {
   cr.matrix_keys = {"latency_ns"};
   const auto steps = unidirectional_steps(a.gpu_count(), a.opt().mode, a.selected());
   const int accesses = a.opt().latency_accesses;
+  constexpr std::size_t kNodes = kLatencyBytes / 8;  // the chain: node i -> node i + 16
   a.run_pair_steps(cr, steps, true, [&](const Round& pairs, int) {
     // Rewrite each chain on its own GPU first, so that it sits in that GPU's L2 as it would after
     // a long chase (the bandwidth cases evicted it); the first sample then matches the others.
@@ -238,34 +245,55 @@ void run_latency(Agent& a, CaseResult& cr) {
       TimedOp op;
       op.gpu = p.src;  // the GPU that runs the loads
       op.stream = a.gpu(p.src).stream[0];
-      const void* start = a.gpu(p.dst).lat;  // memory of the peer
+      const char* chain = a.gpu(p.dst).lat;  // memory of the peer
       unsigned long long* sink = a.gpu(p.src).sink;
-      // The timed accesses are spread over `targets` SMs, one launch each (nvbandwidth averages
-      // over every SM; a launch costs a few microseconds against about 1.7 ms of chase).
+      unsigned long long* slots = a.gpu(p.src).lat_ns;
+      // Every SM chases in turn (nvbandwidth averages over every SM too: the SMs' distances to the
+      // link differ by several percent), one launch each, timed inside the kernel; each launch
+      // starts where the last one stopped, so no SM meets lines it loaded before.
       const int sms = a.gpu(p.src).prop.multiProcessorCount;
-      const int targets = std::min(a.opt().latency_sms, sms);
+      const int targets = latency_targets(a, p.src);
       const int per_target = std::max(accesses / targets, 1);
-      op.warm = [=](cudaStream_t s) { CK(gpu::launch_chase(start, std::max(accesses / 8, 16), sink, sms, 0, s)); };
+      auto next_node = std::make_shared<std::size_t>(0);
+      op.warm = [=](cudaStream_t s) { CK(gpu::launch_chase(chain, std::max(accesses / 8, 16), sink, sms, 0, s)); };
       op.timed = [=](cudaStream_t s) {
         for (int t = 0; t < targets; ++t) {
-          CK(gpu::launch_chase(start, per_target, sink, sms, t * sms / targets, s));
+          const char* start = chain + (*next_node % kNodes) * 8;
+          *next_node += static_cast<std::size_t>(per_target) * 16;
+          CK(gpu::launch_chase(start, per_target, sink, sms, t * sms / targets, s, slots + t));
         }
       };
       ops.push_back(std::move(op));
     }
-    a.time_ops(ops, a.opt().iterations);
+    // One sample at a time, so that each sample's per-launch times can be read back before the
+    // next overwrites them.
+    std::vector<std::vector<double>> ns(pairs.size());
+    for (int it = 0; it < a.opt().iterations; ++it) {
+      for (auto& op : ops) {
+        op.ms.clear();
+      }
+      a.time_ops(ops, 1, false);  // timed inside the kernel: no latch needed
+      for (std::size_t k = 0; k < pairs.size(); ++k) {
+        const int src = pairs[k].src;
+        const int targets = latency_targets(a, src);
+        const int done = std::max(accesses / targets, 1) * targets;
+        std::vector<unsigned long long> got(static_cast<std::size_t>(targets));
+        a.set_device(src);
+        CK(cudaMemcpy(got.data(), a.gpu(src).lat_ns, got.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+        unsigned long long sum = 0;
+        for (auto v : got) {
+          sum += v;
+        }
+        ns[k].push_back(static_cast<double>(sum) / done);
+      }
+    }
     std::vector<Cell> cells;
     for (std::size_t k = 0; k < pairs.size(); ++k) {
       Cell c;
       c.src = pairs[k].src;
       c.dst = pairs[k].dst;
-      std::vector<double> ns;
-      const int targets = std::min(a.opt().latency_sms, a.gpu(c.src).prop.multiProcessorCount);
-      const int done = std::max(accesses / targets, 1) * targets;
-      for (double ms : ops[k].ms) {
-        ns.push_back(ms * 1e6 / done);
-      }
-      c.measures.emplace_back("latency_ns", summary_of(ns));
+      c.measures.emplace_back("latency_ns", summary_of(ns[k]));
+      c.numbers.emplace_back("latency_sms", static_cast<double>(latency_targets(a, c.src)));
       cells.push_back(std::move(c));
     }
     return cells;
@@ -474,8 +502,8 @@ const std::vector<CaseDef>& case_list() {
        "destination",
        need_peer_pair, run_sm_read},
       {"latency",
-       "Peer load latency by pointer chase (2 MiB chain, 128-byte stride, as nvbandwidth), spread over "
-       "--latency-sms SMs; "
+       "Peer load latency by pointer chase (2 MiB chain, 128-byte stride, as nvbandwidth), every SM in turn "
+       "(--latency-sms), each chase timed inside the kernel; "
        "row: the GPU that loads, column: the GPU whose memory is read",
        need_peer_pair, run_latency},
       {"host_device_bandwidth",

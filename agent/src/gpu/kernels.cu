@@ -118,25 +118,30 @@ __global__ void reset_result_kernel(VerifyResult* out) {
   out->first_bad = ~0ULL;
 }
 
-constexpr int kCopyUnroll = 4;
-
+// Each thread moves U 16-byte words per step, all U loads issued before the first store, over a
+// grid-stride walk of the buffer; `loops` passes over the buffer in one launch, so a timed sample
+// of several copies pays one launch ramp and one tail, not one per copy.
+template <int U>
 __global__ void __launch_bounds__(512) sm_copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src,
-                                                      std::size_t n16) {
+                                                      std::size_t n16, int loops) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (; i + (kCopyUnroll - 1) * stride < n16; i += kCopyUnroll * stride) {
-    uint4 v[kCopyUnroll];
+  const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int l = 0; l < loops; ++l) {
+    std::size_t i = first;
+    for (; i + (U - 1) * stride < n16; i += U * stride) {
+      uint4 v[U];
 #pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      v[u] = __ldcg(src + i + u * stride);
-    }
+      for (int u = 0; u < U; ++u) {
+        v[u] = __ldcg(src + i + u * stride);
+      }
 #pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      __stcg(dst + i + u * stride, v[u]);
+      for (int u = 0; u < U; ++u) {
+        __stcg(dst + i + u * stride, v[u]);
+      }
     }
-  }
-  for (; i < n16; i += stride) {
-    __stcg(dst + i, __ldcg(src + i));
+    for (; i < n16; i += stride) {
+      __stcg(dst + i, __ldcg(src + i));
+    }
   }
 }
 
@@ -152,16 +157,28 @@ __global__ void chain_init_kernel(Node* nodes, std::size_t n) {
 }
 
 // Launched with one single-thread block per SM; only block `target` chases, so that successive
-// launches sample different SMs (as nvbandwidth does).
-__global__ void chase_kernel(const Node* start, int accesses, unsigned long long* sink, unsigned target) {
+// launches sample different SMs (as nvbandwidth does). The chasing thread times its own loads
+// with the global nanosecond timer: launch and scheduling stay out of the figure.
+__global__ void chase_kernel(const Node* start, int accesses, unsigned long long* sink, unsigned target,
+                             unsigned long long* ns) {
   if (blockIdx.x != target) {
     return;
   }
   const Node* p = start;
+  const unsigned long long t0 = globaltimer_ns();
   for (int i = 0; i < accesses; ++i) {
     p = p->next;
   }
+  // A branch on the last pointer waits for the last load, so the timer is read after it lands
+  // (a plain read could issue while that load is still in flight).
+  if (p == nullptr) {
+    __trap();
+  }
+  const unsigned long long t1 = globaltimer_ns();
   *sink = reinterpret_cast<unsigned long long>(p);
+  if (ns != nullptr) {
+    *ns = t1 - t0;
+  }
 }
 
 unsigned grid_for(std::size_t n, int sm_count, int per_sm) {
@@ -192,10 +209,21 @@ cudaError_t launch_verify(const VerifySpec& spec, VerifyResult* result, int sm_c
   return cudaGetLastError();
 }
 
-cudaError_t launch_sm_copy(void* dst, const void* src, std::size_t bytes, int sm_count, cudaStream_t s) {
+cudaError_t launch_sm_copy(void* dst, const void* src, std::size_t bytes, int sm_count, cudaStream_t s, int loops) {
+  // Four blocks of 512 threads per SM (full occupancy on Hopper and Ampere), four 16-byte words
+  // in flight per thread: measured on 4x H100 against 2x4, 1x12 (nvbandwidth's shape) and 2x8,
+  // the fastest to ramp up, so the least lost per launch (tests/gpu/results/bench-h100x4).
+  // GPUs with fewer threads per SM (1536 on sm_86/sm_89) get as many blocks as fit at once, so
+  // that no block waits for a second wave.
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sm_copy_kernel<4>, 512, 0) != cudaSuccess ||
+      per_sm < 1) {
+    cudaGetLastError();
+    per_sm = 1;
+  }
   const std::size_t n16 = bytes / 16;
-  sm_copy_kernel<<<grid_for(n16, sm_count, 2), 512, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src),
-                                                             n16);
+  sm_copy_kernel<4><<<grid_for(n16, sm_count, per_sm < 4 ? per_sm : 4), 512, 0, s>>>(
+      static_cast<uint4*>(dst), static_cast<const uint4*>(src), n16, loops);
   return cudaGetLastError();
 }
 
@@ -206,10 +234,10 @@ cudaError_t launch_chain_init(void* buf, std::size_t bytes, cudaStream_t s) {
 }
 
 cudaError_t launch_chase(const void* start, int accesses, unsigned long long* sink, int sm_count, int target_block,
-                         cudaStream_t s) {
+                         cudaStream_t s, unsigned long long* ns) {
   const unsigned blocks = static_cast<unsigned>(sm_count > 0 ? sm_count : 1);
   chase_kernel<<<blocks, 1, 0, s>>>(static_cast<const Node*>(start), accesses, sink,
-                                    static_cast<unsigned>(target_block) % blocks);
+                                    static_cast<unsigned>(target_block) % blocks, ns);
   return cudaGetLastError();
 }
 

@@ -38,15 +38,16 @@ cudaError_t launch_fill(void* buf, std::size_t bytes, std::uint32_t seed, int sm
 // Checks every byte of spec.dst; result must be device memory, reset before by launch_verify itself.
 cudaError_t launch_verify(const VerifySpec& spec, VerifyResult* result, int sm_count, cudaStream_t s);
 // SM-driven copy of `bytes` (multiple of 16, both pointers 16-byte aligned), loads and stores
-// through whichever mapping the pointers use (local or peer).
-cudaError_t launch_sm_copy(void* dst, const void* src, std::size_t bytes, int sm_count, cudaStream_t s);
+// through whichever mapping the pointers use (local or peer), `loops` times over in one launch.
+cudaError_t launch_sm_copy(void* dst, const void* src, std::size_t bytes, int sm_count, cudaStream_t s, int loops = 1);
 // Builds a pointer chain in buf (on its own GPU): node i (8 bytes) points to node (i + 16) mod n,
 // one 128-byte line per hop, as nvbandwidth does.
 cudaError_t launch_chain_init(void* buf, std::size_t bytes, cudaStream_t s);
 // One thread, in block target_block of sm_count single-thread blocks, follows `accesses`
-// pointers from start; the end pointer goes to *sink.
+// pointers from start; the end pointer goes to *sink and, when ns is set, the chase's own time
+// (global timer, nanoseconds) to *ns.
 cudaError_t launch_chase(const void* start, int accesses, unsigned long long* sink, int sm_count, int target_block,
-                         cudaStream_t s);
+                         cudaStream_t s, unsigned long long* ns = nullptr);
 
 // One thread stores `value` to the 32-bit word at `doorbell` (a device pointer to an NVMe BAR0
 // page registered as I/O memory), then fences system-wide. A posted write: nothing is ever read

@@ -99,8 +99,9 @@ struct ProcessWatch::Impl {
     return proc_comm(pid);
   }
 
-  // One GPU's compute processes; the buffer grows when NVML says it is too small.
-  std::vector<GpuProcess> on(std::size_t i) {
+  // One GPU's compute processes; the buffer grows when NVML says it is too small. only_pid: that
+  // process alone (even when it is exclude_pid).
+  std::vector<GpuProcess> on(std::size_t i, unsigned only_pid = 0) {
     std::vector<GpuProcess> out;
     unsigned n = 16;
     for (;;) {
@@ -121,7 +122,7 @@ struct ProcessWatch::Impl {
         continue;
       }
       for (const auto& [pid, mem] : rows) {
-        if (pid == 0 || pid == exclude_pid) continue;
+        if (pid == 0 || (only_pid != 0 ? pid != only_pid : pid == exclude_pid)) continue;
         out.push_back({bus_ids[i], pid, name_of(pid), mem == kNotAvailable ? 0 : mem});
       }
       break;
@@ -152,6 +153,20 @@ std::vector<GpuProcess> ProcessWatch::sample() {
     all.insert(all.end(), on.begin(), on.end());
   }
   return all;
+}
+
+std::vector<std::optional<std::uint64_t>> ProcessWatch::own_memory(unsigned pid) {
+  std::vector<std::optional<std::uint64_t>> out;
+  if (!available() || pid == 0) return out;
+  for (std::size_t i = 0; i < impl_->devices.size(); ++i) {
+    const auto rows = impl_->on(i, pid);
+    if (rows.empty() || rows.front().used_memory_bytes == 0) {
+      out.emplace_back(std::nullopt);
+    } else {
+      out.emplace_back(rows.front().used_memory_bytes);
+    }
+  }
+  return out;
 }
 
 std::vector<GpuLoad> ProcessWatch::load() {

@@ -69,7 +69,7 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   std::string integrity_size = "64MiB";
   std::string bar_size = "8MiB";
   std::string gdrapi;
-  std::string mode = "serial";
+  std::string mode = "auto";
   std::string inject;
   std::uint64_t seed = 0;
   bool show_version = false;
@@ -88,16 +88,19 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   app.add_option("--gdrapi", gdrapi, "bar_copy: the libgdrapi to open (a path), default libgdrapi.so.2 from the linker's path");
   app.add_option("--iterations", o.iterations, "Timed samples per measurement (median reported), default 3")
       ->check(CLI::Range(1, 1000));
-  app.add_option("--copies", o.copies, "Copies per timed sample, default 8")->check(CLI::Range(1, 256));
-  app.add_option("--warmup", o.warmup, "Untimed warm-up copies per sample, default 2")->check(CLI::Range(0, 64));
-  app.add_option("--latency-accesses", o.latency_accesses, "Dependent loads per latency sample, default 16384")
+  app.add_option("--copies", o.copies, "Copies per timed sample, default 12")->check(CLI::Range(1, 256));
+  app.add_option("--warmup", o.warmup, "Untimed warm-up copies before the samples, default 1")->check(CLI::Range(0, 64));
+  app.add_option("--latency-accesses", o.latency_accesses, "Dependent loads per latency sample, default 8192")
       ->check(CLI::Range(16, 10000000));
-  app.add_option("--latency-sms", o.latency_sms, "SMs the latency chase is spread over, one launch each, default 8")
-      ->check(CLI::Range(1, 1024));
+  app.add_option("--latency-sms", o.latency_sms,
+                 "SMs the latency chase is spread over, one launch each (0, the default: every SM)")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--time-budget", o.time_budget_s, "Seconds; what is left when spent is waived (0: none)")
       ->check(CLI::Range(0.0, 86400.0));
-  app.add_option("--mode", mode, "serial: one pair at a time; rounds: disjoint pairs at the same time")
-      ->check(CLI::IsMember({"serial", "rounds"}));
+  app.add_option("--mode", mode,
+                 "serial: one pair at a time; rounds: disjoint pairs at the same time; auto (default): rounds when "
+                 "every pair is joined by NVLink, else serial")
+      ->check(CLI::IsMember({"serial", "rounds", "auto"}));
   auto* seed_opt = app.add_option("--seed", seed, "Pattern seed (default: drawn per run)");
   app.add_option("--inject-corruption", inject, "TEST ONLY: skew one integrity copy of pair SRC:DST");
   app.add_option("--nvme", o.nvme,
@@ -113,6 +116,8 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   app.add_flag("--no-hold", o.no_hold,
                "DEBUG: do not hold the streams with a spin kernel before timed copies (timing is less exact; "
                "for compute-sanitizer, which serializes launches)");
+  app.add_flag("--timings", o.timings,
+               "Also write where the run's time and memory went (start-up phases, per GPU, per case) to stderr");
   app.add_flag("--version", show_version, "Print the version and exit");
 
   try {
@@ -128,6 +133,7 @@ ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<
   auto usage = [](const std::string& why) { return ParseOutcome{std::nullopt, 2, "usage error: " + why}; };
   o.format = (format == "table" && !json_flag) ? Format::table : Format::json;
   o.mode = mode == "rounds" ? Mode::rounds : Mode::serial;
+  o.mode_auto = mode == "auto";
   o.cases = split_commas(cases);
   for (const auto& c : o.cases) {
     if (std::find(known_cases.begin(), known_cases.end(), c) == known_cases.end()) {

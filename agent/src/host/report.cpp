@@ -149,6 +149,27 @@ nlohmann::json matrix_json(const CaseResult& c, const std::string& key, int gpu_
   return m;
 }
 
+nlohmann::json gpu_setup_json(const GpuSetup& g) {
+  auto opt = [](const std::optional<std::uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  return {{"gpu", g.gpu},
+          {"context_s", round_to(g.context_s, 4)},
+          {"buffers_s", round_to(g.buffers_s, 4)},
+          {"module_s", round_to(g.module_s, 4)},
+          {"peer_access_s", round_to(g.peer_access_s, 4)},
+          {"module_bytes", g.module_bytes},
+          {"buffer_bytes", g.buffer_bytes},
+          {"peer_access_bytes", g.peer_access_bytes},
+          {"process_bytes", opt(g.process_bytes)},
+          {"context_bytes", opt(g.context_bytes)}};
+}
+
+nlohmann::json case_timings_json(const CaseTimings& t) {
+  return {{"fill_s", round_to(t.fill_s, 4)},
+          {"sync_s", round_to(t.sync_s, 4)},
+          {"timed_s", round_to(t.timed_s, 4)},
+          {"verify_s", round_to(t.verify_s, 4)}};
+}
+
 nlohmann::json to_json(const Report& r) {
   nlohmann::json j;
   j["schema_version"] = kSchemaVersion;
@@ -161,9 +182,22 @@ nlohmann::json to_json(const Report& r) {
   j["driver"] = {{"cuda_driver_version", r.driver_version}, {"cuda_runtime_version", r.runtime_version}};
   auto phases = nlohmann::json::array();
   for (const auto& ph : r.phases) {
-    phases.push_back({{"name", ph.name}, {"at_s", round_to(ph.at_s, 4)}, {"rss_bytes", ph.rss_bytes}});
+    phases.push_back({{"name", ph.name},
+                      {"at_s", round_to(ph.at_s, 4)},
+                      {"rss_bytes", ph.rss_bytes},
+                      {"rss_anon_bytes", ph.rss_anon_bytes},
+                      {"rss_file_bytes", ph.rss_file_bytes},
+                      {"rss_shmem_bytes", ph.rss_shmem_bytes}});
   }
-  j["host"] = {{"peak_rss_bytes", r.peak_rss_bytes}, {"setup_s", round_to(r.setup_s, 4)}, {"phases", std::move(phases)}};
+  auto gpus = nlohmann::json::array();
+  for (const auto& g : r.gpu_setup) {
+    gpus.push_back(gpu_setup_json(g));
+  }
+  j["host"] = {{"peak_rss_bytes", r.peak_rss_bytes},
+               {"setup_s", round_to(r.setup_s, 4)},
+               {"nvml_s", round_to(r.nvml_s, 4)},
+               {"phases", std::move(phases)},
+               {"gpus", std::move(gpus)}};
   j["config"] = {{"mode", to_string(r.mode)},
                  {"size_bytes", r.size_bytes},
                  {"host_size_bytes", r.host_size_bytes},
@@ -191,6 +225,9 @@ nlohmann::json to_json(const Report& r) {
     rounds.push_back(std::move(jr));
   }
   j["schedule"] = {{"mode", to_string(r.mode)}, {"rounds", std::move(rounds)}};
+  if (!r.mode_reason.empty()) {
+    j["schedule"]["reason"] = r.mode_reason;
+  }
   auto devices = nlohmann::json::array();
   for (const auto& d : r.devices) {
     nlohmann::json jd = {{"index", d.index},
@@ -236,6 +273,7 @@ nlohmann::json to_json(const Report& r) {
                          {"status", to_string(c.status)},
                          {"shape", c.shape == CellShape::pair ? "pair" : (c.shape == CellShape::gpu ? "gpu" : "nvme")},
                          {"duration_s", round_to(c.duration_s, 4)},
+                         {"timings", case_timings_json(c.timings)},
                          {"steps", c.steps}};
     if (!c.reason.empty()) {
       jc["reason"] = c.reason;
@@ -417,6 +455,50 @@ std::string rfc3339_utc(std::int64_t unix_seconds) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+std::string render_timings(const Report& r) {
+  std::ostringstream out;
+  const double mb = 1e6;
+  out << std::fixed << std::setprecision(3);
+  out << "timings: " << r.duration_s << " s in all, set-up " << r.setup_s << " s, peak RSS "
+      << std::setprecision(1) << static_cast<double>(r.peak_rss_bytes) / mb << " MB; NVML " << std::setprecision(3)
+      << r.nvml_s << " s beside the contexts\n";
+  out << "  phase                              at_s    RSS MB   anon   file  shmem\n";
+  for (const auto& ph : r.phases) {
+    out << "  " << std::left << std::setw(32) << ph.name << std::right << std::setprecision(3) << std::setw(7)
+        << ph.at_s << std::setprecision(1) << std::setw(9) << static_cast<double>(ph.rss_bytes) / mb << std::setw(7)
+        << static_cast<double>(ph.rss_anon_bytes) / mb << std::setw(7) << static_cast<double>(ph.rss_file_bytes) / mb
+        << std::setw(7) << static_cast<double>(ph.rss_shmem_bytes) / mb << "\n";
+  }
+  if (!r.gpu_setup.empty()) {
+    out << "  GPU  context_s buffers_s module_s peers_s | device MB: process context modules buffers peers\n";
+    for (const auto& g : r.gpu_setup) {
+      auto opt = [&](const std::optional<std::uint64_t>& v) {
+        std::ostringstream s;
+        if (v) {
+          s << std::fixed << std::setprecision(1) << static_cast<double>(*v) / mb;
+        } else {
+          s << "-";
+        }
+        return s.str();
+      };
+      out << "  " << std::setw(3) << g.gpu << std::setprecision(3) << std::setw(11) << g.context_s << std::setw(10)
+          << g.buffers_s << std::setw(9) << g.module_s << std::setw(8) << g.peer_access_s << " | " << std::setw(17)
+          << opt(g.process_bytes) << std::setw(8) << opt(g.context_bytes) << std::setprecision(1) << std::setw(8)
+          << static_cast<double>(g.module_bytes) / mb << std::setw(8) << static_cast<double>(g.buffer_bytes) / mb
+          << std::setw(6) << static_cast<double>(g.peer_access_bytes) / mb << "\n";
+    }
+  }
+  out << "  case                    total_s   fill_s   sync_s  timed_s verify_s  other_s steps\n";
+  for (const auto& c : r.cases) {
+    const auto& t = c.timings;
+    const double other = c.duration_s - t.fill_s - t.sync_s - t.timed_s - t.verify_s;
+    out << "  " << std::left << std::setw(22) << c.key << std::right << std::setprecision(3) << std::setw(9)
+        << c.duration_s << std::setw(9) << t.fill_s << std::setw(9) << t.sync_s << std::setw(9) << t.timed_s
+        << std::setw(9) << t.verify_s << std::setw(9) << other << std::setw(6) << c.steps << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace p2pnode::agent

@@ -169,4 +169,22 @@ std::optional<std::vector<Pair>> parse_pairs(const std::string& text, int n, std
 
 const char* to_string(Mode m) { return m == Mode::serial ? "serial" : "rounds"; }
 
+ModeChoice choose_mode(const std::vector<Pair>& selected, const std::function<std::optional<int>(int, int)>& nvlinks) {
+  if (selected.empty()) {
+    return {Mode::serial, "auto: no pair selected"};
+  }
+  for (const auto& p : selected) {
+    const auto n = nvlinks(std::min(p.src, p.dst), std::max(p.src, p.dst));
+    if (!n) {
+      return {Mode::serial, "auto: serial, how GPU " + std::to_string(p.src) + " and GPU " + std::to_string(p.dst) +
+                                " are connected is unknown (no NVML)"};
+    }
+    if (*n <= 0) {
+      return {Mode::serial, "auto: serial, GPU " + std::to_string(p.src) + " and GPU " + std::to_string(p.dst) +
+                                " talk over PCIe (pairs of a round could share a switch or the root complex)"};
+    }
+  }
+  return {Mode::rounds, "auto: rounds, every selected pair is joined by NVLink (disjoint pairs share no link)"};
+}
+
 }  // namespace p2pnode::agent

@@ -33,6 +33,21 @@ TEST(GpuProcesses, ListsOtherProcessesOnTheWatchedGpus) {
   EXPECT_EQ(load[0].utilization_percent, 57u);
 }
 
+TEST(GpuProcesses, OwnMemoryIsOurPidPerWatchedGpu) {
+  // --timings: what the agent itself holds per GPU (context + modules + buffers as the driver counts).
+  FakeProcesses f("0:4242:python3:1717986918;1:777:p2pnode-agent:1200000000;1:4242:python3:1");
+  ProcessWatch w({"0000:00:06.0", "0000:00:07.0"}, 777, P2PNODE_FAKE_NVML);
+  ASSERT_TRUE(w.available()) << w.reason();
+  const auto own = w.own_memory(777);
+  ASSERT_EQ(own.size(), 2u);
+  EXPECT_FALSE(own[0].has_value());  // not on GPU 0: unknown, never another process's figure
+  ASSERT_TRUE(own[1].has_value());
+  EXPECT_EQ(*own[1], 1200000000u);
+  EXPECT_EQ(w.sample().size(), 2u);  // still left out of the other processes
+  ProcessWatch none({"0000:00:06.0"}, 0, "/nonexistent/libnvidia-ml.so.1");
+  EXPECT_TRUE(none.own_memory(777).empty());
+}
+
 TEST(GpuProcesses, GrowsItsBufferWhenNvmlAsksForMoreRoom) {
   std::string rows;
   for (int pid = 100; pid < 140; ++pid) rows += "0:" + std::to_string(pid) + ":job:1;";

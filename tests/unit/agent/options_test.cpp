@@ -22,7 +22,12 @@ TEST(AgentOptions, Defaults) {
   EXPECT_EQ(o.format, Format::json);
   EXPECT_EQ(o.size_bytes, 512 * kMiB);
   EXPECT_EQ(o.iterations, 3);
-  EXPECT_EQ(o.mode, Mode::serial);
+  EXPECT_TRUE(o.mode_auto);  // decided at run time from the interconnect (choose_mode)
+  EXPECT_EQ(o.copies, 12);
+  EXPECT_EQ(o.warmup, 1);
+  EXPECT_EQ(o.latency_accesses, 8192);
+  EXPECT_EQ(o.latency_sms, 0);  // every SM
+  EXPECT_FALSE(o.timings);
   EXPECT_TRUE(o.cases.empty());
   EXPECT_FALSE(o.seed.has_value());
   EXPECT_FALSE(o.inject_corruption.has_value());
@@ -44,6 +49,7 @@ TEST(AgentOptions, AllOptions) {
   EXPECT_EQ(o.warmup, 1);
   EXPECT_DOUBLE_EQ(o.time_budget_s, 2.5);
   EXPECT_EQ(o.mode, Mode::rounds);
+  EXPECT_FALSE(o.mode_auto);
   EXPECT_EQ(o.seed, 42U);
   EXPECT_EQ(o.inject_corruption, "1:0");
 }
@@ -109,4 +115,14 @@ TEST(AgentOptions, NvmeDoorbellOptions) {
   EXPECT_FALSE(bad.options.has_value());
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_FALSE(parse({"--nvme-ready-timeout-ms", "0"}).options.has_value());
+}
+
+TEST(AgentOptions, ModeSerialAndTimingsFlag) {
+  const auto r = parse({"--mode", "serial", "--timings", "--latency-sms", "8"});
+  ASSERT_TRUE(r.options.has_value()) << r.message;
+  EXPECT_EQ(r.options->mode, Mode::serial);
+  EXPECT_FALSE(r.options->mode_auto);
+  EXPECT_TRUE(r.options->timings);
+  EXPECT_EQ(r.options->latency_sms, 8);
+  EXPECT_EQ(parse({"--mode", "auto"}).options->mode_auto, true);
 }

@@ -161,3 +161,55 @@ TEST(AgentReport, RecordedNoGpuDocumentParses) {
   EXPECT_EQ(j["schema_version"], kSchemaVersion);
   EXPECT_EQ(j["exit_code"], 3);
 }
+
+// Issue 46: where the time and memory went, in the JSON (schema_version unchanged: the fields are
+// additions the daemon's parser ignores) and as the --timings text.
+TEST(AgentReport, TimingsBreakdownInJsonAndText) {
+  Report r = two_gpu_report();
+  r.duration_s = 2.5;
+  r.setup_s = 0.9;
+  r.nvml_s = 0.2;
+  Phase ph{"contexts_and_buffers", 0.81, 207000000};
+  ph.rss_anon_bytes = 48000000;
+  ph.rss_file_bytes = 125000000;
+  ph.rss_shmem_bytes = 34000000;
+  r.phases.push_back(ph);
+  GpuSetup g0;
+  g0.gpu = 0;
+  g0.context_s = 0.28;
+  g0.peer_access_s = 0.05;
+  g0.buffer_bytes = 1077936128;
+  g0.process_bytes = 1623195648;
+  g0.context_bytes = 545259520;
+  GpuSetup g1 = g0;
+  g1.gpu = 1;
+  g1.process_bytes.reset();
+  g1.context_bytes.reset();
+  r.gpu_setup = {g0, g1};
+  r.cases[0].duration_s = 0.32;
+  r.cases[0].timings = {0.001, 0.002, 0.31, 0.005};
+  finalize(r);
+  const auto j = to_json(r);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_DOUBLE_EQ(j["host"]["nvml_s"].get<double>(), 0.2);
+  EXPECT_EQ(j["host"]["phases"][0]["rss_shmem_bytes"], 34000000);
+  ASSERT_EQ(j["host"]["gpus"].size(), 2u);
+  EXPECT_EQ(j["host"]["gpus"][0]["buffer_bytes"], 1077936128u);
+  EXPECT_EQ(j["host"]["gpus"][0]["context_bytes"], 545259520u);
+  EXPECT_TRUE(j["host"]["gpus"][1]["process_bytes"].is_null());  // NVML could not tell: null, not 0
+  EXPECT_DOUBLE_EQ(j["cases"][0]["timings"]["timed_s"].get<double>(), 0.31);
+  const std::string text = render_timings(r);
+  EXPECT_NE(text.find("contexts_and_buffers"), std::string::npos) << text;
+  EXPECT_NE(text.find("ce_write_bandwidth"), std::string::npos) << text;
+  EXPECT_NE(text.find("545.3"), std::string::npos) << text;  // GPU 0's context, MB
+}
+
+TEST(AgentReport, AutoModeReasonInSchedule) {
+  Report r = two_gpu_report();
+  r.mode = Mode::rounds;
+  r.mode_reason = "auto: rounds, every selected pair is joined by NVLink (disjoint pairs share no link)";
+  finalize(r);
+  const auto j = to_json(r);
+  EXPECT_EQ(j["schedule"]["mode"], "rounds");
+  EXPECT_EQ(j["schedule"]["reason"], r.mode_reason);
+}

@@ -112,3 +112,23 @@ TEST(AgentSchedule, ParsePairs) {
   EXPECT_FALSE(parse_pairs("0:1x", 3, &err).has_value());
   EXPECT_FALSE(parse_pairs(",", 3, &err).has_value());
 }
+
+TEST(AgentSchedule, AutoModeIsRoundsOnlyWhenEveryPairHasNvlink) {
+  const auto all4 = ordered_pairs(4);
+  // 4 GPUs on NVSwitch: 18 links between every pair.
+  auto c = choose_mode(all4, [](int, int) -> std::optional<int> { return 18; });
+  EXPECT_EQ(c.mode, Mode::rounds);
+  EXPECT_NE(c.reason.find("NVLink"), std::string::npos);
+  // Two NVLink bridges (0-1, 2-3) on a PCIe box: 0-2 is PCIe, so serial, naming that pair.
+  c = choose_mode(all4, [](int a, int b) -> std::optional<int> { return (a / 2 == b / 2) ? 4 : 0; });
+  EXPECT_EQ(c.mode, Mode::serial);
+  EXPECT_NE(c.reason.find("GPU 0 and GPU 2"), std::string::npos) << c.reason;
+  // Only the bridged pairs selected: rounds.
+  c = choose_mode({{0, 1}, {1, 0}, {2, 3}}, [](int a, int b) -> std::optional<int> { return (a / 2 == b / 2) ? 4 : 0; });
+  EXPECT_EQ(c.mode, Mode::rounds);
+  // Unknown (no NVML): serial.
+  c = choose_mode(all4, [](int, int) -> std::optional<int> { return std::nullopt; });
+  EXPECT_EQ(c.mode, Mode::serial);
+  EXPECT_NE(c.reason.find("unknown"), std::string::npos);
+  EXPECT_EQ(choose_mode({}, [](int, int) -> std::optional<int> { return 18; }).mode, Mode::serial);
+}

@@ -43,6 +43,9 @@ class ProcessWatch {
   // The compute processes on the watched GPUs, other than exclude_pid, in GPU then pid order.
   std::vector<GpuProcess> sample();
   std::vector<GpuLoad> load();
+  // The device memory process `pid` holds on each watched GPU, in gpus() order, as NVML counts it;
+  // nullopt for a GPU where NVML lists no such process (or cannot tell). Empty without NVML.
+  std::vector<std::optional<std::uint64_t>> own_memory(unsigned pid);
 
  private:
   struct Impl;

@@ -47,6 +47,16 @@ struct Cell {
 // pair: src -> dst; gpu: one GPU (src); nvme: one drive and one doorbell writer (extra).
 enum class CellShape { pair, gpu, nvme };
 
+// Where a case's wall time went (host clock): filling buffers with patterns, waiting for GPUs
+// between steps, the timed copies (latch, enqueue, the copies, events) and checking the data.
+// The rest of duration_s is host work between them (scheduling, cells, statistics).
+struct CaseTimings {
+  double fill_s = 0.0;
+  double sync_s = 0.0;
+  double timed_s = 0.0;
+  double verify_s = 0.0;
+};
+
 struct CaseResult {
   std::string key;
   std::string description;
@@ -57,6 +67,7 @@ struct CaseResult {
   std::vector<std::string> matrix_keys;  // measure/number keys shown as matrices (median for measures)
   std::vector<Cell> cells;
   int steps = 0;  // how many steps (serial pairs or rounds) it took
+  CaseTimings timings;
   // Other processes on the GPUs right after the case (only when the run watches: Report::contention).
   std::vector<GpuProcess> foreign_processes;
 };
@@ -87,6 +98,27 @@ struct Phase {
   std::string name;
   double at_s = 0.0;            // seconds since the agent started
   std::uint64_t rss_bytes = 0;  // resident set at that point
+  // The resident set by kind (/proc/self/status): anonymous (heap, pinned host buffers the driver
+  // allocates), file-backed (the binary, libcuda), shared memory (the driver's shared mappings).
+  std::uint64_t rss_anon_bytes = 0;
+  std::uint64_t rss_file_bytes = 0;
+  std::uint64_t rss_shmem_bytes = 0;
+};
+
+// One GPU's share of the start-up, timed in the thread that set it up, and the device memory it
+// took (cudaMemGetInfo deltas on that GPU; the context's own share from NVML's figure for this
+// process, which counts everything the process holds there).
+struct GpuSetup {
+  int gpu = 0;
+  double context_s = 0.0;      // cudaSetDevice + the first runtime call: the primary context
+  double buffers_s = 0.0;      // streams and every device allocation
+  double module_s = 0.0;       // the first kernel launch and its wait: loads the kernels (lazy)
+  double peer_access_s = 0.0;  // enabling access to every other GPU, from this GPU
+  std::uint64_t module_bytes = 0;
+  std::uint64_t buffer_bytes = 0;
+  std::uint64_t peer_access_bytes = 0;
+  std::optional<std::uint64_t> process_bytes;  // NVML: all this process holds on the GPU
+  std::optional<std::uint64_t> context_bytes;  // process_bytes less modules, buffers, peer access
 };
 
 struct Report {
@@ -99,6 +131,7 @@ struct Report {
   std::optional<Interconnect> interconnect;  // how the driver connects the pairs (NVML)
   std::optional<Contention> contention;      // who else used the GPUs (NVML)
   Mode mode = Mode::serial;
+  std::string mode_reason;    // --mode auto: why this mode
   std::vector<Round> rounds;  // the circle rounds in rounds mode
   std::uint64_t seed = 0;
   std::uint64_t size_bytes = 0;
@@ -117,6 +150,8 @@ struct Report {
   std::uint64_t peak_rss_bytes = 0;
   double setup_s = 0.0;
   std::vector<Phase> phases;
+  std::vector<GpuSetup> gpu_setup;  // per GPU, in index order
+  double nvml_s = 0.0;              // NVML (interconnect and process watch), beside the contexts
   std::optional<std::string> error;  // fatal error (no GPU, driver), with exit code 3
   int exit_code = 0;
 };
@@ -133,6 +168,13 @@ std::optional<double> cell_value(const Cell& cell, const std::string& key);
 nlohmann::json matrix_json(const CaseResult& c, const std::string& key, int gpu_count);
 
 nlohmann::json to_json(const Report& report);
+nlohmann::json gpu_setup_json(const GpuSetup& g);
+nlohmann::json case_timings_json(const CaseTimings& t);
+
+// `--timings`: where the run's wall time and memory went (start-up phases with the resident set,
+// per-GPU set-up and device memory, per-case split), as text for people (the agent writes it to
+// stderr, so the JSON on stdout stays whole).
+std::string render_timings(const Report& report);
 
 // Human-readable tables.
 std::string render_table(const Report& report);

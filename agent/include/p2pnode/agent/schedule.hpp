@@ -1,6 +1,7 @@
 // Pair scheduling for the peer tests (host-only).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,5 +68,15 @@ bool is_disjoint(const Round& round);
 std::optional<std::vector<Pair>> parse_pairs(const std::string& text, int n, std::string* error);
 
 const char* to_string(Mode m);
+
+// --mode auto: rounds when the GPUs of every selected pair are joined by NVLink (straight or
+// through NVSwitch: disjoint pairs then share no link, so running them together changes no pair's
+// figure), serial otherwise (PCIe pairs of a round may share a switch or the root complex).
+// nvlinks(a, b): NVLinks between GPUs a and b (0 for PCIe), or nullopt when unknown (no NVML).
+struct ModeChoice {
+  Mode mode = Mode::serial;
+  std::string reason;
+};
+ModeChoice choose_mode(const std::vector<Pair>& selected, const std::function<std::optional<int>(int, int)>& nvlinks);
 
 }  // namespace p2pnode::agent
