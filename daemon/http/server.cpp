@@ -151,9 +151,15 @@ struct ApiServer::Impl {
   static void on_connection(void* cls, MHD_Connection* c, void** socket_context, MHD_ConnectionNotificationCode code) {
     auto* self = static_cast<Impl*>(cls);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-      const auto* fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-      const auto* addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-      const std::uint64_t id = self->guard.opened(fd ? fd->connect_fd : -1, client_of(addr ? addr->client_addr : nullptr));
+      // Each answer is read before the next query: libmicrohttpd 1.0 returns every answer in the
+      // same per-connection union, so a second query overwrites the first (0.9.75 pointed into the
+      // connection itself). Read the other way round, the fd was the address's pointer bits and the
+      // guard cut a descriptor that was not this connection's.
+      const auto* fd_info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+      const int fd = fd_info ? fd_info->connect_fd : -1;
+      const auto* addr_info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+      const std::string client = client_of(addr_info ? addr_info->client_addr : nullptr);
+      const std::uint64_t id = self->guard.opened(fd, client);
       *socket_context = reinterpret_cast<void*>(static_cast<std::uintptr_t>(id));
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
       self->guard.closed(reinterpret_cast<std::uintptr_t>(*socket_context));
