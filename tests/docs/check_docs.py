@@ -10,7 +10,7 @@
   runbook_url "docs/runbook.md#<anchor>" that resolves to it;
 - the alert table of docs/monitoring.md lists exactly the rules' alerts with their severities;
 - no internal words: planning files (seed file names such as 000_f86c…, FACTS.md, ARCHITECTURE.md,
-  STYLE.md), "seed", "issue #NN".
+  STYLE.md), "seed", "issue #NN", the project's own machines (shared/reference).
 """
 import os
 import re
@@ -124,6 +124,7 @@ INTERNAL = [
     (re.compile(r"\b(FACTS|ARCHITECTURE|STYLE)\.md\b"), "a planning file that is not in the repository"),
     (re.compile(r"\bseeds?\b|\bseed's\b", re.I), "the word 'seed' (an internal planning term)"),
     (re.compile(r"\bissues? #\d+", re.I), "an issue number of this project"),
+    (re.compile(r"\bshared/(reference|docs)\b"), "the project's own machines and notes"),
 ]
 
 
