@@ -68,7 +68,7 @@ std::string render_health_metrics(const json& h) {
   }
   // The driver's own word (agent schema 2): the GPU's replay counter for every GPU read; the
   // recovery action and memory state only where they are not the default, as the regressed cells
-  // are (the 8-GPU node's budget: docs in README, "Metrics and the series budget").
+  // are (the 8-GPU node's budget: docs/monitoring.md, "Metrics and the series budget").
   const json gpus = h.value("gpus", json::array());
   if (gpus.is_array() && !gpus.empty()) {
     auto& replays = BuildCounter().Name("p2pnode_gpu_pcie_replays_total")

@@ -227,7 +227,7 @@ struct ApiServer::Impl {
   MHD_Daemon* start_daemon(int fd, const tls::PemIdentity* pem, std::string* why) {
     // epoll for plain HTTP. With TLS, libmicrohttpd 0.9.75's epoll loop spins (recv EAGAIN, then
     // epoll_wait with a zero timeout, over and over) while a handshake waits for the client,
-    // taking the CPU the client needs; its poll loop waits properly (measured: README, Serving).
+    // taking the CPU the client needs; its poll loop waits properly (measured: docs/benchmarks.md, "The API under a flood and under load").
     unsigned flags = (pem ? MHD_USE_POLL_INTERNAL_THREAD : MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (pem) flags |= MHD_USE_TLS;
     if (opt.listen.host.find(':') != std::string::npos) flags |= MHD_USE_IPv6;

@@ -2,7 +2,7 @@
 // p2pnode_gpu_info: one series per NVIDIA GPU that maps p2pnode's `gpu` label (the PCI address,
 // 0000:06:00.0) to the labels dcgm-exporter puts on the same GPU: `gpu` there is NVML's index
 // (here gpu_index), UUID, pci_bus_id (NVML's form, 00000000:06:00.0) and Hostname, so a PromQL
-// join between the two exporters works (README, "Joining with dcgm-exporter").
+// join between the two exporters works (docs/monitoring.md, "Joining with dcgm-exporter").
 #include <string>
 #include <string_view>
 #include <vector>

@@ -67,35 +67,59 @@ std::string count_subjects(const Inventory& inv, const std::vector<std::string>&
     return std::any_of(ds.begin(), ds.end(), [&](const PciDevice* d) { return d->bdf == s; });
   };
   const auto all_gpus = inv.gpus(), all_nvme = inv.nvme_controllers();
-  std::size_t gpus = 0, nvme = 0;
+  std::size_t gpus = 0, nvme = 0, bridges = 0;
   for (const auto& s : subjects) {
     gpus += in(all_gpus, s);
     nvme += in(all_nvme, s);
+    const PciDevice* d = inv.find(s);
+    bridges += d && (d->kind == DeviceKind::bridge || d->kind == DeviceKind::host_bridge);
   }
   const std::string n = std::to_string(subjects.size());
   if (gpus == subjects.size()) return n + (gpus == 1 ? " GPU" : " GPUs");
   if (nvme == subjects.size()) return n + " NVMe";
+  if (bridges == subjects.size()) return n + " bridges";
   if (gpus + nvme == 0 && std::all_of(subjects.begin(), subjects.end(), [&](const std::string& s) {
         return inv.find(s) == nullptr && !s.empty() && std::isdigit(static_cast<unsigned char>(s[0]));
       }))
     return n + " kernels";
   return n + " devices";
 }
+
+// The text with every occurrence of its subject replaced: what several subjects' texts share.
+std::string without_subject(const std::string& text, const std::string& subject, const std::string& stand_in) {
+  if (subject.empty()) return text;
+  std::string out;
+  std::size_t from = 0;
+  for (std::size_t at; (at = text.find(subject, from)) != std::string::npos; from = at + subject.size())
+    out += text.substr(from, at - from) + stand_in;
+  return out + text.substr(from);
+}
+
+constexpr const char* kStandIn = "<address>";
 }  // namespace
 
 std::vector<FindingRow> group_findings(const Inventory& inv, const std::vector<Finding>& findings) {
   std::vector<FindingRow> rows;
   for (const auto& f : findings) {
+    const bool groupable = f.subject != "node" && !f.subject.empty();
+    const std::string summary = without_subject(f.summary, f.subject, kStandIn);
+    const std::string fix = without_subject(f.remediation, f.subject, kStandIn);
     auto same = std::find_if(rows.begin(), rows.end(), [&](const FindingRow& r) {
       const Finding& g = *r.first;
-      return g.check == f.check && g.severity == f.severity && g.summary == f.summary && g.remediation == f.remediation &&
-             g.subject != "node" && f.subject != "node";
+      return groupable && g.subject != "node" && g.check == f.check && g.severity == f.severity &&
+             without_subject(g.summary, g.subject, kStandIn) == summary &&
+             without_subject(g.remediation, g.subject, kStandIn) == fix;
     });
-    if (same == rows.end()) rows.push_back({&f, {f.subject}, f.subject});
+    if (same == rows.end()) rows.push_back({&f, {f.subject}, f.subject, f.summary, f.remediation});
     else same->subjects.push_back(f.subject);
   }
-  for (auto& r : rows)
-    if (r.subjects.size() > 1) r.subject = count_subjects(inv, r.subjects);
+  for (auto& r : rows) {
+    if (r.subjects.size() < 2) continue;
+    r.subject = count_subjects(inv, r.subjects);
+    const std::string stand_in = r.subject.ends_with(" kernels") ? "<kernel>" : kStandIn;
+    r.summary = without_subject(r.first->summary, r.first->subject, stand_in);
+    r.remediation = without_subject(r.first->remediation, r.first->subject, stand_in);
+  }
   return rows;
 }
 
@@ -108,7 +132,7 @@ std::string render_check_table(const Inventory& inv, const std::string& profile,
     << to_string(inv.iommu.mode) << ", NVIDIA driver " << inv.nvidia.loaded_version.value_or("not loaded") << "\n\n";
   std::vector<FindingRow> rows;
   if (verbose) {
-    for (const auto& f : findings) rows.push_back({&f, {f.subject}, f.subject});
+    for (const auto& f : findings) rows.push_back({&f, {f.subject}, f.subject, f.summary, f.remediation});
   } else {
     rows = group_findings(inv, findings);
   }
@@ -123,13 +147,13 @@ std::string render_check_table(const Inventory& inv, const std::string& profile,
   for (const auto& r : rows) {
     const Finding& f = *r.first;
     const char* sev = f.severity == Severity::ok ? "ok" : f.severity == Severity::warning ? "WARNING" : "ERROR";
-    o << pad(sev, 8) << "  " << pad(f.check, check_w) << "  " << pad(r.subject, subject_w) << "  " << f.summary << "\n";
+    o << pad(sev, 8) << "  " << pad(f.check, check_w) << "  " << pad(r.subject, subject_w) << "  " << r.summary << "\n";
     if (r.subjects.size() > 1 && f.severity != Severity::ok) {
       std::string list;
       for (const auto& s : r.subjects) list += (list.empty() ? "" : ", ") + s;
       o << wrap("on: " + list, 110, indent);
     }
-    if (!f.remediation.empty()) o << wrap("fix: " + f.remediation, 110, indent);
+    if (!r.remediation.empty()) o << wrap("fix: " + r.remediation, 110, indent);
   }
   int counts[3] = {0, 0, 0};
   for (const auto& f : findings) ++counts[static_cast<int>(f.severity)];

@@ -186,7 +186,7 @@ def variant(kinds, i, now):
             add_family(fams, "p2pnode_p2p_regressed", "1 for a pair whose bandwidth dropped more than the profile allows below its baseline (only those)", [[base, 1.0]])
             add_family(fams, "p2pnode_p2p_baseline_bandwidth_bytes_per_second", "The node's own baseline for a regressed pair: median of its last self-tests", [[dict(base), round(s[1] / 0.86, -6)]])
         family(fams, "p2pnode_p2p_regressed_cells")[3] = [[{}, float(len(cells))]]
-        alerts.append("P2PNodePairRegressed")
+        alerts.append("P2pnodePairRegressed")
     elif role == "corrupt" and pair:
         add_family(fams, "p2pnode_p2p_integrity_error_bytes", "Bytes that arrived corrupted in P2P copies from gpu to peer_gpu in the last self-test (only pairs with some; p2pnode_p2p_integrity_checked_pairs counts the pairs checked)",
                    [[{"gpu": pair["gpu"], "peer_gpu": pair["peer_gpu"]}, 4096.0]])

@@ -90,11 +90,12 @@ grep -q 'restart' "$work/ctrl/postinst" && ok "postinst restarts after an upgrad
 grep -q 'deb-systemd-invoke stop .*p2pnode.service' "$work/ctrl/prerm" && ok "prerm stops the daemon at removal" || bad "prerm stops"
 grep -q '^ConditionPathExistsGlob=/etc/p2pnode/profiles/\*.yaml' systemd/p2pnode.service && ok "the daemon starts only once a profile exists" || bad "condition"
 
-# lintian (this release's): no errors; each warning left is explained in README (section "lintian").
+# lintian (this release's): no errors; each warning left is explained in docs/development.md
+# (section "The package: lintian and hardening").
 cat "$work/lintian"
 if grep -q '^E:' "$work/lintian" || [ $lrc -ge 2 ]; then bad "lintian reports errors (exit $lrc)"; else ok "lintian: no errors"; fi
 for tag in $(sed -n 's/^W: [^:]*: \([a-z0-9-]*\).*/\1/p' "$work/lintian" | sort -u); do
-  grep -q "\`$tag\`" README.md && ok "lintian warning $tag is explained in README" || bad "lintian warning $tag is not explained in README"
+  grep -q "\`$tag\`" docs/development.md && ok "lintian warning $tag is explained in docs/development.md" || bad "lintian warning $tag is not explained in docs/development.md"
 done
 
 # A fresh root of the release; apt installs the package and what it depends on.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The regression alert (prometheus/p2pnode-alerts.yml, P2PNodePairRegressed) through promtool:
+# The regression alert (prometheus/p2pnode-alerts.yml, P2pnodePairRegressed) through promtool:
 # the rules file is valid and the alert fires for a regressed pair, once per pair, not before.
 # Usage: bash tests/prometheus/test_regressed_alert.sh [path/to/p2pnode]   (exit 77: no promtool)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"

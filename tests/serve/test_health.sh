@@ -115,6 +115,7 @@ tests:
         exp_alerts:
           - exp_labels: {severity: critical, job: p2pnode, instance: "n1:9470", check: health.xid, device: "0000:00:06.0"}
             exp_annotations:
+              runbook_url: "docs/runbook.md#p2pnodegpuxid"
               summary: "n1:9470: GPU 0000:00:06.0 logged an Xid that takes it out of P2P"
               description: "The NVIDIA driver logged an Xid on 0000:00:06.0 in the health window (74 NVLink, 79 fallen off the bus, 48/95 memory, 119/120 GSP, …): GET /v1/health names it and what to do"
 YML
@@ -183,6 +184,7 @@ tests:
         exp_alerts:
           - exp_labels: {severity: critical, job: p2pnode, instance: "n1:9470", gpu: "0000:00:06.0", action: drain_p2p}
             exp_annotations:
+              runbook_url: "docs/runbook.md#p2pnodegpudrainp2p"
               summary: "n1:9470: the driver asks to drain P2P on GPU 0000:00:06.0 (drain_p2p)"
               description: "NVML's GPU recovery action of 0000:00:06.0 is drain_p2p: peer traffic to and from it must stop, and the node answers /readyz 503 until the driver clears it. GET /v1/health names the GPU's pairs; nvidia-smi -q shows it under GPU Recovery Action"
 YML

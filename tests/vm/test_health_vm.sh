@@ -81,6 +81,7 @@ tests:
         exp_alerts:
           - exp_labels: {severity: critical, job: p2pnode, instance: "vm:9470", device: "0000:00:02.0", kind: bridge, type: nonfatal}
             exp_annotations:
+              runbook_url: "docs/runbook.md#p2pnodepcieaeruncorrectable"
               summary: "vm:9470: uncorrectable (nonfatal) PCIe AER errors on bridge 0000:00:02.0"
               description: "The kernel counted uncorrectable AER errors on 0000:00:02.0 in the last 10 minutes; P2P transfers through it can be dropped or corrupted. GET /v1/health names the error types and the GPU pairs whose path crosses it"
 YML

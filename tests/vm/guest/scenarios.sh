@@ -262,7 +262,8 @@ scenario_acs() {
   show "ACS control before: $ra=$(printf 0x%04x $(acs_ctl $ra)) $rb=$(printf 0x%04x $(acs_ctl $rb))"
   check "acs: Linux set P2P request+completion redirect (IOMMU on)" sh -c "[ $(( $(acs_ctl $ra) & 12 )) -eq 12 ]"
   sed "s/@A@/$a/; s/@B@/$b/" $PROFILES/acs.yaml >/tmp/acs.yaml
-  $P2P check --profile /tmp/acs.yaml >/tmp/acs-check.txt 2>&1
+  # --verbose: a row per bridge (the table groups the two ports' identical findings into one row)
+  $P2P check --verbose --profile /tmp/acs.yaml >/tmp/acs-check.txt 2>&1
   sed 's/^/P2P-OUT /' /tmp/acs-check.txt
   check "acs: check names the redirect on $ra" grep -q "ERROR *pcie.acs *$ra" /tmp/acs-check.txt
   $P2P plan --profile /tmp/acs.yaml >/tmp/acs-plan.txt 2>&1
