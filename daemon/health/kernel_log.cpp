@@ -38,10 +38,11 @@ const std::regex& older_form() {  // "NVRM: GPU at 0000:01:00.0 has fallen off t
   static const std::regex r(R"(^NVRM: GPU at (?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?) has fallen off the bus)");
   return r;
 }
-// "nvidia 0000:01:00.0: PCIe Bus Error: severity=Correctable, type=Physical Layer, (Receiver ID)"
+// "nvidia 0000:01:00.0: PCIe Bus Error: severity=Correctable, type=Physical Layer, (Receiver ID)";
+// kernels whose AER code prints through pci_printk with its "AER: " prefix put that before it.
 const std::regex& bus_error() {
   static const std::regex r(
-      R"(^[A-Za-z0-9_.-]+ ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): PCIe Bus Error: severity=([^,]+), (type=.*))");
+      R"(^[A-Za-z0-9_.-]+ ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (?:AER: )?PCIe Bus Error: severity=([^,]+), (type=.*))");
   return r;
 }
 std::string aer_class(const std::string& severity) {

@@ -166,4 +166,10 @@ TEST(KernelLogDriverWordsOnly, QuotedAndUserTextIsNotAnEvent) {
   ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[0].kind, "fallen_off_bus");
   EXPECT_EQ(ev[1].aer_class, "fatal");
+  // With the AER code's own "AER: " prefix after the device, as newer kernels print it.
+  const auto aer = feed_all({"3,7030,900000030,-;pcieport 0000:00:1c.5: AER: PCIe Bus Error: severity=Correctable, "
+                             "type=Physical Layer, (Receiver ID)"});
+  ASSERT_EQ(aer.size(), 1u);
+  EXPECT_EQ(aer[0].bdf, "0000:00:1c.5");
+  EXPECT_EQ(aer[0].aer_class, "correctable");
 }
