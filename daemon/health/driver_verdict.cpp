@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "health/monitor.hpp"
+#include "health/thresholds.hpp"
 
 namespace p2pnode::health {
 
@@ -100,14 +101,20 @@ void HealthMonitor::assess_driver(const HealthSample& s, const PathIndex& paths)
 
     // The GPU's own PCIe replay counter (and its rollovers), where sysfs may have no AER files.
     const std::string base = "gpupcie/" + g.gpu + "/";
+    // Healthy GPUs count a few replays (10, 2 and 13 on three healthy H100s): judged by rate.
     std::map<std::string, std::uint64_t> rose;
+    std::optional<double> replay_rate;
     if (g.pcie.replay) {
       window_.record(base + "replay", s.mono_s, *g.pcie.replay);
-      if (const auto r = window_.rise(base + "replay")) rose["replays"] = r;
+      const auto r = window_.rise(base + "replay");
+      const double span = window_.span(base + "replay");
+      replay_rate = rate_per_second(r, span);
+      if (over_limit(gpu_pcie_replay_limit(), r, span)) rose["replays"] = r;
     }
     if (g.pcie.replay_rollover) {
       window_.record(base + "rollover", s.mono_s, *g.pcie.replay_rollover);
-      if (const auto r = window_.rise(base + "rollover")) rose["replay counter rollovers"] = r;
+      const auto r = window_.rise(base + "rollover");
+      if (over_limit(gpu_pcie_rollover_limit(), r, window_.span(base + "rollover"))) rose["replay counter rollovers"] = r;
     }
     std::vector<std::string> link;
     if (g.pcie.width && g.pcie.max_width && *g.pcie.width < *g.pcie.max_width && *g.pcie.width > 0)
@@ -125,14 +132,20 @@ void HealthMonitor::assess_driver(const HealthSample& s, const PathIndex& paths)
       f.subject = g.gpu;
       f.severity = Severity::warning;
       f.summary = "GPU " + g.gpu + "'s own PCIe counters (NVML): " +
-                  (rose.empty() ? link.front() : describe_rises(rose) + " in the last " + window_text(window_.window()) +
-                                                     (link.empty() ? "" : "; link " + link.front())) +
+                  (rose.empty() ? link.front()
+                                : describe_rises(rose) + " in the last " + window_text(window_.window()) +
+                                      (rose.count("replays") ? ", " + rate_text(*replay_rate) + " (limit " +
+                                                                   limit_text(gpu_pcie_replay_limit()) + ")"
+                                                             : "") +
+                                      (link.empty() ? "" : "; link " + link.front())) +
                   (aer_files ? "; sysfs AER saw correctable +" + std::to_string(aer_correctable) + " in the same window"
                              : "; this box has no AER files for it, NVML is the only source") +
                   pairs_text(pairs);
-      f.observed = {{"source", "nvml"}, {"rise", rose}, {"pcie", gj["pcie"]}, {"aer_files", aer_files},
+      f.observed = {{"source", "nvml"}, {"rise", rose}, {"replay_rate_per_s", opt(replay_rate)}, {"pcie", gj["pcie"]}, {"aer_files", aer_files},
                     {"aer_correctable_rise", aer_files ? json(aer_correctable) : json(nullptr)}, {"pairs", pairs}};
-      f.expected = {{"rise", 0}, {"width", opt(g.pcie.max_width)}, {"window_s", window_.window()}};
+      f.expected = {{"replay_rate_per_s_below", gpu_pcie_replay_limit().per_second},
+                    {"limit_source", gpu_pcie_replay_limit().source}, {"rollover_rise", 0},
+                    {"width", opt(g.pcie.max_width)}, {"window_s", window_.window()}};
       f.remediation = "Replays are link-level retransmissions: a steady rise costs bandwidth and points at the slot, riser, "
                       "retimer or cable of this GPU; reseat it and watch `nvidia-smi -q -i " + g.gpu +
                       "` (Replays Since Reset). A narrower link caps every P2P transfer through it";

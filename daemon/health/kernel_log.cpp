@@ -7,20 +7,6 @@
 namespace p2pnode::health {
 
 namespace {
-// What the kernel prints before the message: dmesg's "[ 1843.308145] ", the journal's
-// "Feb 14 05:03:41 host kernel: ", continuation indentation.
-std::string_view strip(std::string_view s) {
-  if (const auto k = s.find("kernel: "); k != std::string_view::npos && k < 64) s.remove_prefix(k + 8);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  if (!s.empty() && s.front() == '[') {
-    const auto close = s.find("] ");
-    if (close != std::string_view::npos && close < 20) s.remove_prefix(close + 2);
-  }
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
-  return s;
-}
-
 // /dev/kmsg escapes a newline inside a record as "\x0a": split on both.
 std::vector<std::string> lines_of(std::string_view text) {
   std::vector<std::string> out;
@@ -38,22 +24,25 @@ std::vector<std::string> lines_of(std::string_view text) {
   return out;
 }
 
+// Every pattern is anchored at the start of the kernel's text (kernel_text): the driver's "NVRM: "
+// and dev_printk's "<driver> <device>: " are where the message begins, never inside it.
 const std::regex& gpu_head() {  // "NVRM: The NVIDIA GPU 0000:b3:00.0"
-  static const std::regex r(R"(NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]))");
+  static const std::regex r(R"(^NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]))");
   return r;
 }
 const std::regex& pci_id() {  // "NVRM: (PCI ID: 10de:26b5) installed in this system has"
-  static const std::regex r(R"(\(PCI ID: ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{4})\))");
+  static const std::regex r(R"(^NVRM: \(PCI ID: ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{4})\))");
   return r;
 }
 const std::regex& older_form() {  // "NVRM: GPU at 0000:01:00.0 has fallen off the bus."
-  static const std::regex r(R"(NVRM: GPU at (?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?) has fallen off the bus)");
+  static const std::regex r(R"(^NVRM: GPU at (?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?) has fallen off the bus)");
   return r;
 }
-// "nvidia 0000:01:00.0: PCIe Bus Error: severity=Correctable, type=Physical Layer, (Receiver ID)"
+// "nvidia 0000:01:00.0: PCIe Bus Error: severity=Correctable, type=Physical Layer, (Receiver ID)";
+// kernels whose AER code prints through pci_printk with its "AER: " prefix put that before it.
 const std::regex& bus_error() {
   static const std::regex r(
-      R"(([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): PCIe Bus Error: severity=([^,]+), (type=.*))");
+      R"(^[A-Za-z0-9_.-]+ ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (?:AER: )?PCIe Bus Error: severity=([^,]+), (type=.*))");
   return r;
 }
 std::string aer_class(const std::string& severity) {
@@ -64,17 +53,22 @@ std::string aer_class(const std::string& severity) {
 }  // namespace
 
 std::optional<KernelEvent> KernelLogParser::feed(std::string_view raw) {
-  std::optional<std::uint64_t> seq, ts;
-  std::string_view text = raw;
-  if (auto rec = parse_kmsg_record(raw)) {
-    seq = rec->seq;
-    ts = rec->ts_us;
-    text = raw.substr(raw.find(';') + 1);  // the whole text: parse_kmsg_record's message stops at "\n"
-    if (const auto nl = text.find('\n'); nl != std::string_view::npos) text = text.substr(0, nl);  // KEY=value lines
-  }
+  const auto kt = kernel_text(raw);
+  if (!kt) return std::nullopt;  // not the kernel's record: it neither starts nor ends a report
+  const std::optional<std::uint64_t> seq = kt->seq, ts = kt->ts_us;
   std::optional<KernelEvent> done;
-  for (const auto& l : lines_of(text)) {
-    const std::string line(strip(l));
+  // Only a record's first line is where the kernel began it; a later line (after an escaped
+  // newline) is the driver's only in a record that began with the driver's report, since text the
+  // kernel quotes (a file name) may hold newlines of its own.
+  bool first = true, driver_record = false;
+  for (const auto& l : lines_of(kt->text)) {
+    const bool anchored = first || driver_record;
+    first = false;
+    if (!anchored) break;
+    std::string_view t = l;  // a dmesg continuation line is indented
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+    while (!t.empty() && (t.back() == '\r' || t.back() == '\n' || t.back() == ' ')) t.remove_suffix(1);
+    const std::string line(t);
     if (line.empty()) continue;
     std::smatch m;
     if (std::regex_search(line, m, gpu_head())) {
@@ -86,12 +80,13 @@ std::optional<KernelEvent> KernelLogParser::feed(std::string_view raw) {
       ev.ts_us = ts;
       pending_ = ev;
       pending_lines_ = 1;
+      driver_record = true;
       continue;
     }
     if (pending_) {
       pending_->message += " / " + line;
       if (std::regex_search(line, m, pci_id())) pending_->detail = "PCI ID " + m[1].str();
-      if (line.find("fallen off the bus") != std::string::npos) {
+      if (line.rfind("NVRM: ", 0) == 0 && line.find("fallen off the bus") != std::string::npos) {
         done = pending_;
         pending_.reset();
         continue;

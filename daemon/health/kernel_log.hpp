@@ -23,6 +23,8 @@ struct KernelEvent {
 // three lines as one record with the newlines escaped, "\x0a"), a dmesg line ("[ 1843.308145] …",
 // continuation lines indented) or a journal line ("… kernel: …"). The three-line report may come
 // as three records: the parser keeps the first until the third arrives (at most two records later).
+// Only the kernel's own text counts (kernel_text in xid.hpp: facility 0 on /dev/kmsg), and every
+// pattern is anchored where the driver or dev_printk begins the message.
 class KernelLogParser {
  public:
   std::optional<KernelEvent> feed(std::string_view line);

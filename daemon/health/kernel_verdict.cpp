@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "health/monitor.hpp"
+#include "health/thresholds.hpp"
 
 namespace p2pnode::health {
 
@@ -34,6 +35,10 @@ void HealthMonitor::assess_kernel(const HealthSample& s, const PathIndex& paths)
   for (const auto& [k, evs] : by) {
     const auto& [dev, what] = k;
     const SeenKernel& last = *evs.back();
+    // Correctable reports are judged by their rate over the window, as the AER counters are.
+    if (last.ev.kind == "aer" &&
+        !over_limit(aer_limit(last.ev.aer_class), evs.size(), window_.window()))
+      continue;
     const auto kind = paths.kind.find(dev);
     const std::string devkind = kind == paths.kind.end() ? "device" : kind->second;
     const auto pit = paths.pairs.find(dev);

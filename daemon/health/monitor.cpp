@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "health/thresholds.hpp"
+
 namespace p2pnode::health {
 
 namespace {
@@ -52,6 +54,13 @@ std::string window_text(double s) {
   return std::to_string(n) + "s";
 }
 
+std::string rate_text(double per_second) {
+  char b[32];
+  if (per_second < 1) std::snprintf(b, sizeof b, "%.3g/min", per_second * 60);
+  else std::snprintf(b, sizeof b, "%.4g/s", per_second);
+  return b;
+}
+
 std::string describe_rises(const std::map<std::string, std::uint64_t>& rises) {
   std::string out;
   for (const auto& [name, v] : rises) {
@@ -88,19 +97,24 @@ void HealthMonitor::assess_aer(const HealthSample& s, const PathIndex& paths) {
         rises[name] = window_.rise(base + "/" + name);
       }
       const std::uint64_t rise = window_.rise(base);
-      aer[sev] = {{"total", counts.total}, {"rise", rise}, {"by_name", counts.by_name}};
-      if (!rise) continue;
+      const double span = window_.span(base), rate = rate_per_second(rise, span);
+      const CounterLimit& limit = aer_limit(sev);
+      aer[sev] = {{"total", counts.total}, {"rise", rise}, {"rate_per_s", rate}, {"by_name", counts.by_name}};
+      // A few correctable errors are what healthy links show: judged by rate (thresholds.cpp).
+      if (!over_limit(limit, rise, span)) continue;
       Finding f;
       f.check = "health.aer";
       f.subject = d.bdf;
-      f.severity = sev == "correctable" ? Severity::warning : Severity::error;
+      f.severity = limit.severity;
       const std::string named = describe_rises(rises);
       f.summary = std::to_string(rise) + " " + sev + " PCIe AER error" + (rise == 1 ? "" : "s") + " in the last " +
                   window_text(window_.window()) + " on " + d.kind + " " + d.bdf + (named.empty() ? "" : " (" + named + ")") +
+                  (limit.per_second > 0 ? ", " + rate_text(rate) + " (limit " + limit_text(limit) + ")" : "") +
                   where(paths, d.bdf);
-      f.observed = {{"severity", sev}, {"rise", rise}, {"total", counts.total}, {"rise_by_name", rises},
+      f.observed = {{"severity", sev}, {"rise", rise}, {"rate_per_s", rate}, {"total", counts.total}, {"rise_by_name", rises},
                     {"kind", d.kind}, {"pairs", list(paths.pairs, d.bdf)}, {"on_paths_of", list(paths.endpoints, d.bdf)}};
-      f.expected = {{"rise", 0}, {"window_s", window_.window()}};
+      f.expected = {{"rate_per_s_below", limit.per_second}, {"min_rise", limit.min_rise}, {"limit_source", limit.source},
+                    {"window_s", window_.window()}};
       f.remediation = sev == "correctable"
                           ? "Correctable errors are retried by the link and cost bandwidth; a steady rise points at the "
                             "slot, riser, retimer or cable of this device's link: reseat it and watch the counter "
@@ -154,39 +168,56 @@ void HealthMonitor::assess_nvlink(const HealthSample& s, const PathIndex& paths)
     int active = 0;
     for (const auto& l : g.links) {
       const std::string id = g.gpu + "/" + std::to_string(l.link);
-      json errors = json::object(), rises = json::object();
-      std::map<std::string, std::uint64_t> rose;
+      json errors = json::object(), rises = json::object(), rates = json::object();
+      std::map<std::string, std::uint64_t> rose;  // the counters over their limits (thresholds.cpp)
+      std::vector<std::string> over;
+      Severity worst = Severity::warning;
       for (const auto& [name, v] : l.errors) {
         errors[name] = v ? json(*v) : json(nullptr);
         if (!v) continue;
-        window_.record("nvlink/" + id + "/" + name, s.mono_s, *v);
-        const auto r = window_.rise("nvlink/" + id + "/" + name);
+        const std::string key = "nvlink/" + id + "/" + name;
+        window_.record(key, s.mono_s, *v);
+        const auto r = window_.rise(key);
+        const double span = window_.span(key), rate = rate_per_second(r, span);
         rises[name] = r;
-        if (r) rose[name] = r;
+        rates[name] = rate;
+        const CounterLimit* limit = nvlink_limit(name);
+        if (!limit || !over_limit(*limit, r, span)) continue;
+        rose[name] = r;
+        over.push_back(name + " " + rate_text(rate) + " (limit " + limit_text(*limit) + ")");
+        if (limit->severity == Severity::error) worst = Severity::error;
       }
       if (l.active) {
         ++active;
         links_seen_active_.insert(id);
       }
       gj["links"].push_back({{"link", l.link}, {"active", l.active}, {"remote", l.remote.empty() ? json(nullptr) : json(l.remote)},
-                             {"errors", errors}, {"rise", rises}});
+                             {"errors", errors}, {"rise", rises}, {"rate_per_s", rates}});
       const bool went_down = !l.active && links_seen_active_.count(id);
       if (rose.empty() && !went_down) continue;
       Finding f;
       f.check = "health.nvlink";
       f.subject = g.gpu;
-      f.severity = went_down || rose.count("recovery") ? Severity::error : Severity::warning;
+      f.severity = went_down ? Severity::error : worst;
+      std::string rates_over;
+      for (std::size_t i = 0; i < over.size(); ++i) rates_over += (i ? ", " : "") + over[i];
       f.summary = "NVLink " + std::to_string(l.link) + " of GPU " + g.gpu +
                   (went_down ? " went down (it was active earlier)" : "") +
                   (!rose.empty() ? std::string(went_down ? "; " : ": ") + describe_rises(rose) + " errors in the last " +
-                                       window_text(window_.window())
+                                       window_text(window_.window()) + ": " + rates_over
                                  : "") +
-                  (l.remote.empty() ? "" : " (far end " + l.remote + ")") + where(paths, g.gpu);
+                  (l.remote.empty() ? "" : " (far end " + l.remote + ", the pair " + g.gpu + "-" + l.remote + ")") +
+                  where(paths, g.gpu);
+      json limits = json::object();
+      for (const auto& [name, r] : rose)
+        if (const CounterLimit* limit = nvlink_limit(name))
+          limits[name] = {{"rate_per_s_below", limit->per_second}, {"min_rise", limit->min_rise}, {"source", limit->source}};
       f.observed = {{"link", l.link}, {"active", l.active}, {"remote", l.remote}, {"errors", errors}, {"rise", rises},
-                    {"pairs", list(paths.pairs, g.gpu)}};
-      f.expected = {{"active", true}, {"rise", 0}, {"window_s", window_.window()}};
-      f.remediation = "NVLink replays and CRC errors cost bandwidth, recoveries stall transfers, a link that goes down "
-                      "sends peer traffic over PCIe: check `nvidia-smi nvlink -e -i <gpu>`, reseat the NVLink bridge or "
+                    {"rate_per_s", rates}, {"pairs", list(paths.pairs, g.gpu)}};
+      f.expected = {{"active", true}, {"limits", limits}, {"window_s", window_.window()}};
+      f.remediation = "NVLink replays and CRC errors cost bandwidth, recoveries stall transfers, corrected ECC errors far "
+                      "above a healthy link's rate say the link is going bad, a link that goes down sends peer traffic "
+                      "over PCIe: check `nvidia-smi nvlink -e -i <gpu>`, reseat the NVLink bridge or "
                       "the board, reset the GPUs when idle; replace if the counters keep rising";
       findings_.push_back(std::move(f));
     }

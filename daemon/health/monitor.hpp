@@ -1,6 +1,6 @@
 #pragma once
 // The health monitor: fed one HealthSample per pass, it keeps the counters' windows and the recent
-// Xid events, and says what rose: findings health.aer, health.link, health.nvlink, health.xid,
+// Xid events, and says what rose faster than healthy hardware lets it (thresholds.hpp): findings health.aer, health.link, health.nvlink, health.xid,
 // health.kernel (kernel_verdict.cpp: the log's reports that are not Xids), and
 // from the driver's own word (driver_verdict.cpp) health.recovery, health.gpu_pcie, health.memory,
 // health.p2p_status, each naming the device and the P2P paths it is on. Pure: no clock, no I/O.
@@ -72,5 +72,7 @@ bool recovery_blocks_p2p(const std::string& action);
 std::string describe_rises(const std::map<std::string, std::uint64_t>& rises);
 // "10m", "90s", "2h": a window for people.
 std::string window_text(double seconds);
+// "4.8/min", "1200/s": a counter's rate for people.
+std::string rate_text(double per_second);
 
 }  // namespace p2pnode::health

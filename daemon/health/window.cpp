@@ -16,6 +16,12 @@ std::uint64_t CounterWindow::rise(const std::string& key) const {
   return it->second.back().second - it->second.front().second;
 }
 
+double CounterWindow::span(const std::string& key) const {
+  const auto it = samples_.find(key);
+  if (it == samples_.end() || it->second.size() < 2) return 0;
+  return it->second.back().first - it->second.front().first;
+}
+
 const std::uint64_t* CounterWindow::latest(const std::string& key) const {
   const auto it = samples_.find(key);
   return it == samples_.end() || it->second.empty() ? nullptr : &it->second.back().second;

@@ -1,6 +1,6 @@
 #pragma once
 // Rise detection over a sliding window: each pass records every counter; a counter "rose" when its
-// newest value is above the one it had a window ago. A value below the last one (the device was
+// newest value is above the one it had a window ago, at the rate rise / span (thresholds.hpp judges it). A value below the last one (the device was
 // reset, the machine rebooted) starts that counter over, as Prometheus treats a counter reset.
 #include <cstdint>
 #include <deque>
@@ -21,6 +21,8 @@ class CounterWindow {
   // How much the counter rose between the newest sample at or before t - window (else the oldest
   // kept) and the newest sample. 0 with a single sample: a first reading proves no rise.
   std::uint64_t rise(const std::string& key) const;
+  // The seconds between the two samples rise() compares (0 with fewer than two).
+  double span(const std::string& key) const;
   // The newest value, when the key was ever recorded and is still kept.
   const std::uint64_t* latest(const std::string& key) const;
   // Drops counters not recorded for a whole window (a device that went away).

@@ -127,17 +127,60 @@ std::optional<KmsgRecord> parse_kmsg_record(std::string_view record) {
   return r;
 }
 
-std::optional<XidEvent> parse_xid_line(std::string_view line) {
-  XidEvent ev;
-  if (auto rec = parse_kmsg_record(line)) {
-    ev.seq = rec->seq;
-    ev.ts_us = rec->ts_us;
-    line = rec->message;
+namespace {
+std::string_view skip_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  return s;
+}
+// "May 18 19:02:39 host kernel: " or "2026-11-27T07:00:00+0000 host kernel: ": a few words without
+// brackets before "kernel: " (a process's "comm[pid]: " has them).
+std::string_view strip_journal(std::string_view s) {
+  const auto k = s.find(" kernel: ");
+  if (k == std::string_view::npos || k > 64) {
+    if (s.rfind("kernel: ", 0) == 0) s.remove_prefix(8);
+    return s;
   }
+  const std::string_view head = s.substr(0, k);
+  if (head.find_first_of("[]();") != std::string_view::npos) return s;
+  int words = 1;
+  for (const char c : head) words += c == ' ';
+  if (words > 5) return s;
+  return s.substr(k + 9);
+}
+// "[ 1843.308145] " or dmesg --ctime's "[Fri Aug 30 11:43:09 2024] ".
+std::string_view strip_dmesg_time(std::string_view s) {
+  if (s.empty() || s.front() != '[') return s;
+  const auto close = s.find("] ");
+  if (close == std::string_view::npos || close > 32) return s;
+  for (const char c : s.substr(1, close - 1))
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '.' || c == ':')) return s;
+  return s.substr(close + 2);
+}
+}  // namespace
+
+std::optional<KernelText> kernel_text(std::string_view line) {
+  KernelText out;
+  if (auto rec = parse_kmsg_record(line)) {
+    if (rec->facility() != 0) return std::nullopt;
+    out.seq = rec->seq;
+    out.ts_us = rec->ts_us;
+    out.text = rec->message;
+    return out;
+  }
+  out.text = skip_blanks(strip_dmesg_time(skip_blanks(strip_journal(line))));
+  return out;
+}
+
+std::optional<XidEvent> parse_xid_line(std::string_view raw) {
+  XidEvent ev;
+  const auto kt = kernel_text(raw);
+  if (!kt) return std::nullopt;
+  ev.seq = kt->seq;
+  ev.ts_us = kt->ts_us;
+  std::string_view line = kt->text;
   constexpr std::string_view kTag = "NVRM: Xid (";
-  const auto at = line.find(kTag);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(at + kTag.size());
+  if (line.rfind(kTag, 0) != 0) return std::nullopt;  // where the driver puts it, nowhere else
+  std::string_view rest = line.substr(kTag.size());
   const auto close = rest.find(')');
   if (close == std::string_view::npos) return std::nullopt;
   std::string_view id = rest.substr(0, close);

@@ -41,15 +41,30 @@ struct XidEvent {
 std::optional<std::string> bus_id(std::string_view s);
 
 // One log line that carries an NVRM Xid: a /dev/kmsg record ("6,1234,5678,-;NVRM: Xid …"),
-// a dmesg line ("[ 269.517039] NVRM: Xid …") or a journal line. nullopt: not an Xid line.
+// a dmesg line ("[ 269.517039] NVRM: Xid …") or a journal line. nullopt: not an Xid line, or not
+// the kernel's (kernel_text): the message must start with "NVRM: Xid (", where the driver puts it.
 std::optional<XidEvent> parse_xid_line(std::string_view line);
 
 // A /dev/kmsg record's prefix: "PRI,SEQ,TS_US,FLAGS[,…];MESSAGE" (Documentation/ABI/testing/dev-kmsg).
 struct KmsgRecord {
-  int priority = 0;
+  int priority = 0;  // facility * 8 + level (syslog's encoding)
   std::uint64_t seq = 0, ts_us = 0;
   std::string_view message;  // up to the first newline (continuation "KEY=value" lines dropped)
+  int facility() const { return priority >> 3; }
 };
 std::optional<KmsgRecord> parse_kmsg_record(std::string_view record);
+
+// The text of one log record as the kernel wrote it, from its start, or nullopt where it is not
+// the kernel's. A /dev/kmsg record counts only with facility 0 (kernel): what a process writes to
+// /dev/kmsg gets another ("user" unless it names one; printk refuses it the kernel's), and is
+// nobody's word here. A dmesg line loses its "[ 1843.308145] " (or "[Fri Aug 30 11:43:09 2024] "),
+// a journal line its "May 18 19:02:39 host kernel: ". What is left starts where the kernel or the
+// driver began the message: a pattern anchored there cannot be matched by text that a user chose
+// and the kernel quoted further on (a segfault report's file name, a process name).
+struct KernelText {
+  std::string_view text;  // a /dev/kmsg record's up to its first newline (newlines inside escaped "\x0a")
+  std::optional<std::uint64_t> seq, ts_us;
+};
+std::optional<KernelText> kernel_text(std::string_view line);
 
 }  // namespace p2pnode::health

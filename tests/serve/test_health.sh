@@ -4,7 +4,8 @@
 # five minutes before now, an Xid 13 from long before) and /proc/uptime put in its root, AER files
 # added to GPU 0000:00:06.0, and an agent that answers --health with an NVLink document the test
 # rewrites. health.interval 1s: the Xids are findings naming the GPUs and their pairs, counted once
-# per record; a correctable AER rise and an NVLink replay rise become findings and metrics; then the
+# per record; a correctable AER rise at 30 a minute (a healthy link's few are not: the limit is 8 a
+# minute) and an NVLink replay rise become findings and metrics; then the
 # driver's own word (agent schema 2): a drain-P2P recovery action makes /readyz 503 naming the GPU
 # and its pairs, and 200 again when it clears; a P2P status that drops and a fallen-off-the-bus report
 # without an Xid are findings; every response against api/openapi.yaml; promtool on the scrape; the
@@ -70,7 +71,7 @@ check "the 32 GT/s x16 links are not degraded" jq -e '[.devices[] | select(.link
 
 # The stream grows by one Xid 79 record; the records already seen are not counted again.
 printf '4,2007,86390000000,-;NVRM: Xid (PCI:0000:00:06): 79, pid=48300, name=python3, GPU has fallen off the bus.\n' >> "$R/dev/kmsg"
-aer 3
+aer 30
 nvlink 9
 risen() {
   curl -s "$URL/v1/health" | jq -e '[.findings[] | select(.check == "health.aer" or .check == "health.nvlink" or (.check == "health.xid" and .observed.count == 2))] | length == 3' >/dev/null
@@ -78,9 +79,9 @@ risen() {
 wait_until 20 risen || fail "the AER, NVLink and second Xid 79 findings within 20 s"
 record health2 GET /v1/health
 H=$BODY
-check "3 correctable AER errors on GPU 0000:00:06.0 are a warning naming RxErr and the pairs" \
+check "30 correctable AER errors on GPU 0000:00:06.0 within a minute are a warning naming RxErr, the rate and the pairs" \
   jq -e '.findings[] | select(.check == "health.aer") | .subject == "0000:00:06.0" and .severity == "warning" and
-         (.summary | test("3 correctable PCIe AER errors in the last 10m on gpu 0000:00:06.0 \\(RxErr \\+3\\); on 3 P2P paths"))' <<<"$H"
+         (.summary | test("30 correctable PCIe AER errors in the last 10m on gpu 0000:00:06.0 \\(RxErr \\+30\\), 30/min \\(limit 8/min\\); on 3 P2P paths"))' <<<"$H"
 check "NVLink 0 of 0000:00:06.0: replay +4" \
   jq -e '.findings[] | select(.check == "health.nvlink") | .subject == "0000:00:06.0" and (.summary | test("NVLink 0 of GPU 0000:00:06.0: replay \\+4 errors"))' <<<"$H"
 check "the new Xid 79 record is counted once: 2 for 0000:00:06.0, the 74 still 1" \
@@ -93,7 +94,7 @@ check "p2pnode status lists the health findings" bash -c "'$BIN' status --url '$
 record metrics GET /metrics
 M=$BODY
 check "p2pnode_gpu_xid_events_total counts the 79s" grep -q '^p2pnode_gpu_xid_events_total{gpu="0000:00:06.0",xid="79"} 2$' <<<"$M"
-check "p2pnode_pcie_aer_errors_total for the GPU" grep -q '^p2pnode_pcie_aer_errors_total{device="0000:00:06.0",kind="gpu",type="correctable"} 3$' <<<"$M"
+check "p2pnode_pcie_aer_errors_total for the GPU" grep -q '^p2pnode_pcie_aer_errors_total{device="0000:00:06.0",kind="gpu",type="correctable"} 30$' <<<"$M"
 check "p2pnode_nvlink_errors_total sums the GPU's links" grep -q '^p2pnode_nvlink_errors_total{counter="replay",gpu="0000:00:06.0"} 9$' <<<"$M"
 check "p2pnode_nvlink_active_links" grep -q '^p2pnode_nvlink_active_links{gpu="0000:00:07.0"} 2$' <<<"$M"
 check "p2pnode_health_finding for the Xid" grep -q '^p2pnode_health_finding{check="health.xid",device="0000:00:06.0",severity="error"} 1$' <<<"$M"

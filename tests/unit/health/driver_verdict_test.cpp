@@ -111,10 +111,13 @@ TEST(DriverVerdict, ReplayCounterRisesAndRollsOver) {
   EXPECT_EQ(p.find("health.gpu_pcie"), nullptr);
   j["gpus"][0]["pcie"]["replay"] = 5;
   p.run(j);
+  EXPECT_EQ(p.find("health.gpu_pcie"), nullptr) << "4 replays: what healthy GPUs count (the limit is 8 a minute)";
+  j["gpus"][0]["pcie"]["replay"] = 45;
+  p.run(j);
   const Finding* f = p.find("health.gpu_pcie");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::warning);
-  EXPECT_NE(f->summary.find("replays +4 in the last 10m"), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find("replays +44 in the last 10m, 44/min (limit 8/min)"), std::string::npos) << f->summary;
   EXPECT_NE(f->summary.find("this box has no AER files for it, NVML is the only source"), std::string::npos) << f->summary;
   EXPECT_EQ(f->observed["source"], "nvml");
   // The hardware counter wrapped: the replay count drops, the rollover counter rises.
@@ -149,15 +152,15 @@ TEST(DriverVerdict, SaysWhichSourceSawWhatWhereBothExist) {
   s.agent = *decode_agent_health(doc().dump());
   p.m.update(s, p.paths);
   s.mono_s = 10;
-  s.devices[0].aer["correctable"] = {{{"RxErr", 3}}, 3};
+  s.devices[0].aer["correctable"] = {{{"RxErr", 30}}, 30};
   json j = doc();
-  j["gpus"][0]["pcie"]["replay"] = 7;
+  j["gpus"][0]["pcie"]["replay"] = 20;
   s.agent = *decode_agent_health(j.dump());
   p.m.update(s, p.paths);
   const Finding* f = p.find("health.gpu_pcie");
   ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->summary.find("replays +7"), std::string::npos) << f->summary;
-  EXPECT_NE(f->summary.find("sysfs AER saw correctable +3 in the same window"), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find("replays +20"), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find("sysfs AER saw correctable +30 in the same window"), std::string::npos) << f->summary;
   EXPECT_NE(p.find("health.aer"), nullptr);  // and the AER finding of its own
 }
 

@@ -123,3 +123,51 @@ TEST(XidTable, TheXidsThatMatterToP2P) {
     EXPECT_NE(std::string(i.action), "");
   }
 }
+
+// The driver's words only (issue 43). The kernel's segfault report names the faulting file, which
+// any local user chooses (arch/x86/mm/fault.c show_signal_msg: "%s[%d]: segfault at … in %s[…]"),
+// and a process may write any text to /dev/kmsg (facility "user" unless it names another; printk
+// never lets it take the kernel's, 0). Neither is the driver's Xid; the driver's own line is.
+namespace {
+constexpr const char* kXidText = "NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x, GPU has fallen off the bus.";
+}
+
+TEST(XidDriverWordsOnly, SegfaultReportNamingAFileWithXidText) {
+  const std::string rec = std::string("6,5001,812345678,-;a.out[4242]: segfault at 0 ip 000055d4c1e0113d sp 00007ffd1b7a8f40 "
+                                      "error 4 in ") + kXidText + "[55d4c1e01000+1000] likely on CPU 3 (core 3, socket 0)";
+  EXPECT_FALSE(parse_xid_line(rec));
+  // The same report as the journal and dmesg print it.
+  EXPECT_FALSE(parse_xid_line(std::string("Nov 27 07:00:01 gpu-1 kernel: a.out[4242]: segfault at 0 ip 0 sp 0 error 4 in ") + kXidText));
+  EXPECT_FALSE(parse_xid_line(std::string("[  512.000001] a[1]: segfault at 0 ip 0 sp 0 error 4 in kernel: ") + kXidText));
+  // A process name carrying the text (comm is at most 15 bytes, but a line may quote anything).
+  EXPECT_FALSE(parse_xid_line(std::string("4,5002,812345679,-;Out of memory: Killed process 77 (") + kXidText + ")"));
+}
+
+TEST(XidDriverWordsOnly, UserFacilityRecordIsNotTheDrivers) {
+  // echo '<4>NVRM: Xid …' > /dev/kmsg: user.warning, PRI 1*8+4 = 12; and a daemon's facility (3*8+3).
+  EXPECT_FALSE(parse_xid_line(std::string("12,5003,812345680,-;") + kXidText));
+  EXPECT_FALSE(parse_xid_line(std::string("27,5004,812345681,-;") + kXidText));
+  auto r = parse_kmsg_record(std::string("12,5003,812345680,-;") + kXidText);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->facility(), 1);
+  EXPECT_EQ(r->priority & 7, 4);
+}
+
+TEST(XidDriverWordsOnly, TheDriversOwnRecordIsAnXid) {
+  auto e = parse_xid_line(std::string("4,5005,812345682,-;") + kXidText);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->bdf, "0000:b3:00.0");
+  EXPECT_EQ(e->xid, 79);
+  EXPECT_EQ(*e->seq, 5005u);
+}
+
+TEST(KernelText, StripsOnlyTheKernelsPrefixes) {
+  EXPECT_EQ(kernel_text("May 18 19:02:39 host kernel: NVRM: x")->text, "NVRM: x");
+  EXPECT_EQ(kernel_text("2026-11-27T07:00:00+0000 host kernel: [ 1.5] NVRM: x")->text, "NVRM: x");
+  EXPECT_EQ(kernel_text("[Fri Aug 30 11:43:09 2024] NVRM: x")->text, "NVRM: x");
+  EXPECT_EQ(kernel_text("   NVRM: x")->text, "NVRM: x");
+  // A process's journal line keeps its identifier: not the kernel's text.
+  EXPECT_EQ(kernel_text("May 18 19:02:39 host app[12]: kernel: NVRM: x")->text, "May 18 19:02:39 host app[12]: kernel: NVRM: x");
+  EXPECT_FALSE(kernel_text("14,1,2,-;NVRM: x"));
+  EXPECT_EQ(kernel_text("3,1,2,-;NVRM: x\n SUBSYSTEM=pci")->text, "NVRM: x");
+}
