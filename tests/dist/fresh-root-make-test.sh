@@ -55,7 +55,10 @@ echo "== in the root: apt-get install make, then make test (log: $log)"
 set +e
 unshare -m --propagation private bash -s "$root" "${CTEST_ARGS:-}" "${envs[@]}" > "$log" 2>&1 <<'IN'
 r=$1 args=$2; shift 2
-mount -t proc proc "$r/proc" && mount -t sysfs sysfs "$r/sys" && mount --rbind /dev "$r/dev" &&
+# The root a mount point of its own, as a booted machine's / is: the tests' own `unshare -m
+# --propagation private` fails on a chroot whose / is only a directory.
+mount --bind "$r" "$r" && mount --make-private "$r" &&
+  mount -t proc proc "$r/proc" && mount -t sysfs sysfs "$r/sys" && mount --rbind /dev "$r/dev" &&
   mount -t tmpfs -o mode=1777 shm "$r/dev/shm" && mount -t tmpfs -o mode=755 run "$r/run" || exit 90
 exec chroot "$r" env -i "$@" bash -c '
   set -e
