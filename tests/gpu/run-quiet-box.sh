@@ -55,7 +55,7 @@ sleep 30
 for i in 1 2 3; do
   t0=$(date +%s.%N)
   "$AGENT" --json >"$WORK/selftest-$i.json" 2>>"$LOG"; rc=$?
-  say "self-test $i: rc=$rc in $(echo "$(date +%s.%N) - $t0" | bc) s, $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("summary", {}) if isinstance(d, dict) else "")' "$WORK/selftest-$i.json" 2>&1 | head -c 300)"
+  say "self-test $i: rc=$rc in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b - a}') s, $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("summary", {}) if isinstance(d, dict) else "")' "$WORK/selftest-$i.json" 2>&1 | head -c 300)"
 done
 say "quiet for $IDLE_S s"
 sleep "$IDLE_S"
