@@ -123,6 +123,17 @@ chroot "$root" p2pnode check --root /srv/bios-default --profiles /usr/share/p2pn
   || { bad "check of the BIOS-default tinybox there (exit $rc)"; head -20 "$work/check1"; }
 chroot "$root" p2pnode check --root /srv/fixed --profiles /usr/share/p2pnode/profiles > "$work/check2" 2>&1; rc=$?
 [ $rc = 0 ] && ok "p2pnode check --root <the tinybox after the fix> there: exit 0" || { bad "check of the fixed tinybox there (exit $rc)"; head -20 "$work/check2"; }
+# The README's quick start, steps 3 to 5 as written there (the box's own profile copied from the
+# examples, validated; check and plan against the recorded box, since this root has no GPU).
+chroot "$root" sh -c 'cp /usr/share/p2pnode/profiles/tinybox-6x4090.yaml /etc/p2pnode/profiles/ &&
+  p2pnode profiles validate /etc/p2pnode/profiles' > "$work/qs" 2>&1 \
+  && ok "quick start: the example profile copied to /etc/p2pnode/profiles validates there" || { bad "quick start: profiles validate"; cat "$work/qs"; }
+chroot "$root" p2pnode check --root /srv/bios-default --profiles /etc/p2pnode/profiles > "$work/qs-check" 2>&1; rc=$?
+chroot "$root" p2pnode plan --root /srv/bios-default --profiles /etc/p2pnode/profiles > "$work/qs-plan" 2>&1; prc=$?
+[ $rc = 1 ] && grep -q 'profile tinybox-6x4090' "$work/qs-check" && [ $prc = 0 ] && grep -q '^p2pnode plan: profile tinybox-6x4090' "$work/qs-plan" \
+  && ok "quick start: check (exit 1, errors) and plan (profile tinybox-6x4090) from /etc/p2pnode/profiles" \
+  || { bad "quick start: check exit $rc, plan exit $prc"; head -5 "$work/qs-check" "$work/qs-plan"; }
+rm -f "$root/etc/p2pnode/profiles/tinybox-6x4090.yaml"
 chroot "$root" p2pnode serve --check-config --config /etc/p2pnode/p2pnode.yaml > "$work/cc" 2>&1 \
   && ok "the shipped config passes serve --check-config there" || { bad "shipped config: serve --check-config"; cat "$work/cc"; }
 
