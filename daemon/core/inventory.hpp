@@ -154,6 +154,11 @@ struct InstalledKernel {
   // The breakage table's header tests on this kernel's headers (breakage id -> the header shows it);
   // only entries whose header file could be read (nvidia/breakage.hpp predict_breakages).
   std::map<std::string, bool> header_tests;
+  // The compiler the headers were made with (CONFIG_CC_VERSION_TEXT of build/include/config/auto.conf
+  // or include/generated/autoconf.h; dkms/kernel_compiler.hpp), which DKMS builds with; empty when
+  // the headers do not say. compiler_present: /usr/bin/<compiler_command> exists.
+  std::string compiler_text, compiler_command, compiler_package;
+  bool compiler_present = true;
 };
 
 // The kernel apt would install next, as p2pnode judged it before it was installed

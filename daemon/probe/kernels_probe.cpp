@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "dkms/kernel_compiler.hpp"
 #include "dkms/status.hpp"
 #include "lifecycle/boot.hpp"
 #include "lifecycle/boot_guard.hpp"
@@ -67,19 +68,40 @@ std::vector<FailedBuild> failed_on(const sys::SysRoot& root, const std::string& 
 }
 
 // The table's header tests on one kernel's headers: the file under build/ (Debian's -amd64 package)
-// or source/ (its -common package, where include/linux/ is).
+// and source/ (its -common package, where include/linux/ and the top Makefile are).
 std::map<std::string, bool> header_tests_on(const sys::SysRoot& root, const std::string& k) {
   std::map<std::string, bool> out;
   for (const auto& b : nvidia::builtin_breakages()) {
     if (!b.headers) continue;
+    std::vector<std::optional<std::string>> copies;
+    bool folder = false;
     for (const char* side : {"build", "source"}) {
-      if (auto text = root.read_text(sys::join("/lib/modules", k, side, b.headers->file), 8 << 20)) {
-        out[b.id] = nvidia::headers_affected(b, *text);
-        break;
-      }
+      const std::string path = sys::join("/lib/modules", k, side, b.headers->file);
+      auto text = root.read_text(path, 8 << 20);
+      copies.push_back(text ? std::optional<std::string>(std::move(*text)) : std::nullopt);
+      const auto slash = path.rfind('/');
+      folder = folder || root.is_dir(path.substr(0, slash));
     }
+    if (const auto v = nvidia::headers_affected(b, copies, folder)) out[b.id] = *v;
   }
   return out;
+}
+
+// The compiler the kernel's headers name, and whether it is installed (Kbuild runs it by that name).
+void probe_compiler(const sys::SysRoot& root, InstalledKernel& ik) {
+  for (const char* f : {"include/config/auto.conf", "include/generated/autoconf.h"}) {
+    const auto text = root.read_text(sys::join("/lib/modules", ik.release, "build", f), 8 << 20);
+    if (!text) continue;
+    const auto c = dkms::decode_kernel_compiler(*text);
+    if (!c) continue;
+    ik.compiler_text = c->text;
+    ik.compiler_command = c->command;
+    ik.compiler_package = c->package;
+    ik.compiler_present = false;
+    for (const char* dir : {"/usr/bin", "/bin", "/usr/local/bin"})
+      if (root.exists(sys::join(dir, c->command))) ik.compiler_present = true;
+    return;
+  }
 }
 
 }  // namespace
@@ -99,6 +121,7 @@ KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running)
     ik.dkms = dkms_on(root, k);
     ik.failed = failed_on(root, k);
     if (ik.headers) ik.header_tests = header_tests_on(root, k);
+    if (ik.headers) probe_compiler(root, ik);
     s.kernels.push_back(std::move(ik));
   }
   // The judged apt candidate, when p2pnode judged one (`p2pnode judge-kernel`, or the daemon).
