@@ -54,6 +54,13 @@ class DriverModule final : public Action {
                        false, true, {{"gaps", gaps}, {"not_driven", not_driven}}});
       return steps;
     }
+    // A P2P tree whose branch does not bring P2P to these cards (the branch table): refused likewise.
+    if (const auto without = nvidia::gpus_without_p2p(inv, p.driver->version); !without.empty()) {
+      steps.push_back({"driver.module", t.name + "/" + t.version,
+                       "refused: " + without.front() + " (nothing is downloaded or built)", false, true,
+                       {{"gaps", gaps}, {"without_p2p", without}}});
+      return steps;
+    }
     // Secure Boot on and DKMS's key untrusted: the kernel would refuse whatever is built.
     if (const auto why = secureboot::build_refusal(inv.secure_boot)) {
       steps.push_back({"driver.module", t.name + "/" + t.version, "refused: " + *why + " (nothing is downloaded or built)",
@@ -103,6 +110,12 @@ class DriverModule final : public Action {
       StepResult r{"driver.module", subject, StepOutcome::refused,
                    "refused before any download or build: " + not_driven.front(), {{"not_driven", not_driven}},
                    json::object(), 0};
+      ctx.log("driver.module", subject, "refused: " + r.message);
+      return {r};
+    }
+    if (const auto without = nvidia::gpus_without_p2p(inv, ctx.profile.driver->version); !without.empty()) {
+      StepResult r{"driver.module", subject, StepOutcome::refused, "refused before any download or build: " + without.front(),
+                   {{"without_p2p", without}}, json::object(), 0};
       ctx.log("driver.module", subject, "refused: " + r.message);
       return {r};
     }
