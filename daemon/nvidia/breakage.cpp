@@ -288,12 +288,12 @@ bool headers_affected(const Breakage& b, std::string_view header_text) {
 }
 
 std::optional<bool> headers_affected(const Breakage& b, const std::vector<std::optional<std::string>>& copies,
-                                     bool folder_exists) {
+                                     bool headers_whole) {
   if (!b.headers) return true;
   const bool any = std::any_of(copies.begin(), copies.end(), [](const auto& c) { return c.has_value(); });
   if (b.headers->kind == HeaderTestKind::absent) {
     if (any) return false;
-    if (!folder_exists) return std::nullopt;
+    if (!headers_whole) return std::nullopt;
     return true;
   }
   if (!any) return std::nullopt;

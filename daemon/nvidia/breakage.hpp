@@ -14,7 +14,7 @@
 namespace p2pnode::nvidia {
 
 // How a header file shows the breakage: `pattern` matches a copy of the file (matches), matches no
-// readable copy (lacks), or the file is in no copy while its folder is (absent: a removed header).
+// readable copy (lacks), or the file is in no copy of whole headers (absent: a header the kernel removed).
 enum class HeaderTestKind { matches, lacks, absent };
 struct HeaderTest {
   std::string file;     // include/linux/pci.h (relative to the headers' build/ or source/)
@@ -79,10 +79,11 @@ bool kernel_in_range(const Breakage& b, std::string_view kernel_release);
 // The header test on the header file's text (true when the entry has none).
 bool headers_affected(const Breakage& b, std::string_view header_text);
 // The header test on the copies of the file in the kernel's build/ and source/ (nullopt: not
-// there), folder_exists: the file's folder is in either. nullopt: cannot be judged (no copy to read,
-// or for absent, no folder).
+// there); headers_whole: the kernel's headers are there to tell a removed file from a missing
+// package (the probe: include/linux/module.h exists). nullopt: cannot be judged (no copy to read,
+// or for absent, headers not whole).
 std::optional<bool> headers_affected(const Breakage& b, const std::vector<std::optional<std::string>>& copies,
-                                     bool folder_exists);
+                                     bool headers_whole);
 // The release carries the entry's fix (fixed_in): same branch and not older than the named release,
 // or a branch newer than every named one. False when the entry names none.
 bool fixed_by_release(const Breakage& b, std::string_view driver_version);

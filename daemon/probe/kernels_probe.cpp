@@ -68,21 +68,22 @@ std::vector<FailedBuild> failed_on(const sys::SysRoot& root, const std::string& 
 }
 
 // The table's header tests on one kernel's headers: the file under build/ (Debian's -amd64 package)
-// and source/ (its -common package, where include/linux/ and the top Makefile are).
+// and source/ (its -common package, where include/linux/ and the top Makefile are). An absent-file
+// test counts only where include/linux/module.h is there (not a partial or stub header tree).
 std::map<std::string, bool> header_tests_on(const sys::SysRoot& root, const std::string& k) {
   std::map<std::string, bool> out;
   for (const auto& b : nvidia::builtin_breakages()) {
     if (!b.headers) continue;
     std::vector<std::optional<std::string>> copies;
-    bool folder = false;
+    bool whole = false;
     for (const char* side : {"build", "source"}) {
       const std::string path = sys::join("/lib/modules", k, side, b.headers->file);
       auto text = root.read_text(path, 8 << 20);
       copies.push_back(text ? std::optional<std::string>(std::move(*text)) : std::nullopt);
-      const auto slash = path.rfind('/');
-      folder = folder || root.is_dir(path.substr(0, slash));
+      // A removed header is judged only where the headers are whole enough to tell: module.h is there.
+      whole = whole || root.exists(sys::join("/lib/modules", k, side, "include/linux/module.h"));
     }
-    if (const auto v = nvidia::headers_affected(b, copies, folder)) out[b.id] = *v;
+    if (const auto v = nvidia::headers_affected(b, copies, whole)) out[b.id] = *v;
   }
   return out;
 }

@@ -245,7 +245,7 @@ std::map<std::string, bool> probe_recorded(const std::string& k) {
     for (const char* side : {"build", "source"}) {
       const fs::path f = dir / side / b.headers->file;
       copies.push_back(fs::is_regular_file(f) ? std::optional<std::string>(read(f)) : std::nullopt);
-      folder = folder || fs::is_directory(f.parent_path());
+      folder = folder || fs::is_regular_file(dir / side / "include/linux/module.h");
     }
     if (const auto v = headers_affected(b, copies, folder)) out[b.id] = *v;
   }
