@@ -22,6 +22,9 @@ Finding judge_p2p_branch(const std::string& version, const Inventory& inv) {
       has_5090 = has_5090 || c->first_p2p == "575.64.05";
     }
   f.observed = {{"version", version}, {"cards", cards}};
+  nlohmann::json first = nlohmann::json::object();
+  for (const auto& [name, c] : cards.items()) first[name] = c["first_p2p"];
+  f.expected = {{"p2p_from", first}};
   const auto missing = nvidia::gpus_without_p2p(inv, version);
   if (cards.empty()) {
     f.summary = "no GPU of the box is in the P2P branch table (data-center GPUs peer without a patched branch)";

@@ -180,8 +180,10 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
   // The same box with aikitoria's 575.64.05-p2p: 7.3.4 still stops it (fb_create, pfn_t, drm_atomic_state).
   Profile p = profile();
   p.driver->version = "575.64.05";
-  on73 = for_kernel(check_driver_kernels(p, inv), k73);
+  const auto f575 = check_driver_kernels(p, inv);
+  on73 = for_kernel(f575, k73);
   ASSERT_NE(on73, nullptr);
+  EXPECT_EQ(on73->severity, Severity::error) << on73->summary;
   EXPECT_EQ(on73->observed["build_stops"], (nlohmann::json{"drm-fb-create-format-info", "pfn-t-removed",
                                                            "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars"}));
 }
