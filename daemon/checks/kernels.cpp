@@ -43,6 +43,32 @@ std::optional<Finding> missing_compiler(const std::string& want, const Installed
                             k.compiler_command + "), then `p2pnode apply`.";
   return f;
 }
+// nvidia.ko files no DKMS package installed (the .run installer's): modprobe resolving one while the
+// profile's DKMS build is installed is an error (the patched build does not load); one in updates/,
+// where DKMS installs and depmod looks first, a warning (it competes with the DKMS build). A copy in
+// kernel/drivers/video that the DKMS build outranks is left alone.
+std::vector<Finding> foreign_modules(const ModuleSource& km, const std::string& ver, const InstalledKernel& k) {
+  const std::string want = km.name + "/" + ver;
+  const bool installed = std::any_of(k.dkms.begin(), k.dkms.end(), [&](const DkmsOnKernel& d) {
+    return d.package == km.name && d.version == ver && d.installed;
+  });
+  std::vector<Finding> out;
+  for (const auto& path : k.foreign_nvidia) {
+    const bool resolved = path == k.modprobe_nvidia && installed;
+    if (!resolved && path.find("/updates/") == std::string::npos) continue;
+    Finding f = make_finding("driver.kernels", k.release, resolved ? Severity::error : Severity::warning,
+                             resolved ? "modprobe resolves nvidia on " + k.release + " to " + path +
+                                            ", which DKMS did not install: it loads instead of the DKMS build of " + want
+                                      : path + " on " + k.release + " was not installed by DKMS (the .run installer's "
+                                            "copy) and lies in updates/, where DKMS installs " + want + " and modprobe looks first");
+    f.observed = {{"file", path}, {"modprobe_resolves", k.modprobe_nvidia}, {"from_dkms", false}};
+    f.expected = {{"modprobe_resolves", "the DKMS build of " + want + " (/lib/modules/" + k.release + "/updates/dkms)"}};
+    f.remediation = "Move " + path + " out of /lib/modules (keep it as a backup, e.g. under /var/lib/p2pnode/shadowed/" +
+                    k.release + "/), run `depmod " + k.release + "`, then `p2pnode apply`.";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
 }  // namespace
 
 std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv) {
@@ -156,6 +182,8 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
     }
     out.push_back(std::move(f));
   }
+  for (const auto& k : inv.kernels.kernels)
+    for (auto& x : foreign_modules(*p.driver->kernel_module, ver, k)) out.push_back(std::move(x));
   if (const auto& c = inv.kernels.next_candidate; c && c->module == want) {
     const bool installed = std::any_of(inv.kernels.kernels.begin(), inv.kernels.kernels.end(),
                                        [&](const InstalledKernel& k) { return k.release == c->release; });

@@ -159,6 +159,11 @@ struct InstalledKernel {
   // the headers do not say. compiler_present: /usr/bin/<compiler_command> exists.
   std::string compiler_text, compiler_command, compiler_package;
   bool compiler_present = true;
+  // nvidia.ko (.ko.xz/.zst/.gz) files under /lib/modules/<k> (updates/, updates/dkms/, extra/,
+  // kernel/drivers/video/) that no DKMS package installed: the .run installer's copies (in-root paths).
+  std::vector<std::string> foreign_nvidia;
+  // The file modprobe loads for "nvidia": modules.dep's entry, in-root; "" when modules.dep has none.
+  std::string modprobe_nvidia;
 };
 
 // The kernel apt would install next, as p2pnode judged it before it was installed

@@ -105,6 +105,37 @@ void probe_compiler(const sys::SysRoot& root, InstalledKernel& ik) {
   }
 }
 
+bool is_nvidia_ko(const std::string& f) { return f.rfind("nvidia.ko", 0) == 0 && is_ko(f); }
+
+// The nvidia.ko files DKMS did not install, and the one modprobe resolves (modules.dep: the first
+// field of a line is the module's path relative to /lib/modules/<k>, the one depmod chose).
+void probe_nvidia_files(const sys::SysRoot& root, InstalledKernel& ik) {
+  const std::string base = sys::join("/lib/modules", ik.release);
+  for (const char* dir : {"updates", "updates/dkms", "extra", "kernel/drivers/video"})
+    for (const auto& f : root.list_dir(sys::join(base, dir))) {
+      if (!is_nvidia_ko(f)) continue;
+      const std::string path = sys::join(base, dir, f);
+      const bool from_dkms = std::any_of(ik.dkms.begin(), ik.dkms.end(), [&](const DkmsOnKernel& d) {
+        return std::find(d.modules.begin(), d.modules.end(), path) != d.modules.end();
+      });
+      if (!from_dkms) ik.foreign_nvidia.push_back(path);
+    }
+  const auto dep = root.read_text(sys::join(base, "modules.dep"), 16 << 20);
+  if (!dep) return;
+  std::size_t pos = 0;
+  while (pos < dep->size()) {
+    const auto nl = dep->find('\n', pos);
+    const std::string line = dep->substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? dep->size() : nl + 1;
+    const std::string mod = line.substr(0, line.find(':'));
+    const auto slash = mod.rfind('/');
+    if (is_nvidia_ko(slash == std::string::npos ? mod : mod.substr(slash + 1))) {
+      ik.modprobe_nvidia = !mod.empty() && mod[0] == '/' ? mod : sys::join(base, mod);
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running) {
@@ -123,6 +154,7 @@ KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running)
     ik.failed = failed_on(root, k);
     if (ik.headers) ik.header_tests = header_tests_on(root, k);
     if (ik.headers) probe_compiler(root, ik);
+    probe_nvidia_files(root, ik);
     s.kernels.push_back(std::move(ik));
   }
   // The judged apt candidate, when p2pnode judged one (`p2pnode judge-kernel`, or the daemon).

@@ -188,6 +188,60 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
                                                            "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars"}));
 }
 
+// Modules that shadow the patched build: the .run installer's nvidia.ko in updates/dkms (not from
+// DKMS) competes with the DKMS build; once the DKMS build is installed and modules.dep still resolves
+// nvidia to a copy DKMS did not install, that copy loads instead. A copy in kernel/drivers/video that
+// the DKMS build outranks is left alone.
+TEST(DriverKernels, ModulesThatShadowTheDkmsBuildAreFound) {
+  Root r;
+  const std::string k = "6.12.117+deb13-amd64";
+  fs::create_directories(r.dir / "lib/modules" / k / "kernel");
+  fs::create_directories(r.dir / "lib/modules" / k / "build");
+  r.write("lib/modules/" + k + "/updates/dkms/nvidia.ko.xz", "run");  // the .run installer's, no DKMS record
+  r.write("lib/modules/" + k + "/kernel/drivers/video/nvidia-uvm.ko", "run");
+  r.write("lib/modules/" + k + "/modules.dep", "kernel/drivers/video/nvidia-uvm.ko: updates/dkms/nvidia.ko.xz\n"
+                                               "updates/dkms/nvidia.ko.xz:\n");
+  const sys::SysRoot root(r.dir);
+  Inventory inv = probe::probe_inventory(root);
+  ASSERT_EQ(inv.kernels.kernels.size(), 1u);
+  const auto& ik = inv.kernels.kernels[0];
+  EXPECT_EQ(ik.foreign_nvidia, (std::vector<std::string>{"/lib/modules/" + k + "/updates/dkms/nvidia.ko.xz"}));
+  EXPECT_EQ(ik.modprobe_nvidia, "/lib/modules/" + k + "/updates/dkms/nvidia.ko.xz");
+  auto f = check_driver_kernels(profile(), inv);
+  const Finding* w = nullptr;
+  for (const auto& x : f)
+    if (x.observed.contains("from_dkms")) w = &x;
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->severity, Severity::warning);
+  EXPECT_EQ(w->summary, "/lib/modules/" + k + "/updates/dkms/nvidia.ko.xz on " + k + " was not installed by DKMS (the .run "
+                        "installer's copy) and lies in updates/, where DKMS installs nvidia-p2p/550.90.07 and modprobe looks first");
+  EXPECT_NE(w->remediation.find("/var/lib/p2pnode/shadowed/" + k), std::string::npos);
+
+  // The DKMS build installed beside a .run copy in kernel/drivers/video that modules.dep still names
+  // (depmod not rerun): an error; the same copy outranked by the DKMS build: nothing.
+  fs::remove_all(r.dir / "lib/modules" / k / "updates");
+  for (const char* m : {"nvidia.ko", "nvidia-uvm.ko"}) {
+    r.write("var/lib/dkms/nvidia-p2p/550.90.07/" + k + "/x86_64/module/" + m, "ko");
+    r.write("lib/modules/" + k + "/updates/dkms/" + m, "ko");
+  }
+  r.write("lib/modules/" + k + "/kernel/drivers/video/nvidia.ko", "run");
+  r.write("lib/modules/" + k + "/modules.dep", "kernel/drivers/video/nvidia.ko:\n");
+  inv = probe::probe_inventory(root);
+  EXPECT_EQ(inv.kernels.kernels[0].foreign_nvidia,
+            (std::vector<std::string>{"/lib/modules/" + k + "/kernel/drivers/video/nvidia.ko"}));
+  f = check_driver_kernels(profile(), inv);
+  w = nullptr;
+  for (const auto& x : f)
+    if (x.observed.contains("from_dkms")) w = &x;
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->severity, Severity::error);
+  EXPECT_EQ(w->summary.rfind("modprobe resolves nvidia on " + k + " to /lib/modules/" + k + "/kernel/drivers/video/nvidia.ko, "
+                             "which DKMS did not install", 0), 0u) << w->summary;
+  r.write("lib/modules/" + k + "/modules.dep", "updates/dkms/nvidia.ko:\n");
+  inv = probe::probe_inventory(root);
+  for (const auto& x : check_driver_kernels(profile(), inv)) EXPECT_FALSE(x.observed.contains("from_dkms")) << x.summary;
+}
+
 // The compiler the kernel wants: 7.3.4+deb13's headers were made with gcc-14 (the recorded
 // auto.conf), sid's 7.2.13 with gcc-16; a box without it is told before any build which package
 // to install. Both files the headers carry decode the same.
