@@ -63,8 +63,11 @@ std::vector<Finding> foreign_modules(const ModuleSource& km, const std::string& 
                                             "copy) and lies in updates/, where DKMS installs " + want + " and modprobe looks first");
     f.observed = {{"file", path}, {"modprobe_resolves", k.modprobe_nvidia}, {"from_dkms", false}};
     f.expected = {{"modprobe_resolves", "the DKMS build of " + want + " (/lib/modules/" + k.release + "/updates/dkms)"}};
-    f.remediation = "Move " + path + " out of /lib/modules (keep it as a backup, e.g. under /var/lib/p2pnode/shadowed/" +
-                    k.release + "/), run `depmod " + k.release + "`, then `p2pnode apply`.";
+    const std::string backup = "/var/lib/p2pnode/shadowed/" + k.release + "/";
+    f.remediation = installed ? "Move " + path + " out of /lib/modules (keep it as a backup, e.g. under " + backup +
+                                    "), then run `depmod " + k.release + "`."
+                              : "Run `p2pnode apply`: before DKMS builds " + want + " it moves " + path + " to " + backup +
+                                    " (a backup, never deleted), and DKMS's install runs depmod.";
     out.push_back(std::move(f));
   }
   return out;
