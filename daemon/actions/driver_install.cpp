@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "lifecycle/artifact.hpp"
@@ -17,6 +18,29 @@
 namespace p2pnode::actions {
 namespace {
 using json = nlohmann::json;
+
+// The nvidia.ko copies that DKMS did not install and that would load instead of its build: those in
+// updates/ (where DKMS installs and depmod looks first) and the one modules.dep resolves. Moved, never
+// deleted, to /var/lib/p2pnode/shadowed/<kernel>/<path under /lib/modules/<kernel>>; DKMS's install
+// runs depmod after. Returns "from -> to" per file, or the error that stopped it.
+Result<std::vector<std::string>> move_shadowing_modules(const sys::SysRoot& root, const Inventory& inv) {
+  std::vector<std::string> moved;
+  for (const auto& k : inv.kernels.kernels)
+    for (const auto& path : k.foreign_nvidia) {
+      if (path.find("/updates/") == std::string::npos && path != k.modprobe_nvidia) continue;
+      const std::string base = sys::join("/lib/modules", k.release) + "/";
+      if (path.rfind(base, 0) != 0 || !root.exists(path)) continue;
+      const std::string to = sys::join("/var/lib/p2pnode/shadowed", k.release, path.substr(base.size()));
+      if (auto st = root.make_dirs(to.substr(0, to.rfind('/'))); !st)
+        return Error{"moving aside " + path + ": " + st.error().message};
+      std::error_code ec;
+      std::filesystem::rename(root.host_path(path), root.host_path(to), ec);
+      if (ec) return Error{"moving aside " + path + " to " + to + ": " + ec.message()};
+      moved.push_back(path + " -> " + to);
+    }
+  return moved;
+}
+
 
 sys::CommandResult run_logged(ApplyContext& ctx, std::string_view action, const std::string& subject,
                               std::vector<std::string> argv, std::chrono::seconds timeout) {
@@ -52,6 +76,13 @@ class DriverModule final : public Action {
                        "refused: " + not_driven.front() + "; name a driver of that branch in the profile (nothing is "
                        "downloaded or built)",
                        false, true, {{"gaps", gaps}, {"not_driven", not_driven}}});
+      return steps;
+    }
+    // A P2P tree whose branch does not bring P2P to these cards (the branch table): refused likewise.
+    if (const auto without = nvidia::gpus_without_p2p(inv, p.driver->version); !without.empty()) {
+      steps.push_back({"driver.module", t.name + "/" + t.version,
+                       "refused: " + without.front() + " (nothing is downloaded or built)", false, true,
+                       {{"gaps", gaps}, {"without_p2p", without}}});
       return steps;
     }
     // Secure Boot on and DKMS's key untrusted: the kernel would refuse whatever is built.
@@ -106,6 +137,12 @@ class DriverModule final : public Action {
       ctx.log("driver.module", subject, "refused: " + r.message);
       return {r};
     }
+    if (const auto without = nvidia::gpus_without_p2p(inv, ctx.profile.driver->version); !without.empty()) {
+      StepResult r{"driver.module", subject, StepOutcome::refused, "refused before any download or build: " + without.front(),
+                   {{"without_p2p", without}}, json::object(), 0};
+      ctx.log("driver.module", subject, "refused: " + r.message);
+      return {r};
+    }
     if (const auto why = secureboot::build_refusal(inv.secure_boot)) {
       // No key yet: make it now, so that the operator can enrol it before the first build.
       std::string message = "refused before any download or build: " + *why;
@@ -145,11 +182,21 @@ class DriverModule final : public Action {
       }
       if (*w) ctx.log("driver.module", subject, "DKMS signs with the profile's key: wrote " + std::string(kSigningDropIn));
     }
+    // The .run installer's copies would load instead of what DKMS builds: moved aside (backed up) first.
+    const auto moved = move_shadowing_modules(ctx.root, inv);
+    if (!moved) {
+      StepResult r{"driver.module", subject, StepOutcome::failed, "before any build: " + moved.error().message,
+                   json::object(), json::object(), 0};
+      ctx.log("driver.module", subject, r.message);
+      return {r};
+    }
+    for (const auto& m : *moved) ctx.log("driver.module", subject, "moved aside a module DKMS did not install: " + m);
     const auto preflight = [&](const std::map<std::string, bool>& source_tests) {
       return nvidia::build_stops(inv, *ctx.profile.driver, &source_tests);
     };
     auto r = nvidia::install_module(ctx.root, ctx.runner, *ctx.profile.driver, running_kernel(ctx.root, inv),
                                     [&](std::string_view line) { ctx.log("driver.module", subject, line); }, preflight);
+    if (!moved->empty()) r.after["moved_aside"] = *moved;
     ctx.log("driver.module", subject, std::string(to_string(r.outcome)) + ": " + r.message);
     return {r};
   }

@@ -1,6 +1,7 @@
 // driver.kernels: the profile's module is built and installed by DKMS, at the profile's version,
 // for every installed kernel, above all for the one the boot loader starts next.
 #include <algorithm>
+#include <optional>
 
 #include "checks/check.hpp"
 #include "nvidia/breakage.hpp"
@@ -26,6 +27,50 @@ Finding judge_candidate(const ModuleSource& km, const NextKernelJudged& c) {
                       : "Add {builtin: " + missing.front() + "} to driver.kernel_module.patches and apply, then judge again "
                         "with `p2pnode judge-kernel`; until then hold the kernel (apt-mark hold the kernel metapackage).";
   return f;
+}
+// The compiler the kernel's headers were made with is not installed: DKMS would fail ("gcc-14 not
+// found", the Ubuntu HWE failure) after apt and minutes of work; said before any build.
+std::optional<Finding> missing_compiler(const std::string& want, const InstalledKernel& k) {
+  if (k.compiler_command.empty() || k.compiler_present) return std::nullopt;
+  Finding f = make_finding("driver.kernels", k.release, Severity::error,
+                           "DKMS cannot build " + want + " for " + k.release + ": its headers were made with " +
+                               k.compiler_text + ", and " + k.compiler_command + " is not installed");
+  f.observed = {{"compiler", k.compiler_text}, {"command", k.compiler_command}, {"installed", false}};
+  f.expected = {{"command", "/usr/bin/" + k.compiler_command}};
+  f.remediation = k.compiler_package.empty()
+                      ? "Install the compiler " + k.compiler_command + " before any build, then `p2pnode apply`."
+                      : "Before any build: apt-get install " + k.compiler_package + " (it brings /usr/bin/" +
+                            k.compiler_command + "), then `p2pnode apply`.";
+  return f;
+}
+// nvidia.ko files no DKMS package installed (the .run installer's): modprobe resolving one while the
+// profile's DKMS build is installed is an error (the patched build does not load); one in updates/,
+// where DKMS installs and depmod looks first, a warning (it competes with the DKMS build). A copy in
+// kernel/drivers/video that the DKMS build outranks is left alone.
+std::vector<Finding> foreign_modules(const ModuleSource& km, const std::string& ver, const InstalledKernel& k) {
+  const std::string want = km.name + "/" + ver;
+  const bool installed = std::any_of(k.dkms.begin(), k.dkms.end(), [&](const DkmsOnKernel& d) {
+    return d.package == km.name && d.version == ver && d.installed;
+  });
+  std::vector<Finding> out;
+  for (const auto& path : k.foreign_nvidia) {
+    const bool resolved = path == k.modprobe_nvidia && installed;
+    if (!resolved && path.find("/updates/") == std::string::npos) continue;
+    Finding f = make_finding("driver.kernels", k.release, resolved ? Severity::error : Severity::warning,
+                             resolved ? "modprobe resolves nvidia on " + k.release + " to " + path +
+                                            ", which DKMS did not install: it loads instead of the DKMS build of " + want
+                                      : path + " on " + k.release + " was not installed by DKMS (the .run installer's "
+                                            "copy) and lies in updates/, where DKMS installs " + want + " and modprobe looks first");
+    f.observed = {{"file", path}, {"modprobe_resolves", k.modprobe_nvidia}, {"from_dkms", false}};
+    f.expected = {{"modprobe_resolves", "the DKMS build of " + want + " (/lib/modules/" + k.release + "/updates/dkms)"}};
+    const std::string backup = "/var/lib/p2pnode/shadowed/" + k.release + "/";
+    f.remediation = installed ? "Move " + path + " out of /lib/modules (keep it as a backup, e.g. under " + backup +
+                                    "), then run `depmod " + k.release + "`."
+                              : "Run `p2pnode apply`: before DKMS builds " + want + " it moves " + path + " to " + backup +
+                                    " (a backup, never deleted), and DKMS's install runs depmod.";
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 }  // namespace
 
@@ -89,18 +134,36 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
       const auto* source = nvidia::staged_source_tests(inv, *p.driver);
       const auto predicted = nvidia::predict_breakages(nvidia::builtin_breakages(), ver, k.release, k.header_tests,
                                                        nvidia::builtin_patches_of(*p.driver->kernel_module), source);
-      const nvidia::PredictedBreakage* stop = nullptr;
+      std::vector<const nvidia::PredictedBreakage*> stops;
       nlohmann::json ids = nlohmann::json::array(), fixed = nlohmann::json::array();
       for (const auto& pb : predicted) {
         (pb.fixed ? fixed : ids).push_back(pb.breakage->id);
-        if (!pb.fixed && !stop && pb.breakage->stage == nvidia::BreakageStage::build) stop = &pb;
+        if (!pb.fixed && pb.breakage->stage == nvidia::BreakageStage::build) stops.push_back(&pb);
       }
       if (!predicted.empty()) f.observed["predicted_breakages"] = ids, f.observed["fixed_by_profile"] = fixed;
-      if (stop) {
+      if (!stops.empty()) {
+        const auto* stop = stops.front();
         std::string why = stop->describe(ver, k.release);
         if (!after.empty() && !why.empty() && why.back() == '.') why.pop_back();  // "….; a reboot now …"
         f.summary = want + " will not build for " + name + ": " + why + after;
-        f.remediation = "Before any build: " + stop->breakage->remediation + "." +
+        nlohmann::json stop_ids = nlohmann::json::array();
+        std::vector<const nvidia::Breakage*> all;
+        for (const auto* s : stops) stop_ids.push_back(s->breakage->id), all.push_back(s->breakage);
+        f.observed["build_stops"] = stop_ids;
+        std::string more;
+        if (stops.size() > 1) {
+          more = " Past it the build also meets";
+          for (std::size_t i = 1; i < stops.size(); ++i) more += std::string(i > 1 ? "," : "") + " " + stops[i]->breakage->id;
+          more += ".";
+        }
+        if (const auto r = nvidia::first_release_past(all)) {
+          f.observed["first_release_that_builds"] = *r;
+          more += " The first NVIDIA release that builds on " + k.release + " past these: " + *r + ".";
+        } else if (std::any_of(all.begin(), all.end(), [](const nvidia::Breakage* b) { return !b->fix_builtin; })) {
+          more += " No NVIDIA release up to " + std::string(nvidia::kNewestReleaseChecked) + " is known to build on " +
+                  k.release + ".";
+        }
+        f.remediation = "Before any build: " + stop->breakage->remediation + "." + more +
                         (source ? "" : " (Forecast from the version: apply reads the tree's source once it is staged, "
                                        "and builds a tree that carries its own fix.)");
         f.observed["forecast_from"] = source ? "source" : "version";
@@ -109,6 +172,7 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
         f.remediation = "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + ".";
       }
       out.push_back(std::move(f));
+      if (const auto c = missing_compiler(want, k)) out.push_back(*c);
       for (const auto& pb : predicted)
         if (!pb.fixed && pb.breakage->stage == nvidia::BreakageStage::runtime) {
           Finding w = make_finding("driver.kernels", k.release, Severity::warning, pb.describe(ver, k.release));
@@ -121,6 +185,8 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
     }
     out.push_back(std::move(f));
   }
+  for (const auto& k : inv.kernels.kernels)
+    for (auto& x : foreign_modules(*p.driver->kernel_module, ver, k)) out.push_back(std::move(x));
   if (const auto& c = inv.kernels.next_candidate; c && c->module == want) {
     const bool installed = std::any_of(inv.kernels.kernels.begin(), inv.kernels.kernels.end(),
                                        [&](const InstalledKernel& k) { return k.release == c->release; });

@@ -154,6 +154,16 @@ struct InstalledKernel {
   // The breakage table's header tests on this kernel's headers (breakage id -> the header shows it);
   // only entries whose header file could be read (nvidia/breakage.hpp predict_breakages).
   std::map<std::string, bool> header_tests;
+  // The compiler the headers were made with (CONFIG_CC_VERSION_TEXT of build/include/config/auto.conf
+  // or include/generated/autoconf.h; dkms/kernel_compiler.hpp), which DKMS builds with; empty when
+  // the headers do not say. compiler_present: /usr/bin/<compiler_command> exists.
+  std::string compiler_text, compiler_command, compiler_package;
+  bool compiler_present = true;
+  // nvidia.ko (.ko.xz/.zst/.gz) files under /lib/modules/<k> (updates/, updates/dkms/, extra/,
+  // kernel/drivers/video/) that no DKMS package installed: the .run installer's copies (in-root paths).
+  std::vector<std::string> foreign_nvidia;
+  // The file modprobe loads for "nvidia": modules.dep's entry, in-root; "" when modules.dep has none.
+  std::string modprobe_nvidia;
 };
 
 // The kernel apt would install next, as p2pnode judged it before it was installed

@@ -87,9 +87,9 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
     where += " (" + b.id + ")";
     for (const auto& kv : n) {
       const auto key = kv.first.as<std::string>();
-      static const std::vector<std::string> known = {"id", "signature", "stage", "branches", "kernels", "source", "cause", "fix", "remediation"};
+      static const std::vector<std::string> known = {"id", "signature", "stage", "branches", "kernels", "source", "fixed_in", "cause", "fix", "remediation"};
       if (std::find(known.begin(), known.end(), key) == known.end())
-        return Error{where + ": unknown field '" + key + "' (expected id, signature, stage, branches, kernels, source, cause, fix, remediation)"};
+        return Error{where + ": unknown field '" + key + "' (expected id, signature, stage, branches, kernels, source, fixed_in, cause, fix, remediation)"};
     }
     if (std::any_of(out.begin(), out.end(), [&](const Breakage& o) { return o.id == b.id; }))
       return Error{where + ": duplicate id"};
@@ -123,13 +123,33 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
       if (auto st = check_version(*b.kernel_max, where + ": kernels.max"); !st) return st.error();
     }
     if (const auto h = k["headers"]) {
-      if (!h.IsMap()) return Error{where + ": kernels.headers must be {file, pattern}"};
-      auto file = need_string(h, where + ": kernels.headers", "file");
+      const std::string hw = where + ": kernels.headers";
+      if (!h.IsMap()) return Error{hw + " must be {file, pattern}, {file, lacks} or {file, absent: true}"};
+      auto file = need_string(h, hw, "file");
       if (!file) return file.error();
-      auto pat = need_string(h, where + ": kernels.headers", "pattern");
-      if (!pat) return pat.error();
-      if (auto st = check_regex(*pat, where + ": kernels.headers.pattern"); !st) return st.error();
-      b.headers = HeaderTest{*file, *pat};
+      const int kinds = (h["pattern"] ? 1 : 0) + (h["lacks"] ? 1 : 0) + (h["absent"] ? 1 : 0);
+      if (kinds != 1) return Error{hw + ": expected exactly one of pattern, lacks, absent"};
+      HeaderTest t{*file, "", HeaderTestKind::matches};
+      if (h["absent"]) {
+        if (!h["absent"].IsScalar() || h["absent"].as<std::string>() != "true") return Error{hw + ": absent must be true"};
+        t.kind = HeaderTestKind::absent;
+      } else {
+        const char* field = h["pattern"] ? "pattern" : "lacks";
+        auto pat = need_string(h, hw, field);
+        if (!pat) return pat.error();
+        if (auto st = check_regex(*pat, hw + "." + field); !st) return st.error();
+        t.pattern = *pat;
+        if (!h["pattern"]) t.kind = HeaderTestKind::lacks;
+      }
+      b.headers = t;
+    }
+    if (const auto fi = n["fixed_in"]) {
+      if (!fi.IsSequence()) return Error{where + ": 'fixed_in' must be a list of NVIDIA releases like 570.153.02"};
+      for (const auto& x : fi) {
+        const auto v = x.IsScalar() ? x.as<std::string>() : std::string();
+        if (!kernel_version_numbers(v)) return Error{where + ": fixed_in: '" + v + "' is not a release like 570.153.02"};
+        b.fixed_in.push_back(v);
+      }
     }
     if (!b.kernel_min && !b.kernel_max && !b.headers)
       return Error{where + ": 'kernels' must say which kernels are affected (min, max or headers)"};
@@ -161,9 +181,12 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
     if (!rem) return rem.error();
     b.remediation = trim(*rem);
     if (const auto fix = n["fix"]) {
-      if (!fix.IsMap() || !fix["builtin"] || !fix["builtin"].IsScalar())
-        return Error{where + ": 'fix' must be {builtin: <patch name>}"};
-      b.fix_builtin = fix["builtin"].as<std::string>();
+      if (fix.IsMap() && fix.size() == 1 && fix["none"] && fix["none"].IsScalar() && !fix["none"].as<std::string>().empty())
+        b.no_builtin_why = trim(fix["none"].as<std::string>());
+      else if (!fix.IsMap() || fix.size() != 1 || !fix["builtin"] || !fix["builtin"].IsScalar())
+        return Error{where + ": 'fix' must be {builtin: <patch name>} or {none: <why there is no builtin patch>}"};
+      else
+        b.fix_builtin = fix["builtin"].as<std::string>();
     }
     out.push_back(std::move(b));
   }
@@ -260,7 +283,49 @@ bool kernel_in_range(const Breakage& b, std::string_view release) {
 
 bool headers_affected(const Breakage& b, std::string_view header_text) {
   if (!b.headers) return true;
-  return std::regex_search(header_text.begin(), header_text.end(), std::regex(b.headers->pattern));
+  const bool hit = std::regex_search(header_text.begin(), header_text.end(), std::regex(b.headers->pattern));
+  return b.headers->kind == HeaderTestKind::lacks ? !hit : hit;
+}
+
+std::optional<bool> headers_affected(const Breakage& b, const std::vector<std::optional<std::string>>& copies,
+                                     bool headers_whole) {
+  if (!b.headers) return true;
+  const bool any = std::any_of(copies.begin(), copies.end(), [](const auto& c) { return c.has_value(); });
+  if (b.headers->kind == HeaderTestKind::absent) {
+    if (any) return false;
+    if (!headers_whole) return std::nullopt;
+    return true;
+  }
+  if (!any) return std::nullopt;
+  const std::regex re(b.headers->pattern);
+  const bool hit = std::any_of(copies.begin(), copies.end(),
+                               [&](const auto& c) { return c && std::regex_search(c->begin(), c->end(), re); });
+  return b.headers->kind == HeaderTestKind::lacks ? !hit : hit;
+}
+
+bool fixed_by_release(const Breakage& b, std::string_view v) {
+  const auto have = kernel_version_numbers(v);
+  if (!have || b.fixed_in.empty()) return false;
+  int newest = 0;
+  for (const auto& f : b.fixed_in) {
+    const auto fix = *kernel_version_numbers(f);
+    newest = std::max(newest, fix[0]);
+    if (fix[0] == (*have)[0] && compare(*have, fix) >= 0) return true;
+  }
+  return (*have)[0] > newest;
+}
+
+bool release_affected(const Breakage& b, std::string_view v) { return branch_affected(b, v) && !fixed_by_release(b, v); }
+
+std::optional<std::string> first_release_past(const std::vector<const Breakage*>& stops) {
+  std::vector<std::string> candidates;
+  for (const auto* b : stops) candidates.insert(candidates.end(), b->fixed_in.begin(), b->fixed_in.end());
+  std::sort(candidates.begin(), candidates.end(), [](const std::string& a, const std::string& b) {
+    return compare(*kernel_version_numbers(a), *kernel_version_numbers(b)) < 0;
+  });
+  for (const auto& c : candidates)
+    if (std::none_of(stops.begin(), stops.end(), [&](const Breakage* b) { return release_affected(*b, c); })) return c;
+  return std::nullopt;
 }
 
 bool source_affected(const Breakage& b, std::optional<std::string_view> text) {
@@ -283,7 +348,7 @@ std::vector<PredictedBreakage> predict_breakages(const std::vector<Breakage>& ta
                                                  const std::map<std::string, bool>* source_tests) {
   std::vector<PredictedBreakage> out;
   for (const auto& b : table) {
-    if (!branch_affected(b, driver_version) || !kernel_in_range(b, kernel_release)) continue;
+    if (!release_affected(b, driver_version) || !kernel_in_range(b, kernel_release)) continue;
     if (b.source && source_tests)
       if (const auto it = source_tests->find(b.id); it != source_tests->end() && !it->second) continue;
     if (b.headers) {

@@ -13,9 +13,13 @@
 
 namespace p2pnode::nvidia {
 
+// How a header file shows the breakage: `pattern` matches a copy of the file (matches), matches no
+// readable copy (lacks), or the file is in no copy of whole headers (absent: a header the kernel removed).
+enum class HeaderTestKind { matches, lacks, absent };
 struct HeaderTest {
   std::string file;     // include/linux/pci.h (relative to the headers' build/ or source/)
-  std::string pattern;  // ECMAScript regex over the whole file
+  std::string pattern;  // ECMAScript regex over the whole file (empty for absent)
+  HeaderTestKind kind = HeaderTestKind::matches;
 };
 
 // build: the module does not build; runtime: it builds and loads, a feature then fails.
@@ -27,6 +31,9 @@ struct SourceTest {
   std::string file, uses, fixed;
 };
 
+// The newest NVIDIA release whose source the table's fixed_in lists were read from.
+inline constexpr std::string_view kNewestReleaseChecked = "595.45.04";
+
 struct Breakage {
   std::string id;
   std::optional<std::string> signature;  // regex over one make.log line; absent: fails at run time
@@ -36,7 +43,9 @@ struct Breakage {
   std::optional<HeaderTest> headers;
   std::optional<SourceTest> source;
   std::string cause;
+  std::vector<std::string> fixed_in;       // NVIDIA releases that carry the fix, one per branch
   std::optional<std::string> fix_builtin;  // patch name under daemon/nvidia/patches/
+  std::string no_builtin_why;              // fix: {none: why}: why there is no builtin patch
   std::string remediation;
 };
 
@@ -69,6 +78,20 @@ bool branch_affected(const Breakage& b, std::string_view driver_version);
 bool kernel_in_range(const Breakage& b, std::string_view kernel_release);
 // The header test on the header file's text (true when the entry has none).
 bool headers_affected(const Breakage& b, std::string_view header_text);
+// The header test on the copies of the file in the kernel's build/ and source/ (nullopt: not
+// there); headers_whole: the kernel's headers are there to tell a removed file from a missing
+// package (the probe: include/linux/module.h exists). nullopt: cannot be judged (no copy to read,
+// or for absent, headers not whole).
+std::optional<bool> headers_affected(const Breakage& b, const std::vector<std::optional<std::string>>& copies,
+                                     bool headers_whole);
+// The release carries the entry's fix (fixed_in): same branch and not older than the named release,
+// or a branch newer than every named one. False when the entry names none.
+bool fixed_by_release(const Breakage& b, std::string_view driver_version);
+// The entry applies to this driver version: its branch is affected and no release fix covers it.
+bool release_affected(const Breakage& b, std::string_view driver_version);
+// The first NVIDIA release (from the table's fixed_in) that none of the given build-stage entries
+// stops; nullopt when one of them has no known fix for a release that the others allow.
+std::optional<std::string> first_release_past(const std::vector<const Breakage*>& stops);
 // The source test on the tree's file (nullopt: the tree has no such file, so it is not affected);
 // true when the entry has no source test.
 bool source_affected(const Breakage& b, std::optional<std::string_view> file_text);

@@ -2,6 +2,8 @@
 
 #include "nvidia/breakage.hpp"
 
+#include <algorithm>
+
 namespace p2pnode::nvidia {
 
 std::vector<std::string> builtin_patches_of(const ModuleSource& km) {
@@ -27,6 +29,23 @@ std::map<std::string, bool> read_source_tests(const sys::SysRoot& root, const st
   return out;
 }
 
+std::string describe_stops(const std::vector<const PredictedBreakage*>& stops, std::string_view v, std::string_view k) {
+  if (stops.empty()) return {};
+  std::string out = stops.front()->describe(v, k) + " Fix: " + stops.front()->breakage->remediation;
+  std::vector<const Breakage*> all;
+  for (const auto* s : stops) all.push_back(s->breakage);
+  if (stops.size() > 1) {
+    out += " (then also";
+    for (std::size_t i = 1; i < stops.size(); ++i) out += std::string(i > 1 ? "," : "") + " " + stops[i]->breakage->id;
+    out += ")";
+  }
+  if (const auto r = first_release_past(all))
+    out += "; the first NVIDIA release that builds on " + std::string(k) + " past these: " + *r;
+  else if (std::any_of(all.begin(), all.end(), [](const Breakage* b) { return !b->fix_builtin; }))
+    out += "; no NVIDIA release up to " + std::string(kNewestReleaseChecked) + " is known to build on " + std::string(k);
+  return out;
+}
+
 std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d, const std::map<std::string, bool>* source_tests) {
   std::vector<std::string> out;
   if (!d.kernel_module) return out;
@@ -38,9 +57,14 @@ std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d, 
     for (const auto& m : k.dkms)
       if (m.package == d.kernel_module->name && m.version == d.version && m.installed) installed = true;
     if (installed) continue;
-    for (const auto& p : predict_breakages(builtin_breakages(), d.version, k.release, k.header_tests, builtins, source_tests))
-      if (!p.fixed && p.breakage->stage == BreakageStage::build)
-        out.push_back(k.release + ": " + p.describe(d.version, k.release) + " Fix: " + p.breakage->remediation);
+    const auto predicted = predict_breakages(builtin_breakages(), d.version, k.release, k.header_tests, builtins, source_tests);
+    std::vector<const PredictedBreakage*> stops;
+    for (const auto& p : predicted)
+      if (!p.fixed && p.breakage->stage == BreakageStage::build) stops.push_back(&p);
+    if (!stops.empty()) out.push_back(k.release + ": " + describe_stops(stops, d.version, k.release));
+    if (!k.compiler_command.empty() && !k.compiler_present)
+      out.push_back(k.release + ": its headers were made with " + k.compiler_text + " and " + k.compiler_command +
+                    " is not installed" + (k.compiler_package.empty() ? "" : " (apt-get install " + k.compiler_package + ")"));
   }
   return out;
 }

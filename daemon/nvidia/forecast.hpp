@@ -9,6 +9,7 @@
 
 #include "core/inventory.hpp"
 #include "core/profile.hpp"
+#include "nvidia/breakage.hpp"
 #include "sys/sysroot.hpp"
 
 namespace p2pnode::nvidia {
@@ -23,6 +24,12 @@ std::vector<std::string> builtin_patches_of(const ModuleSource& km);
 // /usr/src/<name>-<version> when the inventory has it, else the version decides.
 std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d,
                                      const std::map<std::string, bool>* source_tests = nullptr);
+
+// The build-stage breakages that stop a build (not fixed by the profile), in table order, said in
+// one sentence: the first one's cause and fix, the others by id, and the first NVIDIA release that
+// none of them stops ("no NVIDIA release is known to build there" when one has no known fix).
+std::string describe_stops(const std::vector<const PredictedBreakage*>& stops, std::string_view driver_version,
+                           std::string_view kernel_release);
 
 // The staged tree's source tests from the inventory (/usr/src/<name>-<version>), or null.
 const std::map<std::string, bool>* staged_source_tests(const Inventory& inv, const DriverSpec& d);

@@ -1,5 +1,6 @@
 #include "nvidia/gpu_arch.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -35,8 +36,9 @@ constexpr std::array<GpuArch, 7> kArchs{{
      "peer-to-peer is native on data-center GPUs; no patched branch is needed"},
     {"Blackwell (GB20x)", "RTX 5090 0x2b85, RTX 5080 0x2c02, RTX PRO 6000 0x2bb1",
      {{0x2b80, 0x2fff}, {0, 0}, {0, 0}}, 570, "570.86.16",
-     "tinygrad 570.148.08-p2p installs but leaves P2P disabled on 8x 5090 (tinygrad#42, #35); aikitoria's fork "
-     "(570-595 branches) drives it (aikitoria#10, #15); 5090s come up without large BAR unless the BIOS enables it; on AM5 the peer "
+     "tinygrad 570.124.06/570.148.08-p2p install but leave P2P disabled on 5090s (tinygrad#42, #44, #35); aikitoria's "
+     "570.86.16-p2p is a 4090 tree; its branches bring P2P to the 5090 from 575.64.05-p2p on (aikitoria#10, #15); 5090s come up "
+     "without large BAR unless the BIOS enables it; on AM5 the peer "
      "address is 4 MiB into BAR1 and trees with the 512 MiB alignment check fail (tinygrad#44)"},
 }};
 
@@ -66,6 +68,79 @@ std::optional<std::string> branch_cannot_drive(std::uint16_t device_id, std::str
   return "driver " + std::string(version) + " (branch " + std::to_string(branch) + ") cannot drive 10de:" + id +
          ", a " + std::string(a->name) + " GPU: the first branch that supports it is " + std::to_string(a->first_branch) +
          " (e.g. " + std::string(a->first_release) + ")";
+}
+
+namespace {
+// The P2P branch table. Sources: tinygrad's fork (550.54.15-p2p … 570.148.08-p2p; its README: 4090,
+// and 3090s reported in tinygrad#3), aikitoria's fork (570.86.16-p2p README: "NVIDIA driver
+// 570.86.16 with P2P for 4090"; from 575.64.05-p2p on "4090 and 5090"; 610.43.03-p2p adds GB206 and a
+// display-aware BAR1 for a 5090 that drives a monitor), tinygrad#29 (the 5090 fixes came after
+// 570.86.16-p2p), tinygrad#42/#44 (570.124.06/570.148.08-p2p leave 5090 P2P disabled). RTX PRO 6000
+// Blackwell from 610.43.03-p2p as the project's branch table has it (not read here from the README).
+constexpr std::array<P2pCard, 5> kP2pCards{{
+    {"RTX 3090 / GA10x", {0x2200, 0x25ff}, "Ampere", "550.54.15", "tinygrad's 550.54.15-p2p",
+     "the P2P patch starts at tinygrad's 550.54.15-p2p"},
+    {"RTX 4090 / Ada", {0x2680, 0x28ff}, "Ada", "550.54.15", "tinygrad's 550.54.15-p2p",
+     "the P2P patch starts at tinygrad's 550.54.15-p2p"},
+    {"RTX PRO 6000 Blackwell", {0x2bb0, 0x2bbf}, "Blackwell", "610.43.03", "aikitoria's 610.43.03-p2p",
+     "branches before aikitoria's 610.43.03-p2p do not bring P2P to the RTX PRO 6000 Blackwell"},
+    {"RTX 5090 / GB202", {0x2b80, 0x2bff}, "Blackwell", "575.64.05", "aikitoria's 575.64.05-p2p",
+     "aikitoria's 570.86.16-p2p is a 4090 tree (its README: \"P2P for 4090\"), and tinygrad's 570.124.06/570.148.08-p2p "
+     "leave 5090 P2P disabled (tinygrad#42, #44)"},
+    {"GB206 (RTX 5060 Ti / 5060)", {0x2d00, 0x2d7f}, "Blackwell", "610.43.03", "aikitoria's 610.43.03-p2p",
+     "branches before aikitoria's 610.43.03-p2p do not bring P2P to GB206 cards"},
+}};
+
+}  // namespace
+
+int compare_driver_versions(std::string_view a, std::string_view b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    long x = 0, y = 0;
+    while (i < a.size() && a[i] >= '0' && a[i] <= '9') x = x * 10 + (a[i++] - '0');
+    while (j < b.size() && b[j] >= '0' && b[j] <= '9') y = y * 10 + (b[j++] - '0');
+    if (x != y) return x < y ? -1 : 1;
+    if (i < a.size() && a[i] != '.') break;
+    if (j < b.size() && b[j] != '.') break;
+    ++i, ++j;
+  }
+  return 0;
+}
+// The table is searched in order: the RTX PRO 6000's ids sit inside GB202's range.
+const P2pCard* find_p2p_card(std::uint16_t device_id) {
+  for (const auto& c : kP2pCards)
+    if (device_id >= c.ids.first && device_id <= c.ids.last) return &c;
+  return nullptr;
+}
+
+std::optional<std::string> branch_cannot_bring_p2p(std::uint16_t device_id, std::string_view version) {
+  const P2pCard* c = find_p2p_card(device_id);
+  if (!c || driver_branch(version) == 0 || compare_driver_versions(version, c->first_p2p) >= 0) return std::nullopt;
+  char id[8];
+  std::snprintf(id, sizeof id, "%04x", device_id);
+  return "the P2P branch of " + std::string(version) + " does not bring P2P to 10de:" + id + " (" + std::string(c->name) +
+         "): " + std::string(c->not_before) + "; the first branch that does is " + std::string(c->first_branch) +
+         " (" + std::string(c->first_p2p) + " or later)";
+}
+
+std::optional<std::string> mixed_generations(const Inventory& inv) {
+  std::vector<std::string_view> gens;
+  for (const auto* g : inv.gpus())
+    if (const auto* c = find_p2p_card(g->device); c && std::find(gens.begin(), gens.end(), c->generation) == gens.end())
+      gens.push_back(c->generation);
+  if (gens.size() < 2) return std::nullopt;
+  std::string names;
+  for (const auto g : gens) names += (names.empty() ? "" : " and ") + std::string(g);
+  return "the box mixes GPU generations (" + names + "): the patched kernel module alone does not make them peer; "
+         "aikitoria's fork documents a libcuda patch for mixed generations, and each card still needs a branch that "
+         "brings P2P to it";
+}
+
+std::vector<std::string> gpus_without_p2p(const Inventory& inv, std::string_view version) {
+  std::vector<std::string> out;
+  for (const auto* g : inv.gpus())
+    if (auto why = branch_cannot_bring_p2p(g->device, version)) out.push_back(g->bdf + ": " + *why);
+  return out;
 }
 
 std::vector<std::string> gpus_not_driven(const Inventory& inv, std::string_view version) {

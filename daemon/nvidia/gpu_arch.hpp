@@ -38,4 +38,34 @@ std::optional<std::string> branch_cannot_drive(std::uint16_t device_id, std::str
 // One line per GPU of the box that `version` cannot drive ("0000:01:00.0: driver 550.90.07 …").
 std::vector<std::string> gpus_not_driven(const Inventory& inv, std::string_view version);
 
+// "570.86.16" against "575.64.05": -1, 0, 1 (numeric, field by field).
+int compare_driver_versions(std::string_view a, std::string_view b);
+
+// The P2P branch table: which patched branch brings P2P to which card (the forks' READMEs and
+// issues, cited in gpu_arch.cpp). Data-center GPUs peer natively and are not in it.
+struct P2pCard {
+  std::string_view name;         // "RTX 5090 (GB202)"
+  IdRange ids;                   // inclusive
+  std::string_view generation;   // "Ada", "Blackwell": a box that mixes generations needs more
+  std::string_view first_p2p;    // the first P2P release that brings P2P to it: "575.64.05"
+  std::string_view first_branch; // how it is named: "aikitoria's 575.64.05-p2p"
+  std::string_view not_before;   // why earlier branches do not (what their users reported)
+};
+const P2pCard* find_p2p_card(std::uint16_t device_id);
+
+// Why the P2P branch of driver `version` cannot bring P2P to this card (the message names the
+// first branch that can), or nullopt when it can or the card is not in the table.
+std::optional<std::string> branch_cannot_bring_p2p(std::uint16_t device_id, std::string_view version);
+
+// One line per GPU of the box that the P2P branch of `version` leaves without P2P.
+std::vector<std::string> gpus_without_p2p(const Inventory& inv, std::string_view version);
+
+// What the box needs beyond the branch: GPUs of two generations (Ada with Blackwell) do not peer
+// through the patched module alone (aikitoria's READMEs: libcuda needs a patch too); nullopt when
+// the box has one generation.
+std::optional<std::string> mixed_generations(const Inventory& inv);
+
+// The display-aware BAR1 a 5090 that drives a monitor needs (aikitoria's 610.43.03-p2p).
+inline constexpr std::string_view kDisplayAwareBar1 = "610.43.03";
+
 }  // namespace p2pnode::nvidia

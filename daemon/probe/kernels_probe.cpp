@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "dkms/kernel_compiler.hpp"
 #include "dkms/status.hpp"
 #include "lifecycle/boot.hpp"
 #include "lifecycle/boot_guard.hpp"
@@ -67,19 +68,72 @@ std::vector<FailedBuild> failed_on(const sys::SysRoot& root, const std::string& 
 }
 
 // The table's header tests on one kernel's headers: the file under build/ (Debian's -amd64 package)
-// or source/ (its -common package, where include/linux/ is).
+// and source/ (its -common package, where include/linux/ and the top Makefile are). An absent-file
+// test counts only where include/linux/module.h is there (not a partial or stub header tree).
 std::map<std::string, bool> header_tests_on(const sys::SysRoot& root, const std::string& k) {
   std::map<std::string, bool> out;
   for (const auto& b : nvidia::builtin_breakages()) {
     if (!b.headers) continue;
+    std::vector<std::optional<std::string>> copies;
+    bool whole = false;
     for (const char* side : {"build", "source"}) {
-      if (auto text = root.read_text(sys::join("/lib/modules", k, side, b.headers->file), 8 << 20)) {
-        out[b.id] = nvidia::headers_affected(b, *text);
-        break;
-      }
+      const std::string path = sys::join("/lib/modules", k, side, b.headers->file);
+      auto text = root.read_text(path, 8 << 20);
+      copies.push_back(text ? std::optional<std::string>(std::move(*text)) : std::nullopt);
+      // A removed header is judged only where the headers are whole enough to tell: module.h is there.
+      whole = whole || root.exists(sys::join("/lib/modules", k, side, "include/linux/module.h"));
     }
+    if (const auto v = nvidia::headers_affected(b, copies, whole)) out[b.id] = *v;
   }
   return out;
+}
+
+// The compiler the kernel's headers name, and whether it is installed (Kbuild runs it by that name).
+void probe_compiler(const sys::SysRoot& root, InstalledKernel& ik) {
+  for (const char* f : {"include/config/auto.conf", "include/generated/autoconf.h"}) {
+    const auto text = root.read_text(sys::join("/lib/modules", ik.release, "build", f), 8 << 20);
+    if (!text) continue;
+    const auto c = dkms::decode_kernel_compiler(*text);
+    if (!c) continue;
+    ik.compiler_text = c->text;
+    ik.compiler_command = c->command;
+    ik.compiler_package = c->package;
+    ik.compiler_present = false;
+    for (const char* dir : {"/usr/bin", "/bin", "/usr/local/bin"})
+      if (root.exists(sys::join(dir, c->command))) ik.compiler_present = true;
+    return;
+  }
+}
+
+bool is_nvidia_ko(const std::string& f) { return f.rfind("nvidia.ko", 0) == 0 && is_ko(f); }
+
+// The nvidia.ko files DKMS did not install, and the one modprobe resolves (modules.dep: the first
+// field of a line is the module's path relative to /lib/modules/<k>, the one depmod chose).
+void probe_nvidia_files(const sys::SysRoot& root, InstalledKernel& ik) {
+  const std::string base = sys::join("/lib/modules", ik.release);
+  for (const char* dir : {"updates", "updates/dkms", "extra", "kernel/drivers/video"})
+    for (const auto& f : root.list_dir(sys::join(base, dir))) {
+      if (!is_nvidia_ko(f)) continue;
+      const std::string path = sys::join(base, dir, f);
+      const bool from_dkms = std::any_of(ik.dkms.begin(), ik.dkms.end(), [&](const DkmsOnKernel& d) {
+        return std::find(d.modules.begin(), d.modules.end(), path) != d.modules.end();
+      });
+      if (!from_dkms) ik.foreign_nvidia.push_back(path);
+    }
+  const auto dep = root.read_text(sys::join(base, "modules.dep"), 16 << 20);
+  if (!dep) return;
+  std::size_t pos = 0;
+  while (pos < dep->size()) {
+    const auto nl = dep->find('\n', pos);
+    const std::string line = dep->substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? dep->size() : nl + 1;
+    const std::string mod = line.substr(0, line.find(':'));
+    const auto slash = mod.rfind('/');
+    if (is_nvidia_ko(slash == std::string::npos ? mod : mod.substr(slash + 1))) {
+      ik.modprobe_nvidia = !mod.empty() && mod[0] == '/' ? mod : sys::join(base, mod);
+      return;
+    }
+  }
 }
 
 }  // namespace
@@ -99,6 +153,8 @@ KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running)
     ik.dkms = dkms_on(root, k);
     ik.failed = failed_on(root, k);
     if (ik.headers) ik.header_tests = header_tests_on(root, k);
+    if (ik.headers) probe_compiler(root, ik);
+    probe_nvidia_files(root, ik);
     s.kernels.push_back(std::move(ik));
   }
   // The judged apt candidate, when p2pnode judged one (`p2pnode judge-kernel`, or the daemon).

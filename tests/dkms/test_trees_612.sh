@@ -4,7 +4,7 @@
 # g++, make, linux-image-amd64 and linux-headers-amd64, shared with the Secure Boot test) with
 # p2pnode's Debian 13 package installed by apt:
 #  1. before any build, `check` names what each tree will hit on these headers from the breakage
-#     table: pci-resize-resource-exclude-bars for 570.86.16 (the RTX 5090's tree), 565.57.01 and
+#     table: pci-resize-resource-exclude-bars for 570.86.16 (aikitoria's 4090 tree), 565.57.01 and
 #     550.90.07, drm-output-poll-changed for 550.90.07 only (and io-memory-pfn, a run-time
 #     breakage, for all three); `plan` forecasts it from the version, `apply` reads the staged
 #     source and refuses before any build (DKMS knows nothing, /usr/src is untouched);
@@ -12,7 +12,7 @@
 #     and the one object the breakage stops: 570's nv-pci.o, 550's nvidia-drm-drv.o): without the
 #     patch the compiler's line matches the table's signature, with it the object builds (570's
 #     with the patch is step 3's whole build);
-#  3. aikitoria's 570.86.16-p2p with an RTX 5090 profile and its builtin patches through `p2pnode
+#  3. aikitoria's 570.86.16-p2p with an RTX 4090 profile and its builtin patches through `p2pnode
 #     apply`: the core built once by p2pnode, DKMS 3.2 builds and installs the kernel layer, `dkms
 #     status` says installed, modinfo names 570.86.16 and the kernel; a second apply builds nothing;
 #     3b. gdrcopy 2.6 (shared/trees) against that placed tree: gdrdrv built and installed by DKMS
@@ -72,12 +72,12 @@ tree() {
   [ -f "$ROOT/var/lib/p2pnode/artifacts/$(basename "$f")" ] || cp "$f" "$ROOT/var/lib/p2pnode/artifacts/"
   echo "/var/lib/p2pnode/artifacts/$(basename "$f")"
 }
-# profile VERSION NAME PATCH...: a profile for the tree (RTX 5090s for 570, 4090s for the others).
+# profile VERSION NAME PATCH...: a profile for the tree, for RTX 4090s (570.86.16-p2p is a 4090 tree: its
+# README says "P2P for 4090"; the 5090 needs 575.64.05-p2p or later, daemon/nvidia/gpu_arch.cpp).
 profile() {
   local ver=$1 name=$2; shift 2
   local path sha dev=0x2684 p
   path=$(tree "$ver"); sha=$(sha256sum "$ROOT$path" | cut -d' ' -f1)
-  [ "${ver%%.*}" = 570 ] && dev=0x2b85
   {
     echo "apiVersion: p2pnode/v1"
     echo "kind: NodeProfile"

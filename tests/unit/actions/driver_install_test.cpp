@@ -59,6 +59,40 @@ TEST(DriverModule, InstallsThenDoesNothing) {
   for (std::size_t i = calls; i < runner.calls().size(); ++i) EXPECT_EQ(runner.calls()[i][1], "status");
 }
 
+// The .run installer's nvidia.ko in updates/dkms (no DKMS record) would load instead of what DKMS
+// builds: apply moves it to /var/lib/p2pnode/shadowed/<kernel>/ before the build, never deletes it,
+// and says so; a copy in kernel/drivers/video that modprobe does not resolve stays where it is.
+TEST(DriverModule, ModulesThatShadowTheBuildAreMovedAsideWithABackup) {
+  ModuleBench b;
+  auto& [box, root, runner, dkms] = b;
+  const Profile p = module_profile(box);
+  const std::string base = std::string("/lib/modules/") + kKernel;
+  box.write(base.substr(1) + "/updates/dkms/nvidia.ko.xz", "the .run installer's");
+  box.write(base.substr(1) + "/kernel/drivers/video/nvidia.ko", "outranked");
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  InstalledKernel k;
+  k.release = kKernel;
+  k.headers = true;
+  k.foreign_nvidia = {base + "/updates/dkms/nvidia.ko.xz", base + "/kernel/drivers/video/nvidia.ko"};
+  k.modprobe_nvidia = base + "/updates/dkms/nvidia.ko.xz";
+  inv.kernels.kernels.push_back(k);
+  std::vector<std::string> log;
+  ApplyContext ctx{root, runner, p};
+  ctx.log = [&](std::string_view, std::string_view, std::string_view l) { log.emplace_back(l); };
+  const auto r = make_driver_module()->apply(ctx, inv);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
+  const std::string backup = std::string("/var/lib/p2pnode/shadowed/") + kKernel + "/updates/dkms/nvidia.ko.xz";
+  EXPECT_FALSE(root.exists(base + "/updates/dkms/nvidia.ko.xz"));
+  EXPECT_EQ(root.read_text(backup).value_or(""), "the .run installer's");
+  EXPECT_TRUE(root.exists(base + "/kernel/drivers/video/nvidia.ko"));
+  EXPECT_EQ(r[0].after["moved_aside"], (nlohmann::json{base + "/updates/dkms/nvidia.ko.xz -> " + backup}));
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.rfind("moved aside a module DKMS did not install: ", 0) == 0;
+  }));
+}
+
 TEST(DriverModule, CorruptSha256RefusesAndWritesNothing) {
   ModuleBench b;
   auto& [box, root, runner, dkms] = b;

@@ -4,6 +4,7 @@
 
 #include "actions/driver_install.hpp"
 #include "checks/check.hpp"
+#include "nvidia/gpu_arch.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
 #include "sys/command_runner.hpp"
@@ -34,11 +35,90 @@ TEST(DriverBranch, A5090BoxWith550IsAnErrorNamingBranch570) {
   EXPECT_EQ(fs[0].expected["branch_at_least"], 570);
   EXPECT_EQ(fs[0].observed["not_driven"].size(), 4u);
 
+  // 570 drives the 5090, but tinygrad's 570.148.08-p2p leaves its P2P disabled: the branch table says so.
   p.driver->version = "570.148.08";
   fs = checks::check_driver_branch(p, inv);
-  ASSERT_EQ(fs.size(), 1u);
+  ASSERT_EQ(fs.size(), 2u);
   EXPECT_EQ(fs[0].severity, Severity::ok) << fs[0].summary;
   EXPECT_EQ(fs[0].summary, "driver 570.148.08 drives every GPU (Blackwell (GB20x))");
+  EXPECT_EQ(fs[1].subject, "p2p");
+  EXPECT_EQ(fs[1].severity, Severity::error);
+}
+
+// The P2P branch table on the recorded 5090 box: aikitoria's 570.86.16-p2p is a 4090 tree (its
+// README: "P2P for 4090"); the check names 575.64.05-p2p, the first branch that brings P2P to the
+// 5090, and plan and apply refuse before any download. 575.64.05 passes.
+TEST(DriverBranch, A5090BoxWith57086IsAnErrorNaming57564) {
+  const sys::SysRoot fixture(kSrcDir + "/tests/fixtures/epyc-4x5090");
+  const Inventory inv = probe::probe_inventory(fixture);
+  Profile p = load("tests/profiles/four-5090-550.yaml");
+  p.driver->version = "570.86.16";
+  auto fs = checks::check_driver_branch(p, inv);
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_EQ(fs[0].severity, Severity::ok);  // 570 drives the 5090
+  EXPECT_EQ(fs[1].severity, Severity::error);
+  EXPECT_EQ(fs[1].summary,
+            "the P2P branch of 570.86.16 does not bring P2P to 10de:2b85 (RTX 5090 / GB202): aikitoria's 570.86.16-p2p is "
+            "a 4090 tree (its README: \"P2P for 4090\"), and tinygrad's 570.124.06/570.148.08-p2p leave 5090 P2P disabled "
+            "(tinygrad#42, #44); the first branch that does is aikitoria's 575.64.05-p2p (575.64.05 or later) (4 GPUs)");
+  EXPECT_EQ(fs[1].observed["without_p2p"].size(), 4u);
+  EXPECT_NE(fs[1].remediation.find("575.64.05-p2p or later"), std::string::npos);
+
+  auto action = actions::make_driver_module();
+  const auto steps = action->plan(p, inv, fixture);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].description.rfind("refused: 0000:01:00.0: the P2P branch of 570.86.16 does not bring P2P", 0), 0u)
+      << steps[0].description;
+  sys::ScriptedRunner runner;
+  actions::ApplyContext ctx{fixture, runner, p};
+  const auto r = action->apply(ctx, inv);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].outcome, StepOutcome::refused);
+  EXPECT_TRUE(runner.calls().empty());
+
+  // A supporting release passes the branch check; the display-aware BAR1 is a note for 5090s that drive a monitor.
+  p.driver->version = "575.64.05";
+  fs = checks::check_driver_branch(p, inv);
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_EQ(fs[1].severity, Severity::ok) << fs[1].summary;
+  EXPECT_EQ(fs[1].summary, "the P2P branch of 575.64.05 brings P2P to every GPU (RTX 5090 / GB202)");
+  EXPECT_TRUE(fs[1].observed.contains("display_attached_5090"));
+  p.driver->version = "610.43.03";
+  EXPECT_FALSE(checks::check_driver_branch(p, inv)[1].observed.contains("display_attached_5090"));
+}
+
+TEST(DriverBranch, BranchTableByCard) {
+  EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2684, "550.90.07"), std::nullopt);  // 4090: tinygrad's 550.90.07-p2p
+  EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2684, "570.86.16"), std::nullopt);  // aikitoria's 4090 tree
+  EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2204, "565.57.01"), std::nullopt);  // 3090
+  EXPECT_NE(nvidia::branch_cannot_bring_p2p(0x2b85, "570.124.06"), std::nullopt);
+  EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2b85, "580.105.08"), std::nullopt);
+  // RTX PRO 6000 Blackwell and GB206 from 610.43.03-p2p.
+  const auto pro = nvidia::branch_cannot_bring_p2p(0x2bb1, "595.71.05");
+  ASSERT_TRUE(pro);
+  EXPECT_NE(pro->find("aikitoria's 610.43.03-p2p"), std::string::npos) << *pro;
+  EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2bb1, "610.43.03"), std::nullopt);
+  EXPECT_NE(nvidia::branch_cannot_bring_p2p(0x2d04, "595.71.05"), std::nullopt);
+  EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2d04, "610.57.04"), std::nullopt);
+  EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2330, "550.90.07"), std::nullopt);  // H100: native, not in the table
+  EXPECT_EQ(nvidia::compare_driver_versions("570.86.16", "575.64.05"), -1);
+  EXPECT_EQ(nvidia::compare_driver_versions("610.43.03", "610.43.03"), 0);
+  EXPECT_EQ(nvidia::compare_driver_versions("570.190", "570.86.16"), 1);
+}
+
+// A box that pairs a 4090 with 5090s is told that the module alone does not make them peer.
+TEST(DriverBranch, MixedGenerationsAreToldWhatTheyNeed) {
+  Inventory inv = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/epyc-4x5090"));
+  for (auto& d : inv.devices)
+    if (d.bdf == "0000:01:00.0") d.device = 0x2684;
+  Profile p = load("tests/profiles/four-5090-550.yaml");
+  p.driver->version = "575.64.05";
+  const auto fs = checks::check_driver_branch(p, inv);
+  ASSERT_EQ(fs.size(), 3u);
+  EXPECT_EQ(fs[2].subject, "generations");
+  EXPECT_EQ(fs[2].severity, Severity::warning);
+  EXPECT_NE(fs[2].summary.find("mixes GPU generations (Ada and Blackwell)"), std::string::npos) << fs[2].summary;
+  EXPECT_NE(fs[2].summary.find("libcuda patch"), std::string::npos);
 }
 
 TEST(DriverBranch, WithoutAProfileDriverTheLoadedModuleIsJudged) {

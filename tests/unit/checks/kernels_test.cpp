@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "checks/check.hpp"
+#include "dkms/kernel_compiler.hpp"
 #include "engine/metrics.hpp"
 #include "nvidia/forecast.hpp"
 #include "probe/probe.hpp"
@@ -25,6 +26,13 @@ struct Root {
   void write(const std::string& rel, const std::string& text) const {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel) << text;
+  }
+  // One kernel's headers as recorded from Debian's real packages (tests/fixtures/kernel-headers).
+  void headers(const std::string& k) const {
+    const fs::path from = fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures/kernel-headers/lib/modules" / k;
+    fs::create_directories(dir / "lib/modules" / k);
+    fs::copy(from, dir / "lib/modules" / k, fs::copy_options::recursive);
+    fs::create_directories(dir / "lib/modules" / k / "source/include/linux");  // git keeps no empty folder
   }
   void install(const std::string& k) const {  // what `dkms build` + `dkms install` leave
     for (const char* m : {"nvidia.ko", "nvidia-uvm.ko"}) {
@@ -126,9 +134,161 @@ TEST(DriverKernels, NoHeadersAndNeverBuiltSayWhatToDo) {
 }
 
 
+// A Debian 13 node that took trixie-backports' 7.3.4 (its headers as recorded from the real
+// packages) beside 6.12.117: the 550.90.07-p2p profile is an error on 7.3.4 before any build, naming
+// EXTRA_CFLAGS first and every other breakage the headers show; on 6.12.117 only the one the
+// builtin patch fixes. apply's forecast (build_stops) says the same.
+TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFirst) {
+  Root r;
+  const std::string k73 = "7.3.4+deb13-amd64", k612 = "6.12.117+deb13-amd64";
+  r.headers(k73);
+  r.headers(k612);
+  r.write("proc/sys/kernel/osrelease", k612 + "\n");
+  r.write("usr/bin/x86_64-linux-gnu-gcc-14", "");  // both headers name it (CONFIG_CC_VERSION_TEXT)
+  const sys::SysRoot root(r.dir);
+  const Inventory inv = probe::probe_inventory(root);
+  ASSERT_EQ(inv.kernels.kernels.size(), 2u);
+  EXPECT_EQ(inv.kernels.next_boot, k73);
+  const auto f = check_driver_kernels(profile(), inv);
+  const Finding* on73 = for_kernel(f, k73);
+  ASSERT_NE(on73, nullptr);
+  EXPECT_EQ(on73->severity, Severity::error);
+  EXPECT_EQ(on73->summary.rfind("nvidia-p2p/550.90.07 will not build for " + k73 + " (next boot): known breakage "
+                                "extra-cflags-ignored will stop the build of 550.90.07 on " + k73 +
+                                ": Kbuild stopped reading EXTRA_CFLAGS in 6.15",
+                                0),
+            0u)
+      << on73->summary;
+  EXPECT_EQ(on73->observed["build_stops"],
+            (nlohmann::json{"extra-cflags-ignored", "kbuild-extmod-cwd", "module-import-ns-string", "drm-driver-date",
+                            "del-timer-sync-removed", "hrtimer-init-removed", "drm-mode-valid-const",
+                            "drm-fb-create-format-info", "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars",
+                            "drm-output-poll-changed"}));
+  EXPECT_NE(on73->remediation.find("No NVIDIA release up to 595.45.04 is known to build on " + k73 + "."), std::string::npos)
+      << on73->remediation;
+  EXPECT_FALSE(on73->observed.contains("first_release_that_builds"));
+  // 6.12.117: the exclude_bars argument (and the 550 branch's output_poll_changed), both builtin-fixable.
+  const Finding* on612 = for_kernel(f, k612);
+  ASSERT_NE(on612, nullptr);
+  EXPECT_EQ(on612->observed["build_stops"], (nlohmann::json{"pci-resize-resource-exclude-bars", "drm-output-poll-changed"}));
+  EXPECT_EQ(on612->observed["first_release_that_builds"], "580.126.09");
+  const auto stops = nvidia::build_stops(inv, *profile().driver);
+  ASSERT_EQ(stops.size(), 2u);
+  EXPECT_EQ(stops[0].rfind(k73 + ": known breakage extra-cflags-ignored will stop the build of 550.90.07", 0), 0u) << stops[0];
+  EXPECT_NE(stops[0].find("; no NVIDIA release up to 595.45.04 is known to build on " + k73), std::string::npos) << stops[0];
+
+  // The same box with aikitoria's 575.64.05-p2p: 7.3.4 still stops it (fb_create, pfn_t, drm_atomic_state).
+  Profile p = profile();
+  p.driver->version = "575.64.05";
+  const auto f575 = check_driver_kernels(p, inv);
+  on73 = for_kernel(f575, k73);
+  ASSERT_NE(on73, nullptr);
+  EXPECT_EQ(on73->severity, Severity::error) << on73->summary;
+  EXPECT_EQ(on73->observed["build_stops"], (nlohmann::json{"drm-fb-create-format-info", "pfn-t-removed",
+                                                           "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars"}));
+}
+
+// Modules that shadow the patched build: the .run installer's nvidia.ko in updates/dkms (not from
+// DKMS) competes with the DKMS build; once the DKMS build is installed and modules.dep still resolves
+// nvidia to a copy DKMS did not install, that copy loads instead. A copy in kernel/drivers/video that
+// the DKMS build outranks is left alone.
+TEST(DriverKernels, ModulesThatShadowTheDkmsBuildAreFound) {
+  Root r;
+  const std::string k = "6.12.117+deb13-amd64";
+  fs::create_directories(r.dir / "lib/modules" / k / "kernel");
+  fs::create_directories(r.dir / "lib/modules" / k / "build");
+  r.write("lib/modules/" + k + "/updates/dkms/nvidia.ko.xz", "run");  // the .run installer's, no DKMS record
+  r.write("lib/modules/" + k + "/kernel/drivers/video/nvidia-uvm.ko", "run");
+  r.write("lib/modules/" + k + "/modules.dep", "kernel/drivers/video/nvidia-uvm.ko: updates/dkms/nvidia.ko.xz\n"
+                                               "updates/dkms/nvidia.ko.xz:\n");
+  const sys::SysRoot root(r.dir);
+  Inventory inv = probe::probe_inventory(root);
+  ASSERT_EQ(inv.kernels.kernels.size(), 1u);
+  const auto& ik = inv.kernels.kernels[0];
+  EXPECT_EQ(ik.foreign_nvidia, (std::vector<std::string>{"/lib/modules/" + k + "/updates/dkms/nvidia.ko.xz"}));
+  EXPECT_EQ(ik.modprobe_nvidia, "/lib/modules/" + k + "/updates/dkms/nvidia.ko.xz");
+  auto f = check_driver_kernels(profile(), inv);
+  const Finding* w = nullptr;
+  for (const auto& x : f)
+    if (x.observed.contains("from_dkms")) w = &x;
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->severity, Severity::warning);
+  EXPECT_EQ(w->summary, "/lib/modules/" + k + "/updates/dkms/nvidia.ko.xz on " + k + " was not installed by DKMS (the .run "
+                        "installer's copy) and lies in updates/, where DKMS installs nvidia-p2p/550.90.07 and modprobe looks first");
+  EXPECT_EQ(w->remediation, "Run `p2pnode apply`: before DKMS builds nvidia-p2p/550.90.07 it moves /lib/modules/" + k +
+                            "/updates/dkms/nvidia.ko.xz to /var/lib/p2pnode/shadowed/" + k +
+                            "/ (a backup, never deleted), and DKMS's install runs depmod.");
+
+  // The DKMS build installed beside a .run copy in kernel/drivers/video that modules.dep still names
+  // (depmod not rerun): an error; the same copy outranked by the DKMS build: nothing.
+  fs::remove_all(r.dir / "lib/modules" / k / "updates");
+  for (const char* m : {"nvidia.ko", "nvidia-uvm.ko"}) {
+    r.write("var/lib/dkms/nvidia-p2p/550.90.07/" + k + "/x86_64/module/" + m, "ko");
+    r.write("lib/modules/" + k + "/updates/dkms/" + m, "ko");
+  }
+  r.write("lib/modules/" + k + "/kernel/drivers/video/nvidia.ko", "run");
+  r.write("lib/modules/" + k + "/modules.dep", "kernel/drivers/video/nvidia.ko:\n");
+  inv = probe::probe_inventory(root);
+  EXPECT_EQ(inv.kernels.kernels[0].foreign_nvidia,
+            (std::vector<std::string>{"/lib/modules/" + k + "/kernel/drivers/video/nvidia.ko"}));
+  f = check_driver_kernels(profile(), inv);
+  w = nullptr;
+  for (const auto& x : f)
+    if (x.observed.contains("from_dkms")) w = &x;
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->severity, Severity::error);
+  EXPECT_EQ(w->summary.rfind("modprobe resolves nvidia on " + k + " to /lib/modules/" + k + "/kernel/drivers/video/nvidia.ko, "
+                             "which DKMS did not install", 0), 0u) << w->summary;
+  r.write("lib/modules/" + k + "/modules.dep", "updates/dkms/nvidia.ko:\n");
+  inv = probe::probe_inventory(root);
+  for (const auto& x : check_driver_kernels(profile(), inv)) EXPECT_FALSE(x.observed.contains("from_dkms")) << x.summary;
+}
+
+// The compiler the kernel wants: 7.3.4+deb13's headers were made with gcc-14 (the recorded
+// auto.conf), sid's 7.2.13 with gcc-16; a box without it is told before any build which package
+// to install. Both files the headers carry decode the same.
+TEST(DriverKernels, TheCompilerTheHeadersNameMustBeInstalled) {
+  const auto conf = dkms::decode_kernel_compiler(
+      "CONFIG_GCC_VERSION=140200\nCONFIG_CC_VERSION_TEXT=x86_64-linux-gnu-gcc-14 (Debian 14.2.0-19) 14.2.0\n");
+  ASSERT_TRUE(conf);
+  EXPECT_EQ(conf->command, "x86_64-linux-gnu-gcc-14");
+  EXPECT_EQ(conf->short_name, "gcc-14");
+  EXPECT_EQ(conf->package, "gcc-14");
+  const auto h = dkms::decode_kernel_compiler(
+      "#define CONFIG_CC_VERSION_TEXT \"x86_64-linux-gnu-gcc-14 (Ubuntu 14.2.0-4ubuntu2~24.04) 14.2.0\"\n");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->text, "x86_64-linux-gnu-gcc-14 (Ubuntu 14.2.0-4ubuntu2~24.04) 14.2.0");
+  EXPECT_EQ(h->package, "gcc-14");
+  EXPECT_EQ(dkms::decode_kernel_compiler("CONFIG_CC_IS_GCC=y\n"), std::nullopt);
+
+  Root r;
+  const std::string k73 = "7.3.4+deb13-amd64", k72 = "7.2.13+deb14-amd64";
+  r.headers(k73);
+  r.headers(k72);
+  r.write("usr/bin/x86_64-linux-gnu-gcc-14", "");  // gcc-14 installed, gcc-16 not
+  const sys::SysRoot root(r.dir);
+  const Inventory inv = probe::probe_inventory(root);
+  Profile p = profile();
+  p.driver->version = "595.45.04";
+  const auto f = check_driver_kernels(p, inv);
+  const Finding* cc = nullptr;
+  for (const auto& x : f)
+    if (x.subject == k72 && x.observed.contains("compiler")) cc = &x;
+  ASSERT_NE(cc, nullptr);
+  EXPECT_EQ(cc->severity, Severity::error);
+  EXPECT_EQ(cc->summary, "DKMS cannot build nvidia-p2p/595.45.04 for " + k72 + ": its headers were made with "
+                         "x86_64-linux-gnu-gcc-16 (Debian 16.2.0-4) 16.2.0, and x86_64-linux-gnu-gcc-16 is not installed");
+  EXPECT_EQ(cc->remediation, "Before any build: apt-get install gcc-16 (it brings /usr/bin/x86_64-linux-gnu-gcc-16), then `p2pnode apply`.");
+  for (const auto& x : f) EXPECT_FALSE(x.subject == k73 && x.observed.contains("compiler")) << x.summary;
+  int compiler_stops = 0;
+  for (const auto& s : nvidia::build_stops(inv, *p.driver))
+    if (s.find("x86_64-linux-gnu-gcc-16 is not installed (apt-get install gcc-16)") != std::string::npos) ++compiler_stops;
+  EXPECT_EQ(compiler_stops, 1);
+}
+
 // Before any build: a Debian 13 kernel whose include/linux/pci.h (the real line of
 // 6.12.117+deb13's, in the -common package that /lib/modules/<k>/source points to) has
-// exclude_bars. The 570 tree for an RTX 5090 without the builtin patch is named as a build that will
+// exclude_bars. The 570 tree (aikitoria's 4090 tree) without the builtin patch is named as a build that will
 // stop, and apply's plan refuses it; with the patch in the profile the kernel just waits for apply.
 TEST(DriverKernels, ABreakageIsForecastBeforeAnyBuild) {
   Root r;

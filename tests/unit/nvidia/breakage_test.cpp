@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -27,8 +29,12 @@ TEST(Breakages, BuiltinTableParsesAndEveryFixIsABuiltinPatch) {
   ASSERT_NE(find_breakage(t, "pci-resize-resource-exclude-bars"), nullptr);
   ASSERT_NE(find_breakage(t, "io-memory-pfn"), nullptr);
   for (const auto& b : t) {
-    ASSERT_TRUE(b.fix_builtin) << b.id;
+    // Every entry has its builtin patch, or says why it has none.
+    ASSERT_TRUE(b.fix_builtin || !b.no_builtin_why.empty()) << b.id;
+    if (!b.fix_builtin) continue;
     EXPECT_TRUE(builtin_patch(*b.fix_builtin)) << b.id << " names a patch that is not compiled in";
+  }
+  for (const auto& b : t) {
     EXPECT_FALSE(b.cause.empty());
     EXPECT_FALSE(b.remediation.empty());
   }
@@ -224,6 +230,122 @@ TEST(Forecast, TheTreesOwnSourceDecidesWhereItWasRead) {
                                         {"io-memory-pfn", false}};
   EXPECT_TRUE(predict_breakages(t, "550.90.07", "6.12.117+deb13-amd64", hdr, {}, &src).empty());
   EXPECT_EQ(predict_breakages(t, "550.90.07", "6.12.117+deb13-amd64", hdr, {}).size(), 3u);  // by the version alone
+}
+
+// The header tests of the 6.13 … 7.3 entries on the lines recorded from Debian's real header
+// packages (tests/fixtures/kernel-headers, README.md there): nothing on 6.12.117 but the
+// pci_resize_resource argument; every one of them on 7.2.13 and 7.3.4.
+std::map<std::string, bool> probe_recorded(const std::string& k) {
+  const fs::path dir = fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures/kernel-headers/lib/modules" / k;
+  std::map<std::string, bool> out;
+  for (const auto& b : builtin_breakages()) {
+    if (!b.headers) continue;
+    std::vector<std::optional<std::string>> copies;
+    bool folder = false;
+    for (const char* side : {"build", "source"}) {
+      const fs::path f = dir / side / b.headers->file;
+      copies.push_back(fs::is_regular_file(f) ? std::optional<std::string>(read(f)) : std::nullopt);
+      folder = folder || fs::is_regular_file(dir / side / "include/linux/module.h");
+    }
+    if (const auto v = headers_affected(b, copies, folder)) out[b.id] = *v;
+  }
+  return out;
+}
+
+TEST(Breakages, HeaderTestsOnRecordedDebianHeaders) {
+  const auto k612 = probe_recorded("6.12.117+deb13-amd64");
+  const auto k72 = probe_recorded("7.2.13+deb14-amd64");
+  const auto k73 = probe_recorded("7.3.4+deb13-amd64");
+  const std::vector<std::string> new_ones = {"extra-cflags-ignored", "kbuild-extmod-cwd", "module-import-ns-string",
+                                             "drm-driver-date", "del-timer-sync-removed", "hrtimer-init-removed",
+                                             "drm-mode-valid-const", "drm-fb-create-format-info", "pfn-t-removed",
+                                             "get-dev-pagemap-one-arg", "of-gpio-h-removed", "drm-atomic-state-renamed"};
+  for (const auto& id : new_ones) {
+    ASSERT_TRUE(k612.count(id) && k72.count(id) && k73.count(id)) << id << ": a header test the recorded headers cannot judge";
+    EXPECT_FALSE(k612.at(id)) << id << " on 6.12.117";
+    EXPECT_TRUE(k72.at(id)) << id << " on 7.2.13";
+    EXPECT_TRUE(k73.at(id)) << id << " on 7.3.4";
+  }
+  EXPECT_TRUE(k612.at("pci-resize-resource-exclude-bars"));
+  EXPECT_TRUE(k73.at("pci-resize-resource-exclude-bars"));
+}
+
+TEST(Breakages, HeaderTestKinds) {
+  const auto t = parse_breakages(
+      "breakages:\n"
+      "  - {id: gone, kernels: {headers: {file: include/linux/x.h, absent: true}}, cause: c, remediation: r}\n"
+      "  - {id: lacks, kernels: {headers: {file: f, lacks: \"EXTRA\"}}, cause: c, remediation: r}\n",
+      "t.yaml");
+  ASSERT_TRUE(t) << t.error().message;
+  const auto& gone = (*t)[0];
+  const auto& lacks = (*t)[1];
+  EXPECT_EQ(headers_affected(gone, {std::nullopt, std::nullopt}, true), std::optional<bool>(true));
+  EXPECT_EQ(headers_affected(gone, {std::nullopt, std::string("x")}, true), std::optional<bool>(false));
+  EXPECT_EQ(headers_affected(gone, {std::nullopt, std::nullopt}, false), std::nullopt);  // no headers to judge
+  EXPECT_EQ(headers_affected(lacks, {std::string("ccflags-y += $(EXTRA_CFLAGS)"), std::nullopt}, true), std::optional<bool>(false));
+  EXPECT_EQ(headers_affected(lacks, {std::string(""), std::string("")}, true), std::optional<bool>(true));
+  EXPECT_EQ(headers_affected(lacks, {std::nullopt, std::nullopt}, true), std::nullopt);
+  const auto two = parse_breakages(
+      "breakages:\n  - {id: x, kernels: {headers: {file: f, lacks: a, pattern: b}}, cause: c, remediation: r}\n", "t.yaml");
+  ASSERT_FALSE(two);
+  EXPECT_EQ(two.error().message, "t.yaml: breakages[0] (x): kernels.headers: expected exactly one of pattern, lacks, absent");
+  const auto fix = parse_breakages("breakages:\n  - {id: x, kernels: {min: \"6.1\"}, cause: c, remediation: r, fix: {}}\n", "t.yaml");
+  ASSERT_FALSE(fix);
+  EXPECT_EQ(fix.error().message,
+            "t.yaml: breakages[0] (x): 'fix' must be {builtin: <patch name>} or {none: <why there is no builtin patch>}");
+}
+
+// fixed_in, read from NVIDIA's tags: the first release of each branch that carries the fix.
+TEST(Breakages, FixedInReleasesAndTheFirstReleasePastThem) {
+  const auto& t = builtin_breakages();
+  const auto* extra = find_breakage(t, "extra-cflags-ignored");
+  ASSERT_NE(extra, nullptr);
+  EXPECT_TRUE(release_affected(*extra, "550.90.07"));
+  EXPECT_TRUE(release_affected(*extra, "550.163.01"));  // the 550 branch never left EXTRA_CFLAGS
+  EXPECT_TRUE(release_affected(*extra, "565.57.01"));   // a branch between the named ones
+  EXPECT_TRUE(release_affected(*extra, "570.148.08"));
+  EXPECT_FALSE(release_affected(*extra, "570.153.02"));
+  EXPECT_TRUE(release_affected(*extra, "575.51.02"));
+  EXPECT_FALSE(release_affected(*extra, "575.64.05"));
+  EXPECT_FALSE(release_affected(*extra, "580.105.08"));
+  EXPECT_FALSE(release_affected(*extra, "610.43.03"));  // newer than every named branch
+  const auto* fb = find_breakage(t, "drm-fb-create-format-info");
+  EXPECT_TRUE(release_affected(*fb, "575.64.05"));  // never fixed in 575
+  EXPECT_FALSE(release_affected(*fb, "570.190"));
+  // A kernel with 6.15's breakages: 570.153.02 is the first release past them all.
+  std::vector<const Breakage*> k615;
+  for (const char* id : {"extra-cflags-ignored", "kbuild-extmod-cwd", "module-import-ns-string", "drm-driver-date",
+                         "del-timer-sync-removed", "hrtimer-init-removed", "drm-mode-valid-const"})
+    k615.push_back(find_breakage(t, id));
+  EXPECT_EQ(first_release_past(k615), std::optional<std::string>("570.153.02"));
+  // With 6.17's fb_create too: 570.190.
+  k615.push_back(fb);
+  EXPECT_EQ(first_release_past(k615), std::optional<std::string>("570.190"));
+  // 7.x: struct drm_atomic_state is gone and no release is known to cope.
+  k615.push_back(find_breakage(t, "drm-atomic-state-renamed"));
+  EXPECT_EQ(first_release_past(k615), std::nullopt);
+}
+
+// The 6.13 … 7.3 entries on the recorded 7.3.4 headers, for each P2P tree: EXTRA_CFLAGS first.
+TEST(Forecast, EachTreeOnTrixieBackports73) {
+  const auto& t = builtin_breakages();
+  const std::string k = "7.3.4+deb13-amd64";
+  const auto hdr = probe_recorded(k);
+  auto p = predict_breakages(t, "550.90.07", k, hdr, {});
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p.front().breakage->id, "extra-cflags-ignored");
+  EXPECT_EQ(ids(p, false), (std::vector<std::string>{"extra-cflags-ignored", "kbuild-extmod-cwd", "module-import-ns-string",
+                                                     "drm-driver-date", "del-timer-sync-removed", "hrtimer-init-removed",
+                                                     "drm-mode-valid-const", "drm-fb-create-format-info",
+                                                     "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars",
+                                                     "io-memory-pfn", "drm-output-poll-changed"}));
+  // NVIDIA's 595.45.04: the two measured failures and nothing else.
+  EXPECT_EQ(ids(predict_breakages(t, "595.45.04", k, hdr, {}), false),
+            (std::vector<std::string>{"of-gpio-h-removed", "drm-atomic-state-renamed", "io-memory-pfn"}));
+  // aikitoria's 575.64.05-p2p: fb_create, pfn_t and drm_atomic_state.
+  EXPECT_EQ(ids(predict_breakages(t, "575.64.05", k, hdr, {}), false),
+            (std::vector<std::string>{"drm-fb-create-format-info", "pfn-t-removed", "drm-atomic-state-renamed",
+                                      "pci-resize-resource-exclude-bars", "io-memory-pfn"}));
 }
 
 TEST(Forecast, StageFieldIsCheckedWhenTheTableIsParsed) {
