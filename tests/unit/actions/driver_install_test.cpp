@@ -34,8 +34,8 @@ TEST(DriverModule, InstallsThenDoesNothing) {
   // The generated tree: dkms.conf with the quoted MAKE and the patch in patches/.
   const auto conf = root.read_text("/usr/src/p2ptest-1.5/dkms.conf");
   ASSERT_TRUE(conf);
-  EXPECT_NE(conf->find("MAKE[0]=\"'make' "), std::string::npos);
-  EXPECT_NE(conf->find("PATCH[0]=\"01-0001-mark.patch\""), std::string::npos);
+  EXPECT_NE(conf->find("MAKE[0]=''\\''make'\\'' "), std::string::npos) << *conf;
+  EXPECT_NE(conf->find("PATCH[0]='01-0001-mark.patch'"), std::string::npos);
   EXPECT_TRUE(root.exists("/usr/src/p2ptest-1.5/patches/01-0001-mark.patch"));
   EXPECT_TRUE(root.exists("/usr/src/p2ptest-1.5/p2ptest.c"));
   // Progress lines name the step and the elapsed time (the scripted runner streams no lines of its own).
