@@ -49,6 +49,9 @@ Result<Fetched> check_path(const sys::SysRoot& root, const std::string& path, co
   if (!root.exists(path)) return Error{std::string(label) + ": " + path + " does not exist"};
   Fetched f;
   f.is_dir = root.is_dir(path);
+  // The original first: a wrong one is refused before anything is written.
+  if (auto h = f.is_dir ? sha256_tree(root, path) : sha256_file(root, path); !h || *h != a.sha256)
+    return !h ? h.error().with_context(std::string(label)) : mismatch(label, path, a.sha256, *h);
   const std::string dest = sys::join(kArtifactDir, "local", safe_name(artifact_basename(a)));
   const std::string part = dest + ".part";
   if (auto st = root.make_dirs(sys::join(kArtifactDir, "local")); !st) return st.error().with_context(std::string(label));
@@ -188,7 +191,8 @@ Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir)
   if (ec) return Error{"listing " + std::string(dir) + ": " + ec.message(), ec.value()};
   for (; it != end; it.increment(ec)) {
     if (ec) return Error{"listing " + std::string(dir) + ": " + ec.message(), ec.value()};
-    const auto rel = fs::relative(it->path(), base, ec).generic_string();
+    // Lexical: fs::relative would follow a link to its target and name the wrong path.
+    const auto rel = it->path().lexically_relative(base).generic_string();
     if (rel == ".git" && it->is_directory()) {
       it.disable_recursion_pending();
       continue;

@@ -36,8 +36,9 @@ TEST(InputRules, ADescriptionMayHoldNewlines) {
 
 TEST(InputRules, EachFieldHasItsGrammar) {
   const std::string src = "    source: {path: /srv/a.tar.xz, sha256: " + kSha + "}\n";
-  EXPECT_EQ(first_error("driver:\n  version: 550.90.07\n  kernel_module:\n    name: Nvidia\n" + src).substr(0, 60),
-            "driver.kernel_module.name: expected a DKMS package name: a low");
+  EXPECT_NE(first_error("driver:\n  version: 550.90.07\n  kernel_module:\n    name: Nvidia\n" + src)
+                .find("driver.kernel_module.name: expected a DKMS package name: a lowercase letter or digit"),
+            std::string::npos);
   EXPECT_NE(first_error("driver:\n  version: 550.90.07\n  options:\n    NVreg_A: \"1;x y\"\n").find("driver.options.NVreg_A: expected a module option value"),
             std::string::npos);
   EXPECT_NE(first_error("driver:\n  version: 550.90.07\n  reload:\n    stop_units: [nvidia-persistenced]\n")
