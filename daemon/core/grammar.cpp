@@ -117,6 +117,21 @@ bool stays_under(const std::filesystem::path& dir, const std::filesystem::path& 
   return !rel.empty() && rel != "." && *rel.begin() != "..";
 }
 
+std::string redact_url(std::string_view url) {
+  const auto scheme = url.find("://");
+  const auto start = scheme == std::string_view::npos ? 0 : scheme + 3;
+  std::string out(url.substr(0, start));
+  std::string_view rest = url.substr(start);
+  const auto cut = rest.find_first_of("?#");
+  const bool had_more = cut != std::string_view::npos;
+  rest = rest.substr(0, cut);
+  const auto slash = rest.find('/');
+  const auto at = rest.substr(0, slash).rfind('@');
+  if (at != std::string_view::npos) rest.remove_prefix(at + 1);
+  out += rest;
+  return had_more ? out + "?…" : out;
+}
+
 std::string shell_quote(std::string_view v) {
   std::string out = "'";
   for (char c : v) {

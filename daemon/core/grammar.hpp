@@ -46,6 +46,10 @@ bool is_safe_file_name(std::string_view s);
 // name must not climb out of the directory it was built in.
 bool stays_under(const std::filesystem::path& dir, const std::filesystem::path& path);
 
+// A URL as messages and logs may show it: user info, query and fragment dropped ("?…" marks the
+// cut), so a signed URL's signature never reaches the API, the journal or a finding.
+std::string redact_url(std::string_view url);
+
 // The value in single quotes, each embedded ' written '\'' : bash reads back exactly `v`.
 // The one quoting function for every file a shell reads (dkms.conf, DKMS's framework.conf.d,
 // GRUB's drop-in).

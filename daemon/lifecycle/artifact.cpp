@@ -85,7 +85,8 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
   const std::string part = dest + ".part";
   std::error_code ec;
   const auto have = fs::exists(root.host_path(part)) ? fs::file_size(root.host_path(part), ec) : 0;
-  log("downloading " + *a.url + " to " + dest + (have ? " (resuming at " + std::to_string(have) + " bytes)" : ""));
+  const std::string shown = grammar::redact_url(*a.url);
+  log("downloading " + shown + " to " + dest + (have ? " (resuming at " + std::to_string(have) + " bytes)" : ""));
   sys::Command cmd;
   cmd.argv = {"curl", "--fail", "--location", "--progress-bar", "--show-error", "--retry", "3", "--continue-at", "-",
               "--output", root.host_path(part).string(), "--write-out",
@@ -116,13 +117,13 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
     // The server cannot resume (no ranges, or the file changed): a kept .part would fail every
     // later apply the same way, so it goes and the next apply starts over.
     (void)root.remove_file(part);
-    return Error{std::string(label) + ": downloading " + *a.url + ": curl " + r.describe() + ": " + curl_error_lines(r.err) +
+    return Error{std::string(label) + ": downloading " + shown + ": curl " + r.describe() + ": " + curl_error_lines(r.err) +
                      " (the server cannot resume " + part + ": removed, the next apply downloads it whole)",
                  r.exit_code};
   }
   if (!r.success()) {
     const std::string why = curl_error_lines(r.err);
-    return Error{std::string(label) + ": downloading " + *a.url + ": curl " + r.describe() +
+    return Error{std::string(label) + ": downloading " + shown + ": curl " + r.describe() +
                      (why.empty() ? "" : ": " + why) + " (the partial file " + part + " is kept for a resume)",
                  r.exit_code};
   }
@@ -131,7 +132,7 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
   if (*h != a.sha256) {
     // A complete download with the wrong digest cannot be fixed by resuming it.
     (void)root.remove_file(part);
-    return mismatch(label, *a.url, a.sha256, *h);
+    return mismatch(label, shown, a.sha256, *h);
   }
   fs::rename(root.host_path(part), root.host_path(dest), ec);
   if (ec) return Error{std::string(label) + ": renaming " + part + ": " + ec.message(), ec.value()};

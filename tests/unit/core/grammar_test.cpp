@@ -96,6 +96,13 @@ TEST(Grammar, StaysUnder) {
   EXPECT_FALSE(stays_under("/var/lib/p2pnode/dkms", "/var/lib/p2pnode/dkms/../../../etc/x.json"));
 }
 
+TEST(Grammar, RedactUrl) {
+  EXPECT_EQ(redact_url("https://h.example/a/NVIDIA.run"), "https://h.example/a/NVIDIA.run");
+  EXPECT_EQ(redact_url("https://h.example/a.run?X-Amz-Signature=abc&x=1"), "https://h.example/a.run?…");
+  EXPECT_EQ(redact_url("https://user:pw@h.example/a.run#f"), "https://h.example/a.run?…");
+  EXPECT_EQ(redact_url("https://user:pw@h.example/a@b.run"), "https://h.example/a@b.run");
+}
+
 TEST(Grammar, SurvivesDkmsResource) {
   for (auto ok : {"nvidia-p2p", "kernel-open/", "^(6\\.(10|[2-9][0-9])|7\\.[0-9]+)([.-]|$)", "it's", "/usr/src/a b"})
     EXPECT_TRUE(survives_dkms_resource(ok)) << ok;

@@ -177,6 +177,36 @@ TEST(Artifact, DownloadWithWrongDigestIsRefusedAndDropped) {
   EXPECT_FALSE(root.exists("/var/lib/p2pnode/artifacts/x.run.part"));
 }
 
+// curl's argv: http(s) only (redirects too), a size cap, the URL after --; a .part the server cannot
+// resume (curl 33: no ranges) is dropped so the next apply starts over; a signed URL's query never
+// reaches a message.
+TEST(Artifact, DownloadArgvAndAnUnresumablePart) {
+  TempRoot t;
+  sys::SysRoot root(t.dir);
+  sys::ScriptedRunner runner;
+  runner.on({"curl"}, [&](const sys::Command& c) {
+    auto it = std::find(c.argv.begin(), c.argv.end(), "--output");
+    std::ofstream(*(it + 1), std::ios::app) << "half";
+    return sys::exited_with(33, "", "curl: (33) HTTP server doesn't seem to support byte ranges. Cannot resume.\n");
+  });
+  Artifact a;
+  a.url = "https://example.invalid/x.run?X-Amz-Signature=secret";
+  a.sha256 = sha256_hex("original");
+  std::vector<std::string> lines;
+  auto f = fetch_artifact(root, runner, a, "installer", [&](std::string_view l) { lines.emplace_back(l); });
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().message.find("removed, the next apply downloads it whole"), std::string::npos) << f.error().message;
+  EXPECT_EQ(f.error().message.find("secret"), std::string::npos) << f.error().message;
+  for (const auto& l : lines) EXPECT_EQ(l.find("secret"), std::string::npos) << l;
+  EXPECT_FALSE(root.exists("/var/lib/p2pnode/artifacts/x.run.part"));
+  const auto& argv = runner.calls().at(0);
+  const auto dashdash = std::find(argv.begin(), argv.end(), "--");
+  ASSERT_NE(dashdash, argv.end());
+  EXPECT_EQ(*(dashdash + 1), *a.url);
+  for (const char* opt : {"--proto", "--proto-redir", "--max-filesize"})
+    EXPECT_NE(std::find(argv.begin(), dashdash, opt), dashdash) << opt;
+}
+
 TEST(Artifact, Basenames) {
   Artifact a;
   a.git = "https://github.com/tinygrad/open-gpu-kernel-modules.git";
