@@ -52,7 +52,8 @@ Result<Fetched> check_path(const sys::SysRoot& root, const std::string& path, co
   // The original first: a wrong one is refused before anything is written.
   if (auto h = f.is_dir ? sha256_tree(root, path) : sha256_file(root, path); !h || *h != a.sha256)
     return !h ? h.error().with_context(std::string(label)) : mismatch(label, path, a.sha256, *h);
-  const std::string dest = sys::join(kArtifactDir, "local", safe_name(artifact_basename(a)));
+  // Named by digest too: two artifacts of one name (a source and a patch both called src) never share a copy.
+  const std::string dest = sys::join(kArtifactDir, "local", a.sha256.substr(0, 16) + "-" + safe_name(artifact_basename(a)));
   const std::string part = dest + ".part";
   if (auto st = root.make_dirs(sys::join(kArtifactDir, "local")); !st) return st.error().with_context(std::string(label));
   std::error_code ec;

@@ -105,7 +105,7 @@ TEST(Artifact, PathArtifactIsCopiedAndTheCopyIsWhatIsUsed) {
   a.sha256 = sha256_hex("good\n");
   auto f = fetch_artifact(root, runner, a, "installer", [](std::string_view) {});
   ASSERT_TRUE(f) << f.error().message;
-  EXPECT_EQ(f->path, std::string(kArtifactDir) + "/local/x.run");
+  EXPECT_EQ(f->path, std::string(kArtifactDir) + "/local/" + a.sha256.substr(0, 16) + "-x.run");
   t.write("srv/x.run", "evil\n");  // swapped after the check
   EXPECT_EQ(*root.read_text(f->path), "good\n");
   EXPECT_EQ(*sha256_file(root, f->path), a.sha256);
@@ -123,7 +123,7 @@ TEST(Artifact, PathArtifactIsCopiedAndTheCopyIsWhatIsUsed) {
   auto fd = fetch_artifact(root, runner, d, "source", [](std::string_view) {});
   ASSERT_TRUE(fd) << fd.error().message;
   EXPECT_TRUE(fd->is_dir);
-  EXPECT_EQ(fd->path, std::string(kArtifactDir) + "/local/tree");
+  EXPECT_EQ(fd->path, std::string(kArtifactDir) + "/local/" + d.sha256.substr(0, 16) + "-tree");
   t.write("srv/tree/Makefile", "obj-m += evil.o\n");
   EXPECT_EQ(*root.read_text(fd->path + "/Makefile"), "obj-m += a.o\n");
 }
