@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "actions/driver_install.hpp"
+#include "core/grammar.hpp"
 #include "lifecycle/boot.hpp"
 #include "lifecycle/boot_guard.hpp"
 
@@ -87,7 +88,7 @@ class BootGuard final : public Action {
       if (st)
         st = ctx.root.write_file_atomic(lifecycle::kBootGuardDropIn,
                                         "# Written by p2pnode (driver.boot_guard), removed by it once the newest kernel has the\n"
-                                        "# module: " + d.reason + "\nGRUB_DEFAULT=saved\n",
+                                        "# module: " + grammar::shell_comment_text(d.reason) + "\nGRUB_DEFAULT=saved\n",
                                         std::filesystem::perms(0644));
       if (!st) return fail("writing " + std::string(lifecycle::kBootGuardDropIn) + ": " + st.error().message);
     } else if (auto st = ctx.root.remove_file(lifecycle::kBootGuardDropIn); !st) {

@@ -362,12 +362,12 @@ class DriverReload final : public Action {
     std::vector<std::string> stopped;
     for (const auto& u : d.stop_units) {
       sys::Command c;
-      c.argv = {"systemctl", "is-active", "--quiet", u};
+      c.argv = {"systemctl", "is-active", "--quiet", "--", u};
       if (!ctx.runner.run(c).success()) continue;
-      if (cmd({"systemctl", "stop", u}).success()) stopped.push_back(u);
+      if (cmd({"systemctl", "stop", "--", u}).success()) stopped.push_back(u);
     }
     auto restart = [&] {
-      for (const auto& u : stopped) cmd({"systemctl", "start", u});
+      for (const auto& u : stopped) cmd({"systemctl", "start", "--", u});
     };
     auto decision = nvidia::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel));
     r.before["holders"] = nvidia::describe(nvidia::find_holders(ctx.root));

@@ -6,6 +6,7 @@
 
 #include "actions/driver_install.hpp"
 #include "checks/check.hpp"
+#include "core/grammar.hpp"
 #include "nvidia/blacklist.hpp"
 #include "nvidia/version.hpp"
 
@@ -30,6 +31,9 @@ struct OptionsState {
 OptionsState options_state(const Profile& p, const sys::SysRoot& root) {
   OptionsState s;
   s.want = render_modprobe_conf(p.driver->module_options);
+  for (const auto& [k, v] : p.driver->module_options)
+    if (!grammar::is_nvreg_key(k) || !grammar::is_nvreg_value(v))
+      s.others.push_back("the profile's option " + k + " is not written: not an NVreg_* name and value modprobe reads as one");
   if (auto t = root.read_text(kModprobeConf)) {
     s.exists = true;
     s.have = *t;
@@ -177,7 +181,10 @@ std::string option_value(std::string v) {
 std::string render_modprobe_conf(const std::map<std::string, std::string>& options) {
   if (options.empty()) return {};
   std::string s = "# Written by p2pnode from the profile's driver.options; `p2pnode apply` rewrites it.\noptions nvidia";
-  for (const auto& [k, v] : options) s += " " + k + "=" + option_value(v);
+  // modprobe.d is not a shell but a line is a directive: an option that is not one word is left out
+  // (the loader refuses it first), so no value can start a second line (`install nvidia …`).
+  for (const auto& [k, v] : options)
+    if (grammar::is_nvreg_key(k) && grammar::is_nvreg_value(v)) s += " " + k + "=" + option_value(v);
   return s + "\n";
 }
 

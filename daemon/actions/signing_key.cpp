@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "core/grammar.hpp"
+
 namespace p2pnode::actions {
 
 MadeKey make_signing_key(const sys::SysRoot& root, sys::CommandRunner& runner, const SecureBootState& s) {
@@ -27,10 +29,15 @@ MadeKey make_signing_key(const sys::SysRoot& root, sys::CommandRunner& runner, c
 std::string signing_drop_in(const ModuleSigning& s) {
   return "# Written by p2pnode from the profile's driver.kernel_module.signing: DKMS signs every module\n"
          "# it builds with this key (its certificate is the one to enrol with mokutil).\n"
-         "mok_signing_key=\"" + s.key + "\"\nmok_certificate=\"" + s.certificate + "\"\n";
+         "mok_signing_key=" + grammar::shell_quote(s.key) + "\nmok_certificate=" + grammar::shell_quote(s.certificate) + "\n";
 }
 
 Result<bool> point_dkms_at(const sys::SysRoot& root, const ModuleSigning& s) {
+  // DKMS's safe_source reads the file, then the values again inside "…": only plain paths survive.
+  for (const auto& p : {s.key, s.certificate})
+    if (!grammar::is_safe_absolute_path(p))
+      return Error{"writing " + std::string(kSigningDropIn) + ": '" + grammar::shell_comment_text(p) +
+                   "' is not an absolute path of letters, digits and ._+@:/- (DKMS re-reads it as shell)"};
   const std::string want = signing_drop_in(s);
   if (auto have = root.read_text(kSigningDropIn); have && *have == want) return false;
   if (auto st = root.make_dirs("/etc/dkms/framework.conf.d"); !st) return st.error();

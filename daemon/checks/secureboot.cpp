@@ -12,7 +12,12 @@ std::vector<Finding> check_secure_boot(const Profile& p, const Inventory& inv) {
   Severity sev = Severity::ok;
   if (v.trust == secureboot::Trust::untrusted || v.trust == secureboot::Trust::no_key) sev = Severity::error;
   else if (v.trust == secureboot::Trust::queued || v.trust == secureboot::Trust::unknown) sev = Severity::warning;
-  Finding f = make_finding("secureboot.module_signing", "node", sev, v.summary);
+  std::string summary = v.summary;
+  if (!s.key_problem.empty()) {
+    sev = Severity::error;
+    summary += "; " + s.key_problem + ": whoever can read it can sign modules this kernel trusts";
+  }
+  Finding f = make_finding("secureboot.module_signing", "node", sev, summary);
   auto opt = [](const std::optional<bool>& b) { return b ? nlohmann::json(*b) : nlohmann::json(nullptr); };
   f.observed = {{"efi", s.efi},
                 {"secure_boot", opt(s.enabled)},
@@ -26,8 +31,11 @@ std::vector<Finding> check_secure_boot(const Profile& p, const Inventory& inv) {
                 {"enrolled", opt(s.cert_enrolled)},
                 {"queued", opt(s.cert_queued)},
                 {"trust", secureboot::to_string(v.trust)}};
+  if (!s.key_problem.empty()) f.observed["key_problem"] = s.key_problem;
   f.expected = {{"trust", "trusted or not_enforced"}};
-  f.remediation = v.remediation;
+  f.remediation = s.key_problem.empty() ? v.remediation
+                                        : "chown root:root " + s.key_path + " && chmod 0600 " + s.key_path +
+                                              (v.remediation.empty() ? std::string() : "; then: " + v.remediation);
   return {f};
 }
 

@@ -99,13 +99,12 @@ int run_request(const RunOptions& o) {
   const std::string who = "p2pnode selftest run";
   auto target = resolve_target(o, who);
   if (!target) return kUsage;
-  if (auto st = sys::check_owner_only(target->token_file, "token file"); !st) {
-    std::cerr << who << ": " << st.error().message << " (the daemon's token; run as root)\n";
+  auto secret = sys::read_private_file(target->token_file, "token file", 4096);
+  if (!secret) {
+    std::cerr << who << ": " << secret.error().message << " (the daemon's token; run as root)\n";
     return kUsage;
   }
-  std::ifstream in(target->token_file);
-  std::string token;
-  std::getline(in, token);
+  std::string token = secret->substr(0, secret->find('\n'));
   httplib::Client client(target->url);
   if (!client.is_valid()) {
     std::cerr << who << ": cannot use the URL " << target->url << "\n";

@@ -8,6 +8,8 @@
 #include <iostream>
 #include <memory>
 
+#include <unistd.h>
+
 #include "cli/commands.hpp"
 #include "engine/config.hpp"
 #include "engine/engine.hpp"
@@ -120,6 +122,10 @@ http::ServerOptions server_options(const engine::DaemonConfig& c) {
   h.request_timeout = c.http_request_timeout;
   h.idle_timeout = c.http_idle_timeout;
   h.max_connection_time = c.http_max_connection_time;
+  h.server_names = c.http_server_names;
+  // This host's own name is always one of them (what Prometheus and people use by default).
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) == 0 && name[0]) h.server_names.emplace_back(name);
   return h;
 }
 
@@ -138,6 +144,11 @@ int run_serve(const ServeOptions& o) {
   if (!config->listen.is_loopback() && !config->allow_non_loopback) {
     std::cerr << "p2pnode serve: " << config->listen.display()
               << " is not a loopback address; set allow_non_loopback: true in the configuration to listen beyond this host\n";
+    return kUsage;
+  }
+  if (auto why = engine::plaintext_refusal(*config)) {  // --listen may have moved it beyond loopback
+    std::cerr << "p2pnode serve: " << *why << "\n";
+    log({engine::LogLevel::error, *why, "", "config", ""});
     return kUsage;
   }
   if (o.check_config) {
@@ -198,8 +209,8 @@ int run_serve(const ServeOptions& o) {
                                      " (profiles " + config->profiles_dir + ", state " + config->state_file() + ")", "", "http", ""});
   if (hopt.tls) log({engine::LogLevel::notice, "TLS certificate: " + hopt.tls->describe(), "", "tls", ""});
   else if (!bound.is_loopback())
-    log({engine::LogLevel::warning, "serving plain HTTP beyond this host: the bearer token and every answer cross the network "
-                                    "unencrypted; set tls: {cert_file, key_file} in the configuration", "", "http", ""});
+    log({engine::LogLevel::warning, "serving plain HTTP beyond this host (allow_plaintext_beyond_loopback: true): the bearer "
+                                    "token and every answer cross the network unencrypted", "", "http", ""});
   load_token(root, *config, server, log);
   service::notify_status("reconciling: the first pass since start");
   if (auto st = server.start(); !st) {

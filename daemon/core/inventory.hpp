@@ -186,6 +186,7 @@ struct SecureBootState {
   bool key_from_config = false;     // /etc/dkms/framework.conf(.d) named them
   bool key_from_profile = false;    // the profile's driver.kernel_module.signing named them
   bool key_present = false, cert_present = false;
+  std::string key_problem;  // the key is readable beyond its owner, not root's, or a link (sys/private_file.hpp)
   std::optional<bool> cert_enrolled;  // the certificate is in MokListRT (shim's enrolled keys)
   std::optional<bool> cert_queued;    // the certificate is in MokNew (mokutil --import, not yet confirmed)
   std::string problem;                // what could not be read

@@ -3,19 +3,15 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/grammar.hpp"
+
 namespace p2pnode::dkms {
 namespace {
 bool has(const std::vector<std::string>& v, std::string_view s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
-// DKMS sources dkms.conf with bash: keep values free of characters that would break the quoting.
-std::string shell_quoted(std::string_view v) {
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"' || c == '\\' || c == '`') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+// DKMS sources dkms.conf with bash, then echoes each value back inside "…" and sources that again
+// (safe_source): values are single-quoted here and must hold nothing "…" would expand.
+std::string shell_quoted(std::string_view v) { return grammar::shell_quote(v); }
 }  // namespace
 
 TreeKind classify_tree(const std::vector<std::string>& top) {
@@ -105,7 +101,10 @@ Conf gdrdrv_conf(const std::string& name, const std::string& version, const std:
   c.package_version = version;
   // gdrdrv's Makefile passes M=$(PWD) to Kbuild and finds its conftests at $(PWD)/../../scripts:
   // it must run from src/gdrdrv itself (make -C would leave PWD at the tree's root).
-  c.make = "cd src/gdrdrv && 'make' KVER=${kernelver} NVIDIA_SRC_DIR=" + nvidia_src_dir + " NVIDIA_IS_OPENSOURCE=y";
+  // The directory is single-quoted for the eval DKMS runs MAKE[0] through, after its two reads.
+  c.make = "cd src/gdrdrv && 'make' KVER=${kernelver} NVIDIA_SRC_DIR=" + grammar::shell_quote(nvidia_src_dir) +
+           " NVIDIA_IS_OPENSOURCE=y";
+  c.make_inputs = {nvidia_src_dir};
   c.modules.push_back({"gdrdrv", "src/gdrdrv/"});
   c.dest_location = "/kernel/drivers/misc";
   c.written_from = "gdrcopy";
@@ -118,7 +117,7 @@ std::string render(const Conf& c) {
   o << "PACKAGE_NAME=" << shell_quoted(c.package_name) << "\n";
   o << "PACKAGE_VERSION=" << shell_quoted(c.package_version) << "\n";
   o << "# 'make' is quoted so DKMS does not prepend KERNELRELEASE= (NVIDIA's Makefile would think Kbuild ran it).\n";
-  o << "MAKE[0]=\"" << c.make << "\"\n";
+  o << "MAKE[0]=" << shell_quoted(c.make) << "\n";
   for (std::size_t i = 0; i < c.modules.size(); ++i) {
     o << "BUILT_MODULE_NAME[" << i << "]=" << shell_quoted(c.modules[i].name) << "\n";
     if (!c.modules[i].location.empty())
@@ -130,8 +129,32 @@ std::string render(const Conf& c) {
     if (i < c.patch_match.size() && !c.patch_match[i].empty())
       o << "PATCH_MATCH[" << i << "]=" << shell_quoted(c.patch_match[i]) << "\n";
   }
-  if (c.autoinstall) o << "AUTOINSTALL=\"yes\"\n";
+  if (c.autoinstall) o << "AUTOINSTALL='yes'\n";
   return o.str();
+}
+
+std::optional<std::string> unsafe_value(const Conf& c) {
+  auto bad = [](std::string_view what, std::string_view v) -> std::optional<std::string> {
+    if (grammar::survives_dkms_resource(v)) return std::nullopt;
+    return std::string(what) + " '" + std::string(v.substr(0, 200)) +
+           "' holds a control character, $, `, \" or \\, which DKMS would read as shell when it re-reads dkms.conf";
+  };
+  if (auto e = bad("PACKAGE_NAME", c.package_name)) return e;
+  if (auto e = bad("PACKAGE_VERSION", c.package_version)) return e;
+  for (const auto& v : c.make_inputs)
+    if (auto e = v.find('\'') != std::string::npos ? std::optional<std::string>("MAKE[0]'s " + v + " holds a quote")
+                                                   : bad("a value in MAKE[0]", v))
+      return e;
+  for (const auto& m : c.modules) {
+    if (auto e = bad("BUILT_MODULE_NAME", m.name)) return e;
+    if (auto e = bad("BUILT_MODULE_LOCATION", m.location)) return e;
+  }
+  if (auto e = bad("DEST_MODULE_LOCATION", c.dest_location)) return e;
+  for (const auto& v : c.patches)
+    if (auto e = bad("PATCH", v)) return e;
+  for (const auto& v : c.patch_match)
+    if (auto e = bad("PATCH_MATCH", v)) return e;
+  return std::nullopt;
 }
 
 std::optional<std::string> without_autoinstall(std::string_view text) {

@@ -16,6 +16,7 @@ struct Conf {
   std::string package_name;
   std::string package_version;
   std::string make;                  // the MAKE[0] command, written with 'make' quoted
+  std::vector<std::string> make_inputs;  // values from input inside `make` (checked by unsafe_value)
   std::vector<BuiltModule> modules;
   std::string dest_location = "/kernel/drivers/video";  // DKMS puts it in /updates/dkms on Debian
   std::vector<std::string> patches;  // file names under <source>/patches/, applied in order
@@ -61,7 +62,11 @@ std::optional<std::string> gdrdrv_header_version(std::string_view gdrdrv_h);
 // Only gdrdrv.ko is installed (nv-p2p-dummy.ko, built beside it for modpost, is not).
 Conf gdrdrv_conf(const std::string& name, const std::string& version, const std::string& nvidia_src_dir);
 
+// Every value single-quoted (grammar::shell_quote). DKMS's safe_source then echoes each value
+// inside "…" and sources it again, and evals MAKE[0]: unsafe_value says which value would not
+// survive that (call it first: render does not refuse).
 std::string render(const Conf& conf);
+std::optional<std::string> unsafe_value(const Conf& conf);
 
 // A staged dkms.conf that still asks DKMS's own kernel hook to build the module (an AUTOINSTALL
 // line, as p2pnode wrote before it built new kernels through its own hook only): the text without

@@ -1,5 +1,8 @@
 #include "engine/config.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <charconv>
 #include <fstream>
@@ -13,8 +16,15 @@ std::string ListenAddress::display() const {
   return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
+// Decided on the parsed address, never the text: a name ("localhost", "127.x.example") is resolved
+// when the server binds and may be anything then, so only an address literal counts.
 bool ListenAddress::is_loopback() const {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, host.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
 }
 
 std::optional<ListenAddress> parse_listen(std::string_view text, std::string* why) {
@@ -122,6 +132,12 @@ void read_health(MapReader& root, DaemonConfig& c) {
 }
 }  // namespace
 
+std::optional<std::string> plaintext_refusal(const DaemonConfig& c) {
+  if (c.tls || c.listen.is_loopback() || c.allow_plaintext_beyond_loopback) return std::nullopt;
+  return c.listen.display() + " is beyond loopback and there is no tls section: the bearer token and every answer would "
+         "cross the network unencrypted; set tls: {cert_file, key_file}, or allow_plaintext_beyond_loopback: true to accept that";
+}
+
 HostPaths host_paths(const DaemonConfig& c, const sys::SysRoot& root) {
   HostPaths h{root.host_path(c.token_file), root.host_path(c.profiles_dir), root.host_path(c.state_dir),
               root.host_path(c.agent_path), {}, {}};
@@ -143,7 +159,7 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
   auto doc = profile::parse_yaml_text(text, out.diagnostics, 256 * 1024);
   if (!doc) return out;
   MapReader root(*doc, "", out.diagnostics,
-                 {"apiVersion", "kind", "listen", "allow_non_loopback", "token_file", "profiles_dir", "state_dir",
+                 {"apiVersion", "kind", "listen", "allow_non_loopback", "allow_plaintext_beyond_loopback", "token_file", "profiles_dir", "state_dir",
                   "agent", "selftest", "apply", "http", "device_monitor", "tls", "health", "metrics"});
   if (!root.valid()) return out;
   if (auto v = root.string("apiVersion"); v && *v != "p2pnode/v1")
@@ -151,13 +167,15 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
   if (auto v = root.string("kind"); v && *v != "DaemonConfig")
     out.diagnostics.add(root.get("kind"), "kind", "expected 'DaemonConfig', found '" + *v + "'");
   if (auto v = root.boolean("allow_non_loopback")) c.allow_non_loopback = *v;
+  if (auto v = root.boolean("allow_plaintext_beyond_loopback")) c.allow_plaintext_beyond_loopback = *v;
   if (auto v = root.string("listen")) {
     std::string why;
     if (auto a = parse_listen(*v, &why)) c.listen = *a;
     else out.diagnostics.add(root.get("listen"), "listen", why);
     if (!c.listen.is_loopback() && !c.allow_non_loopback)
       out.diagnostics.add(root.get("listen"), "listen",
-                          "'" + *v + "' is not a loopback address; set allow_non_loopback: true to listen beyond this host");
+                          "'" + *v + "' is not a loopback address (127.0.0.0/8 or ::1 written as an address; a name is "
+                          "not taken as loopback); set allow_non_loopback: true to listen beyond this host");
   }
   absolute_path(root, "token_file", c.token_file);
   absolute_path(root, "profiles_dir", c.profiles_dir);
@@ -180,6 +198,8 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
     if (auto v = s->boolean("on_start")) c.selftest_on_start = *v;
   }
   read_tls(root, c);
+  if (auto why = plaintext_refusal(c); why && out.diagnostics.empty())
+    out.diagnostics.add(root.get("listen"), "listen", *why);
   read_health(root, c);
   if (auto m = root.map("metrics", {"detail"})) {
     if (auto v = m->string("detail")) {
@@ -189,7 +209,17 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
     }
   }
   if (auto h = root.map("http", {"threads", "max_body", "max_connection_time", "max_connections",
-                                 "max_connections_per_client", "request_timeout", "idle_timeout"})) {
+                                 "max_connections_per_client", "request_timeout", "idle_timeout", "server_names"})) {
+    c.http_server_names = h->string_list("server_names");
+    for (std::size_t i = 0; i < c.http_server_names.size(); ++i) {
+      const auto& n = c.http_server_names[i];
+      const bool ok = !n.empty() && n.size() <= 253 && n.front() != '-' && n.front() != '.' &&
+                      n.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*") == std::string::npos &&
+                      (n.find('*') == std::string::npos || (n.rfind("*.", 0) == 0 && n.find('*', 1) == std::string::npos));
+      if (!ok)
+        h->diag().add(h->get("server_names")[i], h->child_path("server_names") + "[" + std::to_string(i) + "]",
+                      "expected a DNS name such as node1.example.org or *.example.org, found '" + n + "'");
+    }
     if (auto v = h->integer("threads", 1, 64)) c.http_threads = static_cast<int>(*v);
     if (auto v = h->size("max_body")) {
       if (*v < 1024 || *v > (16u << 20)) h->diag().add(h->get("max_body"), h->child_path("max_body"), "expected 1KiB to 16MiB");

@@ -54,6 +54,8 @@ struct DaemonConfig {
   std::chrono::milliseconds http_idle_timeout{std::chrono::seconds(10)};    // no byte either way
   std::chrono::milliseconds http_max_connection_time{std::chrono::seconds(60)};  // then cut off
   bool allow_non_loopback = false;  // listening beyond loopback must be said twice
+  bool allow_plaintext_beyond_loopback = false;  // plain HTTP beyond loopback must be said a third time
+  std::vector<std::string> http_server_names;     // Host names answered besides addresses and localhost
   bool device_monitor = true;       // reconcile on PCI add/remove of devices the profile names
   std::optional<TlsFiles> tls;      // absent: plain HTTP
   // Passive health between self-tests (engine/health_pass.hpp): AER, links, NVLink, Xid.
@@ -88,6 +90,9 @@ struct HostPaths {
   std::filesystem::path cert_file, key_file;  // empty without tls
 };
 HostPaths host_paths(const DaemonConfig& c, const sys::SysRoot& root);
+// Why the daemon must not start as configured: plain HTTP beyond loopback without
+// allow_plaintext_beyond_loopback (the token would cross the network in clear); nullopt when fine.
+std::optional<std::string> plaintext_refusal(const DaemonConfig& c);
 
 ConfigLoad load_config_text(std::string_view text, const std::string& file_name);
 ConfigLoad load_config_file(const std::filesystem::path& file);

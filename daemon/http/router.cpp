@@ -1,5 +1,7 @@
 #include "http/router.hpp"
 
+#include "http/host_check.hpp"
+
 #include "engine/metrics.hpp"
 
 namespace p2pnode::http {
@@ -113,9 +115,21 @@ Response Router::post(const Request& req, bool selftest) {
   return Response{202, kJson, out.dump(), {}};
 }
 
+void Router::set_server_names(std::vector<std::string> names) {
+  std::lock_guard lock(token_mu_);
+  server_names_ = std::move(names);
+}
+
 Response Router::handle(const Request& req) {
   if (const std::size_t most = max_headers_; req.header_count > most)
     return problem(431, "more than " + std::to_string(most) + " header fields");
+  {
+    const auto host = req.headers.find("host");
+    std::lock_guard lock(token_mu_);
+    if (!host_allowed(host == req.headers.end() ? "" : host->second, host != req.headers.end(), server_names_))
+      return problem(421, "the Host header names neither an address, localhost nor one of this daemon's names "
+                          "(http.server_names in the configuration)");
+  }
   const bool get = req.method == "GET" || req.method == "HEAD";
   const auto& p = req.path;
   if (get) {

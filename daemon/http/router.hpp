@@ -47,6 +47,9 @@ class Router {
   // Appended to every /metrics body: the server's own counters (live, not from the snapshot).
   void set_metrics_extra(std::function<std::string()> f) { metrics_extra_ = std::move(f); }
   void set_max_headers(std::size_t n) { max_headers_ = n; }  // SIGHUP
+  // The names a Host header may give besides addresses and localhost (http/host_check.hpp);
+  // any other Host is answered 421.
+  void set_server_names(std::vector<std::string> names);
 
  private:
   Response post(const Request& req, bool selftest);
@@ -56,6 +59,7 @@ class Router {
   std::function<std::string()> metrics_extra_;
   std::mutex token_mu_;
   std::string token_, token_problem_ = "no token file was read";
+  std::vector<std::string> server_names_;  // under token_mu_
 };
 
 }  // namespace p2pnode::http

@@ -25,12 +25,9 @@
 namespace p2pnode::http {
 
 Result<std::string> read_token_file(const std::filesystem::path& path) {
-  if (auto st = sys::check_owner_only(path, "token file"); !st) return st.error();
-  std::error_code ec;
-  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > 4096)
-    return Error{"token file " + path.string() + " is larger than 4096 bytes"};
-  std::ifstream in(path, std::ios::binary);
-  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto read = sys::read_private_file(path, "token file", 4096);
+  if (!read) return read.error();
+  std::string token = std::move(*read);
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
   if (token.size() < 16) return Error{"token file " + path.string() + " holds fewer than 16 characters"};
   return token;
@@ -108,6 +105,7 @@ struct ApiServer::Impl {
         max_body(opt.max_body),
         tls(opt.tls != nullptr) {
     router.set_metrics_extra([this] { return guard.metrics_text(); });
+    router.set_server_names(opt.server_names);
   }
 
   static ConnectionGuard::Limits guard_limits(const ServerOptions& o) {
@@ -218,7 +216,9 @@ struct ApiServer::Impl {
     try {
       return send(c, self->router.handle(req));
     } catch (const std::exception& e) {
-      return send(c, problem(500, std::string("internal error: ") + e.what()));
+      // The text stays in the journal: it may name paths or values a client has no business seeing.
+      self->log(engine::LogLevel::error, std::string("internal error answering ") + req.method + " " + req.path + ": " + e.what());
+      return send(c, problem(500, "internal error (the daemon's log says what)"));
     }
   }
 

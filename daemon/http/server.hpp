@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/engine.hpp"
 #include "engine/log.hpp"
@@ -24,6 +25,7 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(10)};    // no byte in either direction for this long
   std::chrono::milliseconds max_connection_time{std::chrono::seconds(60)};  // then shut down
   std::shared_ptr<const tls::Identity> tls;  // set: HTTPS only (TLS 1.2 or later); null: plain HTTP
+  std::vector<std::string> server_names;     // Host names answered besides addresses and localhost
   engine::LogFn log;                         // what the server sheds, summed; libmicrohttpd's errors
 };
 

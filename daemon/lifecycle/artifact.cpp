@@ -10,6 +10,8 @@
 #include <fstream>
 #include <vector>
 
+#include "core/grammar.hpp"
+#include "lifecycle/dkms_run.hpp"
 #include "nvidia/sha256.hpp"
 
 namespace p2pnode::nvidia {
@@ -40,15 +42,36 @@ Result<std::string> hash_host_file(const fs::path& p) {
   return h.hex();
 }
 
+// A local artifact is copied into p2pnode's own directory (root's, 0700 above it) and hashed there:
+// what is used later is the copy, so swapping the original after the check changes nothing.
 Result<Fetched> check_path(const sys::SysRoot& root, const std::string& path, const Artifact& a,
                            std::string_view label) {
-  Fetched f;
-  f.path = path;
-  f.is_dir = root.is_dir(path);
   if (!root.exists(path)) return Error{std::string(label) + ": " + path + " does not exist"};
-  auto h = f.is_dir ? sha256_tree(root, path) : sha256_file(root, path);
+  Fetched f;
+  f.is_dir = root.is_dir(path);
+  // The original first: a wrong one is refused before anything is written.
+  if (auto h = f.is_dir ? sha256_tree(root, path) : sha256_file(root, path); !h || *h != a.sha256)
+    return !h ? h.error().with_context(std::string(label)) : mismatch(label, path, a.sha256, *h);
+  // Named by digest too: two artifacts of one name (a source and a patch both called src) never share a copy.
+  const std::string dest = sys::join(kArtifactDir, "local", a.sha256.substr(0, 16) + "-" + safe_name(artifact_basename(a)));
+  const std::string part = dest + ".part";
+  if (auto st = root.make_dirs(sys::join(kArtifactDir, "local")); !st) return st.error().with_context(std::string(label));
+  std::error_code ec;
+  fs::remove_all(root.host_path(part), ec);
+  if (f.is_dir) {
+    if (auto st = copy_tree(root.host_path(path), root.host_path(part)); !st) return st.error().with_context(std::string(label));
+  } else {
+    fs::copy_file(root.host_path(path), root.host_path(part), fs::copy_options::overwrite_existing, ec);
+    if (ec) return Error{std::string(label) + ": copying " + path + " to " + part + ": " + ec.message(), ec.value()};
+  }
+  auto h = f.is_dir ? sha256_tree(root, part) : sha256_file(root, part);
+  if (!h || *h != a.sha256) fs::remove_all(root.host_path(part), ec);
   if (!h) return h.error().with_context(std::string(label));
   if (*h != a.sha256) return mismatch(label, path, a.sha256, *h);
+  fs::remove_all(root.host_path(dest), ec);
+  fs::rename(root.host_path(part), root.host_path(dest), ec);
+  if (ec) return Error{std::string(label) + ": renaming " + part + ": " + ec.message(), ec.value()};
+  f.path = dest;
   f.sha256 = *h;
   return f;
 }
@@ -63,11 +86,14 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
   const std::string part = dest + ".part";
   std::error_code ec;
   const auto have = fs::exists(root.host_path(part)) ? fs::file_size(root.host_path(part), ec) : 0;
-  log("downloading " + *a.url + " to " + dest + (have ? " (resuming at " + std::to_string(have) + " bytes)" : ""));
+  const std::string shown = grammar::redact_url(*a.url);
+  log("downloading " + shown + " to " + dest + (have ? " (resuming at " + std::to_string(have) + " bytes)" : ""));
   sys::Command cmd;
   cmd.argv = {"curl", "--fail", "--location", "--progress-bar", "--show-error", "--retry", "3", "--continue-at", "-",
               "--output", root.host_path(part).string(), "--write-out",
-              "downloaded %{size_download} bytes in %{time_total} s (%{speed_download} B/s)\n", *a.url};
+              "downloaded %{size_download} bytes in %{time_total} s (%{speed_download} B/s)\n",
+              // http and https only, redirects included (never file://, which would read the root's files).
+              "--proto", "=http,https", "--proto-redir", "=http,https", "--max-filesize", "8G", "--", *a.url};
   cmd.timeout = std::chrono::hours(1);
   cmd.cr_ends_line = true;  // the bar redraws with \r: one progress line every 5 s, and at 100 %
   auto last_progress = std::chrono::steady_clock::now();
@@ -88,9 +114,17 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
     }
   };
   const auto r = runner.run(cmd);
+  if (!r.success() && (r.exit_code == 33 || r.exit_code == 36)) {
+    // The server cannot resume (no ranges, or the file changed): a kept .part would fail every
+    // later apply the same way, so it goes and the next apply starts over.
+    (void)root.remove_file(part);
+    return Error{std::string(label) + ": downloading " + shown + ": curl " + r.describe() + ": " + curl_error_lines(r.err) +
+                     " (the server cannot resume " + part + ": removed, the next apply downloads it whole)",
+                 r.exit_code};
+  }
   if (!r.success()) {
     const std::string why = curl_error_lines(r.err);
-    return Error{std::string(label) + ": downloading " + *a.url + ": curl " + r.describe() +
+    return Error{std::string(label) + ": downloading " + shown + ": curl " + r.describe() +
                      (why.empty() ? "" : ": " + why) + " (the partial file " + part + " is kept for a resume)",
                  r.exit_code};
   }
@@ -99,7 +133,7 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
   if (*h != a.sha256) {
     // A complete download with the wrong digest cannot be fixed by resuming it.
     (void)root.remove_file(part);
-    return mismatch(label, *a.url, a.sha256, *h);
+    return mismatch(label, shown, a.sha256, *h);
   }
   fs::rename(root.host_path(part), root.host_path(dest), ec);
   if (ec) return Error{std::string(label) + ": renaming " + part + ": " + ec.message(), ec.value()};
@@ -120,7 +154,8 @@ Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, cons
   sys::Command cmd;
   cmd.argv = {"git", "clone", "--depth", "1"};
   if (!branch.empty()) cmd.argv.insert(cmd.argv.end(), {"--branch", branch});
-  cmd.argv.insert(cmd.argv.end(), {*a.git, root.host_path(dest).string()});
+  // After --: a repository that starts with '-' is never read as an option (the loader refuses one too).
+  cmd.argv.insert(cmd.argv.end(), {"--", *a.git, root.host_path(dest).string()});
   cmd.timeout = std::chrono::hours(1);
   cmd.on_line = [&](std::string_view line, bool) { log(line); };
   const auto r = runner.run(cmd);
@@ -153,25 +188,46 @@ Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir)
   const fs::path base = root.host_path(dir);
   std::error_code ec;
   std::vector<std::string> files;
+  std::vector<std::pair<std::string, std::string>> links;  // path, target
   fs::recursive_directory_iterator it(base, fs::directory_options::none, ec), end;
   if (ec) return Error{"listing " + std::string(dir) + ": " + ec.message(), ec.value()};
   for (; it != end; it.increment(ec)) {
     if (ec) return Error{"listing " + std::string(dir) + ": " + ec.message(), ec.value()};
-    const auto rel = fs::relative(it->path(), base, ec).generic_string();
+    // Lexical: fs::relative would follow a link to its target and name the wrong path.
+    const auto rel = it->path().lexically_relative(base).generic_string();
     if (rel == ".git" && it->is_directory()) {
       it.disable_recursion_pending();
       continue;
     }
-    if (it->is_symlink() || !it->is_regular_file()) continue;
+    if (it->is_symlink()) {
+      // A link is hashed as its target's text, and only one that stays inside the tree is taken:
+      // the copy keeps links, so one out of the tree would bring in what the digest never saw.
+      const fs::path target = fs::read_symlink(it->path(), ec);
+      if (ec) return Error{"reading the link " + std::string(dir) + "/" + rel + ": " + ec.message(), ec.value()};
+      const fs::path resolved = (fs::path("/tree") / fs::path(rel).parent_path() / target).lexically_normal();
+      if (target.is_absolute() || !grammar::stays_under("/tree", resolved))
+        return Error{std::string(dir) + ": the symbolic link ./" + rel + " points to " + target.string() +
+                     ", outside the tree: refusing the tree (its digest would not cover what the link brings in)"};
+      links.emplace_back("./" + rel, target.string());
+      continue;
+    }
+    if (it->is_directory()) continue;
+    if (!it->is_regular_file())
+      return Error{std::string(dir) + ": ./" + rel + " is neither a file, a directory nor a link: refusing the tree"};
     files.push_back("./" + rel);
   }
-  std::sort(files.begin(), files.end());  // bytewise, as LC_ALL=C sort
-  std::string listing;
+  std::vector<std::string> lines;
   for (const auto& f : files) {
     auto h = hash_host_file(base / f.substr(2));
     if (!h) return h.error();
-    listing += *h + "  " + f + "\n";
+    lines.push_back(*h + "  " + f + "\n");
   }
+  for (const auto& [f, target] : links) lines.push_back(sha256_hex(target) + "  " + f + "\n");
+  std::sort(lines.begin(), lines.end(), [](const std::string& x, const std::string& y) {
+    return x.substr(66) < y.substr(66);  // by path, bytewise, as LC_ALL=C sort -z of the names
+  });
+  std::string listing;
+  for (const auto& l : lines) listing += l;
   return listing;
 }
 

@@ -21,7 +21,10 @@ Result<std::string> sha256_file(const sys::SysRoot& root, std::string_view path)
 
 // sha256 of a directory's listing, the same as
 //   cd DIR && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum
-// (symbolic links and the .git directory are left out), so an operator can compute it by hand.
+// for a tree without symbolic links (the top .git directory is left out), so an operator can compute
+// it by hand. A link adds the line "<sha256 of its target's text>  ./path" in the same order
+// (printf %s "$(readlink path)" | sha256sum); a link out of the tree (absolute, or climbing above
+// it) and any file that is not regular refuse the tree.
 Result<std::string> sha256_tree(const sys::SysRoot& root, std::string_view dir);
 // The listing itself ("<hex>  ./path" lines), for messages and tests.
 Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir);

@@ -135,6 +135,23 @@ Status copy_tree(const fs::path& from, const fs::path& to) {
   return {};
 }
 
+std::vector<std::string> unpack_argv(const std::string& archive, const std::string& dir) {
+  return {"tar", "--no-same-owner", "--no-same-permissions", "-xf", archive, "-C", dir};
+}
+
+Status strip_setid(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto st = it->symlink_status(ec);
+    if (ec || fs::is_symlink(st)) continue;
+    if ((st.permissions() & (fs::perms::set_uid | fs::perms::set_gid)) != fs::perms::none)
+      fs::permissions(it->path(), fs::perms::set_uid | fs::perms::set_gid, fs::perm_options::remove, ec);
+    if (ec) return Error{"clearing the set-id bits of " + it->path().string() + ": " + ec.message(), ec.value()};
+  }
+  if (ec) return Error{"listing " + dir.string() + ": " + ec.message(), ec.value()};
+  return {};
+}
+
 Status move_tree(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::rename(from, to, ec);

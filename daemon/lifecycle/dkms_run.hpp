@@ -55,6 +55,11 @@ std::string failure_report(const std::string& what, const sys::CommandResult& r,
 
 // The tree under `from` into `to` (host paths; .git left out; symlinks kept as links).
 Status copy_tree(const std::filesystem::path& from, const std::filesystem::path& to);
+// tar's argv to unpack `archive` into `dir` as root without the archive's owners or modes
+// (--no-same-owner --no-same-permissions: the umask applies, no set-id bits).
+std::vector<std::string> unpack_argv(const std::string& archive, const std::string& dir);
+// Clears the set-user-id and set-group-id bits of every file under dir (links are not followed).
+Status strip_setid(const std::filesystem::path& dir);
 
 // Moves a file or tree (host paths): rename, or where `from` and `to` are on different mounts
 // (EXDEV: the units' ProtectSystem=strict makes /usr, /lib/modules and /var/lib each its own bind

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/grammar.hpp"
 #include "dkms/conf.hpp"
 #include "dkms/initramfs.hpp"
 #include "dkms/status.hpp"
@@ -185,6 +186,12 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     r.writes = root.write_count() - writes0 + run.changes();
     return r;
   };
+  // The loader checked the name and version; the paths that remove_all and move_tree act on are
+  // checked again here, where they are used.
+  if (!grammar::is_dkms_name(t.name) || !grammar::is_dkms_name(t.version) ||
+      !grammar::stays_under("/usr/src", t.src_dir) || !grammar::stays_under(kStateDir, t.stamp))
+    return finish(StepOutcome::failed, "refusing the DKMS package '" + grammar::shell_comment_text(subject) +
+                                           "': expected a name and version of [a-z0-9._+-] whose directory stays under /usr/src");
 
   // Another build of this package in progress (the kernel hook's, an operator's): wait for it,
   // then look again.

@@ -30,10 +30,11 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
     if (auto st = copy_tree(root.host_path(src.path), root.host_path(s.dir)); !st) return st.error();
   } else {
     sys::Command tar;
-    tar.argv = {"tar", "-xf", root.host_path(src.path).string(), "-C", root.host_path(s.dir).string()};
+    tar.argv = unpack_argv(root.host_path(src.path).string(), root.host_path(s.dir).string());
     tar.timeout = std::chrono::minutes(10);
     const auto r = runner.run(tar);
     if (!r.success()) return Error{"unpacking " + src.path + ": tar " + r.describe() + ": " + r.err, r.exit_code};
+    if (auto st = strip_setid(root.host_path(s.dir)); !st) return st.error().with_context("unpacking " + src.path);
     // A tarball with one top directory (open-gpu-kernel-modules-550.90.07-p2p/): use its contents.
     const auto top = root.list_dir(s.dir);
     if (top.size() == 1 && root.is_dir(sys::join(s.dir, top[0]))) {
@@ -116,6 +117,7 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
   if (s.modules.empty())
     return Error{"the source tree builds no module that p2pnode can name (no kernel-open/nvidia, no obj-m in "
                  "Makefile/Kbuild)"};
+  if (auto why = dkms::unsafe_value(conf)) return Error{"writing " + s.dir + "/dkms.conf: " + *why};
   s.conf_text = dkms::render(conf);
   if (auto st = root.write_file_atomic(sys::join(s.dir, "dkms.conf"), s.conf_text); !st) return st.error();
   return s;

@@ -78,15 +78,17 @@ std::string release_of_image_package(std::string_view p) {
 }
 
 std::vector<DkmsPatch> parse_dkms_patches(std::string_view conf) {
-  static const std::regex re(R"re(^\s*PATCH(_MATCH)?\[([0-9]+)\]\s*=\s*"?([^"]*)"?\s*$)re");
+  // p2pnode writes values in '…' (grammar::shell_quote); older p2pnode and others in "…".
+  static const std::regex re(R"re(^\s*PATCH(_MATCH)?\[([0-9]+)\]\s*=\s*(?:'([^']*)'|"?([^"]*)"?)\s*$)re");
   std::map<int, DkmsPatch> by_index;
   for (const auto& l : lines_of(conf)) {
     std::smatch m;
     if (!std::regex_match(l, m, re)) continue;
     auto& p = by_index[std::stoi(m[2].str())];
     // dkms.conf is shell: a \\ in a double-quoted value is one backslash.
-    std::string v = m[3].str();
-    for (std::size_t i = 0; (i = v.find("\\\\", i)) != std::string::npos; ++i) v.erase(i, 1);
+    std::string v = m[3].matched ? m[3].str() : m[4].str();
+    if (!m[3].matched)
+      for (std::size_t i = 0; (i = v.find("\\\\", i)) != std::string::npos; ++i) v.erase(i, 1);
     (m[1].matched ? p.match : p.file) = v;
   }
   std::vector<DkmsPatch> out;

@@ -2,8 +2,10 @@
 // secureboot/efi.hpp. Only reads: efivars, securityfs, sysfs, DKMS's configuration and key files.
 #include <algorithm>
 
+#include "sys/private_file.hpp"
 #include "probe/probe.hpp"
 #include "secureboot/efi.hpp"
+#include "sys/private_file.hpp"
 
 namespace p2pnode::probe {
 
@@ -41,6 +43,9 @@ SecureBootState probe_secure_boot(const sys::SysRoot& root, const ModuleSigning*
     s.key_from_profile = true;
   }
   s.key_present = root.exists(s.key_path);
+  // Whoever can read the private key can sign modules the kernel will trust: checked on the open file.
+  if (s.key_present)
+    if (auto st = sys::check_owner_only(root.host_path(s.key_path), "DKMS's signing key"); !st) s.key_problem = st.error().message;
   const auto cert = root.read_bytes(s.cert_path, 64 << 10);
   s.cert_present = static_cast<bool>(cert);
   if (s.efi && cert) {

@@ -7,7 +7,9 @@
 #include <map>
 #include <sstream>
 
+#include "core/grammar.hpp"
 #include "nvidia/breakage.hpp"
+#include "profile/input_rules.hpp"
 
 namespace p2pnode::profile {
 namespace {
@@ -26,8 +28,10 @@ std::optional<Artifact> read_artifact_node(const YAML::Node& node, const std::st
   const int sources = (a.path ? 1 : 0) + (a.url ? 1 : 0) + (a.git ? 1 : 0);
   if (sources != 1)
     diag.add(node, path, "expected exactly one of path, url or git; found " + std::to_string(sources));
-  if (a.url && a.url->rfind("http://", 0) != 0 && a.url->rfind("https://", 0) != 0)
-    diag.add(m.get("url"), m.child_path("url"), "expected an http:// or https:// URL, found '" + *a.url + "'");
+  expect_string(m, "url", grammar::is_http_url, kUrlRule);
+  expect_string(m, "git", grammar::is_git_source, kGitRule);
+  expect_string(m, "branch", grammar::is_git_ref, kGitRefRule);
+  expect_string(m, "path", grammar::is_safe_absolute_path, kSafePathRule);
   if (a.branch && !a.git) diag.add(m.get("branch"), m.child_path("branch"), "branch is only meaningful with git");
   if (auto sha = m.string("sha256", true)) {
     const bool hex = sha->size() == 64 && sha->find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -141,8 +145,8 @@ void read_driver(MapReader& root, Profile& p) {
   if (!m) return;
   DriverSpec d;
   if (auto v = m->string("version", true)) {
-    const bool ok = std::count(v->begin(), v->end(), '.') >= 1 &&
-                    v->find_first_not_of("0123456789.") == std::string::npos;
+    const bool ok = std::count(v->begin(), v->end(), '.') >= 1 && v->front() != '.' && v->back() != '.' &&
+                    v->find("..") == std::string::npos && v->find_first_not_of("0123456789.") == std::string::npos;
     if (!ok) m->diag().add(m->get("version"), m->child_path("version"),
                            "expected an NVIDIA driver version such as 550.90.07, found '" + *v + "'");
     d.version = *v;
@@ -156,13 +160,13 @@ void read_driver(MapReader& root, Profile& p) {
   if (auto k = m->map("kernel_module", {"name", "source", "patches", "signing"})) {
     ModuleSource ms;
     if (auto n = k->string("name")) ms.name = *n;
+    expect_string(*k, "name", grammar::is_dkms_name, kDkmsNameRule);
     if (auto sg = k->map("signing", {"key", "certificate"})) {
       ModuleSigning signing;
       for (auto [field, out] : {std::pair<const char*, std::string*>{"key", &signing.key}, {"certificate", &signing.certificate}})
         if (auto v = sg->string(field, true)) {
-          if (v->empty() || v->front() != '/' || v->find('\n') != std::string::npos)
-            sg->diag().add(sg->get(field), sg->child_path(field), std::string("expected an absolute path for the module signing ") +
-                                                                     field + ", found '" + *v + "'");
+          expect_string(*sg, field, grammar::is_safe_absolute_path,
+                        std::string("the module signing ") + field + " as " + kSafePathRule);
           *out = *v;
         }
       ms.signing = signing;
@@ -175,6 +179,12 @@ void read_driver(MapReader& root, Profile& p) {
       if (patches[i].IsMap() && patches[i]["builtin"].IsDefined()) {
         if (auto pa = read_builtin_patch(patches[i], path, m->diag())) ms.patches.push_back(*pa);
       } else if (auto pa = read_artifact_node(patches[i], path, m->diag())) {
+        // DKMS reads the patch by the file name p2pnode gives it, the URL's or path's last segment.
+        const std::string src = pa->url ? *pa->url : pa->path.value_or("");
+        std::string file = src.substr(0, src.find_first_of("?#"));
+        file = file.substr(file.rfind('/') + 1);
+        if (!src.empty() && !grammar::is_safe_file_name(file))
+          m->diag().add(patches[i], path, std::string("expected ") + kPatchFileRule + ", found '" + printable(file) + "'");
         ms.patches.push_back(*pa);
       }
     }
@@ -187,14 +197,17 @@ void read_driver(MapReader& root, Profile& p) {
       // Re-read without the unknown-key check: option names are free-form NVreg_* words.
       for (const auto& kv : o) {
         const std::string k = kv.first.Scalar();
-        if (k.rfind("NVreg_", 0) != 0)
+        if (!grammar::is_nvreg_key(k))
           m->diag().add(kv.first, m->child_path("options." + k),
-                        "expected an NVreg_* module option name, found '" + k + "'" +
+                        std::string("expected ") + kNvregKeyRule + ", found '" + printable(k) + "'" +
                             (k.rfind("RM", 0) == 0 ? " (registry keys such as " + k +
                                                          " go inside NVreg_RegistryDwords: \"" + k + "=1\")"
                                                    : std::string()));
         else if (!kv.second.IsScalar())
           m->diag().add(kv.second, m->child_path("options." + k), "expected a scalar value, found " + describe_node(kv.second));
+        else if (!grammar::is_nvreg_value(kv.second.Scalar()))
+          m->diag().add(kv.second, m->child_path("options." + k),
+                        std::string("expected ") + kNvregValueRule + ", found '" + printable(kv.second.Scalar()) + "'");
         else
           d.module_options[k] = kv.second.Scalar();
       }
@@ -205,6 +218,10 @@ void read_driver(MapReader& root, Profile& p) {
   if (auto r = m->map("reload", {"allow", "stop_units", "kill_holders"})) {
     d.allow_reload = r->boolean("allow").value_or(false);
     d.stop_units = r->string_list("stop_units");
+    for (std::size_t i = 0; i < d.stop_units.size(); ++i)
+      if (!grammar::is_unit_name(d.stop_units[i]))
+        r->diag().add(r->get("stop_units")[i], r->child_path("stop_units") + "[" + std::to_string(i) + "]",
+                      std::string("expected ") + kUnitRule + ", found '" + printable(d.stop_units[i]) + "'");
     d.allow_kill_holders = r->boolean("kill_holders").value_or(false);
   }
   p.driver = d;
@@ -299,6 +316,9 @@ void read_nvme(MapReader& root, Profile& p) {
     drive.power_fixups = d.boolean("power_fixups").value_or(true);
     drive.wipe_ok = d.boolean("wipe_ok").value_or(false);
     drive.pair_gpu = d.string("pair_gpu");
+    if (drive.pair_gpu && !is_bdf(*drive.pair_gpu))
+      d.diag().add(d.get("pair_gpu"), d.child_path("pair_gpu"),
+                   "expected the GPU's PCI address such as 0000:01:00.0, found '" + *drive.pair_gpu + "'");
     const std::string key = drive.serial ? "serial " + *drive.serial
                           : drive.address ? "address " + *drive.address : "model " + drive.model.value_or("");
     if (!seen.emplace(key, path).second)
@@ -397,6 +417,9 @@ LoadResult load_profile_text(std::string_view text, const std::string& file_name
                                       describe_node(*doc));
     return out;
   }
+  // A control character in any string could end a line of a file p2pnode writes: refused first.
+  check_no_control_chars(*doc, out.diagnostics);
+  if (!out.diagnostics.empty()) return out;
   MapReader root(*doc, "", out.diagnostics,
                  {"apiVersion", "kind", "metadata", "match", "platform", "driver", "gdrcopy", "nvme", "selftest"});
   if (!root.valid()) return out;
@@ -409,9 +432,11 @@ LoadResult load_profile_text(std::string_view text, const std::string& file_name
   root.require("metadata");
   if (auto md = root.map("metadata", {"name", "description"})) {
     if (auto n = md->string("name", true)) {
-      const bool ok = n->size() <= 63 && n->find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") == std::string::npos;
+      const bool ok = n->size() <= 63 && n->find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") == std::string::npos &&
+                      std::isalnum(static_cast<unsigned char>(n->front()));
       if (!ok) out.diagnostics.add(md->get("name"), "metadata.name",
-                                   "expected lowercase letters, digits, '-', '_' or '.', at most 63, found '" + *n + "'");
+                                   "expected a lowercase letter or digit, then lowercase letters, digits, '-', '_' or '.', "
+                                   "at most 63, found '" + printable(*n) + "'");
       p.name = *n;
     }
     p.description = md->string("description").value_or("");

@@ -93,8 +93,7 @@ Result<CertificateChain> read_certificate_chain(const std::filesystem::path& fil
 
 Result<KeyPtr> read_private_key(const std::filesystem::path& file) {
   const std::string what = "TLS key file";
-  if (auto st = sys::check_owner_only(file, what); !st) return st.error();
-  auto text = read_pem_text(file, what);
+  auto text = sys::read_private_file(file, what, 1 << 20);  // checked and read on one descriptor
   if (!text) return text.error();
   auto bio = memory_bio(*text);
   KeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr));

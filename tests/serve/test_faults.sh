@@ -22,6 +22,15 @@ check "listening beyond loopback needs allow_non_loopback" bash -c "grep -q allo
 : > "$WORK/badcfg/empty.yaml"
 "$BIN" serve --root "$WORK/badcfg/root" --listen 0.0.0.0:0 --config "$WORK/badcfg/empty.yaml" > "$WORK/badcfg/out" 2>&1
 check "--listen beyond loopback is refused too" grep -q 'not a loopback' "$WORK/badcfg/out"
+# Plain HTTP beyond loopback needs its own setting (the token would cross the network in clear).
+printf 'listen: 0.0.0.0:0\nallow_non_loopback: true\n' > "$WORK/badcfg/p2pnode.yaml"
+"$BIN" serve --root "$WORK/badcfg/root" --config "$WORK/badcfg/p2pnode.yaml" > "$WORK/badcfg/out" 2>&1
+check "plain HTTP beyond loopback exits 2" test $? = 2
+check "and names allow_plaintext_beyond_loopback" grep -q allow_plaintext_beyond_loopback "$WORK/badcfg/out"
+# A name is not loopback, whatever its text says (it resolves when the server binds).
+printf 'listen: 127.0.0.1.nip.io:0\n' > "$WORK/badcfg/p2pnode.yaml"
+"$BIN" serve --root "$WORK/badcfg/root" --config "$WORK/badcfg/p2pnode.yaml" > "$WORK/badcfg/out" 2>&1
+check "a listen name that merely starts with 127. is not loopback" grep -q 'not a loopback' "$WORK/badcfg/out"
 
 # --- no profile matches: failed, with the reason, still serving ---
 make_node noprofile h200-4gpu "$SRC/tests/profiles/two-4090.yaml"
@@ -34,6 +43,9 @@ record noprofile_status GET /v1/status
 check "state failed" test "$(jq -r .state <<<"$BODY")" = failed
 record noprofile_findings GET /v1/findings
 record noprofile_metrics GET /metrics
+# DNS rebinding: a page of another site reaching the daemon under that site's name.
+check "a forged Host is answered 421" test "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$URL_noprofile/livez")" = 421
+check "the address as Host is answered" test "$(curl -s -o /dev/null -w '%{http_code}' "$URL_noprofile/livez")" = 200
 check "metrics say failed" grep -q '^p2pnode_node_state{state="failed"} 1' "$RESP/noprofile_metrics.body"
 
 # --- agents that fail: each a verdict with its reason, the daemon keeps serving ---

@@ -137,7 +137,7 @@ TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
   // dkms.conf builds kernel-open/ only; both builtins touch kernel-open/ only, so the core serves
   // every kernel even though io-memory-pfn applies to some kernels only.
   const auto conf = *b.root.read_text("/usr/src/p2ptest-1.5/dkms.conf");
-  EXPECT_NE(conf.find("MAKE[0]=\"'make' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}\""), std::string::npos) << conf;
+  EXPECT_NE(conf.find("MAKE[0]=''\\''make'\\'' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}'"), std::string::npos) << conf;
   EXPECT_EQ(r.after["core"]["from_cache"], false);
   const std::string key = r.after["core"]["key"];
   ASSERT_EQ(key.size(), 64u);

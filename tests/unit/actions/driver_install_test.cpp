@@ -35,8 +35,8 @@ TEST(DriverModule, InstallsThenDoesNothing) {
   // The generated tree: dkms.conf with the quoted MAKE and the patch in patches/.
   const auto conf = root.read_text("/usr/src/p2ptest-1.5/dkms.conf");
   ASSERT_TRUE(conf);
-  EXPECT_NE(conf->find("MAKE[0]=\"'make' "), std::string::npos);
-  EXPECT_NE(conf->find("PATCH[0]=\"01-0001-mark.patch\""), std::string::npos);
+  EXPECT_NE(conf->find("MAKE[0]=''\\''make'\\'' "), std::string::npos) << *conf;
+  EXPECT_NE(conf->find("PATCH[0]='01-0001-mark.patch'"), std::string::npos);
   EXPECT_TRUE(root.exists("/usr/src/p2ptest-1.5/patches/01-0001-mark.patch"));
   EXPECT_TRUE(root.exists("/usr/src/p2ptest-1.5/p2ptest.c"));
   // Progress lines name the step and the elapsed time (the scripted runner streams no lines of its own).
@@ -103,7 +103,11 @@ TEST(DriverModule, CorruptSha256RefusesAndWritesNothing) {
   auto r = make_driver_module()->apply(ctx, inv);
   EXPECT_EQ(r[0].outcome, StepOutcome::refused);
   EXPECT_NE(r[0].message.find("sha256 mismatch"), std::string::npos) << r[0].message;
-  EXPECT_EQ(r[0].writes, 0u);
+  // The good source was copied into p2pnode's own artifact directory before the patch was refused
+  // (its one write); the patch was refused before any copy, and nothing outside that was touched.
+  EXPECT_EQ(r[0].writes, 1u);
+  EXPECT_TRUE(root.is_dir("/var/lib/p2pnode/artifacts/local"));
+  EXPECT_EQ(root.list_dir("/var/lib/p2pnode/artifacts/local").size(), 1u) << "the source's copy only";
   EXPECT_FALSE(root.exists("/usr/src/p2ptest-1.5"));
   EXPECT_EQ(dkms.builds, 0);
 }
@@ -332,8 +336,10 @@ TEST(DriverUserspace, RunsTheInstallerOnceWithItsFlags) {
   auto r = action->apply(ctx, inv);
   EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
   ASSERT_EQ(runner.calls().size(), 1u);
-  EXPECT_EQ(runner.calls()[0], (std::vector<std::string>{"sh", root.host_path(*a.path).string(), "--silent",
-                                                         "--no-kernel-modules", "--no-drm"}));
+  // The installer runs from p2pnode's own copy, the one whose sha256 was checked.
+  EXPECT_EQ(runner.calls()[0], (std::vector<std::string>{"sh", root.host_path("/var/lib/p2pnode/artifacts/local/" + a.sha256.substr(0, 16) +
+                                                                          "-NVIDIA-Linux-x86_64-550.90.07.run").string(),
+                                                         "--silent", "--no-kernel-modules", "--no-drm"}));
   EXPECT_TRUE(action->plan(p, inv, root).empty());
 }
 
@@ -447,8 +453,11 @@ TEST(DriverReload, ReloadsInOrderAndVerifies) {
   auto r = make_driver_reload()->apply(ctx, inv);
   EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
   std::vector<std::string> modprobes;
-  for (const auto& c : runner.calls())
-    if (c[0] == "modprobe" || (c[0] == "systemctl" && c[1] != "is-active")) modprobes.push_back(c[1] + (c.size() > 2 ? " " + c[2] : ""));
+  for (const auto& c : runner.calls()) {
+    if (c[0] == "modprobe") modprobes.push_back(c[1] + (c.size() > 2 ? " " + c[2] : ""));
+    // systemctl stop|start -- UNIT: the unit after --, never read as an option.
+    if (c[0] == "systemctl" && c[1] != "is-active" && c.size() == 4 && c[2] == "--") modprobes.push_back(c[1] + " " + c[3]);
+  }
   EXPECT_EQ(modprobes, (std::vector<std::string>{"stop nvidia-persistenced.service", "-r nvidia_drm", "-r nvidia_modeset",
                                                  "-r nvidia_uvm", "-r nvidia", "nvidia", "nvidia_uvm", "nvidia_modeset",
                                                  "nvidia_drm", "start nvidia-persistenced.service"}));
@@ -471,9 +480,9 @@ TEST(DriverModule, BuiltinPatchesAreStagedWithTheirPatchMatch) {
   auto r = make_driver_module()->apply(ctx, inv);
   ASSERT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
   const auto conf = *root.read_text("/usr/src/p2ptest-1.5/dkms.conf");
-  EXPECT_NE(conf.find("PATCH[0]=\"01-pci-resize-resource-exclude-bars.patch\"\nPATCH[1]=\"02-io-memory-pfn.patch\"\n"
-                      "PATCH_MATCH[1]=\"^(6\\\\.(10|[2-9][0-9]{1}|1[1-9]|[1-9][0-9]{2,})|(7|[8-9]|[1-9][0-9]{1,})"
-                      "\\\\.[0-9]+)([.-]|$)\"\n"),
+  EXPECT_NE(conf.find("PATCH[0]='01-pci-resize-resource-exclude-bars.patch'\nPATCH[1]='02-io-memory-pfn.patch'\n"
+                      "PATCH_MATCH[1]='^(6\\.(10|[2-9][0-9]{1}|1[1-9]|[1-9][0-9]{2,})|(7|[8-9]|[1-9][0-9]{1,})"
+                      "\\.[0-9]+)([.-]|$)'\n"),
             std::string::npos)
       << conf;
   EXPECT_EQ(*root.read_text("/usr/src/p2ptest-1.5/patches/02-io-memory-pfn.patch", 1 << 20),

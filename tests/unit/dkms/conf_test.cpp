@@ -36,16 +36,16 @@ TEST(DkmsConf, NvidiaOpenTreeGolden) {
   const std::string text = render(conf);
   expect_golden("nvidia-p2p-550.90.07.conf", text);
   // The MAKE line starts with a quoted 'make', so DKMS's ${make_command/#make/…} does not match.
-  EXPECT_NE(text.find("MAKE[0]=\"'make' "), std::string::npos);
+  EXPECT_NE(text.find("MAKE[0]=''\\''make'\\'' "), std::string::npos) << text;
   const auto make_line = text.substr(text.find("MAKE[0]="), text.find('\n', text.find("MAKE[0]=")) - text.find("MAKE[0]="));
   EXPECT_EQ(make_line.find("KERNELRELEASE"), std::string::npos) << make_line;
   EXPECT_NE(make_line.find("KERNEL_UNAME=${kernelver}"), std::string::npos) << make_line;
-  EXPECT_NE(text.find("PATCH[1]=\"02-follow_pfn.patch\""), std::string::npos);
-  EXPECT_NE(text.find("BUILT_MODULE_LOCATION[4]=\"kernel-open/\""), std::string::npos);
+  EXPECT_NE(text.find("PATCH[1]='02-follow_pfn.patch'"), std::string::npos);
+  EXPECT_NE(text.find("BUILT_MODULE_LOCATION[4]='kernel-open/'"), std::string::npos);
   // With the core prebuilt (kernel-open/*/*.o_binary in the source), a kernel's build is kernel-open/ only.
   const std::string pre = render(nvidia_open_conf("nvidia-p2p", "550.90.07", mods, {}, true));
-  EXPECT_NE(pre.find("MAKE[0]=\"'make' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}\"\n"), std::string::npos) << pre;
-  EXPECT_NE(pre.find("BUILT_MODULE_LOCATION[0]=\"kernel-open/\""), std::string::npos);
+  EXPECT_NE(pre.find("MAKE[0]=''\\''make'\\'' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}'\n"), std::string::npos) << pre;
+  EXPECT_NE(pre.find("BUILT_MODULE_LOCATION[0]='kernel-open/'"), std::string::npos);
 }
 
 // Builtin patches: PATCH_MATCH only where the breakage table gives a kernel range, and the regex
@@ -111,9 +111,16 @@ TEST(DkmsConf, NoAutoinstallSoAFailedBuildNeverFailsAKernelInstall) {
   EXPECT_EQ(without_autoinstall(old), std::optional<std::string>("PACKAGE_NAME=\"nvidia\"\nPATCH[0]=\"a.patch\""));
 }
 
-TEST(DkmsConf, QuotesValues) {
-  Conf c = kbuild_conf("we\"ird", "1.0", {"m"}, {});
-  EXPECT_NE(render(c).find("PACKAGE_NAME=\"we\\\"ird\""), std::string::npos);
+// Every value in single quotes (grammar::shell_quote); what DKMS would read a second time as shell
+// is refused before anything is written (core/grammar_test.cpp reads the files back with bash).
+TEST(DkmsConf, QuotesValuesAndRefusesWhatDkmsWouldReadAsShell) {
+  Conf c = kbuild_conf("we'ird", "1.0", {"m"}, {});
+  EXPECT_NE(render(c).find("PACKAGE_NAME='we'\\''ird'"), std::string::npos) << render(c);
+  EXPECT_FALSE(unsafe_value(c));
+  EXPECT_TRUE(unsafe_value(kbuild_conf("we\"ird", "1.0", {"m"}, {})));
+  EXPECT_TRUE(unsafe_value(kbuild_conf("p", "1.0", {"m"}, {"$(id).patch"})));
+  EXPECT_TRUE(unsafe_value(kbuild_conf("p", "1.0", {"m"}, {"a\nb.patch"})));
+  EXPECT_TRUE(unsafe_value(gdrdrv_conf("gdrdrv", "2.6", "/usr/src/x`id`")));
 }
 
 }  // namespace

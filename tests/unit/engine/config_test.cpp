@@ -92,9 +92,35 @@ TEST(DaemonConfig, ErrorsNameLineAndKey) {
 
 TEST(DaemonConfig, NonLoopbackNeedsToBeAllowed) {
   EXPECT_FALSE(load_config_text("listen: 0.0.0.0:9470\n", "c").config);
-  auto ok = load_config_text("listen: 0.0.0.0:9470\nallow_non_loopback: true\n", "c");
+  // Beyond loopback without TLS: plain HTTP must be allowed by its own setting as well.
+  auto plain = load_config_text("listen: 0.0.0.0:9470\nallow_non_loopback: true\n", "c");
+  ASSERT_FALSE(plain.config);
+  EXPECT_NE(plain.diagnostics.format().find("allow_plaintext_beyond_loopback"), std::string::npos) << plain.diagnostics.format();
+  auto ok = load_config_text("listen: 0.0.0.0:9470\nallow_non_loopback: true\nallow_plaintext_beyond_loopback: true\n", "c");
   ASSERT_TRUE(ok.config) << ok.diagnostics.format();
   EXPECT_FALSE(ok.config->listen.is_loopback());
+  EXPECT_TRUE(ok.config->allow_plaintext_beyond_loopback);
+}
+
+// Loopback is decided on the parsed address: a name is never taken as loopback, whatever it says.
+TEST(DaemonConfig, LoopbackIsTheAddressNotTheText) {
+  for (const char* yes : {"127.0.0.1:1", "127.255.0.9:1", "[::1]:1", "[::ffff:127.0.0.1]:1"})
+    EXPECT_TRUE(parse_listen(yes)->is_loopback()) << yes;
+  for (const char* no : {"127.x.example:1", "127.0.0.1.nip.io:1", "localhost:1", "0.0.0.0:1", "[::]:1", "10.0.0.1:1",
+                         "[::ffff:10.0.0.1]:1", "1270.0.0.1:1"})
+    EXPECT_FALSE(parse_listen(no)->is_loopback()) << no;
+  // A config listening on a name that resolves elsewhere is refused like any address beyond loopback.
+  const auto named = load_config_text("listen: 127.0.0.1.example.org:9470\n", "c");
+  ASSERT_FALSE(named.config);
+  EXPECT_NE(named.diagnostics.format().find("is not a loopback address"), std::string::npos) << named.diagnostics.format();
+}
+
+TEST(DaemonConfig, ServerNames) {
+  auto ok = load_config_text("http:\n  server_names: [node1.example.org, \"*.gpu.example.org\"]\n", "c");
+  ASSERT_TRUE(ok.config) << ok.diagnostics.format();
+  EXPECT_EQ(ok.config->http_server_names.size(), 2u);
+  for (const char* bad : {"\"-x\"", "\"a b\"", "\"a*.b\"", "\"a/b\""})
+    EXPECT_FALSE(load_config_text(std::string("http:\n  server_names: [") + bad + "]\n", "c").config) << bad;
 }
 
 TEST(DaemonConfig, RejectsBadValues) {

@@ -62,10 +62,10 @@ TEST(Gdrdrv, ItsOwnDkmsPackageBuiltAgainstTheStagedNvidiaTree) {
   const std::string conf = dkms::render(dkms::gdrdrv_conf(t.name, t.version, spec->kernel_module->nvidia_src_dir));
   EXPECT_NE(conf.find("from the profile's gdrcopy;"), std::string::npos) << conf;
   // Its Makefile uses $(PWD): it runs from src/gdrdrv, with the open flavour and the staged tree.
-  EXPECT_NE(conf.find("MAKE[0]=\"cd src/gdrdrv && 'make' KVER=${kernelver} "
-                      "NVIDIA_SRC_DIR=/usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia NVIDIA_IS_OPENSOURCE=y\""),
+  EXPECT_NE(conf.find("MAKE[0]='cd src/gdrdrv && '\\''make'\\'' KVER=${kernelver} "
+                      "NVIDIA_SRC_DIR='\\''/usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia'\\'' NVIDIA_IS_OPENSOURCE=y'"),
             std::string::npos) << conf;
-  EXPECT_NE(conf.find("BUILT_MODULE_NAME[0]=\"gdrdrv\"\nBUILT_MODULE_LOCATION[0]=\"src/gdrdrv/\""), std::string::npos) << conf;
+  EXPECT_NE(conf.find("BUILT_MODULE_NAME[0]='gdrdrv'\nBUILT_MODULE_LOCATION[0]='src/gdrdrv/'"), std::string::npos) << conf;
   EXPECT_EQ(conf.find("BUILT_MODULE_NAME[1]"), std::string::npos) << "nv-p2p-dummy.ko is not installed";
   EXPECT_EQ(conf.find("AUTOINSTALL"), std::string::npos) << "p2pnode's kernel hook builds it, never DKMS's";
 

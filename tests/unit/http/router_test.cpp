@@ -2,6 +2,7 @@
 // that read a snapshot are covered end to end by tests/serve/test_serve.sh (with the OpenAPI
 // validator); these need no running engine.
 #include "http/router.hpp"
+#include "http/host_check.hpp"
 
 #include <gtest/gtest.h>
 
@@ -76,6 +77,40 @@ TEST(Router, MetricsCarryTheServersOwnCounters) {
   f.engine.stop();
   EXPECT_EQ(r.status, 200);
   EXPECT_NE(r.body.find("p2pnode_http_connections_open 3\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace p2pnode::http
+
+namespace p2pnode::http {
+namespace {
+
+// A forged Host (DNS rebinding: a page of evil.example made to reach this daemon) is answered 421
+// before any route; addresses, localhost and the configured names are answered.
+TEST(Router, ForgedHostIs421) {
+  Fixture f;
+  f.router.set_server_names({"node1.example.org", "*.gpu.example.org"});
+  auto with_host = [&](const std::string& host) {
+    Request r = get("/livez");
+    r.headers["host"] = host;
+    r.header_count = 1;
+    return f.router.handle(r).status;
+  };
+  for (const char* ok : {"127.0.0.1:9470", "[::1]:9470", "localhost:9470", "10.1.2.3", "node1.example.org:9470",
+                         "NODE1.example.org", "a.gpu.example.org:9470", "node1.example.org."})
+    EXPECT_EQ(with_host(ok), 200) << ok;
+  for (const char* bad : {"evil.example", "evil.example:9470", "node1.example.org.evil.example", "gpu.example.org",
+                          "", "a b", "node1.example.org:x", "[::1", "127.0.0.1:9470@evil", "localhost:1:2"})
+    EXPECT_EQ(with_host(bad), 421) << bad;
+  EXPECT_EQ(f.router.handle(get("/livez")).status, 200) << "no Host at all (HTTP/1.0) is answered";
+}
+
+TEST(HostCheck, HostOfHeader) {
+  EXPECT_EQ(host_of_header("Node1.Example.org:9470"), "node1.example.org");
+  EXPECT_EQ(host_of_header("[::1]:9470"), "::1");
+  EXPECT_EQ(host_of_header("[::1]"), "::1");
+  EXPECT_EQ(host_of_header("[evil]:1"), "");
+  EXPECT_EQ(host_of_header("a\r\nb"), "");
 }
 
 }  // namespace

@@ -48,7 +48,6 @@ TEST(Artifact, TreeListingMatchesTheShellRecipe) {
   t.write("src/b.c", "b\n");
   t.write("src/a/Makefile", "obj-m += a.o\n");
   t.write("src/.git/HEAD", "ref: x\n");  // left out
-  fs::create_symlink("b.c", t.dir / "src/link.c");  // left out
   sys::SysRoot root(t.dir);
   auto l = tree_listing(root, "/src");
   ASSERT_TRUE(l);
@@ -62,6 +61,71 @@ TEST(Artifact, TreeListingMatchesTheShellRecipe) {
   std::string want;
   in >> want;
   EXPECT_EQ(*sha256_tree(root, "/src"), want);
+}
+
+// A link inside the tree is covered by the digest (its target's text), so re-pointing it changes the
+// digest; a link out of the tree refuses the tree, as does anything that is not a file or directory.
+TEST(Artifact, TreeDigestCoversLinksAndRefusesLinksOut) {
+  TempRoot t;
+  t.write("src/b.c", "b\n");
+  t.write("src/c.c", "c\n");
+  t.write("src/sub/d.h", "d\n");
+  fs::create_symlink("b.c", t.dir / "src/link.c");
+  fs::create_symlink("../b.c", t.dir / "src/sub/up.c");
+  sys::SysRoot root(t.dir);
+  auto l = tree_listing(root, "/src");
+  ASSERT_TRUE(l) << l.error().message;
+  EXPECT_EQ(*l, sha256_hex("b\n") + "  ./b.c\n" + sha256_hex("c\n") + "  ./c.c\n" + sha256_hex("b.c") + "  ./link.c\n" +
+                    sha256_hex("d\n") + "  ./sub/d.h\n" + sha256_hex("../b.c") + "  ./sub/up.c\n");
+  const auto before = *sha256_tree(root, "/src");
+  fs::remove(t.dir / "src/link.c");
+  fs::create_symlink("c.c", t.dir / "src/link.c");
+  EXPECT_NE(*sha256_tree(root, "/src"), before);
+
+  for (const std::string target : {"/etc/shadow", "../../etc/shadow", "sub/../../x"}) {
+    SCOPED_TRACE(target);
+    fs::remove(t.dir / "src/link.c");
+    fs::create_symlink(target, t.dir / "src/link.c");
+    auto out = sha256_tree(root, "/src");
+    ASSERT_FALSE(out);
+    EXPECT_NE(out.error().message.find("./link.c points to " + target + ", outside the tree"), std::string::npos)
+        << out.error().message;
+  }
+}
+
+// A path: artifact is copied into p2pnode's own directory and hashed there; what apply uses is the
+// copy, so swapping the original after the check changes nothing.
+TEST(Artifact, PathArtifactIsCopiedAndTheCopyIsWhatIsUsed) {
+  TempRoot t;
+  t.write("srv/x.run", "good\n");
+  sys::SysRoot root(t.dir);
+  sys::ScriptedRunner runner;
+  Artifact a;
+  a.path = "/srv/x.run";
+  a.sha256 = sha256_hex("good\n");
+  auto f = fetch_artifact(root, runner, a, "installer", [](std::string_view) {});
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(f->path, std::string(kArtifactDir) + "/local/" + a.sha256.substr(0, 16) + "-x.run");
+  t.write("srv/x.run", "evil\n");  // swapped after the check
+  EXPECT_EQ(*root.read_text(f->path), "good\n");
+  EXPECT_EQ(*sha256_file(root, f->path), a.sha256);
+  // Fetched again, the swapped original is refused and the good copy is left as it was.
+  auto again = fetch_artifact(root, runner, a, "installer", [](std::string_view) {});
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().message.find("sha256 mismatch"), std::string::npos);
+  EXPECT_FALSE(root.exists(f->path + ".part"));
+
+  // A tree the same way.
+  t.write("srv/tree/Makefile", "obj-m += a.o\n");
+  Artifact d;
+  d.path = "/srv/tree";
+  d.sha256 = *sha256_tree(root, "/srv/tree");
+  auto fd = fetch_artifact(root, runner, d, "source", [](std::string_view) {});
+  ASSERT_TRUE(fd) << fd.error().message;
+  EXPECT_TRUE(fd->is_dir);
+  EXPECT_EQ(fd->path, std::string(kArtifactDir) + "/local/" + d.sha256.substr(0, 16) + "-tree");
+  t.write("srv/tree/Makefile", "obj-m += evil.o\n");
+  EXPECT_EQ(*root.read_text(fd->path + "/Makefile"), "obj-m += a.o\n");
 }
 
 TEST(Artifact, DownloadUsesCurlWithResumeAndChecksTheDigest) {
@@ -111,6 +175,36 @@ TEST(Artifact, DownloadWithWrongDigestIsRefusedAndDropped) {
   EXPECT_NE(f.error().message.find("sha256 mismatch"), std::string::npos);
   EXPECT_FALSE(root.exists("/var/lib/p2pnode/artifacts/x.run"));
   EXPECT_FALSE(root.exists("/var/lib/p2pnode/artifacts/x.run.part"));
+}
+
+// curl's argv: http(s) only (redirects too), a size cap, the URL after --; a .part the server cannot
+// resume (curl 33: no ranges) is dropped so the next apply starts over; a signed URL's query never
+// reaches a message.
+TEST(Artifact, DownloadArgvAndAnUnresumablePart) {
+  TempRoot t;
+  sys::SysRoot root(t.dir);
+  sys::ScriptedRunner runner;
+  runner.on({"curl"}, [&](const sys::Command& c) {
+    auto it = std::find(c.argv.begin(), c.argv.end(), "--output");
+    std::ofstream(*(it + 1), std::ios::app) << "half";
+    return sys::exited_with(33, "", "curl: (33) HTTP server doesn't seem to support byte ranges. Cannot resume.\n");
+  });
+  Artifact a;
+  a.url = "https://example.invalid/x.run?X-Amz-Signature=secret";
+  a.sha256 = sha256_hex("original");
+  std::vector<std::string> lines;
+  auto f = fetch_artifact(root, runner, a, "installer", [&](std::string_view l) { lines.emplace_back(l); });
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().message.find("removed, the next apply downloads it whole"), std::string::npos) << f.error().message;
+  EXPECT_EQ(f.error().message.find("secret"), std::string::npos) << f.error().message;
+  for (const auto& l : lines) EXPECT_EQ(l.find("secret"), std::string::npos) << l;
+  EXPECT_FALSE(root.exists("/var/lib/p2pnode/artifacts/x.run.part"));
+  const auto& argv = runner.calls().at(0);
+  const auto dashdash = std::find(argv.begin(), argv.end(), "--");
+  ASSERT_NE(dashdash, argv.end());
+  EXPECT_EQ(*(dashdash + 1), *a.url);
+  for (const char* opt : {"--proto", "--proto-redir", "--max-filesize"})
+    EXPECT_NE(std::find(argv.begin(), dashdash, opt), dashdash) << opt;
 }
 
 TEST(Artifact, Basenames) {

@@ -14,7 +14,7 @@ using namespace p2pnode::pci;
 namespace {
 using p2pnode::test_files::probe_fixture;
 
-std::string pair(const Inventory& inv, const std::string& a, const std::string& b) {
+std::string class_of_pair(const Inventory& inv, const std::string& a, const std::string& b) {
   const PciDevice* da = inv.find(a);
   const PciDevice* db = inv.find(b);
   if (!da || !db) return "missing";
@@ -33,22 +33,22 @@ PciDevice dev(std::string bdf, std::string rc, std::vector<std::string> up, int 
 
 TEST(Topology, FixturePairsMatchWhatEachFixtureIsFor) {
   const auto nvme = probe_fixture("epyc-8x4090-4nvme");
-  EXPECT_EQ(pair(nvme, "0000:83:00.0", "0000:84:00.0"), "PIX");  // two GPUs under one switch
-  EXPECT_EQ(pair(nvme, "0000:83:00.0", "0000:87:00.0"), "PXB");  // GPU and NVMe across switch levels
-  EXPECT_EQ(pair(nvme, "0000:87:00.0", "0000:88:00.0"), "PIX");
-  EXPECT_EQ(pair(nvme, "0000:41:00.0", "0000:42:00.0"), "PHB");
-  EXPECT_EQ(pair(nvme, "0000:01:00.0", "0000:83:00.0"), "SYS");
-  EXPECT_EQ(pair(nvme, "0000:83:00.0", "0000:83:00.0"), "X");
+  EXPECT_EQ(class_of_pair(nvme, "0000:83:00.0", "0000:84:00.0"), "PIX");  // two GPUs under one switch
+  EXPECT_EQ(class_of_pair(nvme, "0000:83:00.0", "0000:87:00.0"), "PXB");  // GPU and NVMe across switch levels
+  EXPECT_EQ(class_of_pair(nvme, "0000:87:00.0", "0000:88:00.0"), "PIX");
+  EXPECT_EQ(class_of_pair(nvme, "0000:41:00.0", "0000:42:00.0"), "PHB");
+  EXPECT_EQ(class_of_pair(nvme, "0000:01:00.0", "0000:83:00.0"), "SYS");
+  EXPECT_EQ(class_of_pair(nvme, "0000:83:00.0", "0000:83:00.0"), "X");
 
   const auto tiny = probe_fixture("tinybox-6x4090");
-  EXPECT_EQ(pair(tiny, "0000:81:00.0", "0000:82:00.0"), "PHB");
-  EXPECT_EQ(pair(tiny, "0000:01:00.0", "0000:42:00.0"), "NODE");
+  EXPECT_EQ(class_of_pair(tiny, "0000:81:00.0", "0000:82:00.0"), "PHB");
+  EXPECT_EQ(class_of_pair(tiny, "0000:01:00.0", "0000:42:00.0"), "NODE");
 
   const auto numa = probe_fixture("epyc-8x4090-numa");
-  EXPECT_EQ(pair(numa, "0000:01:00.0", "0000:25:00.0"), "SYS");
-  EXPECT_EQ(pair(numa, "0000:81:00.0", "0000:e1:00.0"), "SYS");
+  EXPECT_EQ(class_of_pair(numa, "0000:01:00.0", "0000:25:00.0"), "SYS");
+  EXPECT_EQ(class_of_pair(numa, "0000:81:00.0", "0000:e1:00.0"), "SYS");
 
-  EXPECT_EQ(pair(probe_fixture("rtx3090-nvme"), "0000:0a:00.0", "0000:0b:00.0"), "PHB");
+  EXPECT_EQ(class_of_pair(probe_fixture("rtx3090-nvme"), "0000:0a:00.0", "0000:0b:00.0"), "PHB");
 }
 
 TEST(Topology, MatrixIsSymmetricWithSelfOnTheDiagonal) {

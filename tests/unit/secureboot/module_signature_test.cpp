@@ -149,7 +149,8 @@ TEST(ProfileSigningKey, TheProfileNamesItAndApplyPointsDkmsAtIt) {
   // A relative path, or a missing certificate: what, where, what was expected.
   r = profile::load_profile_text(kProfileHead + "    signing: {key: keys/module.key, certificate: /k.der}\n", "t.yaml");
   ASSERT_FALSE(r.profile);
-  EXPECT_NE(r.diagnostics.format().find("driver.kernel_module.signing.key: expected an absolute path for the module signing key, found 'keys/module.key'"),
+  EXPECT_NE(r.diagnostics.format().find("driver.kernel_module.signing.key: expected the module signing key as an absolute path of letters, digits and "
+                                          "._+@:/- with no . or .. component, found 'keys/module.key'"),
             std::string::npos) << r.diagnostics.format();
   r = profile::load_profile_text(kProfileHead + "    signing: {key: /k.key}\n", "t.yaml");
   ASSERT_FALSE(r.profile);
