@@ -301,9 +301,9 @@ PM2=$(sed -n 's/^PATCH_MATCH\[1\]=//p' "$CONF")
 [ "$P1" = 01-pci-resize-resource-exclude-bars.patch ] || fail "PATCH[0] is '$P1', not the pci builtin"
 [ "$P2" = 02-io-memory-pfn.patch ] || fail "PATCH[1] is '$P2', not io-memory-pfn"
 [ -n "$PM2" ] || fail "io-memory-pfn has no PATCH_MATCH in $CONF"
-# DKMS prints "applying patch <file>..." for each patch it applies for this kernel (dkms prepare_build).
-grep -q "applying patch $P1" "$TMP/1.log" && PCI_APPLIED=yes || PCI_APPLIED=no
-grep -q "applying patch $P2" "$TMP/1.log" && PFN_APPLIED=yes || PFN_APPLIED=no
+# DKMS prints "applying patch <file>..." (3.0; "Applying patch" from 3.2) for each patch it applies for this kernel.
+grep -qi "applying patch $P1" "$TMP/1.log" && PCI_APPLIED=yes || PCI_APPLIED=no
+grep -qi "applying patch $P2" "$TMP/1.log" && PFN_APPLIED=yes || PFN_APPLIED=no
 [ "$PCI_APPLIED" = yes ] || fail "DKMS did not say it applied $P1 for $KV"
 [ "$PFN_APPLIED" = "$PFN_EXPECTED" ] || fail "DKMS applied $P2 on $KV: $PFN_APPLIED, expected $PFN_EXPECTED (PATCH_MATCH $PM2; 6.10 and later)"
 MATCHES=no
@@ -312,14 +312,14 @@ bash -c '. "$1"; [[ $2 =~ ${PATCH_MATCH[1]} ]]' _ "$CONF" "$KV" 2>/dev/null && M
 [ "$MATCHES" = "$PFN_EXPECTED" ] || fail "PATCH_MATCH[1] $PM2 matches $KV: $MATCHES, expected $PFN_EXPECTED"
 # (DKMS removes its build/ after the build; the patched sources are not kept. patch(1)'s own
 # "patching file" lines follow DKMS's, on the same line.)
-echo "   $P1: applied on $KV; DKMS said: $(grep -o "applying patch ${P1}.*" "$TMP/1.log" | head -1 | cut -c1-200)"
+echo "   $P1: applied on $KV; DKMS said: $(grep -io "applying patch ${P1}.*" "$TMP/1.log" | head -1 | cut -c1-200)"
 if [ "$PFN_EXPECTED" = yes ]; then
   echo "   $P2: applied on $KV (PATCH_MATCH[1]=$PM2 matches $KV)"
 else
   echo "   $P2: skipped on $KV (PATCH_MATCH[1]=$PM2 does not match $KV; DKMS printed no 'applying patch $P2')"
 fi
 for b in "${EXTRA_BUILTINS[@]}"; do
-  grep -q "applying patch [0-9]*-$b.patch" "$TMP/1.log" || fail "DKMS did not say it applied $b for $KV"
+  grep -qi "applying patch [0-9]*-$b.patch" "$TMP/1.log" || fail "DKMS did not say it applied $b for $KV"
 done
 
 KO=$(ls /lib/modules/"$KV"/updates/dkms/nvidia.ko* 2>/dev/null | head -1)
