@@ -27,7 +27,7 @@ namespace p2pnode::http {
 Result<std::string> read_token_file(const std::filesystem::path& path) {
   auto read = sys::read_private_file(path, "token file", 4096);
   if (!read) return read.error();
-  std::string token = std::move(*read);
+  std::string token = std::move(read).value();
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
   if (token.size() < 16) return Error{"token file " + path.string() + " holds fewer than 16 characters"};
   return token;
