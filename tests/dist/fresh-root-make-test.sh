@@ -38,6 +38,11 @@ cp /etc/resolv.conf "$root/etc/resolv.conf"
 if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
   mkdir -p "$root/etc/ssl/certs" && cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
 fi
+# This machine's local CAs where Debian keeps them, so that the root's own ca-certificates (which
+# install-deps pulls in) rebuilds its bundle with them rather than without.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+  mkdir -p "$root/usr/local/share/ca-certificates" && cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 for f in /etc/npmrc /usr/etc/npmrc /root/.npmrc; do [ -f "$f" ] && install -D -m 600 "$f" "$root$f"; done
 
 echo "== the working tree into /src/p2pnode, shared/ into /src/shared"
