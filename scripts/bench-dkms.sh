@@ -277,7 +277,9 @@ if grep -q 'core: reused from' "$TMP/1.log"; then
 elif [ -z "$CORE_S" ]; then
   fail "the first apply did not say it built the core: $(grep -E 'core' "$TMP/1.log" | head -3)"
 fi
-grep -q "^MAKE\[0\]=\"'make' -j\$(nproc) -C kernel-open modules" "/usr/src/$NAME-$VER/dkms.conf" ||
+# dkms.conf's values as DKMS reads them: the file sourced by bash (p2pnode single-quotes each value).
+conf_value() { bash -c '. "$1"; eval "printf %s \"\${$2}\""' _ "$1" "$2"; }
+[[ "$(conf_value "/usr/src/$NAME-$VER/dkms.conf" 'MAKE[0]')" == "'make' -j\$(nproc) -C kernel-open modules"* ]] ||
   fail "dkms.conf does not build kernel-open/ only: $(grep '^MAKE' "/usr/src/$NAME-$VER/dkms.conf")"
 for b in kernel-open/nvidia/nv-kernel.o_binary kernel-open/nvidia-modeset/nv-modeset-kernel.o_binary; do
   [ -f "/usr/src/$NAME-$VER/$b" ] && [ ! -L "/usr/src/$NAME-$VER/$b" ] || fail "/usr/src/$NAME-$VER/$b is not a file"
@@ -295,9 +297,9 @@ echo "   core ${CORE_S:-?} s (src/nvidia ${CORE_NV:-?} s, src/nvidia-modeset ${C
 say "   the patches: dkms.conf, DKMS's own lines, the built tree"
 CONF=/usr/src/$NAME-$VER/dkms.conf
 grep -E '^PATCH' "$CONF" | sed 's/^/   dkms.conf: /'
-P1=$(sed -n 's/^PATCH\[0\]="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$CONF")
-P2=$(sed -n 's/^PATCH\[1\]="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$CONF")
-PM2=$(sed -n 's/^PATCH_MATCH\[1\]=//p' "$CONF")
+P1=$(conf_value "$CONF" 'PATCH[0]')
+P2=$(conf_value "$CONF" 'PATCH[1]')
+PM2=$(conf_value "$CONF" 'PATCH_MATCH[1]')
 [ "$P1" = 01-pci-resize-resource-exclude-bars.patch ] || fail "PATCH[0] is '$P1', not the pci builtin"
 [ "$P2" = 02-io-memory-pfn.patch ] || fail "PATCH[1] is '$P2', not io-memory-pfn"
 [ -n "$PM2" ] || fail "io-memory-pfn has no PATCH_MATCH in $CONF"

@@ -103,7 +103,9 @@ for k in "$NEW" "$OLD"; do
   [[ "$desc" == *"built for opensource NVIDIA driver"* ]] && [[ "$vm" == "$k "* ]] &&
     ok "$k: $(basename "$ko"): '$desc', vermagic $k" || bad "$k: modinfo says '$desc', vermagic '$vm'"
 done
-grep -q "NVIDIA_SRC_DIR=/usr/src/$NV-$NVVER/kernel-open/nvidia NVIDIA_IS_OPENSOURCE=y" /usr/src/gdrdrv-2.6/dkms.conf &&
+# MAKE[0] as DKMS reads it (the file sourced by bash): the directory single-quoted for DKMS's eval.
+make0=$(bash -c '. /usr/src/gdrdrv-2.6/dkms.conf; printf %s "${MAKE[0]}"')
+[[ "$make0" == *"NVIDIA_SRC_DIR='/usr/src/$NV-$NVVER/kernel-open/nvidia' NVIDIA_IS_OPENSOURCE=y" ]] &&
   ok "dkms.conf builds it against /usr/src/$NV-$NVVER/kernel-open/nvidia, the open flavour" || bad "dkms.conf: $(grep MAKE /usr/src/gdrdrv-2.6/dkms.conf)"
 grep -q "^AUTOINSTALL" /usr/src/gdrdrv-2.6/dkms.conf && bad "dkms.conf has AUTOINSTALL" || ok "no AUTOINSTALL: p2pnode's kernel hook builds new kernels"
 run check --only gdrcopy.kernels --json > "$TMP/check.json"

@@ -100,7 +100,7 @@ touch "$I/lib/modules/$KV/modules.dep"  # modinfo opens it before reading a modu
 mkdir -p "$I/usr/local/bin"  # kmod's, first in PATH: busybox --install puts its own in /sbin
 for t in insmod modinfo; do ln -sf /usr/bin/kmod "$I/usr/local/bin/$t"; done
 cp "$KO" "$I/m/signed.ko${KO##*.ko}"; cp "$UNSIGNED" "$I/m/unsigned.ko"
-cp "$ROOT/var/lib/dkms/mok.pub" "$I/var/lib/dkms/mok.pub"; echo "not the key" > "$I/var/lib/dkms/mok.key"
+cp "$ROOT/var/lib/dkms/mok.pub" "$I/var/lib/dkms/mok.pub"; (umask 077; echo "not the key" > "$I/var/lib/dkms/mok.key")  # 0600, as DKMS makes it
 cp "$ROOT/etc/p2pnode/profiles/sb.yaml" "$I/etc/p2pnode/profiles/"
 # For the boot guard: DKMS's module installed for two kernels, the running one's unsigned (built
 # before the key existed), an older one's signed; modinfo (kmod) reads them for p2pnode's plan.
