@@ -151,7 +151,9 @@ s=$(step "$TMP/1.json" driver.module)
 "$DKMS_BIN" status -m "$NAME" | grep -q "$NAME/$VER, $KV, .*: installed" || fail "dkms status does not say installed: $("$DKMS_BIN" status -m "$NAME")"
 KOFILE=$(ls /lib/modules/"$KV"/updates/dkms/"$KO".ko* | head -1)
 [ "$(modinfo -F p2pnode_patch "$KOFILE")" = applied-by-dkms ] || fail "the patch is not in the built module: $(modinfo "$KOFILE")"
-grep -q "^'make'" <(grep '^MAKE' "/usr/src/$NAME-$VER/dkms.conf" | cut -d'"' -f2) || fail "MAKE is not quoted in dkms.conf"
+# MAKE[0] as DKMS reads it (dkms.conf sourced by bash): the make command quoted, so no alias or
+# function of that name in DKMS's shell runs instead.
+[[ "$(bash -c '. "$1"; printf %s "${MAKE[0]}"' _ "/usr/src/$NAME-$VER/dkms.conf")" == "'make' "* ]] || fail "MAKE is not quoted in dkms.conf"
 [ -f "/usr/src/$NAME-$VER/patches/01-0001-mark.patch" ] || fail "the patch is not in /usr/src/$NAME-$VER/patches/"
 # With --json the document is stdout and the progress lines stderr (an operator sees the build move).
 grep -q "^\[driver.module $NAME/$VER\] \[dkms build $KV\] exit 0 after" "$TMP/1.json.log" ||
