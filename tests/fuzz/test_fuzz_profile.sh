@@ -24,6 +24,7 @@ if ! "$cxx" -fsanitize=fuzzer "$work/probe.cpp" -o "$work/probe" 2>"$work/probe.
 fi
 
 srcs=(tests/fuzz/profile_fuzz.cpp daemon/profile/loader.cpp daemon/profile/yaml_reader.cpp
+      daemon/profile/input_rules.cpp daemon/core/grammar.cpp
       daemon/core/units.cpp daemon/core/profile.cpp daemon/nvidia/breakage.cpp)
 embedded=${bin:+$(dirname "$bin")/embedded_data.cpp}
 if [ -z "$embedded" ] || [ ! -f "$embedded" ]; then
