@@ -19,6 +19,7 @@
 #include "lifecycle/ko_file.hpp"
 #include "lifecycle/module_stage.hpp"
 #include "lifecycle/nvidia_core.hpp"
+#include "lifecycle/patch_check.hpp"
 #include "nvidia/breakage.hpp"
 #include "nvidia/forecast.hpp"
 #include "nvidia/sha256.hpp"
@@ -268,6 +269,9 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
 
   auto staged = stage(root, runner, d, t, *src, patches);
   if (!staged) return finish(StepOutcome::refused, "staging " + subject + ": " + staged.error().message);
+  if (auto st = check_patches_apply(root, run, *staged, d.kernel_module->patches, "the staged tree of " + subject); !st)
+    return finish(StepOutcome::refused, "refused before any build: " + st.error().message +
+                                            "\nnothing in DKMS, /usr/src or /lib/modules was changed");
   if (preflight) {
     const auto tests = read_source_tests(root, staged->dir);
     if (const auto stops = preflight(tests); !stops.empty()) {

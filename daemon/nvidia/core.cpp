@@ -19,6 +19,8 @@ std::string strip1(std::string_view field) {
   return slash == std::string_view::npos ? std::string(field) : std::string(field.substr(slash + 1));
 }
 
+}  // namespace
+
 // "@@ -12,7 +12,8 @@" -> the old and new line counts (a missing count is 1).
 bool hunk_counts(std::string_view line, long& old_n, long& new_n) {
   auto count = [](std::string_view s, char sign, long& n) {
@@ -37,8 +39,6 @@ bool hunk_counts(std::string_view line, long& old_n, long& new_n) {
   };
   return count(line.substr(2), '-', old_n) && count(line.substr(2), '+', new_n);
 }
-
-}  // namespace
 
 std::vector<std::string> patched_paths(std::string_view diff) {
   std::vector<std::string> out;

@@ -9,6 +9,9 @@
 
 namespace p2pnode::nvidia {
 
+// "@@ -12,7 +12,8 @@" -> the old and new line counts (a missing count is 1); false if not a hunk header.
+bool hunk_counts(std::string_view line, long& old_n, long& new_n);
+
 // The files a unified diff changes, named as `patch -p1` (DKMS) names them
 // ("kernel-open/nvidia/nv-pci.c"); a deleted file by its old name. Empty when it holds no diff.
 std::vector<std::string> patched_paths(std::string_view diff);

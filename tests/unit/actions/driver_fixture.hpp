@@ -54,6 +54,8 @@ struct FakeDkms {
   }
 
   void install(sys::ScriptedRunner& r) {
+    // GNU patch itself: apply tries every staged patch on a scratch copy before any build.
+    r.on({"patch"}, [](const sys::Command& c) { return sys::ProcessRunner().run(c); });
     r.on({"dkms", "status"}, [this](const sys::Command&) {
       std::string out;
       for (const auto& k : installed_kernels) out += name + "/" + version + ", " + k + ", x86_64: installed\n";
