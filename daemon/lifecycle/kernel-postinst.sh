@@ -14,14 +14,20 @@
 # and by the daemon, and the previous module stays installed.
 # Its outcome also goes to the journal (logger, tag p2pnode-kernel-hook), where an operator who did
 # not watch apt finds it.
-# Environment (tests): P2PNODE (the binary), P2PNODE_HOOK_ARGS (e.g. --root DIR --profile FILE),
-# SYSTEMCTL (the systemctl to signal the daemon with), LOGGER (the logger to write the journal with).
+# Environment (tests only): P2PNODE (the binary), P2PNODE_HOOK_ARGS (e.g. --root DIR --profile
+# FILE), SYSTEMCTL (the systemctl to signal the daemon with), LOGGER (the logger to write the journal
+# with). The installed hook (under /etc/kernel) ignores them: it runs as root from whatever runs apt,
+# whose environment must not choose the programs it runs; a copy elsewhere (a test's scratch root)
+# takes them.
 set -u
 version=${1:-}
 if [ -z "$version" ]; then
   echo "p2pnode kernel hook: called without a kernel version; nothing to do" >&2
   exit 0
 fi
+case "$(readlink -f "$0" 2>/dev/null || echo "$0")" in
+  /etc/kernel/*) P2PNODE=/usr/bin/p2pnode SYSTEMCTL=systemctl LOGGER=logger P2PNODE_HOOK_ARGS= ;;
+esac
 P2PNODE=${P2PNODE:-/usr/bin/p2pnode}
 SYSTEMCTL=${SYSTEMCTL:-systemctl}
 if [ ! -x "$P2PNODE" ]; then

@@ -189,6 +189,20 @@ else
     || { bad "a group/other-readable key fails the play, saying why"; tail -20 "$work/run9.log"; }
 fi
 [ "$(sha256sum "$cfg")" = "$before" ] && ok "and the config in place is unchanged" || bad "and the config in place is unchanged"
+chmod 600 "$tls_dir/key.pem"
+
+# 7b. A hostile profile among the good ones: the play fails at validation on the node, and the
+# profile never reaches /etc/p2pnode/profiles (which the daemon and the kernel hook read).
+mkdir -p "$work/profiles-bad" && cp profiles/*.yaml "$work/profiles-bad/" && cp tests/profiles/hostile/module-name-cmdsubst.yaml "$work/profiles-bad/zz-hostile.yaml"
+listed=$(ls "$work/node1/etc/p2pnode/profiles")
+if play run10.log -e "p2pnode_deb=$deb2" "${tls[@]}" -e "p2pnode_profiles_dir=$work/profiles-bad" --limit node1; then
+  bad "a hostile profile fails the play"
+else
+  grep -q 'zz-hostile.yaml.*kernel_module.name' "$work/run10.log" && ok "a hostile profile fails the play at validation, naming the file and field" \
+    || { bad "a hostile profile fails the play, naming the file and field"; grep -n 'fatal\|FAILED\|msg' "$work/run10.log" | head; }
+fi
+[ ! -e "$work/node1/etc/p2pnode/profiles/zz-hostile.yaml" ] && [ "$(ls "$work/node1/etc/p2pnode/profiles")" = "$listed" ] &&
+  ok "and it never reached /etc/p2pnode/profiles" || bad "the hostile profile reached /etc/p2pnode/profiles"
 
 # 8. Prometheus from the same inventory: file_sd targets, the rules, promtool check config.
 if ansible-playbook -i "$work/inventory.yml" ansible/prometheus.yml -e "p2pnode_prometheus_dir=$work/prom" > "$work/prom.log" 2>&1 &&

@@ -145,4 +145,25 @@ echo '#define CONFIG_FIXED 1' > "$ROOT/lib/modules/6.1.0-58-amd64/build/include/
 grep -q "^dkms build -m p2phook -v 550.90.07 -k 6.1.0-58-amd64" "$ROOT/dkms.calls" || { cat "$TMP/hook3.out"; fail "new headers did not retry the build"; }
 grep -q "ok  *driver.kernels  *6.1.0-58-amd64" "$TMP/hook3.out" || { cat "$TMP/hook3.out"; fail "driver.kernels does not pass once the headers are fixed"; }
 echo "ok: a failed build is not retried until its inputs change; new headers build it"
+# 5. Installed under /etc/kernel, the hook takes no program from the environment (apt's caller
+#    chooses that): in a private mount namespace, the hook at /etc/kernel/postinst.d with P2PNODE,
+#    SYSTEMCTL and LOGGER pointing at a planted program; /usr/bin/p2pnode is a stub there (bound over
+#    the real one if this machine has it), so nothing of this machine changes.
+cat > "$BIN/planted" <<'SH'
+#!/bin/sh
+echo "PLANTED RAN: $*"
+SH
+printf '#!/bin/sh\necho "stub p2pnode: $*"\n' > "$TMP/stub-p2pnode"
+chmod +x "$BIN/planted" "$TMP/stub-p2pnode"
+out=$(P2PNODE=$BIN/planted SYSTEMCTL=$BIN/planted LOGGER=$BIN/planted P2PNODE_HOOK_ARGS="--root /nonexistent" \
+  unshare -m --propagation private sh -c '
+    mount -t tmpfs hook /etc/kernel && mkdir -p /etc/kernel/postinst.d && cp "$1" /etc/kernel/postinst.d/z50-p2pnode || exit 90
+    if [ -e /usr/bin/p2pnode ]; then mount --bind "$2" /usr/bin/p2pnode || exit 91; fi
+    /etc/kernel/postinst.d/z50-p2pnode 6.1.0-57-amd64 /boot/vmlinuz-6.1.0-57-amd64' hook "$HOOK" "$TMP/stub-p2pnode" 2>&1) ||
+  { echo "$out"; fail "the installed hook exited non-zero"; }
+case "$out" in *"PLANTED RAN"*) echo "$out"; fail "the installed hook ran a program named by the environment" ;; esac
+echo "$out" | grep -qE "stub p2pnode: apply --only driver.module|/usr/bin/p2pnode is not installed" ||
+  { echo "$out"; fail "the installed hook did not use /usr/bin/p2pnode"; }
+case "$out" in *"--root /nonexistent"*) echo "$out"; fail "the installed hook took P2PNODE_HOOK_ARGS from the environment" ;; esac
+echo "ok: the hook installed under /etc/kernel ignores P2PNODE, SYSTEMCTL, LOGGER and P2PNODE_HOOK_ARGS"
 echo "PASS"
