@@ -3,7 +3,7 @@
 # what `p2pnode check` forecasts (driver.kernels: the known breakages the build will hit) and what the
 # real build of the tree's kernel-open/ does (`make -k`; each compiler error matched against the
 # signatures of daemon/nvidia/breakages.yaml), without and then with the builtin patches p2pnode would
-# add. Prints a markdown table (and writes it with the details to WORK/matrix.md). Not part of make test.
+# add. Prints a markdown table (and writes it with the details to WORK/matrix-<run>.md). Not part of make test.
 #
 # Each Debian suite gets a root made with debootstrap (minbase) under WORK, reused on later runs; the
 # kernel's headers are installed there with apt (linux-headers-<kernel>, which brings the compiler the
@@ -20,9 +20,10 @@
 #             595.45.04+port: NVIDIA's 595.45.04 with tests/fixtures/p2p-patches/595.45.04-p2p.patch
 #     KERNEL  bookworm:6.1.0-56-amd64 trixie:6.12.117+deb13-amd64 sid:7.2.13+deb14-amd64
 #             trixie-backports:7.3.4+deb13-amd64 (the defaults)
-# Cost: each root about 3 min and 300 MB; each build of kernel-open 2-6 min of 2 cores (one per cell,
-# two where builtins apply).
+# Cost: each root 3-6 min and 0.7-1.2 GB; each build of kernel-open about 5 min of 2 idle cores (one
+# per cell, two where builtins apply; NVIDIA's conftest is the first 2-4 min).
 set -uo pipefail
+main() {  # the whole script, read by bash before it runs (an edit during a run cannot change it)
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 TREES=$(cd "${P2PNODE_TREES:-$REPO/../shared/trees}" 2>/dev/null && pwd) || { echo "tree-kernel-matrix: no trees directory" >&2; exit 1; }
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -51,6 +52,8 @@ root_for() {
     rm -rf "$r"
     nice -n 19 debootstrap --variant=minbase --include=make,patch,xz-utils "$base" "$r" "$MIRROR" > "$WORK/debootstrap-$base.log" 2>&1 ||
       die "debootstrap $base failed: $(tail -3 "$WORK/debootstrap-$base.log")"
+    # sid's Release file expires within a week; a mirror or clock that lags behind would refuse it
+    echo 'Acquire::Check-Valid-Until "false";' > "$r/etc/apt/apt.conf.d/99tree-kernel-matrix"
     touch "$r/.ready"
   fi
   if [ "$base" != sid ] && [ ! -e "$r/etc/apt/sources.list.d/updates.list" ]; then   # a stable's kernels move there
@@ -108,6 +111,13 @@ forecast() {
   [ $rc -le 1 ] || die "p2pnode check exited $rc: $(head -c 400 "$WORK/check.err")"
   jq -r --arg k "$2" '[.findings[] | select(.subject == $k) | .observed.predicted_breakages[]?] | unique | join(" ")' <<< "$out"
 }
+of_stage() {  # of_stage build|runtime ID...: the ids of that stage (the table's `stage`, build by default)
+  python3 - "$BREAKAGES" "$@" <<'EOF'
+import sys, yaml
+t = {b["id"]: b for b in yaml.safe_load(open(sys.argv[1]))["breakages"]}
+print(" ".join(i for i in sys.argv[3:] if t.get(i, {}).get("stage", "build") == sys.argv[2]))
+EOF
+}
 builtins_of() {  # the ids among $@ whose fix is a builtin patch
   python3 - "$BREAKAGES" "$@" <<'EOF'
 import sys, yaml
@@ -135,13 +145,16 @@ EOF
 # build ROOT KERNEL TREE [BUILTIN...]: make -k of kernel-open in the root; prints "<classify> | seconds".
 build() {
   local root=$1 kernel=$2 tree=$3 d log t0; shift 3
-  d=$root/tmp/matrix/$tree; log=$WORK/logs/$tree-$kernel${1:+-builtins}.log; mkdir -p "$WORK/logs"
-  unpack "$tree" "$d" || { echo "| 0 | unpack or port patch failed | 0"; return; }
-  for b in "$@"; do (cd "$d" && patch -p1 -s < "$REPO/daemon/nvidia/patches/$b.patch") || { echo "| 0 | builtin $b does not apply | 0"; return; }; done
+  d=$root/tmp/matrix/$tree; log=$WORK/logs/$tree-$kernel${1:+-builtins}.log; mkdir -p "$WORK/logs"; : > "$log"
+  unpack "$tree" "$d" >> "$log" 2>&1 || { echo "| 0 | unpack or port patch failed | 0 | 0"; return; }
+  for b in "$@"; do
+    (cd "$d" && patch -p1 -s < "$REPO/daemon/nvidia/patches/$b.patch") >> "$log" 2>&1 ||
+      { echo "| 0 | builtin $b does not apply to this tree | 0 | 0"; return; }
+  done
   t0=$SECONDS
   nice -n 19 chroot "$root" make -k -j"$JOBS" -C "/tmp/matrix/$tree/kernel-open" SYSSRC="/lib/modules/$kernel/source" \
-    SYSOUT="/lib/modules/$kernel/build" NV_SPECTRE_V2=0 modules > "$log" 2>&1
-  echo "$(classify "$log") | $((SECONDS - t0))"
+    SYSOUT="/lib/modules/$kernel/build" NV_SPECTRE_V2=0 modules >> "$log" 2>&1
+  echo "$(classify "$log") | $((SECONDS - t0)) | $(grep -c '^ *CC \[M\]' "$log")"
   rm -rf "$d"
 }
 
@@ -151,7 +164,8 @@ if [ "$ROOTS_ONLY" = 1 ]; then
 fi
 
 declare -A CELL
-DETAILS=$WORK/details.md; : > "$DETAILS"
+RUN=$(date +%Y%m%d-%H%M%S)-$$   # runs may share WORK (its roots), each writes its own table
+DETAILS=$WORK/details-$RUN.md; : > "$DETAILS"
 for tree in "${T[@]}"; do
   for ks in "${K[@]}"; do
     suite=${ks%%:*} kernel=${ks#*:}
@@ -159,21 +173,22 @@ for tree in "${T[@]}"; do
     root=$(root_for "$suite" "$kernel") || exit 1
     ver=$(version_of "$tree")
     unpack "$tree" "$root/usr/src/nvidia-p2p-$ver" || die "cannot unpack $tree"   # staged: check reads its source
-    want=$(forecast "$root" "$kernel" "$(profile "$tree")") || exit 1
+    all=$(forecast "$root" "$kernel" "$(profile "$tree")") || exit 1
+    want=$(of_stage build $all) runtime=$(of_stage runtime $all)   # runtime ones build; reported apart
     fix=$(builtins_of $want)
-    IFS='|' read -r got n other secs <<< "$(build "$root" "$kernel" "$tree")"
-    got=$(echo $got) other=$(echo $other) n=$(echo $n) secs=$(echo $secs)
-    cell="forecast: ${want:-none}; build: $([ "$n" = 0 ] && echo compiled || echo "$n errors${got:+ ($got)}")"
+    IFS='|' read -r got n other secs objs <<< "$(build "$root" "$kernel" "$tree")"
+    got=$(echo $got) other=$(echo $other) n=$(echo $n) secs=$(echo $secs) objs=$(echo $objs)
+    cell="forecast: ${want:-none}${runtime:+ (run time: $runtime)}; build: $([ "$n" = 0 ] && [ -z "$other" ] && echo compiled || echo "$n errors${got:+ ($got)}${other:+, $other}")"
     agree=yes; [ "$(tr ' ' '\n' <<< "$want" | sort | xargs)" = "$(tr ' ' '\n' <<< "$got" | sort | xargs)" ] || agree=NO
     [ -n "$other" ] && agree="$agree, unmatched error"
-    echo "- **$tree on $kernel**: forecast \`${want:-none}\`; build ${secs}s: $n errors, matched \`${got:-none}\`${other:+, first unmatched: \`$other\`}" >> "$DETAILS"
+    echo "- **$tree on $kernel**: forecast \`${want:-none}\`${runtime:+ (run time: \`$runtime\`)}; build ${secs}s, $objs objects compiled: $n errors, matched \`${got:-none}\`${other:+, first unmatched: \`$other\`}" >> "$DETAILS"
     if [ -n "$fix" ]; then
-      want2=$(forecast "$root" "$kernel" "$(profile "$tree" $fix)") || exit 1
-      IFS='|' read -r got2 n2 other2 secs2 <<< "$(build "$root" "$kernel" "$tree" $fix)"
-      got2=$(echo $got2) n2=$(echo $n2) other2=$(echo $other2) secs2=$(echo $secs2)
-      cell="$cell; with {builtin: ${fix// /, }}: forecast ${want2:-none}, build $([ "$n2" = 0 ] && echo compiled || echo "$n2 errors${got2:+ ($got2)}")"
+      want2=$(forecast "$root" "$kernel" "$(profile "$tree" $fix)") || exit 1; want2=$(of_stage build $want2)
+      IFS='|' read -r got2 n2 other2 secs2 objs2 <<< "$(build "$root" "$kernel" "$tree" $fix)"
+      got2=$(echo $got2) n2=$(echo $n2) other2=$(echo $other2) secs2=$(echo $secs2) objs2=$(echo $objs2)
+      cell="$cell; with {builtin: ${fix// /, }}: forecast ${want2:-none}, build $([ "$n2" = 0 ] && [ -z "$other2" ] && echo compiled || echo "$n2 errors${got2:+ ($got2)}${other2:+, $other2}")"
       [ "$(echo $want2)" = "$(echo $got2)" ] || agree="$agree; NO with builtins"
-      echo "  with \`${fix}\`: forecast \`${want2:-none}\`; build ${secs2}s: $n2 errors, matched \`${got2:-none}\`${other2:+, first unmatched: \`$other2\`}" >> "$DETAILS"
+      echo "  with \`${fix}\`: forecast \`${want2:-none}\`; build ${secs2}s, $objs2 objects compiled: $n2 errors, matched \`${got2:-none}\`${other2:+, first unmatched: \`$other2\`}" >> "$DETAILS"
     fi
     CELL[$tree,$kernel]="$cell (agree: $agree)"
     rm -rf "$root/usr/src/nvidia-p2p-$ver"
@@ -187,4 +202,6 @@ done
     printf '| %s |' "$tree"; for ks in "${K[@]}"; do printf ' %s |' "${CELL[$tree,${ks#*:}]}"; done; echo
   done
   echo; echo "Details (logs in $WORK/logs):"; cat "$DETAILS"
-} | tee "$WORK/matrix.md"
+} | tee "$WORK/matrix-$RUN.md"
+}
+main "$@"
