@@ -145,6 +145,8 @@ void run_http_child(ChildStart start) {
 
   Status confined = start.account ? drop_privileges(*start.account) : confine_unprivileged();
   if (!confined) die("refusing to serve HTTP: " + confined.error().message);
+  // A change of uid or gid clears the parent-death signal: set it again, then check the parent.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != start.parent) ::_exit(1);
 
   const engine::LogFn log = stderr_logger(start.verbose);
   http::ServerOptions options = start.options;
