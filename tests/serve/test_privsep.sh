@@ -73,10 +73,12 @@ else
   fail "the daemon kept running without its HTTP process"
 fi
 
-# The daemon dies: its HTTP process goes with it.
+# The daemon dies: its HTTP process goes with it, by PR_SET_PDEATHSIG alone (stopped, it could not
+# read the end of the stream).
 start_daemon ps || exit 1
 PARENT=$(cat "$WORK/ps/pid")
 HTTP_PID=$(children "$PARENT" | head -1)
+kill -STOP "$HTTP_PID"
 kill -KILL "$PARENT"
 check "the HTTP process ends with the daemon" wait_until 10 bash -c "! kill -0 $HTTP_PID 2>/dev/null || grep -q '^State:.*Z' /proc/$HTTP_PID/status"
 
