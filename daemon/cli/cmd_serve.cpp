@@ -1,7 +1,9 @@
 // `p2pnode serve`: the daemon. The main thread owns signals and the systemd watchdog; the engine
-// reconciles on its own thread; the API server answers from published snapshots.
+// reconciles on its own thread; the routes answer from published snapshots. HTTP and TLS are
+// parsed by a child process without root (privsep/), forked before any other thread starts.
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <fstream>
@@ -13,7 +15,9 @@
 #include "cli/commands.hpp"
 #include "engine/config.hpp"
 #include "engine/engine.hpp"
+#include "http/router.hpp"
 #include "http/server.hpp"
+#include "privsep/http_process.hpp"
 #include "service/device_monitor.hpp"
 #include "service/systemd.hpp"
 
@@ -85,31 +89,45 @@ void apply_listen_override(const ServeOptions& o, engine::DaemonConfig& c) {
   c.listen = *a;
 }
 
-void load_token(const sys::SysRoot& root, const engine::DaemonConfig& c, http::ApiServer& server, const engine::LogFn& log) {
+void load_token(const sys::SysRoot& root, const engine::DaemonConfig& c, http::Router& router, const engine::LogFn& log) {
   auto t = http::read_token_file(engine::host_paths(c, root).token_file);
   if (t) {
-    server.set_token(*t, "");
+    router.set_token(*t, "");
     return;
   }
-  server.set_token("", t.error().message);
+  router.set_token("", t.error().message);
   log({engine::LogLevel::warning, t.error().message + "; POST /v1/reconcile and /v1/selftest are disabled", "", "config", ""});
 }
 
-// A new certificate and key reach new connections at once; turning TLS on or off needs a restart,
-// like a new listen address.
-void reload_tls(const LoadedConfig& fresh, http::ApiServer& server, const engine::LogFn& log) {
-  std::string why;
-  if (fresh.tls && server.serves_tls()) {
-    if (server.set_tls_identity(fresh.tls, &why))
-      log({engine::LogLevel::notice, "TLS certificate reloaded for new connections: " + fresh.tls->describe(), "", "tls", ""});
-    else
-      log({engine::LogLevel::error, "TLS certificate not reloaded, the previous one is served: " + why, "", "tls", ""});
-    return;
-  }
-  if (fresh.tls || server.serves_tls())
+std::shared_ptr<const tls::PemIdentity> pem_of(const std::shared_ptr<const tls::Identity>& id) {
+  return id ? std::make_shared<const tls::PemIdentity>(tls::to_pem(*id)) : nullptr;
+}
+
+// The HTTP process's part of a reload: its limits at once, and a new certificate and key for new
+// connections (it logs whether they took); turning TLS on or off needs a restart, like a new
+// listen address.
+void reload_http(const LoadedConfig& fresh, const http::ServerOptions& options, bool serves_tls,
+                 privsep::HttpProcess& http_process, const engine::LogFn& log) {
+  privsep::HttpSettings s = privsep::settings_of(options);
+  if (fresh.tls && serves_tls) {
+    const auto pem = tls::to_pem(*fresh.tls);
+    s.tls_chain = pem.chain;
+    s.tls_key = pem.key.c_str();
+    s.tls_describe = fresh.tls->describe();
+  } else if (fresh.tls || serves_tls) {
     log({engine::LogLevel::warning, std::string("tls was ") + (fresh.tls ? "added to" : "removed from") +
                                         " the configuration; it takes effect on restart", "", "config", ""});
+  }
+  if (auto st = http_process.send_settings(s); !st)
+    log({engine::LogLevel::error, "the HTTP process did not take the new settings: " + st.error().message, "", "http", ""});
+  std::fill(s.tls_key.begin(), s.tls_key.end(), '\0');
 }
+
+// Stops the HTTP process before what its answering thread uses (the router, the engine) goes.
+struct StopFirst {
+  privsep::HttpProcess& process;
+  ~StopFirst() { process.stop(); }
+};
 
 // The HTTP server's options from the configuration (its TLS identity is set apart).
 http::ServerOptions server_options(const engine::DaemonConfig& c) {
@@ -170,12 +188,39 @@ int run_serve(const ServeOptions& o) {
     return kOk;
   }
 
-  // Signals go to this thread only: block them before any other thread starts.
+  // Signals go to this thread only: block them before any other thread (or the HTTP process) starts.
   sigset_t mask;
   sigemptyset(&mask);
-  for (int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&mask, s);
+  for (int s : {SIGHUP, SIGTERM, SIGINT, SIGCHLD}) sigaddset(&mask, s);
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
+
+  http::ServerOptions hopt = server_options(*config);
+  hopt.tls = pem_of(loaded->tls);
+  auto listener = http::bind_listener(config->listen);
+  if (!listener) {
+    std::cerr << "p2pnode serve: " << listener.error().message << "\n";
+    log({engine::LogLevel::error, listener.error().message, "", "http", ""});
+    return 1;
+  }
+  engine::ListenAddress bound = config->listen;
+  bound.port = listener->port;
+  // Forked now, while this is the only thread and before the token or the state is read.
+  auto forked = privsep::HttpProcess::start(*listener, hopt, o.verbose, log);
+  if (!forked) {
+    std::cerr << "p2pnode serve: " << forked.error().message << "\n";
+    log({engine::LogLevel::error, forked.error().message, "", "privsep", ""});
+    return 1;
+  }
+  privsep::HttpProcess& http_process = *forked.value();
+  if (!o.port_file.empty()) std::ofstream(o.port_file) << bound.port << "\n";
+  log({engine::LogLevel::notice, std::string("listening on ") + (hopt.tls ? "https://" : "http://") + bound.display() +
+                                     " (profiles " + config->profiles_dir + ", state " + config->state_file() + ")", "", "http", ""});
+  if (loaded->tls) log({engine::LogLevel::notice, "TLS certificate: " + loaded->tls->describe(), "", "tls", ""});
+  else if (!bound.is_loopback())
+    log({engine::LogLevel::warning, "serving plain HTTP beyond this host (allow_plaintext_beyond_loopback: true): the bearer "
+                                    "token and every answer cross the network unencrypted", "", "http", ""});
+  const bool serves_tls = hopt.tls != nullptr;
 
   sys::ProcessRunner agent_runner;
   sys::ProcessRunner host_runner;
@@ -191,33 +236,12 @@ int run_serve(const ServeOptions& o) {
                           },
                           &health_runner};
   engine::Engine engine(deps, *config, P2PNODE_VERSION);
-
-  http::ServerOptions hopt = server_options(*config);
-  hopt.tls = loaded->tls;
-  hopt.log = log;
-  http::ApiServer server(engine, hopt);
-  auto port = server.bind();
-  if (!port) {
-    std::cerr << "p2pnode serve: " << port.error().message << "\n";
-    log({engine::LogLevel::error, port.error().message, "", "http", ""});
-    return 1;
-  }
-  engine::ListenAddress bound = config->listen;
-  bound.port = *port;
-  if (!o.port_file.empty()) std::ofstream(o.port_file) << *port << "\n";
-  log({engine::LogLevel::notice, std::string("listening on ") + (hopt.tls ? "https://" : "http://") + bound.display() +
-                                     " (profiles " + config->profiles_dir + ", state " + config->state_file() + ")", "", "http", ""});
-  if (hopt.tls) log({engine::LogLevel::notice, "TLS certificate: " + hopt.tls->describe(), "", "tls", ""});
-  else if (!bound.is_loopback())
-    log({engine::LogLevel::warning, "serving plain HTTP beyond this host (allow_plaintext_beyond_loopback: true): the bearer "
-                                    "token and every answer cross the network unencrypted", "", "http", ""});
-  load_token(root, *config, server, log);
+  http::Router router(engine, hopt.max_headers);
+  router.set_server_names(hopt.server_names);
+  load_token(root, *config, router, log);
+  StopFirst stop_first{http_process};
+  http_process.serve([&router](const http::Request& req) { return router.handle(req); });
   service::notify_status("reconciling: the first pass since start");
-  if (auto st = server.start(); !st) {
-    std::cerr << "p2pnode serve: " << st.error().message << "\n";
-    log({engine::LogLevel::error, st.error().message, "", "http", ""});
-    return 1;
-  }
   engine.start();
   std::unique_ptr<service::DeviceMonitor> monitor;
   if (config->device_monitor && real_root) {
@@ -231,10 +255,28 @@ int run_serve(const ServeOptions& o) {
   const auto ping = service::watchdog_ping_interval();
   // Wake only to ping the watchdog (none without one): an idle daemon uses no CPU.
   const std::chrono::microseconds tick = ping ? *ping : std::chrono::hours(1);
+  int exit_code = kOk;
   for (;;) {
     timespec ts{static_cast<time_t>(tick.count() / 1000000), static_cast<long>((tick.count() % 1000000) * 1000)};
-    const int sig = sigtimedwait(&mask, nullptr, &ts);
+    int sig = sigtimedwait(&mask, nullptr, &ts);
     if (ping) service::notify_watchdog();
+    if (auto how = http_process.exited()) {
+      // systemd's stop signals the whole unit at once: the child may be seen gone first.
+      const timespec grace{0, 500 * 1000 * 1000};
+      sigset_t stop_signals;
+      sigemptyset(&stop_signals);
+      sigaddset(&stop_signals, SIGTERM);
+      sigaddset(&stop_signals, SIGINT);
+      sig = sigtimedwait(&stop_signals, nullptr, &grace);
+      if (sig != SIGTERM && sig != SIGINT) {
+        // Restarting it here would fork a process with threads; systemd restarts the whole daemon
+        // (Restart=on-failure) from a clean start instead.
+        log({engine::LogLevel::error, "the HTTP process " + std::to_string(http_process.pid()) + " " + *how +
+                                          ": stopping, for systemd to restart the daemon", "", "privsep", ""});
+        exit_code = 1;
+        break;
+      }
+    }
     if (sig == SIGTERM || sig == SIGINT) {
       log({engine::LogLevel::notice, std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"), "", "signal", ""});
       break;
@@ -252,13 +294,13 @@ int run_serve(const ServeOptions& o) {
       if (fresh->listen.display() != config->listen.display() && o.listen.empty())
         log({engine::LogLevel::warning, "the listen address changed to " + fresh->listen.display() +
                                             "; it takes effect on restart", "", "config", ""});
-      reload_tls(*reloaded, server, log);
-      if (std::string why_not; !server.set_limits(server_options(*fresh), &why_not))
-        log({engine::LogLevel::error, "the new HTTP limits could not take effect, the previous ones stay: " + why_not, "",
-             "http", ""});
+      const http::ServerOptions fresh_options = server_options(*fresh);
+      reload_http(*reloaded, fresh_options, serves_tls, http_process, log);
+      router.set_max_headers(fresh_options.max_headers);
+      router.set_server_names(fresh_options.server_names);
       config = fresh;
       engine.set_config(*config);
-      load_token(root, *config, server, log);
+      load_token(root, *config, router, log);
       log({engine::LogLevel::notice, "configuration reloaded", "", "reload", ""});
     } else {
       log({engine::LogLevel::error, "reload refused, keeping the running configuration: " + why, "", "reload", ""});
@@ -269,9 +311,9 @@ int run_serve(const ServeOptions& o) {
   }
   service::notify_stopping();
   if (monitor) monitor->stop();
-  server.stop();
+  http_process.stop();
   engine.stop();
-  return kOk;
+  return exit_code;
 }
 }  // namespace
 

@@ -83,30 +83,25 @@ std::uint64_t connection_id(MHD_Connection* c) {
 }  // namespace
 
 struct ApiServer::Impl {
-  engine::Engine& engine;
+  Handler handler;
   ServerOptions opt;
-  Router router;
   ConnectionGuard guard;
   std::atomic<std::size_t> max_body;  // read by the event loops, changed by a reload
   int listen_fd = -1;  // ours until a libmicrohttpd daemon takes it over
-  int bound_port = 0;
   bool tls = false;
   mutable std::mutex daemon_mu;  // the current daemon, swapped on a certificate reload
   MHD_Daemon* daemon = nullptr;
   std::mutex error_mu;
   std::string last_error;  // libmicrohttpd's last message, for a start that fails
 
-  Impl(engine::Engine& e, ServerOptions o)
-      : engine(e),
+  Impl(int listen_socket, Handler h, ServerOptions o)
+      : handler(std::move(h)),
         opt(std::move(o)),
-        router(e, opt.max_headers),
         guard(guard_limits(opt), [this](const std::string& m) { log(engine::LogLevel::warning, m); },
               [](int fd) { ::shutdown(fd, SHUT_RDWR); }),
         max_body(opt.max_body),
-        tls(opt.tls != nullptr) {
-    router.set_metrics_extra([this] { return guard.metrics_text(); });
-    router.set_server_names(opt.server_names);
-  }
+        listen_fd(listen_socket),
+        tls(opt.tls != nullptr) {}
 
   static ConnectionGuard::Limits guard_limits(const ServerOptions& o) {
     return {o.max_connections, o.max_connections_per_client, o.request_timeout, o.max_connection_time,
@@ -214,7 +209,7 @@ struct ApiServer::Impl {
     req.body = std::move(st->body);
     MHD_get_connection_values(c, MHD_HEADER_KIND, &collect_header, &req);
     try {
-      return send(c, self->router.handle(req));
+      return send(c, self->handler(req));
     } catch (const std::exception& e) {
       // The text stays in the journal: it may name paths or values a client has no business seeing.
       self->log(engine::LogLevel::error, std::string("internal error answering ") + req.method + " " + req.path + ": " + e.what());
@@ -266,12 +261,12 @@ struct ApiServer::Impl {
   }
 };
 
-ApiServer::ApiServer(engine::Engine& engine, ServerOptions options) : impl_(std::make_unique<Impl>(engine, std::move(options))) {}
+ApiServer::ApiServer(int listen_fd, Handler handler, ServerOptions options)
+    : impl_(std::make_unique<Impl>(listen_fd, std::move(handler), std::move(options))) {}
 
 ApiServer::~ApiServer() { stop(); }
 
-Result<int> ApiServer::bind() {
-  const auto& l = impl_->opt.listen;
+Result<Listener> bind_listener(const engine::ListenAddress& l) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -297,21 +292,18 @@ Result<int> ApiServer::bind() {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-  impl_->bound_port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                                     : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  impl_->listen_fd = fd;
-  return impl_->bound_port;
+  const int bound = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                                   : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return Listener{fd, bound};
 }
 
 Status ApiServer::start() {
   if (impl_->listen_fd < 0) return Error{"the API server is not bound"};
   std::lock_guard lk(impl_->daemon_mu);
   if (impl_->daemon) return Status::success();
-  std::optional<tls::PemIdentity> pem;
-  if (impl_->opt.tls) pem = tls::to_pem(*impl_->opt.tls);
   std::string why;
   impl_->guard.start();
-  impl_->daemon = impl_->start_daemon(impl_->listen_fd, pem ? &*pem : nullptr, &why);
+  impl_->daemon = impl_->start_daemon(impl_->listen_fd, impl_->opt.tls.get(), &why);
   if (!impl_->daemon) {
     impl_->listen_fd = -1;  // libmicrohttpd may have closed it; the process is about to exit
     impl_->guard.stop();
@@ -338,15 +330,14 @@ void ApiServer::stop() {
   impl_->guard.stop();
 }
 
-bool ApiServer::set_tls_identity(std::shared_ptr<const tls::Identity> identity, std::string* why) {
+bool ApiServer::set_tls_identity(std::shared_ptr<const tls::PemIdentity> identity, std::string* why) {
   if (!impl_->tls || !identity) {
     if (why) *why = "the server speaks plain HTTP; turning TLS on takes a restart";
     return false;
   }
   std::lock_guard lk(impl_->daemon_mu);
   if (!impl_->daemon) return false;
-  const auto pem = tls::to_pem(*identity);
-  if (!impl_->swap_daemon(&pem, why)) return false;
+  if (!impl_->swap_daemon(identity.get(), why)) return false;
   impl_->opt.tls = std::move(identity);
   return true;
 }
@@ -354,7 +345,6 @@ bool ApiServer::set_tls_identity(std::shared_ptr<const tls::Identity> identity, 
 bool ApiServer::set_limits(const ServerOptions& fresh, std::string* why) {
   auto& o = impl_->opt;
   impl_->max_body = fresh.max_body;
-  impl_->router.set_max_headers(fresh.max_headers);
   impl_->guard.set_limits(Impl::guard_limits(fresh));
   const bool daemon_level = fresh.threads != o.threads || fresh.idle_timeout != o.idle_timeout ||
                             fresh.max_connections != o.max_connections ||
@@ -371,9 +361,7 @@ bool ApiServer::set_limits(const ServerOptions& fresh, std::string* why) {
   if (!daemon_level) return true;
   std::lock_guard lk(impl_->daemon_mu);
   if (!impl_->daemon) return true;  // not started yet: start() uses the new options
-  std::optional<tls::PemIdentity> pem;
-  if (o.tls) pem = tls::to_pem(*o.tls);
-  if (impl_->swap_daemon(pem ? &*pem : nullptr, why)) return true;
+  if (impl_->swap_daemon(o.tls.get(), why)) return true;
   // The old server goes on with its own options: put back those of them a new one would read.
   o.threads = before.threads;
   o.idle_timeout = before.idle_timeout;
@@ -384,8 +372,6 @@ bool ApiServer::set_limits(const ServerOptions& fresh, std::string* why) {
 
 bool ApiServer::serves_tls() const { return impl_->tls; }
 
-void ApiServer::set_token(std::string token, std::string problem_text) {
-  impl_->router.set_token(std::move(token), std::move(problem_text));
-}
+std::string ApiServer::connection_metrics() const { return impl_->guard.metrics_text(); }
 
 }  // namespace p2pnode::http

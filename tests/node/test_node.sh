@@ -93,6 +93,22 @@ drive_ok
 check "p2pnode.service sent READY=1 with a status text" in_node "systemctl show -P StatusText p2pnode | grep -q ." 
 echo "node: p2pnode status text: $(in_node systemctl show -P StatusText p2pnode)"
 check "/readyz answers 200" test "$(readyz)" = 200
+# The HTTP side runs without root: the process that holds the listening socket is the daemon's
+# child, as the package's account p2pnode, with no capability and no_new_privs; the daemon is root.
+mainpid=$(in_node systemctl show -P MainPID p2pnode)
+httppid=$(in_node "ss -ltnpH 'sport = :9470'" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
+echo "node: daemon $mainpid, listening socket held by: $httppid"
+in_node "grep -E '^(Name|PPid|Uid|Gid|Groups|CapPrm|CapEff|CapBnd|NoNewPrivs):' /proc/$httppid/status" | sed 's/^/  http process: /'
+field() { in_node "awk '\$1 == \"$2:\" { \$1 = \"\"; print }' /proc/$1/status" | sed 's/^ *//'; }
+check "the listening socket is held by one process, the daemon's child" test "$(field "$httppid" PPid)" = "$mainpid"
+uid=$(in_node id -u p2pnode) gid=$(in_node id -g p2pnode)
+check "the HTTP process runs as the account p2pnode, uid $uid (Uid: $(field "$httppid" Uid))" \
+  test "$(field "$httppid" Uid)" = "$uid $uid $uid $uid"
+check "its gids are p2pnode's, $gid (Gid: $(field "$httppid" Gid))" test "$(field "$httppid" Gid)" = "$gid $gid $gid $gid"
+check "it has no supplementary group" test -z "$(field "$httppid" Groups)"
+check "it has no capability (CapEff, CapPrm 0)" test "$(field "$httppid" CapEff) $(field "$httppid" CapPrm)" = "0000000000000000 0000000000000000"
+check "it has no_new_privs" test "$(field "$httppid" NoNewPrivs)" = 1
+check "the daemon is still root" test "$(field "$mainpid" Uid | cut -d' ' -f2)" = 0
 check "systemd-analyze verify passes for both units" in_node systemd-analyze verify /lib/systemd/system/p2pnode.service /lib/systemd/system/p2pnode-apply.service
 check "journalctl -o json carries p2pnode's structured fields (STEP or CHECK)" in_node \
   "journalctl -b -u p2pnode -o json | grep -q -e '\"STEP\"' -e '\"CHECK\"'"

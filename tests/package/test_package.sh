@@ -88,6 +88,7 @@ grep -q 'deb-systemd-invoke \$_dh_action .*p2pnode.service' "$work/ctrl/postinst
   && ok "postinst starts (on upgrade: restarts) the daemon only, never the boot-time apply" || { bad "postinst start/restart"; grep -n invoke "$work/ctrl/postinst"; }
 grep -q 'restart' "$work/ctrl/postinst" && ok "postinst restarts after an upgrade" || bad "postinst restarts after an upgrade"
 grep -q 'deb-systemd-invoke stop .*p2pnode.service' "$work/ctrl/prerm" && ok "prerm stops the daemon at removal" || bad "prerm stops"
+grep -q 'systemd-sysusers.*p2pnode' "$work/ctrl/postinst" && ok "postinst creates the HTTP process's account (systemd-sysusers)" || bad "postinst creates the account"
 grep -q '^ConditionPathExistsGlob=/etc/p2pnode/profiles/\*.yaml' systemd/p2pnode.service && ok "the daemon starts only once a profile exists" || bad "condition"
 
 # lintian (this release's): no errors; each warning left is explained in docs/development.md
@@ -115,6 +116,7 @@ t_apt=$((SECONDS - t2))
 out=$(chroot "$root" p2pnode --version 2>&1)
 [[ "$out" == *"$version"* ]] && ok "p2pnode --version there: $out" || bad "p2pnode --version there: $out"
 chroot "$root" ldd /usr/libexec/p2pnode/p2pnode-serve | grep -q 'not found' && bad "p2pnode-serve has unresolved libraries" || ok "p2pnode-serve's libraries all resolve"
+chroot "$root" getent passwd p2pnode | grep -q ':/nonexistent:/usr/sbin/nologin$' && ok "the install made the system account p2pnode (no home, no shell)" || bad "no account p2pnode after the install"
 mkdir -p "$root/srv"
 cp -a tests/fixtures/tinybox-6x4090-bios-default "$root/srv/bios-default"
 cp -a tests/fixtures/tinybox-6x4090 "$root/srv/fixed"

@@ -4,7 +4,7 @@
 # closes is opened again a second later). After 15 s (past TCP_DEFER_ACCEPT and every accept,
 # handshake and request-head limit), for 30 s, a second client bound to 127.0.0.2 asks for /livez,
 # /readyz and /metrics in turn, ten requests a second, a new connection each: every answer 200, p90 under
-# 100 ms and none over 1 s, and the daemon's RSS stays under 64 MiB (the peak is printed). Plain HTTP, then HTTPS.
+# 100 ms and none over 1 s, and the daemon's RSS (with its HTTP process) stays under 64 MiB (the peak is printed). Plain HTTP, then HTTPS.
 # The daemon sheds what the limits refuse, counts it in
 # p2pnode_http_connections_rejected_total{reason} and logs it (rate-limited).
 # Cost: about 2 x 50 s wall (FLOOD_SECONDS=60 measures longer); RESOURCE_LOCK heavy_cpu (tests/CMakeLists.txt).
@@ -19,12 +19,21 @@ MIN_ANSWERS=$((SECONDS_MEASURED * 10 * 8 / 30))
 RSS_LIMIT_KIB=$((64 * 1024))
 RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
 
-# rss_peak PID OUT: samples VmRSS every 200 ms into OUT (one number, KiB) until PID is gone or
+# rss PID: VmRSS of the daemon and its HTTP process together (KiB).
+rss() {
+  local p sum=0 v
+  for p in "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+    v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null)
+    sum=$((sum + ${v:-0}))
+  done
+  echo "$sum"
+}
+# rss_peak PID OUT: samples rss every 200 ms into OUT (one number, KiB) until PID is gone or
 # the sampler is killed.
 rss_peak() {
   local pid=$1 out=$2 peak=0 v
   while kill -0 "$pid" 2>/dev/null; do
-    v=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+    v=$(rss "$pid")
     [ -n "$v" ] && [ "$v" -gt "$peak" ] && { peak=$v; echo "$peak" > "$out"; }
     sleep 0.2
   done
@@ -34,7 +43,7 @@ rss_peak() {
 flood() {
   local name=$1; shift
   local pid; pid=$(cat "$WORK/$name/pid")
-  local before; before=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status")
+  local before; before=$(rss "$pid")
   rss_peak "$pid" "$WORK/$name/rss" &
   local sampler=$!
   python3 "$SRC/tests/serve/flood.py" --port "$PORT" --seconds "$SECONDS_MEASURED" "$@" > "$WORK/$name/flood.json"

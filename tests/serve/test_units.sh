@@ -50,6 +50,17 @@ for u in p2pnode.service p2pnode-apply.service; do
 done
 grep -q '"/var/cache/p2pnode/nvidia-core"' "$SRC/daemon/lifecycle/nvidia_core.hpp"
 check "the cache the units open is the one the code writes" test $? -eq 0
+# The daemon's HTTP process drops root with setgroups, setresgid and setresuid (privsep/drop.cpp).
+keeps_setuid() {
+  local set; set=$(sed -n 's/^CapabilityBoundingSet=//p' "$SRC/systemd/p2pnode.service")
+  case $set in
+    "") return 0 ;;
+    "~"*) ! grep -qwE 'CAP_SETUID|CAP_SETGID' <<<"$set" ;;
+    *) grep -qw CAP_SETUID <<<"$set" && grep -qw CAP_SETGID <<<"$set" ;;
+  esac
+}
+check "p2pnode.service keeps CAP_SETUID and CAP_SETGID (the HTTP process drops root)" keeps_setuid
+check "p2pnode.service leaves @setuid system calls allowed" bash -c "! grep -E '^SystemCallFilter=~.*@(setuid|privileged)' '$SRC/systemd/p2pnode.service'"
 check "the apply unit runs before the daemon" grep -q '^Before=p2pnode.service' "$SRC/systemd/p2pnode-apply.service"
 echo "$FAILS failure(s)"
 [ "$FAILS" -eq 0 ]
