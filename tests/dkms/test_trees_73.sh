@@ -153,6 +153,7 @@ echo "== 4. nvidia.ko loaded in QEMU on $KV"
 VM_SYSROOT=$ROOT
 . tests/vm/lib.sh
 vm_prepare "$bin"
+trap 'rm -rf "$TMP" "$VM_TMP"' EXIT  # vm_prepare's trap took VM_TMP only
 [ "$VM_KV" = "$KV" ] || die "the VM would boot $VM_KV, not $KV"
 r=$VM_TMP/root
 todo=(nvidia) seen=" " DEPS=""
