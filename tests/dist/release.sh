@@ -109,3 +109,27 @@ _kernel_root() {
   chroot "$1" apt-get clean
 }
 kernel_root_tarball() { _debian_root_tarball "$DEBIAN_SUITE-kernel" _kernel_root; }
+
+# kernel_bpo_root_tarball: the kernel root as a node that follows trixie-backports for its kernel
+# has it, cached as $P2PNODE_TEST_CACHE/SUITE-kernel-bpo.tar: trixie-backports in apt's sources, a
+# pin (/etc/apt/preferences.d/p2pnode-test-kernel-bpo) that makes the kernel packages (linux-*)
+# come from there, and backports' linux-image-amd64 and linux-headers-amd64 installed beside the
+# release's own kernel (their gcc-14-for-host with them). tests/dkms/test_trees_73.sh builds and
+# boots on it.
+KERNEL_BPO_PIN='Package: linux-*
+Pin: release n=trixie-backports
+Pin-Priority: 500'
+_kernel_bpo_root() {
+  local base
+  base=$(kernel_root_tarball) || return 1
+  mkdir -p "$1" && tar -C "$1" -xf "$base"
+  cp /etc/resolv.conf "$1/etc/resolv.conf"
+  echo "deb $DEBIAN_MIRROR trixie-backports main" > "$1/etc/apt/sources.list.d/trixie-backports.list"
+  echo "$KERNEL_BPO_PIN" > "$1/etc/apt/preferences.d/p2pnode-test-kernel-bpo"
+  in_root "$1" apt-get update -qq > "$1.apt.log" 2>&1 &&
+    in_root "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      linux-image-amd64 linux-headers-amd64 >> "$1.apt.log" 2>&1 || { tail -30 "$1.apt.log"; return 1; }
+  rm -f "$1.apt.log"
+  chroot "$1" apt-get clean
+}
+kernel_bpo_root_tarball() { _debian_root_tarball "$DEBIAN_SUITE-kernel-bpo" _kernel_bpo_root; }

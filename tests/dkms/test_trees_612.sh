@@ -24,12 +24,16 @@
 #  5. the next kernel: with trixie-security in the root's apt sources, `p2pnode judge-kernel` finds
 #     linux-image-amd64's candidate there, downloads its headers into p2pnode's cache (nothing
 #     installed: dpkg's status unchanged) and compiles the staged 570 tree's kernel layer against
-#     them with its builtin patches: it keeps P2P; `check` then shows the judged candidate.
+#     them with its builtin patches: it keeps P2P; `check` then shows the judged candidate;
+#  6. the next kernel from trixie-backports: with backports in the sources and a pin that takes
+#     linux-* from there, judge-kernel's candidate is backports' 7.3.4 (apt's own choice) and the
+#     570 tree breaks there (extra-cflags-ignored); apt installs it anyway, and `apply` refuses the
+#     build before it starts while the boot guard holds GRUB on 6.12, the kernel with the module.
 # P2PNODE_ALL_TREES=1 adds step 3 for 565.57.01-p2p and 550.90.07-p2p (about 10 min more; README
 # and tests/dkms/README.md have the figures of such a run).
 # Cost in make test: the root once (about 3 min), three conftests and objects (~2 min of CPU), the
 # 570 tree's core and kernel layer (~5-8 min of both cores), one VM boot (~40 s), the judge's
-# compile of the kernel layer (~2 min of CPU).
+# compile of the kernel layer (~2 min of CPU), backports' kernel downloaded and installed (~2 min).
 # Exit 77 only without root, debootstrap, Debian's archive, QEMU or the trees.
 # Usage: bash tests/dkms/test_trees_612.sh path/to/build/daemon/p2pnode
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
@@ -296,6 +300,50 @@ fi
 run_in p2pnode check --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --only driver.kernels --json > "$TMP/check-next.json" 2>/dev/null
 jq -e --arg k "$NEXT" '.findings[] | select(.subject == $k and .observed.candidate == true and .severity == "ok")' "$TMP/check-next.json" >/dev/null &&
   ok "check shows the judged candidate $NEXT as keeping P2P" || bad "check does not show the candidate: $(head -c 400 "$TMP/check-next.json")"
+
+echo "== 6. a node that follows trixie-backports: its candidate judged, then held off GRUB's default"
+# The node's own apt configuration decides the candidate: backports in the sources, and the pin
+# (tests/dist/release.sh's KERNEL_BPO_PIN) that takes the kernel packages from there.
+echo "deb $DEBIAN_MIRROR trixie-backports main" > "$ROOT/etc/apt/sources.list.d/trixie-backports.list"
+echo "$KERNEL_BPO_PIN" > "$ROOT/etc/apt/preferences.d/p2pnode-kernel-bpo"
+run_in apt-get update -qq > "$TMP/update-bpo.log" 2>&1 || bad "apt-get update with trixie-backports: $(tail -2 "$TMP/update-bpo.log")"
+pol=$(run_in apt-cache policy linux-image-amd64)
+BCAND=$(sed -n 's/^ *Candidate: //p' <<<"$pol")
+grep -A1 -F "*** $BCAND" <<<"$pol" | grep -q trixie-backports && ok "the pin makes linux-image-amd64's candidate trixie-backports' $BCAND" ||
+  bad "linux-image-amd64's candidate under the pin: $pol"
+dpkg_before=$(md5sum < "$ROOT/var/lib/dpkg/status")
+t0=$SECONDS
+run_in p2pnode judge-kernel --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --modules nvidia --json \
+  > "$TMP/judge.json" 2> "$TMP/judge.err"; rc=$?
+BKV=$(jf .release)
+[ "$rc" = 1 ] && [ "$(jf .package_version)" = "$BCAND" ] && [ "$(jf .keeps_p2p)" = false ] && [ "$(jf '.breakages[0]')" = extra-cflags-ignored ] &&
+  ok "judge-kernel: the pinned candidate $BKV ($BCAND) breaks 570.86.16 ($((SECONDS - t0)) s): $(jf .summary | cut -c1-200)" ||
+  bad "judge-kernel on backports' candidate: exit $rc: $(head -c 600 "$TMP/judge.json") $(tail -5 "$TMP/judge.err")"
+[ "$(md5sum < "$ROOT/var/lib/dpkg/status")" = "$dpkg_before" ] && ok "nothing was installed by the judgement" || bad "judge-kernel installed something"
+# apt installs it anyway (an unattended upgrade): the boot guard must keep GRUB on $KV. The root has
+# GRUB's tools but no grub.cfg yet: update-grub makes the one a node has.
+mkdir -p "$ROOT/boot/grub"
+run_in update-grub > "$TMP/grub.log" 2>&1 || bad "update-grub: $(tail -3 "$TMP/grub.log")"
+t0=$SECONDS
+run_in env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-image-amd64 linux-headers-amd64 \
+  > "$TMP/apt-bpo.log" 2>&1 || bad "installing backports' kernel: $(tail -5 "$TMP/apt-bpo.log")"
+[ -d "$ROOT/lib/modules/$BKV" ] && [ -e "$ROOT/lib/modules/$BKV/build" ] && ok "apt installed $BKV and its headers from trixie-backports ($((SECONDS - t0)) s)" ||
+  bad "$BKV is not installed: $(tail -5 "$TMP/apt-bpo.log")"
+run_in p2pnode apply --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --only driver.module --only driver.boot_guard \
+  > "$TMP/guard.log" 2>&1; rc=$?
+grep -q "refused before any build.*$BKV: known breakage extra-cflags-ignored" "$TMP/guard.log" &&
+  ok "apply refuses 570.86.16 on $BKV before any build (extra-cflags-ignored)" || bad "apply on $BKV: exit $rc: $(head -c 800 "$TMP/guard.log")"
+grep -q "dkms build $BKV\|\[core build" "$TMP/guard.log" && bad "apply built something for $BKV" || true
+grep -q "GRUB held on $KV" "$TMP/guard.log" && ok "the boot guard: $(grep -o "GRUB held on $KV.*" "$TMP/guard.log" | head -1 | cut -c1-200)" ||
+  bad "no GRUB hold on $KV: $(grep -i "boot_guard\|grub" "$TMP/guard.log" | head -5)"
+grep -q "saved_entry=.*$KV" "$ROOT/boot/grub/grubenv" 2>/dev/null && ok "grubenv: $(grep saved_entry "$ROOT/boot/grub/grubenv")" ||
+  bad "grubenv does not name $KV: $(cat "$ROOT/boot/grub/grubenv" 2>/dev/null | grep -v '^#')"
+run_in p2pnode check --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --only driver.boot_guard --only driver.kernels --json \
+  > "$TMP/check-bpo.json" 2>/dev/null
+jq -e --arg k "$BKV" '.findings[] | select(.check == "driver.kernels" and .subject == $k and .severity == "error") | .observed.build_stops | index("extra-cflags-ignored")' "$TMP/check-bpo.json" >/dev/null &&
+  ok "check: $BKV is an error naming extra-cflags-ignored" || bad "check on $BKV: $(jq -c --arg k "$BKV" '[.findings[] | select(.subject == $k)]' "$TMP/check-bpo.json" | head -c 600)"
+jq -e --arg k "$KV" '.findings[] | select(.check == "driver.boot_guard" and .severity == "warning" and (.summary | contains($k)))' "$TMP/check-bpo.json" >/dev/null &&
+  ok "check: driver.boot_guard warns that GRUB is held on $KV" || bad "driver.boot_guard: $(jq -c '[.findings[] | select(.check == "driver.boot_guard")]' "$TMP/check-bpo.json" | head -c 600)"
 
 # unstage VERSION: the tree taken out of DKMS and /usr/src (and p2pnode's stamp), so the next tree's
 # modules (the same names) are the only ones.

@@ -162,8 +162,8 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
   EXPECT_EQ(on73->observed["build_stops"],
             (nlohmann::json{"extra-cflags-ignored", "kbuild-extmod-cwd", "module-import-ns-string", "drm-driver-date",
                             "del-timer-sync-removed", "hrtimer-init-removed", "drm-mode-valid-const",
-                            "drm-fb-create-format-info", "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars",
-                            "drm-output-poll-changed"}));
+                            "drm-fb-create-format-info", "strncpy-removed", "drm-atomic-state-renamed",
+                            "pci-resize-resource-exclude-bars", "drm-output-poll-changed"}));
   EXPECT_NE(on73->remediation.find("No NVIDIA release up to 595.45.04 is known to build on " + k73 + "."), std::string::npos)
       << on73->remediation;
   EXPECT_FALSE(on73->observed.contains("first_release_that_builds"));
@@ -177,14 +177,14 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
   EXPECT_EQ(stops[0].rfind(k73 + ": known breakage extra-cflags-ignored will stop the build of 550.90.07", 0), 0u) << stops[0];
   EXPECT_NE(stops[0].find("; no NVIDIA release up to 595.45.04 is known to build on " + k73), std::string::npos) << stops[0];
 
-  // The same box with aikitoria's 575.64.05-p2p: 7.3.4 still stops it (fb_create, pfn_t, drm_atomic_state).
+  // The same box with aikitoria's 575.64.05-p2p: 7.3.4 still stops it (fb_create, pfn_t, strncpy, drm_atomic_state).
   Profile p = profile();
   p.driver->version = "575.64.05";
   const auto f575 = check_driver_kernels(p, inv);
   on73 = for_kernel(f575, k73);
   ASSERT_NE(on73, nullptr);
   EXPECT_EQ(on73->severity, Severity::error) << on73->summary;
-  EXPECT_EQ(on73->observed["build_stops"], (nlohmann::json{"drm-fb-create-format-info", "pfn-t-removed",
+  EXPECT_EQ(on73->observed["build_stops"], (nlohmann::json{"drm-fb-create-format-info", "pfn-t-removed", "strncpy-removed",
                                                            "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars"}));
 }
 

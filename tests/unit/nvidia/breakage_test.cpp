@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -40,7 +41,8 @@ TEST(Breakages, BuiltinTableParsesAndEveryFixIsABuiltinPatch) {
   }
   const auto names = builtin_patch_names();
   EXPECT_EQ(names, (std::vector<std::string>{"pci-resize-resource-exclude-bars", "io-memory-pfn", "peer-address-alignment",
-                                           "drm-output-poll-changed"}));
+                                           "drm-output-poll-changed", "of-gpio-h-removed", "strncpy-removed",
+                                           "drm-atomic-state-renamed"}));
   // The compiled-in copy is the file in the repository.
   EXPECT_EQ(std::string(*builtin_patch("io-memory-pfn")),
             read(fs::path(P2PNODE_SOURCE_DIR) / "daemon/nvidia/patches/io-memory-pfn.patch"));
@@ -78,6 +80,31 @@ TEST(Breakages, SameBreakageOn565AndNotOnAnUnlistedBranch) {
   EXPECT_EQ(match_make_log(builtin_breakages(), log, "565.57.01")[0].line, 2);
   EXPECT_TRUE(match_make_log(builtin_breakages(), log, "535.183.01").empty());  // not a listed branch
   EXPECT_EQ(match_make_log(builtin_breakages(), log).size(), 1u);               // no version: all entries
+}
+
+// The three 7.x breakages as NVIDIA's 595.45.04 met them on 7.3.4+deb13's headers (make -k of
+// kernel-open; strncpy only once of_gpio.h was fixed): each line names its own entry.
+TEST(Breakages, Measured595On73) {
+  const std::string q = "\xE2\x80\x98", e = "\xE2\x80\x99";
+  const std::vector<std::pair<std::string, std::string>> lines = {
+      {"kernel-open/common/inc/nv-linux.h:1730:10: fatal error: linux/of_gpio.h: No such file or directory",
+       "of-gpio-h-removed"},
+      {"nvidia-modeset/nvidia-modeset-linux.c:642:12: error: implicit declaration of function " + q + "strncpy" + e +
+           " [-Wimplicit-function-declaration]",
+       "strncpy-removed"},
+      {"nvidia-drm/nvidia-drm-drv.c:954:10: error: invalid use of undefined type " + q + "struct drm_atomic_state" + e,
+       "drm-atomic-state-renamed"},
+      {"awk: 1: unexpected character " + std::string(1, 39), "pahole-awk-gen-btf"},  // 39: a single quote
+  };
+  for (const auto& [line, id] : lines) {
+    const auto m = match_make_log(builtin_breakages(), line + "\n", "595.45.04");
+    ASSERT_EQ(m.size(), 1u) << line;
+    EXPECT_EQ(m[0].breakage->id, id);
+    if (id != "pahole-awk-gen-btf") EXPECT_EQ(m[0].breakage->fix_builtin.value_or(""), id);
+  }
+  // nvkms_strncpy or strncpy_from_user are not strncpy.
+  EXPECT_TRUE(match_make_log(builtin_breakages(), "x.c:1:1: error: implicit declaration of function 'nvkms_strncpy'\n",
+                             "595.45.04").empty());
 }
 
 TEST(Breakages, CleanLogMatchesNothing) {
@@ -337,15 +364,34 @@ TEST(Forecast, EachTreeOnTrixieBackports73) {
   EXPECT_EQ(ids(p, false), (std::vector<std::string>{"extra-cflags-ignored", "kbuild-extmod-cwd", "module-import-ns-string",
                                                      "drm-driver-date", "del-timer-sync-removed", "hrtimer-init-removed",
                                                      "drm-mode-valid-const", "drm-fb-create-format-info",
-                                                     "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars",
-                                                     "io-memory-pfn", "drm-output-poll-changed"}));
-  // NVIDIA's 595.45.04: the two measured failures and nothing else.
+                                                     "strncpy-removed", "drm-atomic-state-renamed",
+                                                     "pci-resize-resource-exclude-bars", "io-memory-pfn",
+                                                     "drm-output-poll-changed"}));
+  // NVIDIA's 595.45.04: the four measured failures (strncpy behind of_gpio.h, the BTF step at the
+  // link) and nothing else.
+  const std::vector<std::string> k7{"of-gpio-h-removed", "strncpy-removed", "drm-atomic-state-renamed"};
   EXPECT_EQ(ids(predict_breakages(t, "595.45.04", k, hdr, {}), false),
-            (std::vector<std::string>{"of-gpio-h-removed", "drm-atomic-state-renamed", "io-memory-pfn"}));
-  // aikitoria's 575.64.05-p2p: fb_create, pfn_t and drm_atomic_state.
+            (std::vector<std::string>{"of-gpio-h-removed", "strncpy-removed", "drm-atomic-state-renamed",
+                                      "pahole-awk-gen-btf", "io-memory-pfn"}));
+  // With the three builtin patches every compile stop is fixed (the patched tree compiled on 7.3.4);
+  // the BTF step, which has no builtin, still stops the link.
+  p = predict_breakages(t, "595.45.04", k, hdr, k7);
+  EXPECT_EQ(ids(p, true), k7);
+  for (const auto& b : p)
+    EXPECT_TRUE(b.fixed || b.breakage->stage == BreakageStage::runtime || b.breakage->id == "pahole-awk-gen-btf")
+        << b.breakage->id;
+  // 550's EXTRA_CFLAGS has no builtin: the same patches leave it stopped.
+  p = predict_breakages(t, "550.90.07", k, hdr, k7);
+  EXPECT_EQ(p.front().breakage->id, "extra-cflags-ignored");
+  EXPECT_FALSE(p.front().fixed);
+  // aikitoria's 575.64.05-p2p: fb_create, pfn_t, strncpy and drm_atomic_state.
   EXPECT_EQ(ids(predict_breakages(t, "575.64.05", k, hdr, {}), false),
-            (std::vector<std::string>{"drm-fb-create-format-info", "pfn-t-removed", "drm-atomic-state-renamed",
-                                      "pci-resize-resource-exclude-bars", "io-memory-pfn"}));
+            (std::vector<std::string>{"drm-fb-create-format-info", "pfn-t-removed", "strncpy-removed",
+                                      "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars", "io-memory-pfn"}));
+  // 6.12.117 has none of the three (of_gpio.h, strncpy() and struct drm_atomic_state are there).
+  const auto h612 = probe_recorded("6.12.117+deb13-amd64");
+  for (const auto& b : predict_breakages(t, "595.45.04", "6.12.117+deb13-amd64", h612, {}))
+    EXPECT_EQ(std::count(k7.begin(), k7.end(), b.breakage->id), 0) << b.breakage->id;
 }
 
 TEST(Forecast, StageFieldIsCheckedWhenTheTableIsParsed) {

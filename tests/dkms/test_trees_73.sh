@@ -1,0 +1,132 @@
+#!/bin/bash
+# The newest tree on the newest kernel: NVIDIA's 595.45.04 with p2pnode's port of the P2P patch
+# (tests/fixtures/p2p-patches/595.45.04-p2p.patch, a path patch with its sha256) and the three 7.x
+# builtin patches, against trixie-backports' 7.3.4, in a Debian 13 root as a node that follows
+# trixie-backports for its kernel has it (tests/dist/release.sh's kernel_bpo_root_tarball: the
+# release's kernel root plus backports in apt's sources, a pin that takes linux-* from there, and
+# backports' linux-image-amd64 and linux-headers-amd64 installed), with p2pnode's Debian 13
+# package installed by apt. The three builtins make every object compile on 7.3.4, but the link
+# stops on pahole-awk-gen-btf (no builtin), so the node is refused, before any build:
+#  1. `check` on 7.3.4 without the builtins names of-gpio-h-removed, strncpy-removed,
+#     drm-atomic-state-renamed and pahole-awk-gen-btf from the installed headers (an error); with
+#     the builtins it names pahole-awk-gen-btf alone;
+#  2. apt's candidate follows the node's pin: linux-image-amd64's candidate is trixie-backports'
+#     7.3.4, and `judge-kernel` takes it (installed already here, so it defers to `check`);
+#  3. `apply` stages the tree, reads its source and refuses before any build, naming
+#     pahole-awk-gen-btf: no core build, no DKMS build, DKMS and /usr/src as before.
+# The 6.12 headers are purged from the root first, so nothing would be built for 6.12 either.
+# Without the P2P patch file (P2PNODE_P2P_PATCHES names its folder) the tree is NVIDIA's 595.45.04
+# with the builtins only, and the output says so.
+# Cost: the root once (about 2 min beyond the kernel root), then seconds.
+# Exit 77 only without root, debootstrap, Debian's archive or the trees.
+# Usage: bash tests/dkms/test_trees_73.sh path/to/build/daemon/p2pnode
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+set -uo pipefail
+bin=${1:?usage: test_trees_73.sh path/to/p2pnode}
+bin=$(readlink -f "$bin")
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+build=$(cd "$(dirname "$bin")/.." && pwd)
+skip() { echo "SKIP: $*"; exit 77; }
+FAILS=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+die() { echo "FAIL: $*"; exit 1; }
+. tests/dist/release.sh
+. tests/dkms/trees.sh
+find_trees "$REPO"
+require debootstrap chroot
+why=$(debian_root_skip_reason); [ -z "$why" ] || skip "$why"
+require unshare dpkg-deb jq
+DEBIAN_SUITE=trixie
+t_start=$SECONDS
+VER=595.45.04
+TREE=$TREES/ogkm-$VER.tar.xz
+[ -f "$TREE" ] || skip "no $TREE"
+PDIR=${P2PNODE_P2P_PATCHES:-$REPO/tests/fixtures/p2p-patches}
+P2P=$PDIR/$VER-p2p.patch
+BUILTINS="of-gpio-h-removed strncpy-removed drm-atomic-state-renamed"
+NOFIX=pahole-awk-gen-btf
+
+TMP=$(mktemp -d /tmp/p2pnode-trees73.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+ROOT=$TMP/root
+tar=$(kernel_bpo_root_tarball) || die "making the Debian 13 root with trixie-backports' kernel"
+root_with_package "$ROOT" "$tar" "$build" "$TMP" || die "p2pnode's Debian 13 package in the root"
+run_in() { in_root "$ROOT" "$@"; }
+KV=$(ls "$ROOT/lib/modules" | sort -V | tail -1)
+OLD=$(ls "$ROOT/lib/modules" | sort -V | head -1)
+case $KV in 7.*) ;; *) die "trixie-backports' kernel is $KV, not a 7.x (the test is about 7.x's breakages)" ;; esac
+echo "== root: $(run_in dpkg-query -W -f='${Package} ${Version}' "linux-headers-$KV"), beside $OLD; $(run_in dkms --version); $(run_in gcc --version | head -1)"
+# DKMS builds for every kernel with headers: 7.3.4's only (make test's time; see the header).
+run_in env DEBIAN_FRONTEND=noninteractive dpkg --purge "linux-headers-$OLD" >/dev/null 2>&1
+[ ! -e "$ROOT/lib/modules/$OLD/build" ] || die "$OLD still has headers"
+
+mkdir -p "$ROOT/var/lib/p2pnode/artifacts"
+cp "$TREE" "$ROOT/var/lib/p2pnode/artifacts/"
+if [ -f "$P2P" ]; then
+  cp "$P2P" "$ROOT/var/lib/p2pnode/artifacts/"
+  want=$(grep " $VER-p2p.patch\$" "$PDIR/SHA256SUMS" 2>/dev/null | cut -d' ' -f1)
+  P2PSHA=$(sha256sum "$P2P" | cut -d' ' -f1)
+  [ -z "$want" ] || [ "$want" = "$P2PSHA" ] || die "$P2P: sha256 $P2PSHA, SHA256SUMS says $want"
+  echo "== the tree: NVIDIA's $VER + $(basename "$P2P") (sha256 $P2PSHA) + builtins $BUILTINS"
+else
+  P2PSHA=""
+  echo "== the tree: NVIDIA's $VER + builtins $BUILTINS (no $P2P: without the P2P patch)"
+fi
+# profile NAME BUILTIN...: an RTX 4090 profile for the tree, the P2P patch first.
+profile() {
+  local name=$1 b; shift
+  {
+    echo "apiVersion: p2pnode/v1"
+    echo "kind: NodeProfile"
+    echo "metadata: {name: $name, description: NVIDIA's $VER with the P2P patch on trixie-backports' kernel}"
+    echo "match: {gpus: {vendor: 0x10de, devices: [0x2684]}}"
+    echo "driver:"
+    echo "  version: \"$VER\""
+    echo "  kernel_module:"
+    echo "    name: nvidia-p2p"
+    echo "    source: {path: /var/lib/p2pnode/artifacts/ogkm-$VER.tar.xz, sha256: $(sha256sum "$TREE" | cut -d' ' -f1)}"
+    echo "    patches:"
+    [ -n "$P2PSHA" ] && echo "      - {path: /var/lib/p2pnode/artifacts/$VER-p2p.patch, sha256: $P2PSHA}"
+    for b in "$@"; do echo "      - builtin: $b"; done
+    [ -n "$P2PSHA" ] || [ $# -gt 0 ] || echo "      []"
+  } > "$ROOT/etc/p2pnode/profiles/$name.yaml"
+  echo "/etc/p2pnode/profiles/$name.yaml"
+}
+
+echo "== 1. before any build: check on $KV"
+bare=$(profile bare-595)
+run_in p2pnode check --root / --profile "$bare" --only driver.kernels --json > "$TMP/check-bare.json" 2>"$TMP/check-bare.err"; rc=$?
+got=$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k and .severity == "error") | .observed.build_stops[]?] | join(" ")' "$TMP/check-bare.json" 2>/dev/null)
+[ "$rc" = 1 ] && [ "$got" = "$BUILTINS $NOFIX" ] &&
+  ok "check without the builtins: exit 1, $KV's headers stop $VER on: $got ($(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k and .severity == "error")][0].summary' "$TMP/check-bare.json" | cut -c1-160)…)" ||
+  bad "check without the builtins: exit $rc, build stops '$got', expected '$BUILTINS $NOFIX': $(head -c 800 "$TMP/check-bare.json") $(cat "$TMP/check-bare.err")"
+prof=$(profile p2p-595 $BUILTINS)
+run_in p2pnode check --root / --profile "$prof" --only driver.kernels --json > "$TMP/check.json" 2>/dev/null
+got=$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k) | .observed.build_stops[]?] | join(" ")' "$TMP/check.json" 2>/dev/null)
+[ "$got" = "$NOFIX" ] && ok "check with {builtin: …} for the three: only $NOFIX stops the build on $KV" || bad "check with the builtins forecasts '$got', expected '$NOFIX'"
+[ -z "$(run_in dkms status 2>/dev/null)" ] && ok "nothing built or registered by check" || bad "check touched DKMS"
+
+echo "== 2. apt's candidate follows the node's pin"
+pol=$(run_in apt-cache policy linux-image-amd64)
+cand=$(sed -n 's/^ *Candidate: //p' <<<"$pol")
+grep -A1 -F "*** $cand" <<<"$pol" | grep -q "trixie-backports" &&
+  ok "linux-image-amd64's candidate $cand comes from trixie-backports ($(cat "$ROOT/etc/apt/preferences.d/p2pnode-test-kernel-bpo" | paste -sd' '))" ||
+  bad "linux-image-amd64's candidate is not backports': $pol"
+out=$(run_in p2pnode judge-kernel --root / --profile "$prof" 2>&1); rc=$?
+[ "$rc" = 0 ] && grep -q "apt's next kernel $KV (linux-image-amd64 $cand) is installed already" <<<"$out" &&
+  ok "judge-kernel takes apt's (pinned) candidate: $out" || bad "judge-kernel: exit $rc: $out"
+
+echo "== 3. $VER through p2pnode apply on $KV: refused before any build"
+run_in p2pnode apply --root / --profile "$prof" --only driver.module > "$TMP/apply.log" 2>&1; rc=$?
+grep -q "refused before any build.*$KV: known breakage pahole-awk-gen-btf" "$TMP/apply.log" &&
+  ok "apply refuses $VER on $KV before any build (exit $rc): $(grep -m1 -o "known breakage pahole-awk-gen-btf.*" "$TMP/apply.log" | cut -c1-200)" ||
+  bad "apply with the builtins: exit $rc: $(tail -5 "$TMP/apply.log")"
+grep -q "core build\|dkms build" "$TMP/apply.log" && bad "the refused apply built something" || ok "nothing was built"
+[ -z "$(run_in dkms status 2>/dev/null)" ] && [ ! -e "$ROOT/usr/src/nvidia-p2p-$VER" ] &&
+  ok "DKMS knows no module, /usr/src untouched" || bad "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
+
+echo "figures: whole test $((SECONDS - t_start)) s"
+echo "$FAILS failure(s)"
+[ "$FAILS" -eq 0 ]
