@@ -100,7 +100,9 @@ TEST(Breakages, Measured595On73) {
     const auto m = match_make_log(builtin_breakages(), line + "\n", "595.45.04");
     ASSERT_EQ(m.size(), 1u) << line;
     EXPECT_EQ(m[0].breakage->id, id);
-    if (id != "pahole-awk-gen-btf") EXPECT_EQ(m[0].breakage->fix_builtin.value_or(""), id);
+    if (id != "pahole-awk-gen-btf") {
+      EXPECT_EQ(m[0].breakage->fix_builtin.value_or(""), id);
+    }
   }
   // nvkms_strncpy or strncpy_from_user are not strncpy.
   EXPECT_TRUE(match_make_log(builtin_breakages(), "x.c:1:1: error: implicit declaration of function 'nvkms_strncpy'\n",
