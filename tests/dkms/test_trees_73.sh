@@ -12,8 +12,11 @@
 #     the builtins it names pahole-awk-gen-btf alone;
 #  2. apt's candidate follows the node's pin: linux-image-amd64's candidate is trixie-backports'
 #     7.3.4, and `judge-kernel` takes it (installed already here, so it defers to `check`);
-#  3. `apply` stages the tree, reads its source and refuses before any build, naming
-#     pahole-awk-gen-btf: no core build, no DKMS build, DKMS and /usr/src as before.
+#  3. `apply` stages the tree, tries its four patches on it (they fit), reads its source and
+#     refuses before any build, naming pahole-awk-gen-btf: no core build, no DKMS build, DKMS and
+#     /usr/src as before;
+#  4. the 570.86.16-p2p patch (made for another release) instead of the port: `apply` refuses
+#     before any build, naming the hunk that failed and showing it.
 # The 6.12 headers are purged from the root first, so nothing would be built for 6.12 either.
 # Without the P2P patch file (P2PNODE_P2P_PATCHES names its folder) the tree is NVIDIA's 595.45.04
 # with the builtins only, and the output says so.
@@ -126,6 +129,26 @@ grep -q "refused before any build.*$KV: known breakage pahole-awk-gen-btf" "$TMP
 grep -q "core build\|dkms build" "$TMP/apply.log" && bad "the refused apply built something" || ok "nothing was built"
 [ -z "$(run_in dkms status 2>/dev/null)" ] && [ ! -e "$ROOT/usr/src/nvidia-p2p-$VER" ] &&
   ok "DKMS knows no module, /usr/src untouched" || bad "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
+
+echo "== 4. a P2P patch made for another release: 570.86.16's on $VER, refused naming the hunk"
+OLDP=$PDIR/570.86.16-p2p.patch
+if [ -f "$OLDP" ] && [ -n "$P2PSHA" ]; then
+  cp "$OLDP" "$ROOT/var/lib/p2pnode/artifacts/"
+  sed -e "s|$VER-p2p.patch, sha256: $P2PSHA|570.86.16-p2p.patch, sha256: $(sha256sum "$OLDP" | cut -d' ' -f1)|" \
+    -e 's|name: p2p-595,|name: old-patch-595,|' "$ROOT$prof" > "$ROOT/etc/p2pnode/profiles/old-patch-595.yaml"
+  grep -q "570.86.16-p2p.patch" "$ROOT/etc/p2pnode/profiles/old-patch-595.yaml" || die "the profile with 570.86.16's patch was not written"
+  run_in p2pnode apply --root / --profile /etc/p2pnode/profiles/old-patch-595.yaml --only driver.module > "$TMP/apply-old.log" 2>&1; rc=$?
+  grep -q "refused before any build: patch 01-570.86.16-p2p.patch does not apply to the staged tree of nvidia-p2p/$VER: hunk #[0-9]* of src/nvidia/[^ ]* FAILED at line [0-9]*" "$TMP/apply-old.log" &&
+    grep -q "the hunk that failed:" "$TMP/apply-old.log" &&
+    ok "apply refuses 570.86.16's patch on $VER (exit $rc): $(grep -m1 -o "hunk #[0-9]* of [^ ]* FAILED at line [0-9]*" "$TMP/apply-old.log"), the hunk shown" ||
+    bad "apply with 570.86.16's patch on $VER: exit $rc: $(head -c 1500 "$TMP/apply-old.log")"
+  [ -z "$(run_in dkms status 2>/dev/null)" ] && [ ! -e "$ROOT/usr/src/nvidia-p2p-$VER" ] &&
+    ok "DKMS knows no module, /usr/src untouched" || bad "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
+  grep -q "patches: 4 apply to the staged tree of nvidia-p2p/$VER in order" "$TMP/apply.log" &&
+    ok "step 3's port and builtins all fit the tree (patch -p1, the port with no fuzz)" || bad "step 3 did not say its patches fit: $(grep -m3 patch "$TMP/apply.log")"
+else
+  bad "no $OLDP or no port: the refusal of a patch for another release is not tested"
+fi
 
 echo "figures: whole test $((SECONDS - t_start)) s"
 echo "$FAILS failure(s)"
