@@ -253,11 +253,14 @@ json topology_body(const RecordedState& s) {
 
 json plan_body(const RecordedState& s) {
   json plan = s.plan;
+  json applied = s.applied.is_array() ? s.applied : json::array();
+  for (auto& step : applied)
+    if (step.is_object() && step.contains("after") && step["after"].is_object()) step["after"].erase("installer_log_tail");
   return with_version({{"profile", s.profile},
                        {"steps", plan.value("steps", json::array())},
                        {"reboot_required", plan.value("reboot_required", false)},
                        {"needs_operator", plan.value("needs_operator", false)},
-                       {"applied", s.applied}});
+                       {"applied", applied}});
 }
 
 json selftest_body(const RecordedState& s) {

@@ -41,6 +41,9 @@ std::vector<std::string> health_holds(const nlohmann::json& health_body);
 nlohmann::json findings_body(const RecordedState& s);  // the `check --json` document, plus state
 nlohmann::json devices_body(const RecordedState& s);
 nlohmann::json topology_body(const RecordedState& s);
+// GET /v1/plan: the plan and the last apply's steps. Served without a token, so a step's
+// installer_log_tail (the NVIDIA installer's own log: host paths, kernel and module details) is left
+// out; `p2pnode apply` prints it on the node and the file stays in /var/log.
 nlohmann::json plan_body(const RecordedState& s);
 nlohmann::json selftest_body(const RecordedState& s);
 // The self-test's bandwidth cells as text: measured / expected (ratio), threshold, baseline.

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "engine/state.hpp"
+#include "engine/views.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -108,4 +109,20 @@ TEST(NodeStateNames, RoundTrip) {
   }
   EXPECT_GT(severity_rank(NodeState::failed), severity_rank(NodeState::blocked));
   EXPECT_GT(severity_rank(NodeState::degraded), severity_rank(NodeState::ready));
+}
+
+// GET /v1/plan is served without a token: the installer's log stays on the node.
+TEST(PlanBody, LeavesTheInstallersLogOut) {
+  RecordedState s;
+  s.applied = nlohmann::json::array(
+      {{{"action", "driver.userspace"}, {"outcome", "failed"},
+        {"after", {{"installer_exit", 1}, {"installer_log_tail", "ERROR: /home/op/secret-build ..."}}}},
+       {{"action", "driver.module"}, {"after", {{"modules", {"nvidia"}}}}}});
+  const auto body = p2pnode::engine::plan_body(s);
+  ASSERT_EQ(body["applied"].size(), 2u);
+  EXPECT_FALSE(body["applied"][0]["after"].contains("installer_log_tail")) << body.dump();
+  EXPECT_EQ(body["applied"][0]["after"]["installer_exit"], 1);
+  EXPECT_EQ(body["applied"][1]["after"]["modules"][0], "nvidia");
+  EXPECT_EQ(s.applied[0]["after"].count("installer_log_tail"), 1u) << "the recorded state keeps it";
+  EXPECT_EQ(body.dump().find("secret-build"), std::string::npos);
 }
