@@ -4,7 +4,7 @@
 #  - dkms status says installed, and the patch is visible in the built .ko (modinfo);
 #  - a second apply runs no dkms build (a dkms wrapper on PATH counts the calls);
 #  - a corrupted sha256 refuses and changes nothing;
-#  - a patch that does not apply fails with DKMS's exit code (6) and leaves the install intact;
+#  - a patch that does not apply is refused before any build, naming its hunk, and leaves the install intact;
 #  - a patch that does not compile fails with exit 10 and the compiler's first error, install intact.
 # Modules are never loaded here (this machine's kernel cannot): tests/vm/test_driver_reload.sh has
 # p2pnode load a DKMS-built tree in the VM.
@@ -185,14 +185,17 @@ jq -r .message <<<"$s" | grep -q "sha256 mismatch" || fail "corrupted sha256: th
 grep -v '^status' <(tail -n +$((before_calls + 1)) "$TMP/dkms.calls") | grep -q . && fail "corrupted sha256 ran dkms: $(tail -n +$((before_calls + 1)) "$TMP/dkms.calls")"
 echo "   $(jq -r .message <<<"$s" | cut -c1-160)"
 
-say "4. a patch that does not apply fails with DKMS's exit code and leaves the install intact"
-before=$(state)
+say "4. a patch that does not apply is refused before any build, naming the hunk; the install stays"
+before=$(state); before_calls=$(wc -l < "$TMP/dkms.calls")
 rc=$(apply "$TMP/broken.yaml" "$TMP/4.json")
 s=$(step "$TMP/4.json" driver.module)
 [ "$rc" != 0 ] || fail "apply with a broken patch succeeded: $s"
-[ "$(jq -r .outcome <<<"$s")" = failed ] || fail "broken patch: not failed: $s"
-[ "$(jq -r .after.dkms_exit_code <<<"$s")" = 6 ] || fail "broken patch: DKMS exit code is not 6: $s"
-[ "$(state)" = "$before" ] || fail "the failed build changed the installed module: before: $before after: $(state)"
+[ "$(jq -r .outcome <<<"$s")" = refused ] || fail "broken patch: not refused: $s"
+jq -r .message <<<"$s" | grep -q "refused before any build: patch 02-0002-broken.patch does not apply to the staged tree of $NAME/$VER: hunk #1 of $KO.c FAILED at line 1" ||
+  fail "broken patch: the message does not name the patch and its hunk: $s"
+jq -r .message <<<"$s" | grep -q "^  -int nothing_here;" || fail "broken patch: the failed hunk is not shown: $s"
+grep -v '^status' <(tail -n +$((before_calls + 1)) "$TMP/dkms.calls") | grep -q . && fail "a broken patch ran dkms: $(tail -n +$((before_calls + 1)) "$TMP/dkms.calls")"
+[ "$(state)" = "$before" ] || fail "the refused patch changed the installed module: before: $before after: $(state)"
 echo "   $(jq -r .message <<<"$s" | cut -c1-200)"
 
 say "5. a patch that does not compile fails with exit 10, names the compiler error, keeps the install"
