@@ -41,7 +41,11 @@ Result<Account> find_unprivileged_account() {
   if (const passwd* p = ::getpwnam("p2pnode"))
     return Account{"p2pnode", p->pw_uid, p->pw_gid, ""};
   const passwd* nobody = ::getpwnam("nobody");
-  if (!nobody) return Error{"neither the account p2pnode nor nobody exists: cannot serve HTTP without root"};
+  // A system with no account database worth the name (a minimal image, an initramfs): the kernel
+  // needs none to switch to an id, so the overflow id nobody conventionally has.
+  if (!nobody)
+    return Account{"65534", 65534, 65534,
+                   "neither the system account p2pnode nor nobody exists: the HTTP process runs as uid and gid 65534"};
   const group* nogroup = ::getgrnam("nogroup");
   Account a{"nobody", nobody->pw_uid, nogroup ? nogroup->gr_gid : nobody->pw_gid,
             "the system account p2pnode is missing (the package creates it): the HTTP process runs as nobody"};

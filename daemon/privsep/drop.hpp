@@ -16,7 +16,7 @@ struct Account {
   std::string note;  // why a fallback was taken, for the log; empty otherwise
 };
 
-// The package's system account `p2pnode`, else nobody:nogroup; an error when neither exists.
+// The package's system account `p2pnode`, else nobody:nogroup, else uid and gid 65534 (no account).
 Result<Account> find_unprivileged_account();
 
 // setgroups(0) + setresgid + setresuid to `to` (root only), then no_new_privs. Then checks what
