@@ -140,7 +140,11 @@ check "without NVML a process holding /dev/nvidia0 makes the node busy" \
 rm -rf "$WORK/h200/root/proc/777" "$NONVML"
 
 # --- after the job: a clean run passes against the baseline from before ---
+# Waits for the run itself (started now or later), not only for a reconcile to end: one still
+# finishing from the skip above would otherwise be read.
+t_after=$(date +%s)
 post_selftest
+wait_until 20 bash -c "curl -s '$URL/v1/selftest' | jq -e '(.started_unix // 0) >= $t_after and .skipped == null' >/dev/null"
 record selftest_after GET /v1/selftest
 check "the job gone: a run passes, no regression, nothing contended or skipped" \
   jq -e '.verdict == "passed" and (.warnings | length) == 0 and .contended_run == null and .skipped == null' <<<"$BODY"
