@@ -14,6 +14,16 @@ void put_str(std::string& out, std::string_view s) {
   out.append(s);
 }
 
+// A count, then each name and value (request headers kept, response headers).
+template <typename Pairs>
+void put_pairs(std::string& out, const Pairs& pairs) {
+  put_u32(out, static_cast<std::uint32_t>(pairs.size()));
+  for (const auto& [k, v] : pairs) {
+    put_str(out, k);
+    put_str(out, v);
+  }
+}
+
 std::uint64_t get_be(std::string_view s, std::size_t n) {
   std::uint64_t v = 0;
   for (std::size_t i = 0; i < n; ++i) v = (v << 8) | static_cast<unsigned char>(s[i]);
@@ -75,11 +85,7 @@ std::string encode_request(const http::Request& req) {
   std::vector<std::pair<std::string, std::string>> kept;
   for (const char* name : kForwardedHeaders)
     if (auto it = req.headers.find(name); it != req.headers.end()) kept.emplace_back(*it);
-  put_u32(out, static_cast<std::uint32_t>(kept.size()));
-  for (const auto& [k, v] : kept) {
-    put_str(out, k);
-    put_str(out, v);
-  }
+  put_pairs(out, kept);
   put_str(out, req.body);
   return out;
 }
@@ -103,11 +109,7 @@ std::string encode_response(const http::Response& resp) {
   std::string out;
   put_u32(out, static_cast<std::uint32_t>(resp.status));
   put_str(out, resp.content_type);
-  put_u32(out, static_cast<std::uint32_t>(resp.headers.size()));
-  for (const auto& [k, v] : resp.headers) {
-    put_str(out, k);
-    put_str(out, v);
-  }
+  put_pairs(out, resp.headers);
   put_str(out, resp.body);
   return out;
 }
