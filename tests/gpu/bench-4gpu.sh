@@ -75,9 +75,8 @@ for g in 2 1; do
     run agent "$g" "$r" "agent-$g-$r" env CUDA_VISIBLE_DEVICES=$(visible "$g") "$A" --timings
   done
 done
-# Beside them, for the record (not in the ratios): serial mode, and a 16 MiB host buffer.
+# Beside them, for the record (not in the ratios): serial mode.
 run agent-serial "$N" 1 "agent-$N-serial" env CUDA_VISIBLE_DEVICES=$(visible "$N") "$A" --mode serial --timings
-run agent-host16 "$N" 1 "agent-$N-host16" env CUDA_VISIBLE_DEVICES=$(visible "$N") "$A" --host-size 16MiB
 # The planted corruption must still fail its cell, by name (exit 1).
 run agent-inject "$N" 1 "agent-inject" env CUDA_VISIBLE_DEVICES=$(visible "$N") "$A" --cases integrity --inject-corruption 0:1
 
@@ -86,7 +85,7 @@ cat "$OUT/tables.md" >>"$LOG"
 python3 - "$W" <<'PY' | tee -a "$LOG"
 import json, sys, os
 w = sys.argv[1]
-for n in ("agent-4-serial", "agent-4-host16", "agent-inject"):
+for n in ("agent-4-serial", "agent-inject"):
     try:
         d = json.load(open(os.path.join(w, n)))
     except Exception as e:

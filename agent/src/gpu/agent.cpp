@@ -27,6 +27,34 @@ std::uint64_t current_rss_bytes() {
   return got == 2 ? pages_resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
+void copy_n(void* dst, const void* src, std::size_t bytes, int n, cudaStream_t s) {
+  if (n <= 0) {
+    return;
+  }
+  static std::atomic<bool> batches{true};  // false once the driver has refused one
+  if (n > 1 && batches.load(std::memory_order_relaxed)) {
+    std::vector<void*> dsts(static_cast<std::size_t>(n), dst);
+    std::vector<const void*> srcs(static_cast<std::size_t>(n), src);
+    std::vector<std::size_t> sizes(static_cast<std::size_t>(n), bytes);
+    cudaMemcpyAttributes attr{};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;  // the source is read in stream order
+    std::size_t attr_index = 0;
+    const cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), sizes.size(), &attr,
+                                               &attr_index, 1, s);
+    if (e == cudaSuccess) {
+      return;
+    }
+    if (e != cudaErrorNotSupported && e != cudaErrorCallRequiresNewerDriver && e != cudaErrorInvalidValue) {
+      CK(e);
+    }
+    cudaGetLastError();
+    batches.store(false, std::memory_order_relaxed);
+  }
+  for (int i = 0; i < n; ++i) {
+    CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+  }
+}
+
 namespace {
 // The resident set by kind from /proc/self/status (kB lines); zeros where the kernel has none.
 void rss_kinds(Phase& ph) {

@@ -87,6 +87,7 @@ struct Gpu {
   unsigned long long* sink = nullptr;
   unsigned long long* lat_ns = nullptr;  // the latency chase's own times, one slot per launch
   std::string setup_error;
+  bool released = false;  // its context was reset for the host phase (release_gpu)
 };
 
 struct PeerInfo {
@@ -196,6 +197,16 @@ class Agent {
   // overhead stays out of the samples and the ops start together.
   void time_ops(std::vector<TimedOp>& ops, int samples, bool hold = true);
 
+  // The host phase (host_device_bandwidth, the last case): the pinned host buffer must not add
+  // to the peak of every context at once. begin_host_phase resets the last GPU's context (three
+  // GPUs or more) and allocates the buffer; take_for_host_phase(i) gives GPU i its context back
+  // where it was reset (its stream, buffers of host_size() and verify slot), resetting the
+  // previous GPU's first, so one context fewer than in the pair cases lives beside the buffer.
+  void begin_host_phase();
+  void take_for_host_phase(int i);
+  void acquire_gpu(int i);
+  void release_gpu(int i);
+
   // Runs a per-GPU case: one cell per GPU (src = the GPU), filled by fn; waived once the time
   // budget is spent, failed with the error's text when fn throws.
   void run_gpu_cells(CaseResult& cr, const std::function<void(int gpu, Cell& cell)>& fn);
@@ -230,6 +241,11 @@ class Agent {
 };
 
 std::uint64_t current_rss_bytes();
+
+// n copy-engine copies of the same bytes queued on s as one batch (cudaMemcpyBatchAsync: the copy
+// engine streams from one copy into the next without the per-copy cost that separate calls pay,
+// about 2 us each), or as n calls where the driver has no batches.
+void copy_n(void* dst, const void* src, std::size_t bytes, int n, cudaStream_t s);
 std::string uuid_string(const cudaUUID_t& u);   // GPU-8f3c…
 std::string bdf_string(const cudaDeviceProp& p);  // 0000:18:00.0
 

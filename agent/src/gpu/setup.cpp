@@ -1,6 +1,6 @@
 // p2pnode-agent's set-up and release of the GPUs: contexts, streams and buffers (one thread per
-// GPU, each timing its steps and reading the device memory they took), the host buffers and peer
-// access for every ordered pair (one thread per accessing GPU).
+// GPU, each timing its steps and reading the device memory they took), the latch, peer access for
+// every ordered pair (one thread per accessing GPU), and the host phase's narrower set.
 #include "agent.hpp"
 
 namespace p2pnode::agent {
@@ -87,9 +87,7 @@ std::string Agent::setup() {
   mark("contexts_and_buffers");
   CK(cudaSetDevice(gpus_[0].ordinal));
   CK(cudaHostAlloc(reinterpret_cast<void**>(&latch_), 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
-  CK(cudaHostAlloc(reinterpret_cast<void**>(&host_buf_), host_size_, cudaHostAllocPortable));
-
-  mark("host_buffers");
+  mark("latch");
   // Peer access, every ordered pair; one thread per accessing GPU (enabling maps the peer's
   // memory into the GPU's page tables, which takes a while per pair).
   peers_.assign(n, std::vector<PeerInfo>(n));
@@ -151,8 +149,65 @@ void Agent::enable_peers(int a) {
   gs.peer_access_s = seconds_since(t0);
 }
 
+void Agent::begin_host_phase() {
+  // With three GPUs or more the last one's context goes first: the host buffer (smaller than a
+  // context) then lives beside one context fewer than the pair cases had. With two it would have
+  // to be GPU 0's, which holds the latch, and two contexts and the buffer stay under the peak of
+  // nvbandwidth's ratio anyway.
+  if (gpu_count() >= 3) {
+    release_gpu(gpu_count() - 1);
+    mark("host_phase_context_reset");
+  }
+  if (host_buf_ == nullptr) {
+    set_device(0);
+    CK(cudaHostAlloc(reinterpret_cast<void**>(&host_buf_), host_size_, cudaHostAllocPortable));
+  }
+  mark("host_buffer");
+}
+
+void Agent::take_for_host_phase(int i) {
+  if (!gpus_[i].released) {
+    return;
+  }
+  if (i > 1) {
+    release_gpu(i - 1);  // its host cell is done; GPU 0 keeps the latch
+  }
+  acquire_gpu(i);
+}
+
+void Agent::release_gpu(int i) {
+  Gpu& g = gpus_[i];
+  if (g.released || cudaSetDevice(g.ordinal) != cudaSuccess) {
+    return;
+  }
+  cudaDeviceReset();  // the context and everything in it: buffers, streams, peer mappings
+  cudaGetLastError();
+  g.stream = {};
+  g.buf_a = g.buf_b = g.lat = nullptr;
+  g.verify = nullptr;
+  g.sink = g.lat_ns = nullptr;
+  g.released = true;
+}
+
+void Agent::acquire_gpu(int i) {
+  Gpu& g = gpus_[i];
+  if (!g.released) {
+    return;
+  }
+  set_device(i);  // creates the context again
+  g.released = false;
+  CK(cudaStreamCreateWithFlags(&g.stream[0], cudaStreamNonBlocking));
+  CK(cudaMalloc(reinterpret_cast<void**>(&g.buf_a), host_size_));
+  CK(cudaMalloc(reinterpret_cast<void**>(&g.buf_b), host_size_));
+  CK(cudaMalloc(reinterpret_cast<void**>(&g.verify), sizeof(gpu::VerifyResult)));
+}
+
 void Agent::release() {
   for (auto& g : gpus_) {
+    if (g.released) {  // cudaSetDevice would create its context again
+      g = Gpu{};
+      continue;
+    }
     if (cudaSetDevice(g.ordinal) != cudaSuccess) {
       continue;
     }
