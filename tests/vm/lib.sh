@@ -29,7 +29,10 @@ vm_prepare() {
   bb=$(command -v busybox)
   file -L "$bb" 2>/dev/null | grep -q 'statically linked' || [ -x /bin/busybox ] || { echo "FAIL: busybox-static is not installed (scripts/install-deps.sh test)"; exit 1; }
   VM_TMP=$(mktemp -d /tmp/p2pnode-vm.XXXXXX)
-  trap 'rm -rf "$VM_TMP"' EXIT
+  # the caller's own EXIT trap (its scratch root) still runs after this one
+  local prev
+  prev=$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")
+  trap "rm -rf \"\$VM_TMP\"${prev:+; $prev}" EXIT
   local r=$VM_TMP/root
   mkdir -p $r/bin $r/sbin $r/etc $r/proc $r/sys $r/dev $r/tmp $r/mnt $r/run $r/var/lib $r/lib/modules/$VM_KV
   cp "$bb" $r/bin/busybox
