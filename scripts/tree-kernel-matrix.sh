@@ -68,6 +68,12 @@ root_for() {
         $([ "$suite" != "$base" ] && echo "-t $suite") "linux-headers-$kernel"; } > "$WORK/apt-$kernel.log" 2>&1 ||
       die "linux-headers-$kernel in $r: $(tail -3 "$WORK/apt-$kernel.log")"
   fi
+  # DKMS depends on gcc, which brings /usr/bin/cc: trees before 570 build with CC ?= cc, where 570
+  # and later take CONFIG_CC_VERSION_TEXT's compiler. A node with DKMS has both.
+  if [ ! -e "$r/usr/bin/cc" ]; then
+    DEBIAN_FRONTEND=noninteractive chroot "$r" apt-get install -y --no-install-recommends gcc > "$WORK/apt-gcc-$base.log" 2>&1 ||
+      die "gcc in $r: $(tail -3 "$WORK/apt-gcc-$base.log")"
+  fi
   echo "$r"
 }
 
@@ -142,6 +148,22 @@ for line in open(sys.argv[2], errors="replace"):
 print(" ".join(ids), "|", n, "|", other)
 EOF
 }
+# agreement WANT GOT N OTHER: "yes" when the build hit only what was forecast (every error matched
+# a forecast entry) and broke exactly when a stop was forecast; a forecast stop that the build did
+# not reach (every file stopped earlier, on another forecast entry) is no disagreement.
+agreement() {
+  local want=" $1 " g
+  [ -n "$4" ] && { echo "NO (an error no entry names)"; return; }
+  for g in $2; do [[ "$want" == *" $g "* ]] || { echo "NO ($g not forecast)"; return; }; done
+  if [ -n "$(echo $1)" ]; then [ "$3" -gt 0 ] && echo yes || echo "NO (forecast a stop, built)"
+  else [ "$3" = 0 ] && echo yes || echo "NO (errors, none forecast)"; fi
+}
+# unreached WANT GOT: "; not reached: ..." for the forecast entries the build never got to.
+unreached() {
+  local g=" $2 " w out=
+  for w in $1; do [[ "$g" == *" $w "* ]] || out="$out $w"; done
+  [ -n "$out" ] && echo "; not reached:$out"
+}
 # build ROOT KERNEL TREE [BUILTIN...]: make -k of kernel-open in the root; prints "<classify> | seconds".
 build() {
   local root=$1 kernel=$2 tree=$3 d log t0; shift 3
@@ -175,19 +197,22 @@ for tree in "${T[@]}"; do
     unpack "$tree" "$root/usr/src/nvidia-p2p-$ver" || die "cannot unpack $tree"   # staged: check reads its source
     all=$(forecast "$root" "$kernel" "$(profile "$tree")") || exit 1
     want=$(of_stage build $all) runtime=$(of_stage runtime $all)   # runtime ones build; reported apart
-    fix=$(builtins_of $want)
+    # p2pnode adds builtins only where every forecast stop has one (else it refuses): so does this
+    fix=$(builtins_of $want); [ "$(echo $fix)" = "$(echo $want)" ] || fix=
     IFS='|' read -r got n other secs objs <<< "$(build "$root" "$kernel" "$tree")"
     got=$(echo $got) other=$(echo $other) n=$(echo $n) secs=$(echo $secs) objs=$(echo $objs)
-    cell="forecast: ${want:-none}${runtime:+ (run time: $runtime)}; build: $([ "$n" = 0 ] && [ -z "$other" ] && echo compiled || echo "$n errors${got:+ ($got)}${other:+, $other}")"
-    agree=yes; [ "$(tr ' ' '\n' <<< "$want" | sort | xargs)" = "$(tr ' ' '\n' <<< "$got" | sort | xargs)" ] || agree=NO
-    [ -n "$other" ] && agree="$agree, unmatched error"
+    [ "$n" = 0 ] && [ -z "$other" ] && [ "$objs" = 0 ] && other="no object compiled (see the log)"
+    cell="forecast: ${want:-none}${runtime:+ (run time: $runtime)}; build: $([ "$n" = 0 ] && [ -z "$other" ] && echo "compiled ($objs objects)" || echo "$n errors${got:+ ($got)}${other:+, $other}")"
+    cell="$cell$(unreached "$want" "$got")"
+    agree=$(agreement "$want" "$got" "$n" "$other")
     echo "- **$tree on $kernel**: forecast \`${want:-none}\`${runtime:+ (run time: \`$runtime\`)}; build ${secs}s, $objs objects compiled: $n errors, matched \`${got:-none}\`${other:+, first unmatched: \`$other\`}" >> "$DETAILS"
     if [ -n "$fix" ]; then
       want2=$(forecast "$root" "$kernel" "$(profile "$tree" $fix)") || exit 1; want2=$(of_stage build $want2)
       IFS='|' read -r got2 n2 other2 secs2 objs2 <<< "$(build "$root" "$kernel" "$tree" $fix)"
       got2=$(echo $got2) n2=$(echo $n2) other2=$(echo $other2) secs2=$(echo $secs2) objs2=$(echo $objs2)
-      cell="$cell; with {builtin: ${fix// /, }}: forecast ${want2:-none}, build $([ "$n2" = 0 ] && [ -z "$other2" ] && echo compiled || echo "$n2 errors${got2:+ ($got2)}${other2:+, $other2}")"
-      [ "$(echo $want2)" = "$(echo $got2)" ] || agree="$agree; NO with builtins"
+      [ "$n2" = 0 ] && [ -z "$other2" ] && [ "$objs2" = 0 ] && other2="no object compiled (see the log)"
+      cell="$cell; with {builtin: ${fix// /, }}: forecast ${want2:-none}, build $([ "$n2" = 0 ] && [ -z "$other2" ] && echo "compiled ($objs2 objects)" || echo "$n2 errors${got2:+ ($got2)}${other2:+, $other2}")"
+      agree="$agree; with builtins $(agreement "$want2" "$got2" "$n2" "$other2")"
       echo "  with \`${fix}\`: forecast \`${want2:-none}\`; build ${secs2}s, $objs2 objects compiled: $n2 errors, matched \`${got2:-none}\`${other2:+, first unmatched: \`$other2\`}" >> "$DETAILS"
     fi
     CELL[$tree,$kernel]="$cell (agree: $agree)"

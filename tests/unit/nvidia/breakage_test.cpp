@@ -109,6 +109,22 @@ TEST(Breakages, Measured595On73) {
                              "595.45.04").empty());
 }
 
+// 570.86.16-p2p on 7.2.13 and 7.3.4: every file stops on one of the tree's own headers, not only
+// the nv*.h ones (the matrix script found os-interface.h, conftest.h and cpuopsys.h unmatched).
+TEST(Breakages, ExtraCflagsIgnoredNamesEveryHeaderOfTheTree) {
+  for (const char* h : {"nv-firmware.h", "os-interface.h", "conftest.h", "cpuopsys.h", "nv_uvm_types.h", "nvtypes.h"}) {
+    const std::string line = std::string("nvidia/nv-acpi.c:26:10: fatal error: ") + h + ": No such file or directory\n";
+    const auto m = match_make_log(builtin_breakages(), line, "570.86.16");
+    ASSERT_EQ(m.size(), 1u) << h;
+    EXPECT_EQ(m[0].breakage->id, "extra-cflags-ignored") << h;
+  }
+  // a kernel header the kernel removed is another entry's
+  const auto k = match_make_log(builtin_breakages(), "x.h:1:10: fatal error: linux/of_gpio.h: No such file or directory\n",
+                                "595.45.04");
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_EQ(k[0].breakage->id, "of-gpio-h-removed");
+}
+
 TEST(Breakages, CleanLogMatchesNothing) {
   EXPECT_TRUE(match_make_log(builtin_breakages(), "  CC [M]  nv.o\n  LD [M]  nvidia.ko\n", "550.90.07").empty());
   EXPECT_TRUE(match_make_log(builtin_breakages(), "", "550.90.07").empty());
