@@ -42,7 +42,7 @@ TEST(Breakages, BuiltinTableParsesAndEveryFixIsABuiltinPatch) {
   const auto names = builtin_patch_names();
   EXPECT_EQ(names, (std::vector<std::string>{"pci-resize-resource-exclude-bars", "io-memory-pfn", "peer-address-alignment",
                                            "drm-output-poll-changed", "of-gpio-h-removed", "strncpy-removed",
-                                           "drm-atomic-state-renamed"}));
+                                           "drm-atomic-state-renamed", "pahole-awk-gen-btf"}));
   // The compiled-in copy is the file in the repository.
   EXPECT_EQ(std::string(*builtin_patch("io-memory-pfn")),
             read(fs::path(P2PNODE_SOURCE_DIR) / "daemon/nvidia/patches/io-memory-pfn.patch"));
@@ -100,9 +100,7 @@ TEST(Breakages, Measured595On73) {
     const auto m = match_make_log(builtin_breakages(), line + "\n", "595.45.04");
     ASSERT_EQ(m.size(), 1u) << line;
     EXPECT_EQ(m[0].breakage->id, id);
-    if (id != "pahole-awk-gen-btf") {
-      EXPECT_EQ(m[0].breakage->fix_builtin.value_or(""), id);
-    }
+    EXPECT_EQ(m[0].breakage->fix_builtin.value_or(""), id);
   }
   // nvkms_strncpy or strncpy_from_user are not strncpy.
   EXPECT_TRUE(match_make_log(builtin_breakages(), "x.c:1:1: error: implicit declaration of function 'nvkms_strncpy'\n",
@@ -392,12 +390,17 @@ TEST(Forecast, EachTreeOnTrixieBackports73) {
             (std::vector<std::string>{"of-gpio-h-removed", "strncpy-removed", "drm-atomic-state-renamed",
                                       "pahole-awk-gen-btf"}));
   // With the three builtin patches every compile stop is fixed (the patched tree compiled on 7.3.4);
-  // the BTF step, which has no builtin, still stops the link.
+  // the BTF step at the link still stops it until its own builtin is named too.
   p = predict_breakages(t, "595.45.04", k, hdr, k7);
   EXPECT_EQ(ids(p, true), k7);
   for (const auto& b : p)
-    EXPECT_TRUE(b.fixed || b.breakage->stage == BreakageStage::runtime || b.breakage->id == "pahole-awk-gen-btf")
+    EXPECT_TRUE(b.fixed == (b.breakage->id != "pahole-awk-gen-btf") || b.breakage->stage == BreakageStage::runtime)
         << b.breakage->id;
+  auto k7_all = k7;
+  k7_all.push_back("pahole-awk-gen-btf");
+  p = predict_breakages(t, "595.45.04", k, hdr, k7_all);
+  EXPECT_EQ(ids(p, true), k7_all);
+  for (const auto& b : p) EXPECT_TRUE(b.fixed || b.breakage->stage == BreakageStage::runtime) << b.breakage->id;
   // 550's EXTRA_CFLAGS has no builtin: the same patches leave it stopped.
   p = predict_breakages(t, "550.90.07", k, hdr, k7);
   EXPECT_EQ(p.front().breakage->id, "extra-cflags-ignored");
