@@ -17,7 +17,10 @@
 #     reads its source and refuses before any build, naming pahole-awk-gen-btf and its builtin: no
 #     core build, no DKMS build, DKMS and /usr/src as before; `plan` with all four builds the module;
 #  4. the 570.86.16-p2p patch (made for another release) instead of the port: `apply` refuses
-#     before any build, naming the hunk that failed and showing it.
+#     before any build, naming the hunk that failed and showing it;
+#  5. with P2PNODE_73_BUILD=1 only: `apply` with all four builds the whole tree through DKMS for
+#     7.3.4 and its nvidia.ko loads in QEMU booted on 7.3.4 (about 5 more minutes on 2 cores, which
+#     make test cannot give; docs/drivers-and-kernels.md has the run).
 # The 6.12 headers are purged from the root first, so nothing would be built for 6.12 either.
 # Without the P2P patch file (P2PNODE_P2P_PATCHES names its folder) the tree is NVIDIA's 595.45.04
 # with the builtins only, and the output says so.
@@ -166,6 +169,64 @@ if [ -f "$OLDP" ] && [ -n "$P2PSHA" ]; then
     ok "step 3's port and builtins all fit the tree (patch -p1, the port with no fuzz)" || bad "step 3 did not say its patches fit: $(grep -m3 patch "$TMP/apply.log")"
 else
   bad "no $OLDP or no port: the refusal of a patch for another release is not tested"
+fi
+
+# The whole tree through apply and DKMS, and its nvidia.ko in QEMU on 7.3.4: only when asked (the
+# core alone is 10-30 minutes on 2 cores, beyond what make test can give; docs/drivers-and-kernels.md
+# has the run's figures).
+if [ "${P2PNODE_73_BUILD:-0}" = 1 ]; then
+  echo "== 5. $VER with all four builtins through p2pnode apply and DKMS on $KV, loaded in QEMU"
+  run_in dkms remove -m nvidia-p2p -v "$VER" --all >/dev/null 2>&1
+  rm -rf "$ROOT/usr/src/nvidia-p2p-$VER"
+  t0=$SECONDS
+  run_in p2pnode apply --root / --profile "$full" --only driver.module > "$TMP/apply-full.log" 2>&1; rc=$?
+  st=$(run_in dkms status -m nvidia-p2p -v "$VER" 2>&1)
+  [ "$rc" = 0 ] && grep -q "$KV.*installed" <<<"$st" &&
+    ok "apply built and installed $VER for $KV through DKMS ($((SECONDS - t0)) s): $st; $(grep -o '\[core build[^]]*\] exit 0 after [0-9.]* s\|\[dkms build[^]]*\] exit 0 after [0-9.]* s' "$TMP/apply-full.log" | paste -sd';')" ||
+    { bad "apply with all four builtins: exit $rc, dkms: $st"; grep -E "error|Error|refused" "$TMP/apply-full.log" | head -20; }
+  grep -q "awk: [0-9]*: unexpected character" "$ROOT"/var/lib/dkms/nvidia-p2p/"$VER"/build/make.log 2>/dev/null && bad "the link met the awk error"
+  mods=$(ls "$ROOT/lib/modules/$KV/updates/dkms/" 2>/dev/null | paste -sd' ')
+  [ -n "$mods" ] && ok "installed for $KV: $mods" || bad "no module in /lib/modules/$KV/updates/dkms"
+  VM_SYSROOT=$ROOT
+  . tests/vm/lib.sh
+  vm_prepare "$bin"
+  [ "$VM_KV" = "$KV" ] || die "the VM would boot $VM_KV, not $KV"
+  r=$VM_TMP/root
+  todo=(nvidia) seen=" " DEPS=""
+  while [ ${#todo[@]} -gt 0 ]; do
+    m=${todo[0]}; todo=("${todo[@]:1}")
+    case "$seen" in *" $m "*) continue ;; esac
+    seen="$seen$m "
+    f=$(vm_modinfo -F filename "$m" 2>/dev/null) || { bad "nvidia.ko needs $m, which $KV does not have"; continue; }
+    case "$f" in /*) ;; *) continue ;; esac
+    [ "$m" = nvidia ] || DEPS="$DEPS $m"
+    g=$(vm_module_path "$f"); mkdir -p "$r$(dirname "$g")"; cp "$f" "$r$g"
+    for d in $(vm_modinfo -F depends "$m" | tr ',' ' '); do todo+=("$d"); done
+  done
+  depmod -b "$r" "$KV"
+  vm_add_program "$(command -v kmod)" /sbin/kmod
+  for t in modprobe lsmod; do ln -sf kmod "$r/sbin/$t"; done
+  cat >>"$r/guest/scenarios.sh" <<'G'
+# tests/dkms/test_trees_73.sh: 595.45.04 + the P2P port + the four 7.x builtins, DKMS-built for 7.3.4.
+scenario_trees73() {
+  local out rc
+  out=$(/sbin/modprobe nvidia 2>&1); rc=$?
+  echo "P2P-INFO modprobe nvidia: exit $rc: $out"
+  dmesg | grep -iE 'NVRM|nvidia|unknown symbol|disagrees about version|BTF|taint' | sed 's/^/P2P-KLOG /'
+  check "kernel log: NVRM: No NVIDIA GPU found." sh -c "dmesg | grep -q 'NVRM: No NVIDIA GPU found\.'"
+  check "kernel log: no unknown symbol" sh -c "! dmesg | grep -qiE 'unknown symbol|disagrees about version of symbol'"
+}
+G
+  vm_pack
+  t0=$SECONDS
+  VM_TIMEOUT=${VM_TIMEOUT:-900} vm_boot trees73 ""
+  log=$VM_TMP/trees73.log
+  grep -E '^P2P-(CHECK|INFO|KLOG)' "$log" | tr -d '\r' | sed 's/^/   /'
+  if grep -q '^P2P-END trees73' "$log" && ! grep -q '^P2P-CHECK FAIL' "$log" && [ "$(grep -c '^P2P-CHECK PASS' "$log")" -ge 2 ]; then
+    ok "nvidia.ko $VER (+$DEPS) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($((SECONDS - t0)) s)"
+  else
+    tail -30 "$log"; bad "the VM load of the $VER nvidia.ko on $KV"
+  fi
 fi
 
 echo "figures: whole test $((SECONDS - t_start)) s"
