@@ -67,20 +67,8 @@ VM_SYSROOT=$ROOT
 vm_prepare "$P2PNODE"
 [ "$VM_KV" = "$KV" ] || die "the VM would boot $VM_KV, not $KV"
 r=$VM_TMP/root
-todo=(nvidia nvidia-drm) seen=" " DEPS=""
-while [ ${#todo[@]} -gt 0 ]; do
-  m=${todo[0]}; todo=("${todo[@]:1}")
-  case "$seen" in *" $m "*) continue ;; esac
-  seen="$seen$m "
-  f=$(vm_modinfo -F filename "$m" 2>/dev/null) || die "nvidia.ko needs $m, which $KV does not have"
-  case "$f" in /*) ;; *) continue ;; esac
-  DEPS="$DEPS $m"
-  g=$(vm_module_path "$f"); mkdir -p "$r$(dirname "$g")"; cp "$f" "$r$g"
-  for d in $(vm_modinfo -F depends "$m" | tr ',' ' '); do todo+=("$d"); done
-done
-depmod -b "$r" "$KV"
-vm_add_program "$(command -v kmod)" /sbin/kmod
-for t in modprobe lsmod; do ln -sf kmod "$r/sbin/$t"; done
+vm_add_modules nvidia nvidia-drm || die "nvidia.ko needs$VM_MODULES_MISSING, which $KV does not have"
+DEPS=$VM_MODULES_ADDED
 cat >>"$r/guest/scenarios.sh" <<'G'
 # scripts/newest-tree-on-73.sh: NVIDIA 595.45.04 + the P2P port + the 7.x builtins on 7.3.4.
 scenario_newest73() {
@@ -102,7 +90,7 @@ log=$VM_TMP/newest73.log
 grep -E '^P2P-(CHECK|INFO|KLOG)' "$log" | tr -d '\r' | sed 's/^/   /'
 [ "$KEEP" = 1 ] || rm -rf "$ROOT/root/newest-tree-on-73" "$DEST"
 if grep -q '^P2P-END newest73' "$log" && ! grep -q '^P2P-CHECK FAIL' "$log" && [ "$(grep -c '^P2P-CHECK PASS' "$log")" -ge 3 ]; then
-  echo "ok: nvidia.ko $VER (+$DEPS) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($((SECONDS - t1)) s); $((SECONDS - t0)) s in all"
+  echo "ok: nvidia.ko and nvidia-drm.ko $VER (+$DEPS) load on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($((SECONDS - t1)) s); $((SECONDS - t0)) s in all"
   exit 0
 fi
 tail -30 "$log"; echo "FAIL: the VM load on $KV"; exit 1

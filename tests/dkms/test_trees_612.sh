@@ -237,20 +237,8 @@ VM_SYSROOT=$ROOT
 vm_prepare "$bin"
 [ "$VM_KV" = "$KV" ] || die "the VM would boot $VM_KV, not $KV"
 r=$VM_TMP/root
-todo=(nvidia) seen=" " DEPS=""
-while [ ${#todo[@]} -gt 0 ]; do
-  m=${todo[0]}; todo=("${todo[@]:1}")
-  case "$seen" in *" $m "*) continue ;; esac
-  seen="$seen$m "
-  f=$(vm_modinfo -F filename "$m" 2>/dev/null) || { bad "nvidia.ko needs $m, which $KV does not have"; continue; }
-  case "$f" in /*) ;; *) continue ;; esac
-  [ "$m" = nvidia ] || DEPS="$DEPS $m"
-  g=$(vm_module_path "$f"); mkdir -p "$r$(dirname "$g")"; cp "$f" "$r$g"
-  for d in $(vm_modinfo -F depends "$m" | tr ',' ' '); do todo+=("$d"); done
-done
-depmod -b "$r" "$KV"
-vm_add_program "$(command -v kmod)" /sbin/kmod
-for t in modprobe lsmod; do ln -sf kmod "$r/sbin/$t"; done
+vm_add_modules nvidia || bad "nvidia.ko needs$VM_MODULES_MISSING, which $KV does not have"
+DEPS=$VM_MODULES_ADDED
 cat >>"$r/guest/scenarios.sh" <<'G'
 # tests/dkms/test_trees_612.sh: the 570.86.16-p2p nvidia.ko DKMS 3.2 built for Debian 13's kernel.
 scenario_trees612() {

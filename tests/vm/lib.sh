@@ -71,6 +71,29 @@ vm_add_program() {
   done
 }
 
+# vm_add_modules MODULE...: the modules and every module they depend on (modinfo of the VM's
+# kernel, so DKMS's updates/ first) into the initramfs, depmod there, and kmod as modprobe and
+# lsmod. VM_MODULES_ADDED: what was added beside the modules named. Returns 1, with VM_MODULES_MISSING
+# set, when the kernel has no module of a name needed.
+vm_add_modules() {
+  local r=$VM_TMP/root todo=("$@") seen=" " named=" $* " m f g d
+  VM_MODULES_ADDED="" VM_MODULES_MISSING=""
+  while [ ${#todo[@]} -gt 0 ]; do
+    m=${todo[0]}; todo=("${todo[@]:1}")
+    case "$seen" in *" $m "*) continue ;; esac
+    seen="$seen$m "
+    f=$(vm_modinfo -F filename "$m" 2>/dev/null) || { VM_MODULES_MISSING="$VM_MODULES_MISSING $m"; continue; }
+    case "$f" in /*) ;; *) continue ;; esac   # built into the kernel
+    [[ "$named" == *" $m "* ]] || VM_MODULES_ADDED="$VM_MODULES_ADDED $m"
+    g=$(vm_module_path "$f"); mkdir -p "$r$(dirname "$g")"; cp "$f" "$r$g"
+    for d in $(vm_modinfo -F depends "$m" | tr ',' ' '); do todo+=("$d"); done
+  done
+  depmod -b "$r" "$VM_KV"
+  vm_add_program "$(command -v kmod)" /sbin/kmod
+  for d in modprobe lsmod; do ln -sf kmod "$r/sbin/$d"; done
+  [ -z "$VM_MODULES_MISSING" ]
+}
+
 vm_pack() {
   VM_INITRD=$VM_TMP/initrd.gz
   (cd $VM_TMP/root && find . | cpio -o -H newc 2>/dev/null | gzip -1) > $VM_INITRD
