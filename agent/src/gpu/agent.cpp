@@ -31,6 +31,7 @@ void copy_n(void* dst, const void* src, std::size_t bytes, int n, cudaStream_t s
   if (n <= 0) {
     return;
   }
+#if CUDART_VERSION >= 12080  // cudaMemcpyBatchAsync came with CUDA 12.8 (Debian's toolkit is 12.4)
   static std::atomic<bool> batches{true};  // false once the driver has refused one
   if (n > 1 && batches.load(std::memory_order_relaxed)) {
     std::vector<void*> dsts(static_cast<std::size_t>(n), dst);
@@ -50,6 +51,7 @@ void copy_n(void* dst, const void* src, std::size_t bytes, int n, cudaStream_t s
     cudaGetLastError();
     batches.store(false, std::memory_order_relaxed);
   }
+#endif
   for (int i = 0; i < n; ++i) {
     CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
   }
