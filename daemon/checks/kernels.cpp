@@ -30,23 +30,6 @@ Finding judge_candidate(const ModuleSource& km, const NextKernelJudged& c) {
 }
 // The compiler the kernel's headers were made with is not installed: DKMS would fail ("gcc-14 not
 // found", the Ubuntu HWE failure) after apt and minutes of work; said before any build.
-// Where the newest release read stops on this kernel only on entries with a builtin patch: the
-// sentence that says so (a profile can move to it with the P2P patch ported), else "".
-std::string newest_with_builtins(const InstalledKernel& k) {
-  const std::string newest(nvidia::kNewestReleaseChecked);
-  std::vector<std::string> names;
-  for (const auto& pb : nvidia::predict_breakages(nvidia::builtin_breakages(), newest, k.release, k.header_tests, {})) {
-    if (pb.breakage->stage != nvidia::BreakageStage::build) continue;
-    if (!pb.breakage->fix_builtin) return {};
-    names.push_back(*pb.breakage->fix_builtin);
-  }
-  if (names.empty()) return {};
-  std::string list;
-  for (std::size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + names[i];
-  return " " + newest + " with the builtin patches " + list + " builds there (a P2P tree as NVIDIA's release plus a "
-         "ported P2P patch: docs/drivers-and-kernels.md).";
-}
-
 std::optional<Finding> missing_compiler(const std::string& want, const InstalledKernel& k) {
   if (k.compiler_command.empty() || k.compiler_present) return std::nullopt;
   Finding f = make_finding("driver.kernels", k.release, Severity::error,
@@ -178,7 +161,8 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
           more += " The first NVIDIA release that builds on " + k.release + " past these: " + *r + ".";
         } else if (std::any_of(all.begin(), all.end(), [](const nvidia::Breakage* b) { return !b->fix_builtin; })) {
           more += " No NVIDIA release up to " + std::string(nvidia::kNewestReleaseChecked) + " is known to build on " +
-                  k.release + " as released." + newest_with_builtins(k);
+                  k.release + " as released." +
+                  nvidia::newest_with_builtins(k.release, k.header_tests);
         }
         f.remediation = "Before any build: " + stop->breakage->remediation + "." + more +
                         (source ? "" : " (Forecast from the version: apply reads the tree's source once it is staged, "

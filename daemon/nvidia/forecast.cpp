@@ -46,6 +46,21 @@ std::string describe_stops(const std::vector<const PredictedBreakage*>& stops, s
   return out;
 }
 
+std::string newest_with_builtins(std::string_view kernel_release, const std::map<std::string, bool>& header_tests) {
+  const std::string newest(kNewestReleaseChecked);
+  std::vector<std::string> names;
+  for (const auto& pb : predict_breakages(builtin_breakages(), newest, kernel_release, header_tests, {})) {
+    if (pb.breakage->stage != BreakageStage::build) continue;
+    if (!pb.breakage->fix_builtin) return {};
+    names.push_back(*pb.breakage->fix_builtin);
+  }
+  if (names.empty()) return {};
+  std::string list;
+  for (std::size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + names[i];
+  return " " + newest + " with the builtin patches " + list +
+         " builds there (a P2P tree as NVIDIA's release plus a ported P2P patch: docs/drivers-and-kernels.md).";
+}
+
 std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d, const std::map<std::string, bool>* source_tests) {
   std::vector<std::string> out;
   if (!d.kernel_module) return out;
@@ -61,7 +76,14 @@ std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d, 
     std::vector<const PredictedBreakage*> stops;
     for (const auto& p : predicted)
       if (!p.fixed && p.breakage->stage == BreakageStage::build) stops.push_back(&p);
-    if (!stops.empty()) out.push_back(k.release + ": " + describe_stops(stops, d.version, k.release));
+    if (!stops.empty()) {
+      std::string line = k.release + ": " + describe_stops(stops, d.version, k.release);
+      if (line.find("; no NVIDIA release up to") != std::string::npos) {
+        const std::string newest = newest_with_builtins(k.release, k.header_tests);
+        if (!newest.empty()) line += " as released;" + newest;
+      }
+      out.push_back(std::move(line));
+    }
     if (!k.compiler_command.empty() && !k.compiler_present)
       out.push_back(k.release + ": its headers were made with " + k.compiler_text + " and " + k.compiler_command +
                     " is not installed" + (k.compiler_package.empty() ? "" : " (apt-get install " + k.compiler_package + ")"));

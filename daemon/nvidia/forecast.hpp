@@ -31,6 +31,10 @@ std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d,
 std::string describe_stops(const std::vector<const PredictedBreakage*>& stops, std::string_view driver_version,
                            std::string_view kernel_release);
 
+// Where the newest release read (kNewestReleaseChecked) stops on this kernel only on entries that
+// have a builtin patch: " <release> with the builtin patches a, b builds there (...)."; else "".
+std::string newest_with_builtins(std::string_view kernel_release, const std::map<std::string, bool>& header_tests);
+
 // The staged tree's source tests from the inventory (/usr/src/<name>-<version>), or null.
 const std::map<std::string, bool>* staged_source_tests(const Inventory& inv, const DriverSpec& d);
 
