@@ -29,23 +29,6 @@ std::map<std::string, bool> read_source_tests(const sys::SysRoot& root, const st
   return out;
 }
 
-std::string describe_stops(const std::vector<const PredictedBreakage*>& stops, std::string_view v, std::string_view k) {
-  if (stops.empty()) return {};
-  std::string out = stops.front()->describe(v, k) + " Fix: " + stops.front()->breakage->remediation;
-  std::vector<const Breakage*> all;
-  for (const auto* s : stops) all.push_back(s->breakage);
-  if (stops.size() > 1) {
-    out += " (then also";
-    for (std::size_t i = 1; i < stops.size(); ++i) out += std::string(i > 1 ? "," : "") + " " + stops[i]->breakage->id;
-    out += ")";
-  }
-  if (const auto r = first_release_past(all))
-    out += "; the first NVIDIA release that builds on " + std::string(k) + " past these: " + *r;
-  else if (std::any_of(all.begin(), all.end(), [](const Breakage* b) { return !b->fix_builtin; }))
-    out += "; no NVIDIA release up to " + std::string(kNewestReleaseChecked) + " is known to build on " + std::string(k);
-  return out;
-}
-
 std::string newest_with_builtins(std::string_view kernel_release, const std::map<std::string, bool>& header_tests) {
   const std::string newest(kNewestReleaseChecked);
   std::vector<std::string> names;
@@ -59,6 +42,26 @@ std::string newest_with_builtins(std::string_view kernel_release, const std::map
   for (std::size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + names[i];
   return " " + newest + " with the builtin patches " + list +
          " builds there (a P2P tree as NVIDIA's release plus a ported P2P patch: docs/drivers-and-kernels.md).";
+}
+
+std::string describe_stops(const std::vector<const PredictedBreakage*>& stops, std::string_view v, std::string_view k,
+                           const std::map<std::string, bool>& header_tests) {
+  if (stops.empty()) return {};
+  std::string out = stops.front()->describe(v, k) + " Fix: " + stops.front()->breakage->remediation;
+  std::vector<const Breakage*> all;
+  for (const auto* s : stops) all.push_back(s->breakage);
+  if (stops.size() > 1) {
+    out += " (then also";
+    for (std::size_t i = 1; i < stops.size(); ++i) out += std::string(i > 1 ? "," : "") + " " + stops[i]->breakage->id;
+    out += ")";
+  }
+  if (const auto r = first_release_past(all))
+    out += "; the first NVIDIA release that builds on " + std::string(k) + " past these: " + *r;
+  else if (std::any_of(all.begin(), all.end(), [](const Breakage* b) { return !b->fix_builtin; })) {
+    out += "; no NVIDIA release up to " + std::string(kNewestReleaseChecked) + " is known to build on " + std::string(k);
+    if (const std::string newest = newest_with_builtins(k, header_tests); !newest.empty()) out += " as released;" + newest;
+  }
+  return out;
 }
 
 std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d, const std::map<std::string, bool>* source_tests) {
@@ -76,14 +79,7 @@ std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d, 
     std::vector<const PredictedBreakage*> stops;
     for (const auto& p : predicted)
       if (!p.fixed && p.breakage->stage == BreakageStage::build) stops.push_back(&p);
-    if (!stops.empty()) {
-      std::string line = k.release + ": " + describe_stops(stops, d.version, k.release);
-      if (line.find("; no NVIDIA release up to") != std::string::npos) {
-        const std::string newest = newest_with_builtins(k.release, k.header_tests);
-        if (!newest.empty()) line += " as released;" + newest;
-      }
-      out.push_back(std::move(line));
-    }
+    if (!stops.empty()) out.push_back(k.release + ": " + describe_stops(stops, d.version, k.release, k.header_tests));
     if (!k.compiler_command.empty() && !k.compiler_present)
       out.push_back(k.release + ": its headers were made with " + k.compiler_text + " and " + k.compiler_command +
                     " is not installed" + (k.compiler_package.empty() ? "" : " (apt-get install " + k.compiler_package + ")"));

@@ -27,9 +27,11 @@ std::vector<std::string> build_stops(const Inventory& inv, const DriverSpec& d,
 
 // The build-stage breakages that stop a build (not fixed by the profile), in table order, said in
 // one sentence: the first one's cause and fix, the others by id, and the first NVIDIA release that
-// none of them stops ("no NVIDIA release is known to build there" when one has no known fix).
+// none of them stops ("no NVIDIA release is known to build there" when one has no known fix, and
+// then the newest release with builtins where that builds: newest_with_builtins on header_tests, the
+// kernel's).
 std::string describe_stops(const std::vector<const PredictedBreakage*>& stops, std::string_view driver_version,
-                           std::string_view kernel_release);
+                           std::string_view kernel_release, const std::map<std::string, bool>& header_tests);
 
 // Where the newest release read (kNewestReleaseChecked) stops on this kernel only on entries that
 // have a builtin patch: " <release> with the builtin patches a, b builds there (...)."; else "".

@@ -236,29 +236,10 @@ VM_SYSROOT=$ROOT
 . tests/vm/lib.sh
 vm_prepare "$bin"
 [ "$VM_KV" = "$KV" ] || die "the VM would boot $VM_KV, not $KV"
-r=$VM_TMP/root
-vm_add_modules nvidia || bad "nvidia.ko needs$VM_MODULES_MISSING, which $KV does not have"
-DEPS=$VM_MODULES_ADDED
-cat >>"$r/guest/scenarios.sh" <<'G'
-# tests/dkms/test_trees_612.sh: the 570.86.16-p2p nvidia.ko DKMS 3.2 built for Debian 13's kernel.
-scenario_trees612() {
-  local out rc
-  out=$(/sbin/modprobe nvidia 2>&1); rc=$?
-  echo "P2P-INFO modprobe nvidia: exit $rc: $out"
-  dmesg | grep -iE 'NVRM|nvidia|unknown symbol|disagrees about version|module verification|taint' | sed 's/^/P2P-KLOG /'
-  check "kernel log: NVRM: No NVIDIA GPU found." sh -c "dmesg | grep -q 'NVRM: No NVIDIA GPU found\.'"
-  check "kernel log: no unknown symbol" sh -c "! dmesg | grep -qiE 'unknown symbol|disagrees about version of symbol'"
-}
-G
-vm_pack
-t0=$SECONDS
-VM_TIMEOUT=${VM_TIMEOUT:-600} vm_boot trees612 ""
-log=$VM_TMP/trees612.log
-grep -E '^P2P-(CHECK|INFO|KLOG)' "$log" | tr -d '\r' | sed 's/^/   /'
-if grep -q '^P2P-END trees612' "$log" && ! grep -q '^P2P-CHECK FAIL' "$log" && [ "$(grep -c '^P2P-CHECK PASS' "$log")" -ge 2 ]; then
-  ok "nvidia.ko 570.86.16 (+$DEPS) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($((SECONDS - t0)) s)"
+if vm_load_nvidia trees612 nvidia; then
+  ok "nvidia.ko 570.86.16 (+$VM_MODULES_ADDED) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($VM_LOAD_S s)"
 else
-  tail -30 "$log"; bad "the VM load of the 570 nvidia.ko"
+  bad "the VM load of the 570 nvidia.ko"
 fi
 
 echo "== 5. the next kernel: judge-kernel against trixie-security's candidate"

@@ -176,8 +176,6 @@ fi
 # has the run's figures).
 if [ "${P2PNODE_73_BUILD:-0}" = 1 ]; then
   echo "== 5. $VER with all four builtins through p2pnode apply and DKMS on $KV, loaded in QEMU"
-  run_in dkms remove -m nvidia-p2p -v "$VER" --all >/dev/null 2>&1
-  rm -rf "$ROOT/usr/src/nvidia-p2p-$VER"
   t0=$SECONDS
   run_in p2pnode apply --root / --profile "$full" --only driver.module > "$TMP/apply-full.log" 2>&1; rc=$?
   st=$(run_in dkms status -m nvidia-p2p -v "$VER" 2>&1)
@@ -191,29 +189,10 @@ if [ "${P2PNODE_73_BUILD:-0}" = 1 ]; then
   . tests/vm/lib.sh
   vm_prepare "$bin"
   [ "$VM_KV" = "$KV" ] || die "the VM would boot $VM_KV, not $KV"
-  r=$VM_TMP/root
-  vm_add_modules nvidia || bad "nvidia.ko needs$VM_MODULES_MISSING, which $KV does not have"
-  DEPS=$VM_MODULES_ADDED
-  cat >>"$r/guest/scenarios.sh" <<'G'
-# tests/dkms/test_trees_73.sh: 595.45.04 + the P2P port + the four 7.x builtins, DKMS-built for 7.3.4.
-scenario_trees73() {
-  local out rc
-  out=$(/sbin/modprobe nvidia 2>&1); rc=$?
-  echo "P2P-INFO modprobe nvidia: exit $rc: $out"
-  dmesg | grep -iE 'NVRM|nvidia|unknown symbol|disagrees about version|BTF|taint' | sed 's/^/P2P-KLOG /'
-  check "kernel log: NVRM: No NVIDIA GPU found." sh -c "dmesg | grep -q 'NVRM: No NVIDIA GPU found\.'"
-  check "kernel log: no unknown symbol" sh -c "! dmesg | grep -qiE 'unknown symbol|disagrees about version of symbol'"
-}
-G
-  vm_pack
-  t0=$SECONDS
-  VM_TIMEOUT=${VM_TIMEOUT:-900} vm_boot trees73 ""
-  log=$VM_TMP/trees73.log
-  grep -E '^P2P-(CHECK|INFO|KLOG)' "$log" | tr -d '\r' | sed 's/^/   /'
-  if grep -q '^P2P-END trees73' "$log" && ! grep -q '^P2P-CHECK FAIL' "$log" && [ "$(grep -c '^P2P-CHECK PASS' "$log")" -ge 2 ]; then
-    ok "nvidia.ko $VER (+$DEPS) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($((SECONDS - t0)) s)"
+  if vm_load_nvidia trees73 nvidia; then
+    ok "nvidia.ko $VER (+$VM_MODULES_ADDED) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($VM_LOAD_S s)"
   else
-    tail -30 "$log"; bad "the VM load of the $VER nvidia.ko on $KV"
+    bad "the VM load of the $VER nvidia.ko on $KV"
   fi
 fi
 

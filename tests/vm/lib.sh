@@ -94,6 +94,40 @@ vm_add_modules() {
   [ -z "$VM_MODULES_MISSING" ]
 }
 
+# vm_load_nvidia NAME MODULE...: after vm_prepare, boots the VM's kernel with the modules (and what
+# they depend on), modprobes each in order and checks the kernel log: "NVRM: No NVIDIA GPU found."
+# (the VM has no GPU), no unknown symbol, no BTF complaint. Prints the guest's lines. Returns 0 when
+# every check passed; VM_LOAD_S: the boot's seconds; VM_MODULES_ADDED as vm_add_modules.
+vm_load_nvidia() {
+  local name=$1 m log t0; shift
+  vm_add_modules "$@" || { echo "   the kernel has no module$VM_MODULES_MISSING"; return 1; }
+  {
+    echo "scenario_$name() {"
+    echo "  local out rc"
+    for m in "$@"; do
+      echo "  out=\$(/sbin/modprobe $m 2>&1); rc=\$?"
+      echo "  echo \"P2P-INFO modprobe $m: exit \$rc: \$out\""
+    done
+    cat <<'G'
+  dmesg | grep -iE 'NVRM|nvidia|unknown symbol|disagrees about version|BTF|taint' | sed 's/^/P2P-KLOG /'
+  check "kernel log: NVRM: No NVIDIA GPU found." sh -c "dmesg | grep -q 'NVRM: No NVIDIA GPU found\.'"
+  check "kernel log: no unknown symbol" sh -c "! dmesg | grep -qiE 'unknown symbol|disagrees about version of symbol'"
+  check "kernel log: no BTF complaint" sh -c "! dmesg | grep -qiE 'BTF.*(fail|error|invalid)'"
+}
+G
+  } >>"$VM_TMP/root/guest/scenarios.sh"
+  vm_pack
+  t0=$SECONDS
+  VM_TIMEOUT=${VM_TIMEOUT:-900} vm_boot "$name" ""
+  VM_LOAD_S=$((SECONDS - t0))
+  log=$VM_TMP/$name.log
+  grep -E '^P2P-(CHECK|INFO|KLOG)' "$log" | tr -d '\r' | sed 's/^/   /'
+  grep -q "^P2P-END $name" "$log" && ! grep -q '^P2P-CHECK FAIL' "$log" && [ "$(grep -c '^P2P-CHECK PASS' "$log")" -ge 3 ] &&
+    return 0
+  tail -30 "$log"
+  return 1
+}
+
 vm_pack() {
   VM_INITRD=$VM_TMP/initrd.gz
   (cd $VM_TMP/root && find . | cpio -o -H newc 2>/dev/null | gzip -1) > $VM_INITRD
