@@ -159,7 +159,10 @@ except urllib.error.HTTPError as e: print(e.code, e.read().decode())'" > "$NODE_
   check "case 4: the node booted $new through GRUB" test "$(in_node uname -r)" = "$new"
   check "case 4: in $new the module is there and loaded (/proc/driver/nvidia/version)" in_node \
     "modinfo -F version nvidia | grep -q 550.90.07 && grep -q 550.90.07 /proc/driver/nvidia/version"
-  check "case 4: in $new no unit failed" test -z "$(in_node systemctl --failed --no-legend)"
+  failed_units=$(in_node systemctl --failed --no-legend --plain | awk '{print $1}' | tr '\n' ' ')
+  echo "  failed units in $new: ${failed_units:-none}"
+  for u in $failed_units; do in_node "systemctl status --no-pager -n 15 $u" | sed 's/^/    /'; done
+  check "case 4: in $new no unit failed" test -z "$failed_units"
   check "case 4: in $new /readyz 200" test "$(readyz)" = 200
   check "case 4: in $new p2pnode_kernel_module_installed is 1 for both kernels" sh -c \
     "[ \$(echo '$(case_kernel_metric)' | grep -c ' 1\$') -ge 2 ]"

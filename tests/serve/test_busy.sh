@@ -46,7 +46,7 @@ print(json.dumps(d))
 PY
 
 profile() {  # profile WHEN [EXTRA-SELFTEST-YAML]
-  sed -e '/min_bandwidth:/,/any:/d' -e "s|^selftest:|selftest:\n  when: $1\n  retry_busy: 1m${2:+\n$2}|" \
+  sed -e '/min_bandwidth:/,/any:/d' -e "s|^selftest:|selftest:\n  when: $1\n  retry_busy: 1h${2:+\n$2}|" \
     "$SRC/profiles/h200-nvlink.yaml" > "$WORK/h200/root/etc/p2pnode/profiles/h200-nvlink.yaml"
 }
 make_node h200 h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
@@ -56,11 +56,14 @@ start_daemon h200 || exit 1
 AUTH=(-H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json")
 ST=$WORK/h200/root/var/lib/p2pnode/state.json
 sel() { curl -s "$URL/v1/selftest"; }
-# post_selftest [BODY]: POST /v1/selftest, then wait until that pass is over.
+# post_selftest [BODY]: POST /v1/selftest, then wait until that pass is over: a pass that was
+# running when it came ends with the request still queued, so queued must be false too.
+# retry_busy is an hour (the profile above): on a loaded machine this test may take over a minute,
+# and a retry of the busy skip must not run between a request and the checks that read it.
 post_selftest() {
   local runs; runs=$(curl -s "$URL/v1/status" | jq '.reconcile.runs | add')
   record "post_selftest_$RANDOM" POST /v1/selftest "${AUTH[@]}" ${1:+--data "$1"}
-  wait_until 20 bash -c "curl -s '$URL/v1/status' | jq -e '(.reconcile.runs | add) > $runs and .reconcile.running == false' >/dev/null"
+  wait_until 30 bash -c "curl -s '$URL/v1/status' | jq -e '(.reconcile.runs | add) > $runs and .reconcile.running == false and .reconcile.queued == false' >/dev/null"
 }
 
 check "idle GPUs: the start self-test passed" jq -e '.verdict == "passed" and .skipped == null and .contended_run == null' <(sel)
