@@ -77,10 +77,18 @@ std::unique_ptr<lifecycle::ProgressWatcher> watch_build(const sys::SysRoot& root
 }
 
 // dkms status entries for one package.
-std::vector<dkms::StatusEntry> status_of(Runner& run, const std::string& name, const std::string& version) {
+Result<std::vector<dkms::StatusEntry>> status_of(Runner& run, const std::string& name, const std::string& version) {
   std::vector<std::string> argv = {"dkms", "status", "-m", name};
   if (!version.empty()) argv.insert(argv.end(), {"-v", version});
-  const auto r = run.run("dkms status", argv, std::chrono::seconds(60), false);
+  // DKMS 3.x reads every built module's files for its status; on a loaded box that is minutes.
+  const auto r = run.run("dkms status", argv, kStatusTimeout, false);
+  if (!r.success()) {
+    std::string said = r.err;
+    while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+    if (auto nl = said.rfind('\n'); nl != std::string::npos) said.erase(0, nl + 1);
+    return Error{"`dkms status -m " + name + (version.empty() ? "" : " -v " + version) + "` " + r.describe() +
+                 (said.empty() ? "" : ": " + said)};
+  }
   return dkms::parse_status(r.out);
 }
 

@@ -44,8 +44,10 @@ class Runner {
 std::unique_ptr<lifecycle::ProgressWatcher> watch_build(const sys::SysRoot& root, const std::string& build_log,
                                                         const std::string& step, const ProgressFn& log);
 
-// dkms status entries for one package.
-std::vector<dkms::StatusEntry> status_of(Runner& run, const std::string& name, const std::string& version = {});
+// dkms status entries for one package. An error when DKMS did not answer (its exit status, or no
+// answer within kStatusTimeout): an empty list would read as "installed nowhere" and start every build again.
+inline constexpr std::chrono::minutes kStatusTimeout{5};
+Result<std::vector<dkms::StatusEntry>> status_of(Runner& run, const std::string& name, const std::string& version = {});
 bool installed_for(const std::vector<dkms::StatusEntry>& st, const std::string& version, const std::string& kernel);
 
 // A failed DKMS step: its exit code and meaning, DKMS's own error line, the compiler's first error

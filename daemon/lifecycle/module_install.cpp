@@ -226,7 +226,10 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
 
   // Check: everything in place per the filesystem, confirmed by DKMS itself.
   const auto gaps = module_gaps(root, d);
-  const auto st_before = status_of(run, t.name);
+  const auto status_before = status_of(run, t.name);
+  if (!status_before)
+    return finish(StepOutcome::failed, subject + ": DKMS's state is unknown, nothing was built: " + status_before.error().message);
+  const auto& st_before = *status_before;
   json sb = json::array();
   for (const auto& e : st_before) sb.push_back(e.module + "/" + e.version + " " + e.kernel + " " + e.state);
   r.before["dkms_status"] = sb;
@@ -419,8 +422,24 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     installed_now.push_back(k);
   }
 
+  // The record of what this source is and where it went: the next apply compares the profile with it.
+  auto write_stamp = [&](const std::vector<std::string>& ks) {
+    json stamp = {{"format", kStampFormat}, {"identity", t.identity}, {"kernels", ks},
+                  {"modules", staged->modules}, {"source_sha256", src->sha256}};
+    (void)root.make_dirs(kStateDir);
+    if (auto st = root.write_file_atomic(t.stamp, stamp.dump(2) + "\n"); !st)
+      note += "; could not write " + t.stamp + ": " + st.error().message;
+  };
   // Verify with DKMS itself.
-  const auto st_after = status_of(run, t.name, t.version);
+  const auto status_after = status_of(run, t.name, t.version);
+  if (!status_after) {
+    // Unconfirmed is not undone: DKMS said it built and installed; the next apply asks DKMS again
+    // (its check) without building this source a second time.
+    if (!done.empty()) write_stamp(done);
+    return finish(StepOutcome::failed, subject + ": DKMS built and installed it for " + json(done).dump() +
+                                           " but could not confirm it: " + status_after.error().message + note);
+  }
+  const auto& st_after = *status_after;
   json sa = json::array();
   for (const auto& e : st_after) sa.push_back(e.module + "/" + e.version + " " + e.kernel + " " + e.state);
   r.after["dkms_status"] = sa;
@@ -428,13 +447,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   for (const auto& k : done)
     if (installed_for(st_after, t.version, k)) verified.push_back(k);
   r.after["installed_kernels"] = verified;
-  if (!verified.empty()) {
-    json stamp = {{"format", kStampFormat}, {"identity", t.identity}, {"kernels", verified},
-                  {"modules", staged->modules}, {"source_sha256", src->sha256}};
-    (void)root.make_dirs(kStateDir);
-    if (auto st = root.write_file_atomic(t.stamp, stamp.dump(2) + "\n"); !st)
-      note += "; could not write " + t.stamp + ": " + st.error().message;
-  }
+  if (!verified.empty()) write_stamp(verified);
   // Conflicts the profile lets us remove, only once ours is in place (a failed build keeps the old
   // module). DKMS may take our same-named files with the other package: reinstall ours if so.
   if (d.conflicts == ConflictPolicy::remove && failed.empty() && !verified.empty()) {

@@ -42,6 +42,8 @@ struct FakeDkms {
   bool added = false, installed = false;  // installed: for at least one kernel
   int build_exit = 0;
   int builds = 0, removes = 0;
+  int status_calls = 0;
+  int status_hang_from = -1;  // >= 0: that `dkms status` call and later ones time out (a loaded box)
   std::set<std::string> installed_kernels;
   std::vector<std::string> built_kernels;  // every non-trial `dkms build -k`, in order
   std::vector<std::string> sources_seen;   // the file `check_in_source` names, as each build found it
@@ -57,6 +59,11 @@ struct FakeDkms {
     // GNU patch itself: apply tries every staged patch on a scratch copy before any build.
     r.on({"patch"}, [](const sys::Command& c) { return sys::ProcessRunner().run(c); });
     r.on({"dkms", "status"}, [this](const sys::Command&) {
+      if (status_hang_from >= 0 && status_calls++ >= status_hang_from) {
+        sys::CommandResult t;
+        t.timed_out = true;
+        return t;
+      }
       std::string out;
       for (const auto& k : installed_kernels) out += name + "/" + version + ", " + k + ", x86_64: installed\n";
       if (out.empty() && added) out = name + "/" + version + ": added\n";
