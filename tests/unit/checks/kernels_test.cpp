@@ -184,7 +184,8 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
             std::string::npos)
       << stops[0];
 
-  // The same box with aikitoria's 575.64.05-p2p: 7.3.4 still stops it (fb_create, pfn_t, strncpy, drm_atomic_state).
+  // The same box with aikitoria's 575.64.05-p2p: 7.3.4 still stops it (fb_create, pfn_t, strncpy,
+  // drm_atomic_state, and at the link the awk PAHOLE program).
   Profile p = profile();
   p.driver->version = "575.64.05";
   const auto f575 = check_driver_kernels(p, inv);
@@ -192,7 +193,8 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
   ASSERT_NE(on73, nullptr);
   EXPECT_EQ(on73->severity, Severity::error) << on73->summary;
   EXPECT_EQ(on73->observed["build_stops"], (nlohmann::json{"drm-fb-create-format-info", "pfn-t-removed", "strncpy-removed",
-                                                           "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars"}));
+                                                           "drm-atomic-state-renamed", "pahole-awk-gen-btf",
+                                                           "pci-resize-resource-exclude-bars"}));
 }
 
 // Modules that shadow the patched build: the .run installer's nvidia.ko in updates/dkms (not from

@@ -412,10 +412,18 @@ TEST(Forecast, EachTreeOnTrixieBackports73) {
   p = predict_breakages(t, "550.90.07", k, hdr, k7);
   EXPECT_EQ(p.front().breakage->id, "extra-cflags-ignored");
   EXPECT_FALSE(p.front().fixed);
-  // aikitoria's 575.64.05-p2p: fb_create, pfn_t, strncpy and drm_atomic_state.
+  // aikitoria's 575.64.05-p2p: fb_create, pfn_t, strncpy and drm_atomic_state; its Makefile has the
+  // awk PAHOLE program (from 575.51.02 on).
   EXPECT_EQ(ids(predict_breakages(t, "575.64.05", k, hdr, {}), false),
             (std::vector<std::string>{"drm-fb-create-format-info", "pfn-t-removed", "strncpy-removed",
-                                      "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars"}));
+                                      "drm-atomic-state-renamed", "pahole-awk-gen-btf",
+                                      "pci-resize-resource-exclude-bars"}));
+  // 580.142 and 590.48.01 (the matrix built both with the P2P port): the same four stops as 595.
+  for (const char* v : {"580.142", "590.48.01"})
+    EXPECT_EQ(ids(predict_breakages(t, v, k, hdr, {}), false),
+              (std::vector<std::string>{"of-gpio-h-removed", "strncpy-removed", "drm-atomic-state-renamed",
+                                        "pahole-awk-gen-btf"}))
+        << v;
   // 6.12.117 has none of the three (of_gpio.h, strncpy() and struct drm_atomic_state are there).
   const auto h612 = probe_recorded("6.12.117+deb13-amd64");
   for (const auto& b : predict_breakages(t, "595.45.04", "6.12.117+deb13-amd64", h612, {}))
