@@ -162,7 +162,8 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
   EXPECT_EQ(on73->observed["build_stops"],
             (nlohmann::json{"extra-cflags-ignored", "kbuild-extmod-cwd", "module-import-ns-string", "drm-driver-date",
                             "del-timer-sync-removed", "hrtimer-init-removed", "drm-mode-valid-const",
-                            "drm-fb-create-format-info", "strncpy-removed", "drm-atomic-state-renamed",
+                            "drm-fb-create-format-info", "dev-pagemap-page-free-renamed", "strncpy-removed",
+                            "drm-atomic-state-renamed",
                             "pci-resize-resource-exclude-bars", "drm-output-poll-changed"}));
   EXPECT_NE(on73->remediation.find("No NVIDIA release up to 595.45.04 is known to build on " + k73 + " as released. " +
                                    "595.45.04 with the builtin patches of-gpio-h-removed, strncpy-removed, "
@@ -192,8 +193,8 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
   on73 = for_kernel(f575, k73);
   ASSERT_NE(on73, nullptr);
   EXPECT_EQ(on73->severity, Severity::error) << on73->summary;
-  EXPECT_EQ(on73->observed["build_stops"], (nlohmann::json{"drm-fb-create-format-info", "pfn-t-removed", "strncpy-removed",
-                                                           "drm-atomic-state-renamed", "pahole-awk-gen-btf",
+  EXPECT_EQ(on73->observed["build_stops"], (nlohmann::json{"drm-fb-create-format-info", "pfn-t-removed", "dev-pagemap-page-free-renamed",
+                                                           "strncpy-removed", "drm-atomic-state-renamed", "pahole-awk-gen-btf",
                                                            "pci-resize-resource-exclude-bars"}));
 }
 
