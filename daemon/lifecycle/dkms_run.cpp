@@ -83,9 +83,8 @@ Result<std::vector<dkms::StatusEntry>> status_of(Runner& run, const std::string&
   // DKMS 3.x reads every built module's files for its status; on a loaded box that is minutes.
   const auto r = run.run("dkms status", argv, kStatusTimeout, false);
   if (!r.success()) {
-    std::string said = r.err;
-    while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
-    if (auto nl = said.rfind('\n'); nl != std::string::npos) said.erase(0, nl + 1);
+    std::string said = dkms::tail_lines(r.err, 1);  // DKMS's last word, "…\n"
+    if (!said.empty()) said.pop_back();
     return Error{"`dkms status -m " + name + (version.empty() ? "" : " -v " + version) + "` " + r.describe() +
                  (said.empty() ? "" : ": " + said)};
   }

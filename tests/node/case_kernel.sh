@@ -126,7 +126,7 @@ case_kernel() {
   # The boot-time apply still fails (a kernel lacks the module), quickly: the build that failed with
   # these headers is not tried again on every boot.
   local failed_units
-  failed_units=$(in_node systemctl --failed --no-legend --plain | awk '{print $1}' | tr '\n' ' ')
+  failed_units=$(node_failed_units)
   echo "  failed units: ${failed_units:-none}"
   in_node "journalctl -b -u p2pnode-apply.service --no-pager | grep -e 'not retried' -e 'Finished\|Failed' | cut -c1-220 | tail -3" | sed 's/^/  /'
   check "case 4: held: no unit failed but p2pnode-apply, which reports the kernel without its module" \
@@ -159,7 +159,7 @@ except urllib.error.HTTPError as e: print(e.code, e.read().decode())'" > "$NODE_
   check "case 4: the node booted $new through GRUB" test "$(in_node uname -r)" = "$new"
   check "case 4: in $new the module is there and loaded (/proc/driver/nvidia/version)" in_node \
     "modinfo -F version nvidia | grep -q 550.90.07 && grep -q 550.90.07 /proc/driver/nvidia/version"
-  failed_units=$(in_node systemctl --failed --no-legend --plain | awk '{print $1}' | tr '\n' ' ')
+  failed_units=$(node_failed_units)
   echo "  failed units in $new: ${failed_units:-none}"
   for u in $failed_units; do in_node "systemctl status --no-pager -n 15 $u" | sed 's/^/    /'; done
   check "case 4: in $new no unit failed" test -z "$failed_units"

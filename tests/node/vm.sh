@@ -65,6 +65,9 @@ node_wait_exit() {
   echo "node: QEMU still running $1 s after the reboot"; return 1
 }
 
+# node_failed_units: the units systemd lists as failed, one line ("a.service b.service "; empty when none).
+node_failed_units() { node_ssh systemctl --failed --no-legend --plain | awk '{print $1}' | tr '\n' ' '; }
+
 # node_kill: power cut.
 node_kill() { kill -9 "$NODE_QEMU_PID" 2>/dev/null; wait "$NODE_QEMU_PID" 2>/dev/null; return 0; }
 

@@ -38,6 +38,16 @@ TEST(DriverModuleDkmsStatus, NoAnswerBeforeTheBuildBuildsNothing) {
   EXPECT_FALSE(b.root.exists("/usr/src/p2ptest-1.5"));
 }
 
+TEST(DriverModuleDkmsStatus, AFailedStatusNamesDkmsLastLine) {
+  ModuleBench b;
+  b.dkms.status_error = "Warning: something\nError! Could not read /var/lib/dkms\n\n";
+  const auto r = apply_once(b, module_profile(b.box));
+  EXPECT_EQ(r.outcome, StepOutcome::failed);
+  EXPECT_NE(r.message.find("`dkms status -m p2ptest` exit 1: Error! Could not read /var/lib/dkms"), std::string::npos)
+      << r.message;
+  EXPECT_EQ(b.dkms.builds, 0);
+}
+
 TEST(DriverModuleDkmsStatus, NoAnswerAfterTheInstallUndoesNothing) {
   ModuleBench b;
   b.dkms.status_hang_from = 1;  // the first call answers, the check after the install does not

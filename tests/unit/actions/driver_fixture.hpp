@@ -44,6 +44,7 @@ struct FakeDkms {
   int builds = 0, removes = 0;
   int status_calls = 0;
   int status_hang_from = -1;  // >= 0: that `dkms status` call and later ones time out (a loaded box)
+  std::string status_error;   // non-empty: `dkms status` exits 1 with these lines on stderr
   std::set<std::string> installed_kernels;
   std::vector<std::string> built_kernels;  // every non-trial `dkms build -k`, in order
   std::vector<std::string> sources_seen;   // the file `check_in_source` names, as each build found it
@@ -59,6 +60,7 @@ struct FakeDkms {
     // GNU patch itself: apply tries every staged patch on a scratch copy before any build.
     r.on({"patch"}, [](const sys::Command& c) { return sys::ProcessRunner().run(c); });
     r.on({"dkms", "status"}, [this](const sys::Command&) {
+      if (!status_error.empty()) return sys::exited_with(1, "", status_error);
       if (status_hang_from >= 0 && status_calls++ >= status_hang_from) {
         sys::CommandResult t;
         t.timed_out = true;
