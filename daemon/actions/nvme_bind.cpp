@@ -2,6 +2,7 @@
 #include "actions/nvme_bind.hpp"
 
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "nvme/registers.hpp"
@@ -19,6 +20,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kNoiommuParam = "/sys/module/vfio/parameters/enable_unsafe_noiommu_mode";
 constexpr std::uint16_t kCmdWanted = pci::kCmdMemory | pci::kCmdBusMaster;
+// A driver that takes the drive between the unbind and drivers_probe is checked and unbound once more.
+constexpr int kBindAttempts = 2;
 
 std::string dstate(std::optional<int> s) { return s ? "D" + std::to_string(*s) : "unknown"; }
 
@@ -178,8 +181,9 @@ class NvmeBind final : public Action {
       if (st.serial) {
         if (auto ok = remember(run, st); !ok) run.log("could not remember the serial: " + ok.error().message);
       }
-      if (auto ok = bind(run, st, d.driver); !ok)
-        return finish(StepOutcome::failed, "binding " + s.bdf + " to " + d.driver + ": " + ok.error().message);
+      if (auto stop = bind(run, st, d))
+        return finish(stop->refused ? StepOutcome::refused : StepOutcome::failed,
+                      stop->refused ? stop->message : "binding " + s.bdf + " to " + d.driver + ": " + stop->message);
       run.log("bound to " + d.driver);
     }
 
@@ -265,27 +269,76 @@ class NvmeBind final : public Action {
     return slash == std::string::npos ? *link : link->substr(slash + 1);
   }
 
+  // Why bind() did not bind: refused (a driver that took the drive after it was read holds data
+  // on it) or failed.
+  struct BindStop {
+    bool refused;
+    std::string message;
+  };
+
+  // A driver other than the profile's holds the function: nvme only after the free-drive check
+  // on what the drive holds now (never unbind a drive with data), then unbound. `how` says how
+  // it came to hold it, for the log and the refusal.
+  std::optional<BindStop> take_from(Run& run, const NvmeDrive& drive, const std::string& holder, const std::string& how) const {
+    if (holder == "nvme") {
+      const auto use = probe::probe_nvme_usage(run.root(), run.bdf);
+      if (const auto dec = nvme::decide_unbind_safety(use, drive.wipe_ok); !dec.safe)
+        return BindStop{true, how + ", and " + nvme::describe_refusal(use, dec)};
+    }
+    run.log(how + "; unbinding it");
+    if (auto ok = run.root().write_attr(join("/sys/bus/pci/drivers", holder, "unbind"), run.bdf); !ok)
+      return BindStop{false, ok.error().with_context("unbinding from " + holder).message};
+    return std::nullopt;
+  }
+
   // driver_override, unbind, drivers_probe, then the driver link: the probe write succeeds even
   // when nothing binds. Never new_id: it is global and would take every drive of that model.
-  Status bind(Run& run, const NvmeFunctionState& st, const std::string& target) const {
+  // The driver link is read again after the override is written: at boot nvme probes
+  // asynchronously and can take the drive after `st` was read (drivers_probe then does nothing).
+  std::optional<BindStop> bind(Run& run, const NvmeFunctionState& st, const NvmeDrive& drive) const {
     const auto& root = run.root();
+    const std::string& target = drive.driver;
     if (st.driver_override != target)
-      if (auto ok = root.write_attr(join(run.dir, "driver_override"), target); !ok) return ok.context("writing driver_override");
-    if (!st.driver.empty())
-      if (auto ok = root.write_attr(join("/sys/bus/pci/drivers", st.driver, "unbind"), run.bdf); !ok)
-        return ok.context("unbinding from " + st.driver);
-    if (auto ok = root.write_attr("/sys/bus/pci/drivers_probe", run.bdf); !ok) return ok.context("writing drivers_probe");
-    if (wait_for([&] { return driver_now(run) == target; })) return {};
-    std::string msg = "no driver bound after drivers_probe (driver link: " +
-                      (driver_now(run).empty() ? std::string("none") : driver_now(run)) + ")";
-    if (!st.driver.empty()) {
-      // Give the drive back to the driver it had rather than leave it driverless.
-      (void)root.write_attr(join(run.dir, "driver_override"), "\n");
-      (void)root.write_attr("/sys/bus/pci/drivers_probe", run.bdf);
-      msg += wait_for([&] { return driver_now(run) == st.driver; }) ? "; rebound to " + st.driver
-                                                                      : "; could not rebind it to " + st.driver;
+      if (auto ok = root.write_attr(join(run.dir, "driver_override"), target); !ok)
+        return BindStop{false, ok.error().with_context("writing driver_override").message};
+    std::string had = st.driver;  // whom to give the drive back to if the bind fails
+    for (int attempt = 0; attempt < kBindAttempts; ++attempt) {
+      const std::string holder = driver_now(run);
+      if (holder == target) return std::nullopt;
+      if (!holder.empty()) {
+        // st.driver was checked by the caller; a driver that took the drive since is checked here.
+        std::optional<BindStop> stop;
+        if (holder == st.driver && attempt == 0) {
+          if (auto ok = root.write_attr(join("/sys/bus/pci/drivers", holder, "unbind"), run.bdf); !ok)
+            stop = BindStop{false, ok.error().with_context("unbinding from " + holder).message};
+        } else {
+          stop = take_from(run, drive, holder, holder + " took " + run.bdf + " after it was read");
+        }
+        if (stop) {
+          restore(run, had);
+          return stop;
+        }
+        if (had.empty()) had = holder;
+      }
+      if (auto ok = root.write_attr("/sys/bus/pci/drivers_probe", run.bdf); !ok)
+        return BindStop{false, ok.error().with_context("writing drivers_probe").message};
+      if (wait_for([&] { return driver_now(run) == target; })) return std::nullopt;
+      if (driver_now(run).empty()) break;  // nothing bound: another attempt would find the same
     }
-    return Error{msg};
+    const std::string now = driver_now(run);
+    std::string msg = "no driver bound after drivers_probe (driver link: " + (now.empty() ? std::string("none") : now) + ")";
+    const bool back = restore(run, now.empty() ? had : now);
+    if (now.empty() && !had.empty()) msg += back ? "; rebound to " + had : "; could not rebind it to " + had;
+    return BindStop{false, msg};
+  }
+
+  // The override cleared and the drive given back to the driver it had rather than left driverless.
+  bool restore(Run& run, const std::string& had) const {
+    const auto& root = run.root();
+    (void)root.write_attr(join(run.dir, "driver_override"), "\n");
+    if (had.empty() || driver_now(run) == had) return true;
+    (void)root.write_attr("/sys/bus/pci/drivers_probe", run.bdf);
+    return wait_for([&] { return driver_now(run) == had; });
   }
 
   // vfio-pci (>= 5.19) flips power/control to auto at bind and the idle device drops to D3hot, so
@@ -337,14 +390,9 @@ class NvmeBind final : public Action {
     if (!result) return result;
     // The window is not enough on 6.1 (verified in tests/vm): pci_bus_add_device() calls
     // device_attach() itself, so nvme can take the rescanned drive before the override is back.
-    if (const std::string grabbed = driver_now(run); !grabbed.empty() && grabbed != target) {
-      const auto use = probe::probe_nvme_usage(root, run.bdf);
-      if (const auto dec = nvme::decide_unbind_safety(use, drive.wipe_ok); grabbed == "nvme" && !dec.safe)
-        return Error{"after the rescan " + nvme::describe_refusal(use, dec)};
-      run.log("the rescan gave the device to " + grabbed + " before the override was back; unbinding it");
-      if (auto ok = root.write_attr(join("/sys/bus/pci/drivers", grabbed, "unbind"), run.bdf); !ok)
-        return ok.context("unbinding " + grabbed + " after the rescan");
-    }
+    if (const std::string grabbed = driver_now(run); !grabbed.empty() && grabbed != target)
+      if (auto stop = take_from(run, drive, grabbed, "the rescan gave the device to " + grabbed + " before the override was back"))
+        return Error{stop->message};
     if (auto ok = root.write_attr("/sys/bus/pci/drivers_probe", run.bdf); !ok) return ok.context("writing drivers_probe");
     if (!wait_for([&] { return driver_now(run) == target; })) return Error{"the device came back but " + target + " did not bind"};
     return {};

@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "probe/nvme.hpp"
 #include "probe/probe.hpp"
@@ -211,6 +213,113 @@ TEST_F(NvmeBindTest, AllFsBar0TriesRemoveRescanBoundedAndReopensAutoprobe) {
   EXPECT_NE(results[0].message.find("recovering 0000:0b:00.0 by remove+rescan"), std::string::npos) << results[0].message;
   EXPECT_EQ(read(std::string(kSn530Dir) + "/remove"), "1");
   EXPECT_EQ(read("sys/bus/pci/drivers_autoprobe"), "1");  // the window is closed again
+}
+
+// The boot race: the drive has no driver when apply reads it, and nvme's asynchronous probe
+// takes it while vfio-pci loads. A small kernel beside the test does what drivers_probe does: bind
+// the override's driver to a function that has none, nothing to one that has a driver.
+class NvmeBindLateProbeTest : public NvmeBindTest {
+ protected:
+  void SetUp() override {
+    NvmeBindTest::SetUp();
+    fs::remove(dir_ / kSn530Dir / "driver");
+    fs::remove(dir_ / "sys/bus/pci/drivers/nvme" / kSn530);
+    write(std::string(kSn530Dir) + "/driver_override", "(null)\n");
+    write("sys/module/vfio/parameters/enable_unsafe_noiommu_mode", "N\n");
+    kernel_ = std::jthread([this](std::stop_token stop) {
+      while (!stop.stop_requested()) {
+        probe_once();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+  }
+  void TearDown() override {
+    kernel_ = {};
+    NvmeBindTest::TearDown();
+  }
+  static NvmeDrive at_address() {
+    NvmeDrive d;
+    d.address = kSn530;
+    d.power_fixups = false;
+    return d;
+  }
+  void link_to(const std::string& driver) {
+    const fs::path link = dir_ / kSn530Dir / "driver";
+    fs::remove(link);
+    if (!driver.empty()) fs::create_directory_symlink("../../../../bus/pci/drivers/" + driver, link);
+  }
+  std::string linked() {
+    std::error_code ec;
+    const auto t = fs::read_symlink(dir_ / kSn530Dir / "driver", ec);
+    return ec ? "" : t.filename().string();
+  }
+  // modprobe vfio-pci: the driver appears, and meanwhile nvme finishes probing the drive.
+  void nvme_probes_while_vfio_loads(sys::ScriptedRunner& runner, const std::string& mount_line = "") {
+    runner.on({"modprobe", "vfio-pci"}, [this, mount_line](const sys::Command&) {
+      fs::create_directories(dir_ / "sys/bus/pci/drivers/vfio-pci");
+      link_to("nvme");
+      if (!mount_line.empty()) std::ofstream(dir_ / "proc/mounts", std::ios::app) << mount_line;
+      return sys::exited_with(0);
+    });
+  }
+  NvmeBindTiming patient() const { return {std::chrono::seconds(10), std::chrono::milliseconds(2), std::chrono::milliseconds(1), 1}; }
+  std::vector<StepResult> apply_patiently(const Profile& p, sys::ScriptedRunner& runner, std::vector<std::string>& log) {
+    ApplyContext ctx{*root_, runner, p};
+    ctx.log = [&log](std::string_view, std::string_view, std::string_view line) { log.emplace_back(line); };
+    return make_nvme_bind(patient())->apply(ctx, probe::probe_inventory(*root_));
+  }
+
+  std::atomic<int> unbinds_{0};
+  std::atomic<int> binds_{0};
+
+ private:
+  // unbind drops the link; drivers_probe binds the override's driver only to a driverless function.
+  void probe_once() {
+    if (read("sys/bus/pci/drivers/nvme/unbind") == kSn530) {
+      write("sys/bus/pci/drivers/nvme/unbind", "");
+      if (linked() == "nvme") link_to(""), ++unbinds_;
+    }
+    if (read("sys/bus/pci/drivers_probe") == kSn530) {
+      write("sys/bus/pci/drivers_probe", "");
+      std::string want = read(std::string(kSn530Dir) + "/driver_override");
+      if (!want.empty() && want.back() == '\n') want.pop_back();
+      if (linked().empty() && want == "vfio-pci") link_to("vfio-pci"), ++binds_;
+    }
+  }
+  std::jthread kernel_;
+};
+
+TEST_F(NvmeBindLateProbeTest, ADriveNvmeTookAfterItWasReadIsCheckedUnboundAndBound) {
+  sys::ScriptedRunner runner;
+  nvme_probes_while_vfio_loads(runner);
+  std::vector<std::string> log;
+  const auto results = apply_patiently(profile(at_address()), runner, log);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].outcome, StepOutcome::changed) << results[0].message;
+  EXPECT_EQ(results[0].before["driver"], "");
+  EXPECT_EQ(results[0].after["driver"], "vfio-pci");
+  EXPECT_EQ(linked(), "vfio-pci");
+  EXPECT_EQ(unbinds_.load(), 1);
+  EXPECT_EQ(binds_.load(), 1);
+  bool said = false;
+  for (const auto& l : log) said = said || l.find("nvme took 0000:0b:00.0 after it was read; unbinding it") != std::string::npos;
+  EXPECT_TRUE(said) << "the log does not say nvme took the drive";
+}
+
+TEST_F(NvmeBindLateProbeTest, ADriveNvmeTookWithAMountedFilesystemIsRefusedAndLeftOnNvme) {
+  sys::ScriptedRunner runner;
+  nvme_probes_while_vfio_loads(runner, "/dev/nvme1n1 /data ext4 rw,relatime 0 0\n");
+  std::vector<std::string> log;
+  const auto results = apply_patiently(profile(at_address()), runner, log);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].outcome, StepOutcome::refused) << results[0].message;
+  const std::string& m = results[0].message;
+  EXPECT_NE(m.find("nvme took 0000:0b:00.0 after it was read, and refusing to unbind 0000:0b:00.0"), std::string::npos) << m;
+  EXPECT_NE(m.find("nvme1n1 is mounted at /data"), std::string::npos) << m;
+  EXPECT_EQ(linked(), "nvme");
+  EXPECT_EQ(unbinds_.load(), 0);
+  EXPECT_EQ(read("sys/bus/pci/drivers/nvme/unbind"), "");
+  EXPECT_EQ(read(std::string(kSn530Dir) + "/driver_override"), "\n");  // the override is taken back
 }
 
 TEST_F(NvmeBindTest, UnknownDriveIsAProblemAndNothingElseIsTouched) {
