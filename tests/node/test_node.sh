@@ -33,7 +33,7 @@ reason=$(node_image_skip_reason); [ -z "$reason" ] || { echo "SKIP: $reason"; ex
 build=$(cd "$(dirname "$bin")/.." && pwd)
 
 NODE_DIR=$(mktemp -d /tmp/p2pnode-node.XXXXXX)
-trap '[ -n "${NODE_QEMU_PID:-}" ] && { kill -9 $NODE_QEMU_PID; wait $NODE_QEMU_PID; } 2>/dev/null; [ -n "${P2P_NODE_KEEP:-}" ] && echo "kept $NODE_DIR" || rm -rf "$NODE_DIR"' EXIT
+trap '[ -n "${NODE_QEMU_PID:-}" ] && { [ -n "${P2P_NODE_KEEP:-}" ] && node_flush_journal; kill -9 $NODE_QEMU_PID; wait $NODE_QEMU_PID; } 2>/dev/null; [ -n "${P2P_NODE_KEEP:-}" ] && echo "kept $NODE_DIR" || rm -rf "$NODE_DIR"' EXIT
 NODE_PORT=$(node_free_port)
 fails=0 passes=0
 check() { local what=$1; shift; if "$@" >/dev/null 2>&1; then echo "ok: $what"; passes=$((passes+1)); else echo "FAIL: $what"; fails=$((fails+1)); fi; }
