@@ -119,6 +119,34 @@ std::string build_inputs(const sys::SysRoot& root, const ModuleTarget& t, const 
   }
   return out;
 }
+
+// Beside a failed build's kept make.log: the inputs it failed with.
+std::string inputs_path_of(const ModuleTarget& t, const std::string& kernel) {
+  const std::string kept = failed_log_path(t, kernel);
+  return kept.substr(0, kept.rfind('/')) + "/inputs";
+}
+
+// A kernel's build failed with these very source, patches and headers: it is not tried again (a
+// boot-time apply would otherwise spend the whole build on every boot); new headers or a changed
+// profile retry it.
+bool failed_with_these_inputs(const sys::SysRoot& root, const ModuleTarget& t, const std::string& kernel) {
+  const auto prev = root.read_text(inputs_path_of(t, kernel));
+  return prev && *prev == build_inputs(root, t, kernel);
+}
+
+std::string not_retried(const ModuleTarget& t, const std::string& kernel) {
+  return "build for " + kernel + " not retried: it failed with the same source, patches and headers (make.log: " +
+         failed_log_path(t, kernel) + "; `p2pnode check --only driver.kernels` names the error); new headers or a changed profile retry it, "
+         "or remove " + inputs_path_of(t, kernel);
+}
+
+// The stamp lists the kernel, DKMS's tree has it and every module the stamp names is installed.
+bool in_place(const sys::SysRoot& root, const ModuleTarget& t, const std::optional<Stamp>& stamp, const std::string& kernel) {
+  if (!stamp || !contains(stamp->kernels, kernel) || !root.is_dir(sys::join("/var/lib/dkms", t.name, t.version, kernel))) return false;
+  return std::all_of(stamp->modules.begin(), stamp->modules.end(),
+                     [&](const std::string& m) { return !installed_module_path(root, kernel, m).empty(); });
+}
+
 }  // namespace
 
 std::string failed_log_path(const ModuleTarget& t, const std::string& kernel) {
@@ -165,12 +193,8 @@ std::vector<std::string> module_gaps(const sys::SysRoot& root, const DriverSpec&
   else if (auto text = root.read_text(conf_path); text && dkms::without_autoinstall(*text))
     gaps.push_back(conf_path + " has AUTOINSTALL: DKMS's own kernel hook would fail a kernel's installation when "
                    "the build fails (p2pnode's hook builds new kernels instead)");
-  for (const auto& k : kernels) {
-    bool ok = stamp && contains(stamp->kernels, k) && root.is_dir(sys::join("/var/lib/dkms", t.name, t.version, k));
-    if (ok && stamp)
-      for (const auto& m : stamp->modules) ok = ok && !installed_module_path(root, k, m).empty();
-    if (!ok) gaps.push_back("not installed for kernel " + k);
-  }
+  for (const auto& k : kernels)
+    if (!in_place(root, t, stamp, k)) gaps.push_back("not installed for kernel " + k);
   return gaps;
 }
 
@@ -246,6 +270,27 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
 
   const auto old_stamp = read_stamp(root, t.stamp);
   const bool source_changed = !old_stamp || old_stamp->identity != t.identity;
+
+  // Nothing to do but builds that failed with these very inputs (a box held off its newest kernel,
+  // at every boot): answered from the records, without fetching and staging the source again.
+  if (!source_changed && root.exists(conf_path)) {
+    std::vector<std::string> installed, blocked;
+    for (const auto& k : kernels) {
+      if (installed_for(st_before, t.version, k) && in_place(root, t, old_stamp, k)) installed.push_back(k);
+      else if (failed_with_these_inputs(root, t, k)) blocked.push_back(k);
+    }
+    if (!installed.empty() && !blocked.empty() && installed.size() + blocked.size() == kernels.size()) {
+      std::string msg;
+      for (const auto& k : blocked) {
+        log("build for " + k + " not retried: it failed with the same source and headers (" + failed_log_path(t, k) + ")");
+        msg += (msg.empty() ? "" : "; ") + not_retried(t, k);
+      }
+      r.after["installed_kernels"] = installed;
+      return finish(StepOutcome::failed, subject + ": " + msg + "; installed for " + json(installed).dump() +
+                                             " only; a reboot into " + json(blocked).dump() + " would come up without " +
+                                             subject + note);
+    }
+  }
 
   // Fetch and verify every artifact before touching anything.
   auto src = fetch_artifact(root, runner, d.kernel_module->artifact, "kernel_module.source", log);
@@ -378,18 +423,13 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
       done.push_back(k);
       continue;
     }
-    // A build that failed with these very inputs fails again: not retried (a boot-time apply would
-    // otherwise spend the whole build on every boot); new headers or a changed profile retry it.
     const std::string kept = failed_log_path(t, k);
-    const std::string inputs_path = kept.substr(0, kept.rfind('/')) + "/inputs";
+    const std::string inputs_path = inputs_path_of(t, k);
     const std::string inputs = build_inputs(root, t, k);
-    if (auto prev_inputs = root.read_text(inputs_path); prev_inputs && *prev_inputs == inputs) {
+    if (failed_with_these_inputs(root, t, k)) {
       failed.push_back(k);
       log("build for " + k + " not retried: it failed with the same source and headers (" + kept + ")");
-      fail_msg += (fail_msg.empty() ? "" : "; ") + std::string("build for ") + k +
-                  " not retried: it failed with the same source, patches and headers (make.log: " + kept +
-                  "; `p2pnode check --only driver.kernels` names the error); new headers or a changed profile retry it, "
-                  "or remove " + inputs_path;
+      fail_msg += (fail_msg.empty() ? "" : "; ") + not_retried(t, k);
       continue;
     }
     std::vector<std::string> b = {"dkms", "build", "-m", t.name, "-v", t.version, "-k", k};

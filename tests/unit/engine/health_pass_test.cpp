@@ -20,7 +20,7 @@ void put(const std::filesystem::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
 }
 
-struct Box {
+struct HealthBox {
   test::TempDir dir{"health"};
   sys::SysRoot root{dir.path};
   sys::ScriptedRunner runner;
@@ -32,7 +32,7 @@ struct Box {
                                             "upstream_bridges": ["0000:00:01.0", "0000:02:01.0"]}],
                                   "nvme": [{"bdf": "0000:81:00.0", "root_complex": "pci0000:80", "numa_node": 1,
                                             "upstream_bridges": ["0000:80:01.0"]}], "bridges": []})");
-  Box() {
+  HealthBox() {
     for (const char* bdf : {"0000:03:00.0", "0000:04:00.0", "0000:81:00.0", "0000:00:01.0", "0000:02:00.0", "0000:02:01.0",
                             "0000:80:01.0"})
       link(bdf, "16.0 GT/s PCIe", 16);
@@ -72,7 +72,7 @@ std::string health_doc(int replay) {
 }  // namespace
 
 TEST(HealthPass, EndpointsFromTheDevicesView) {
-  Box b;
+  HealthBox b;
   const auto e = endpoints_from_devices(b.devices);
   ASSERT_EQ(e.size(), 3u);
   EXPECT_EQ(e[0].kind, "gpu");
@@ -83,7 +83,7 @@ TEST(HealthPass, EndpointsFromTheDevicesView) {
 }
 
 TEST(HealthPass, AerRiseOnTheDrivesRootPortAcrossPasses) {
-  Box b;
+  HealthBox b;
   int calls = 0;
   b.runner.on({b.root.host_path(b.config.agent_path).string(), "--health", "--json"}, [&](const sys::Command& c) {
     EXPECT_EQ(c.timeout, std::chrono::seconds(5));
@@ -113,7 +113,7 @@ TEST(HealthPass, AerRiseOnTheDrivesRootPortAcrossPasses) {
 }
 
 TEST(HealthPass, TheAgentRunsOncePerNvlinkInterval) {
-  Box b;
+  HealthBox b;
   int calls = 0;
   b.runner.on({b.root.host_path(b.config.agent_path).string(), "--health"}, [&](const sys::Command&) {
     return sys::exited_with(0, health_doc(3 + calls++));
@@ -129,7 +129,7 @@ TEST(HealthPass, TheAgentRunsOncePerNvlinkInterval) {
 }
 
 TEST(HealthPass, NvlinkIsSkippedWithTheReason) {
-  Box b;
+  HealthBox b;
   HealthPass pass(b.root, &b.runner);
   json h = pass.run(b.config, b.devices, "a reconcile pass is running", nullptr);
   EXPECT_EQ(h["nvlink"]["skipped"], "a reconcile pass is running");
@@ -151,7 +151,7 @@ TEST(HealthPass, NvlinkIsSkippedWithTheReason) {
 }
 
 TEST(HealthPass, AnAgentThatFailsOrLiesIsAReason) {
-  Box b;
+  HealthBox b;
   const std::string agent = b.root.host_path(b.config.agent_path).string();
   b.runner.on({agent, "--health"}, sys::exited_with(1, "", "cannot load NVML\n"));
   HealthPass pass(b.root, &b.runner);
@@ -165,7 +165,7 @@ TEST(HealthPass, AnAgentThatFailsOrLiesIsAReason) {
 }
 
 TEST(HealthPass, XidFromTheRecordedKmsgAndALinkDowngrade) {
-  Box b;
+  HealthBox b;
   put(b.dir.path / "dev/kmsg",
       "6,1,0,-;Linux version 6.8.0\n"
       "4,77,4900000000,-;NVRM: Xid (PCI:0000:04:00): 79, pid=9, name=train, GPU has fallen off the bus.\n"
@@ -188,7 +188,7 @@ TEST(HealthPass, XidFromTheRecordedKmsgAndALinkDowngrade) {
 // name carries the Xid text and a user-facility record with the same text give no finding; the
 // driver's own Xid record gives an error finding.
 TEST(HealthPass, OnlyTheDriversXidRecordIsAFinding) {
-  Box b;
+  HealthBox b;
   const std::string xid = "NVRM: Xid (PCI:0000:04:00): 79, pid=9, name=train, GPU has fallen off the bus.";
   put(b.dir.path / "dev/kmsg",
       "6,1,0,-;Linux version 6.8.0\n"

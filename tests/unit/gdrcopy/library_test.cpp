@@ -19,14 +19,14 @@ using namespace p2pnode;
 namespace fs = std::filesystem;
 
 namespace {
-struct Box {
+struct GdrBox {
   fs::path dir = fs::temp_directory_path() / ("p2pnode-gdrlib-" + std::to_string(::getpid()));
   sys::ProcessRunner runner;
-  Box() {
+  GdrBox() {
     fs::remove_all(dir);
     source("6");
   }
-  ~Box() { fs::remove_all(dir); }
+  ~GdrBox() { fs::remove_all(dir); }
   void put(const std::string& rel, const std::string& text) {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel, std::ios::binary) << text;
@@ -81,7 +81,7 @@ TEST(GdrapiLibrary, WhatIsNeeded) {
 
 TEST(GdrapiLibrary, BuiltFromTheProfilesSourceOnceAndAgainWhenItChanges) {
   if (!tools()) GTEST_FAIL() << "make or cc is not installed (scripts/install-deps.sh build installs them)";
-  Box b;
+  GdrBox b;
   Profile p = b.profile();
   ASSERT_EQ(b.plan(p).size(), 1u);
   EXPECT_EQ(b.plan(p)[0].details["why"], "libgdrapi 2.6 is not built yet");
@@ -122,7 +122,7 @@ TEST(GdrapiLibrary, BuiltFromTheProfilesSourceOnceAndAgainWhenItChanges) {
 
 TEST(GdrapiLibrary, AFailedBuildSaysWhyAndLeavesTheOldLibrary) {
   if (!tools()) GTEST_FAIL() << "make or cc is not installed (scripts/install-deps.sh build installs them)";
-  Box b;
+  GdrBox b;
   Profile p = b.profile();
   ASSERT_EQ(b.apply(p).at(0).outcome, StepOutcome::changed);
   b.source("6", "this is not C;\n");
@@ -138,7 +138,7 @@ TEST(GdrapiLibrary, AFailedBuildSaysWhyAndLeavesTheOldLibrary) {
 }
 
 TEST(GdrapiLibrary, NoLibraryNoArgument) {
-  Box b;
+  GdrBox b;
   const Profile p = b.profile();
   sys::SysRoot root(b.dir);
   EXPECT_TRUE(engine::selftest_agent_args({}, p, root).empty());
