@@ -141,7 +141,7 @@ std::string not_retried(const ModuleTarget& t, const std::string& kernel) {
 }
 
 // The stamp lists the kernel, DKMS's tree has it and every module the stamp names is installed.
-bool in_place(const sys::SysRoot& root, const ModuleTarget& t, const std::optional<Stamp>& stamp, const std::string& kernel) {
+bool module_in_place(const sys::SysRoot& root, const ModuleTarget& t, const std::optional<Stamp>& stamp, const std::string& kernel) {
   if (!stamp || !contains(stamp->kernels, kernel) || !root.is_dir(sys::join("/var/lib/dkms", t.name, t.version, kernel))) return false;
   return std::all_of(stamp->modules.begin(), stamp->modules.end(),
                      [&](const std::string& m) { return !installed_module_path(root, kernel, m).empty(); });
@@ -194,7 +194,7 @@ std::vector<std::string> module_gaps(const sys::SysRoot& root, const DriverSpec&
     gaps.push_back(conf_path + " has AUTOINSTALL: DKMS's own kernel hook would fail a kernel's installation when "
                    "the build fails (p2pnode's hook builds new kernels instead)");
   for (const auto& k : kernels)
-    if (!in_place(root, t, stamp, k)) gaps.push_back("not installed for kernel " + k);
+    if (!module_in_place(root, t, stamp, k)) gaps.push_back("not installed for kernel " + k);
   return gaps;
 }
 
@@ -276,7 +276,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   if (!source_changed && root.exists(conf_path)) {
     std::vector<std::string> installed, blocked;
     for (const auto& k : kernels) {
-      if (installed_for(st_before, t.version, k) && in_place(root, t, old_stamp, k)) installed.push_back(k);
+      if (installed_for(st_before, t.version, k) && module_in_place(root, t, old_stamp, k)) installed.push_back(k);
       else if (failed_with_these_inputs(root, t, k)) blocked.push_back(k);
     }
     if (!installed.empty() && !blocked.empty() && installed.size() + blocked.size() == kernels.size()) {
