@@ -4,21 +4,11 @@
 
 #include <algorithm>
 
-#include "actions/driver_install.hpp"
 #include "lifecycle/dkms_run.hpp"
 #include "driver_fixture.hpp"
 
 namespace p2pnode::actions {
 namespace {
-
-StepResult apply_once(ModuleBench& b, const Profile& p) {
-  Inventory inv;
-  inv.kernel.release = kKernel;
-  ApplyContext ctx{b.root, b.runner, p};
-  auto r = make_driver_module()->apply(ctx, inv);
-  EXPECT_EQ(r.size(), 1u);
-  return r.empty() ? StepResult{} : r[0];
-}
 
 std::size_t count_calls(const sys::ScriptedRunner& runner, const std::string& verb) {
   return static_cast<std::size_t>(std::count_if(runner.calls().begin(), runner.calls().end(), [&](const auto& c) {
@@ -29,7 +19,7 @@ std::size_t count_calls(const sys::ScriptedRunner& runner, const std::string& ve
 TEST(DriverModuleDkmsStatus, NoAnswerBeforeTheBuildBuildsNothing) {
   ModuleBench b;
   b.dkms.status_hang_from = 0;
-  const auto r = apply_once(b, module_profile(b.box));
+  const auto r = apply_module_once(b, module_profile(b.box));
   EXPECT_EQ(r.outcome, StepOutcome::failed);
   EXPECT_NE(r.message.find("DKMS's state is unknown, nothing was built: `dkms status -m p2ptest` timed out"), std::string::npos)
       << r.message;
@@ -41,7 +31,7 @@ TEST(DriverModuleDkmsStatus, NoAnswerBeforeTheBuildBuildsNothing) {
 TEST(DriverModuleDkmsStatus, AFailedStatusNamesDkmsLastLine) {
   ModuleBench b;
   b.dkms.status_error = "Warning: something\nError! Could not read /var/lib/dkms\n\n";
-  const auto r = apply_once(b, module_profile(b.box));
+  const auto r = apply_module_once(b, module_profile(b.box));
   EXPECT_EQ(r.outcome, StepOutcome::failed);
   EXPECT_NE(r.message.find("`dkms status -m p2ptest` exit 1: Error! Could not read /var/lib/dkms"), std::string::npos)
       << r.message;
@@ -51,7 +41,7 @@ TEST(DriverModuleDkmsStatus, AFailedStatusNamesDkmsLastLine) {
 TEST(DriverModuleDkmsStatus, NoAnswerAfterTheInstallUndoesNothing) {
   ModuleBench b;
   b.dkms.status_hang_from = 1;  // the first call answers, the check after the install does not
-  const auto r = apply_once(b, module_profile(b.box));
+  const auto r = apply_module_once(b, module_profile(b.box));
   EXPECT_EQ(r.outcome, StepOutcome::failed);
   EXPECT_NE(r.message.find("DKMS built and installed it for [\"" + std::string(kKernel) +
                            "\"] but could not confirm it: `dkms status -m p2ptest -v 1.5` timed out"),
@@ -65,7 +55,7 @@ TEST(DriverModuleDkmsStatus, NoAnswerAfterTheInstallUndoesNothing) {
 
   // DKMS answers again: the next apply finds it installed and builds nothing more.
   b.dkms.status_hang_from = -1;
-  const auto again = apply_once(b, module_profile(b.box));
+  const auto again = apply_module_once(b, module_profile(b.box));
   EXPECT_EQ(again.outcome, StepOutcome::unchanged) << again.message;
   EXPECT_EQ(b.dkms.builds, 1);
 }

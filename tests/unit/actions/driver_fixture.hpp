@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "actions/driver_install.hpp"
 #include "core/profile.hpp"
 #include "lifecycle/artifact.hpp"
 #include "sys/command_runner.hpp"
@@ -156,5 +157,15 @@ struct ModuleBench {
     dkms.install(runner);
   }
 };
+
+// One driver.module apply on the bench, the running kernel kKernel.
+inline StepResult apply_module_once(ModuleBench& b, const Profile& p) {
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  ApplyContext ctx{b.root, b.runner, p};
+  auto r = make_driver_module()->apply(ctx, inv);
+  EXPECT_EQ(r.size(), 1u);
+  return r.empty() ? StepResult{} : r[0];
+}
 
 }  // namespace p2pnode::actions

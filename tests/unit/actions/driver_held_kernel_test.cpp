@@ -5,22 +5,12 @@
 
 #include <algorithm>
 
-#include "actions/driver_install.hpp"
 #include "driver_fixture.hpp"
 
 namespace p2pnode::actions {
 namespace {
 
 constexpr const char* kNewKernel = "6.1.0-58-amd64";
-
-StepResult apply_held(ModuleBench& b, const Profile& p) {
-  Inventory inv;
-  inv.kernel.release = kKernel;
-  ApplyContext ctx{b.root, b.runner, p};
-  auto r = make_driver_module()->apply(ctx, inv);
-  EXPECT_EQ(r.size(), 1u);
-  return r.empty() ? StepResult{} : r[0];
-}
 
 std::size_t patch_runs(const sys::ScriptedRunner& runner) {
   return static_cast<std::size_t>(
@@ -30,12 +20,12 @@ std::size_t patch_runs(const sys::ScriptedRunner& runner) {
 TEST(DriverModuleHeldKernel, AFailedBuildIsAnsweredFromTheRecordsWithoutStagingAgain) {
   ModuleBench b;
   const Profile p = module_profile(b.box);
-  ASSERT_EQ(apply_held(b, p).outcome, StepOutcome::changed);
+  ASSERT_EQ(apply_module_once(b, p).outcome, StepOutcome::changed);
 
   // A new kernel's headers arrive and its build fails.
   b.box.write(std::string("lib/modules/") + kNewKernel + "/build/.config", "CONFIG_X=y\n");
   b.dkms.build_exit = 10;
-  const auto first = apply_held(b, p);
+  const auto first = apply_module_once(b, p);
   EXPECT_EQ(first.outcome, StepOutcome::failed);
   EXPECT_EQ(b.dkms.builds, 2);
 
@@ -43,7 +33,7 @@ TEST(DriverModuleHeldKernel, AFailedBuildIsAnsweredFromTheRecordsWithoutStagingA
   b.box.write("usr/src/p2ptest-1.5/marker", "kept\n");
   const std::size_t patches_before = patch_runs(b.runner);
   for (int boot = 0; boot < 2; ++boot) {
-    const auto again = apply_held(b, p);
+    const auto again = apply_module_once(b, p);
     EXPECT_EQ(again.outcome, StepOutcome::failed);
     const std::string& m = again.message;
     EXPECT_NE(m.find(std::string("build for ") + kNewKernel + " not retried: it failed with the same source, patches and headers"),
@@ -60,7 +50,7 @@ TEST(DriverModuleHeldKernel, AFailedBuildIsAnsweredFromTheRecordsWithoutStagingA
   // New headers for that kernel: built again, and this time it builds.
   b.box.write(std::string("lib/modules/") + kNewKernel + "/build/.config", "CONFIG_X=y\nCONFIG_Y=y\n");
   b.dkms.build_exit = 0;
-  const auto fixed = apply_held(b, p);
+  const auto fixed = apply_module_once(b, p);
   EXPECT_EQ(fixed.outcome, StepOutcome::changed) << fixed.message;
   EXPECT_EQ(b.dkms.builds, 3);
   EXPECT_TRUE(b.dkms.installed_kernels.count(kNewKernel));
