@@ -49,6 +49,9 @@ RecordNotes record_selftest(RecordedState& st, const judge::AgentRun& run, const
     notes.contended = true;
     return notes;
   }
+  // A judged run supersedes the contended one before it: kept, a run started in the same second
+  // would read as the newer of the two (started_unix has whole seconds).
+  st.selftest_contended.reset();
   if (run.result) {
     rec.result = run.result->raw;
     if (run.result->status != "error" && !contention.contended) {  // a shared run's figures say nothing of the links

@@ -101,6 +101,20 @@ TEST(ContendedRun, IsReportedButJudgesNothing) {
   EXPECT_NE(render_metrics(st, Runtime{}).find("p2pnode_selftest_contended 0"), std::string::npos);
 }
 
+TEST(ContendedRun, AJudgedRunInTheSameSecondSupersedesIt) {
+  SelftestSpec spec;
+  RecordedState st;
+  auto shared = run(0.54, copy_job_seen());
+  record_selftest(st, shared, spec, h200(), "api-selftest", judge::contention_in(shared.result->raw, spec.ignore_processes));
+  ASSERT_TRUE(st.selftest_contended);
+  auto after = run(1.0, json{{"source", "nvml"}, {"reason", nullptr}, {"before", json::array()}, {"after", json::array()}});
+  ASSERT_EQ(after.started_unix, shared.started_unix);  // both started in the same second
+  record_selftest(st, after, spec, h200(), "api-selftest", judge::contention_in(after.result->raw, {}));
+  EXPECT_FALSE(st.selftest_contended);
+  EXPECT_TRUE(selftest_body(st)["contended_run"].is_null());
+  EXPECT_NE(render_metrics(st, Runtime{}).find("p2pnode_selftest_contended 0"), std::string::npos);
+}
+
 TEST(ContendedRun, CorruptedBytesJudgeTheNodeAllTheSame) {
   SelftestSpec spec;
   RecordedState st;
