@@ -306,15 +306,9 @@ class NvmeBind final : public Action {
       const std::string holder = driver_now(run);
       if (holder == target) return std::nullopt;
       if (!holder.empty()) {
-        // st.driver was checked by the caller; a driver that took the drive since is checked here.
-        std::optional<BindStop> stop;
-        if (holder == st.driver && attempt == 0) {
-          if (auto ok = root.write_attr(join("/sys/bus/pci/drivers", holder, "unbind"), run.bdf); !ok)
-            stop = BindStop{false, ok.error().with_context("unbinding from " + holder).message};
-        } else {
-          stop = take_from(run, drive, holder, holder + " took " + run.bdf + " after it was read");
-        }
-        if (stop) {
+        // Checked on what the drive holds now, also when it is the driver the caller read.
+        const bool as_read = holder == st.driver && attempt == 0;
+        if (auto stop = take_from(run, drive, holder, as_read ? "on " + holder : holder + " took " + run.bdf + " after it was read")) {
           restore(run, had);
           return stop;
         }

@@ -70,7 +70,7 @@ node_failed_units() { node_ssh systemctl --failed --no-legend --plain | awk '{pr
 
 # node_flush_journal: the guest's journal written to its disk, so that a kept VM's last boot can be read
 # from disk.img after QEMU is killed (journald keeps it in memory until then).
-node_flush_journal() { node_ssh 'timeout 20 journalctl --flush; sync' 2>/dev/null || true; }
+node_flush_journal() { node_ssh 'timeout 20 journalctl --flush; sync' 2>/dev/null || echo "node: the guest's journal could not be flushed (no SSH): the kept image may lack the last boot"; }
 
 # node_kill: power cut.
 node_kill() { kill -9 "$NODE_QEMU_PID" 2>/dev/null; wait "$NODE_QEMU_PID" 2>/dev/null; return 0; }
