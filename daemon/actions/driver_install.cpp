@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/json_text.hpp"
 #include "lifecycle/artifact.hpp"
 #include "lifecycle/boot.hpp"
 #include "lifecycle/module_install.hpp"
@@ -112,7 +113,7 @@ class DriverModule final : public Action {
     }
     Step s{"driver.module", t.name + "/" + t.version,
            "verify the source's sha256, place it in " + t.src_dir + " with a generated dkms.conf, then dkms add, "
-           "build and install for " + json(kernels).dump() +
+           "build and install for " + json_text(json(kernels)) +
                (p.driver->kernel_module->signing ? "; DKMS signs with the profile's key " + p.driver->kernel_module->signing->key +
                                                        " (" + std::string(kSigningDropIn) + ")"
                                                  : std::string()) +
@@ -218,7 +219,7 @@ class DriverUserspace final : public Action {
     if (!p.driver || !p.driver->userspace_installer || userspace_in_place(root, p.driver->version)) return {};
     return {Step{"driver.userspace", p.driver->version,
                  "verify the installer's sha256 and run it with --silent --no-kernel-modules" +
-                     (p.driver->installer_flags.empty() ? std::string() : " " + json(p.driver->installer_flags).dump()),
+                     (p.driver->installer_flags.empty() ? std::string() : " " + json_text(json(p.driver->installer_flags))),
                  false, false, {{"installed", nvidia::userspace_versions(root)}, {"wanted", p.driver->version}}}};
   }
 
@@ -260,7 +261,7 @@ class DriverUserspace final : public Action {
     }
     if (!userspace_in_place(ctx.root, d.version)) {
       r.message = "the installer exited 0 but no libcuda.so." + d.version + " appeared (installed: " +
-                  r.after["installed"].dump() + "): is it the " + d.version + " installer?";
+                  json_text(r.after["installed"]) + "): is it the " + d.version + " installer?";
       return {r};
     }
     r.outcome = StepOutcome::changed;

@@ -5,6 +5,7 @@
 // boot through p2pnode-apply.service, since neither the kernel nor udev makes the node.
 #include "actions/gdrcopy.hpp"
 
+#include "core/json_text.hpp"
 #include "gdrcopy/device.hpp"
 #include "lifecycle/gdrdrv.hpp"
 #include "lifecycle/module_install.hpp"
@@ -39,7 +40,7 @@ class GdrcopyModule final : public Action {
     const bool tree_placed = root.exists(nv_p2p_header(*spec));
     return {Step{id().data(), subject,
                  "verify gdrcopy's source sha256, place it in " + t.src_dir + " with a generated dkms.conf, then dkms add, "
-                 "build and install gdrdrv for " + json(kernels).dump() + " against " + spec->kernel_module->nvidia_src_dir +
+                 "build and install gdrdrv for " + json_text(json(kernels)) + " against " + spec->kernel_module->nvidia_src_dir +
                      (tree_placed ? std::string() : " (once driver.module has placed the NVIDIA tree there)"),
                  false, false, {{"gaps", gaps}, {"kernels", kernels}, {"nvidia_src_dir", spec->kernel_module->nvidia_src_dir}}}};
   }
@@ -120,7 +121,7 @@ class GdrcopyDevice final : public Action {
           if (!nvidia::installed_module_path(ctx.root, kk, "gdrdrv").empty()) with.push_back(kk);
         if (with.empty()) return fail("gdrdrv is not installed for the running kernel " + k + " (gdrcopy.module builds it; see its step)");
         r.outcome = StepOutcome::reboot_required;
-        r.message = "gdrdrv is installed for " + json(with).dump() + " but not for the running kernel " + k +
+        r.message = "gdrdrv is installed for " + json_text(json(with)) + " but not for the running kernel " + k +
                     ": it is loaded, and /dev/gdrdrv made, on the first boot into one of them";
         ctx.log(id(), r.subject, r.message);
         return {r};

@@ -7,6 +7,7 @@
 
 #include "checks/check.hpp"
 #include "cli/commands.hpp"
+#include "core/json_text.hpp"
 #include "judge/interconnect.hpp"
 #include "probe/probe.hpp"
 #include "render/report.hpp"
@@ -66,7 +67,7 @@ int run_check(const CheckOptions& o) {
       findings.insert(findings.end(), f.begin(), f.end());
     }
   }
-  if (o.json) std::cout << render::check_report_json(inv, profile->name, findings).dump(2) << "\n";
+  if (o.json) std::cout << json_text(render::check_report_json(inv, profile->name, findings), 2) << "\n";
   else std::cout << render::render_check_table(inv, profile->name, findings, o.verbose);
   return worst(findings) == Severity::error ? kFindings : kOk;
 }

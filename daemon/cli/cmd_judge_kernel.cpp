@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "core/json_text.hpp"
 #include "lifecycle/next_kernel.hpp"
 #include "probe/probe.hpp"
 
@@ -58,7 +59,7 @@ int run_judge(const JudgeOptions& o) {
           old && old->release == release && old->package_version == version &&
           old->module == profile->driver->kernel_module->name + "/" + profile->driver->version &&
           old->staged_sha256 == nvidia::staged_fingerprint(root, *profile->driver)) {
-        if (o.json) std::cout << nvidia::to_json(*old).dump(2) << "\n";
+        if (o.json) std::cout << json_text(nvidia::to_json(*old), 2) << "\n";
         else std::cout << old->summary << " (judged before; --force judges again)\n";
         return old->keeps_p2p ? kOk : kFindings;
       }
@@ -72,9 +73,9 @@ int run_judge(const JudgeOptions& o) {
     std::cerr << "p2pnode judge-kernel: " << v.error().message << "\n";
     return kUsage;
   }
-  if (auto st = root.write_file_atomic(std::string(nvidia::kNextKernelRecord), nvidia::to_json(*v).dump(2) + "\n"); !st)
+  if (auto st = root.write_file_atomic(std::string(nvidia::kNextKernelRecord), json_text(nvidia::to_json(*v), 2) + "\n"); !st)
     std::cerr << "p2pnode judge-kernel: recording the verdict: " << st.error().message << "\n";
-  if (o.json) std::cout << nvidia::to_json(*v).dump(2) << "\n";
+  if (o.json) std::cout << json_text(nvidia::to_json(*v), 2) << "\n";
   else std::cout << v->summary << "\n";
   return v->keeps_p2p ? kOk : kFindings;
 }

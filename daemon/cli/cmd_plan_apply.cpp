@@ -3,6 +3,7 @@
 
 #include "actions/action.hpp"
 #include "cli/commands.hpp"
+#include "core/json_text.hpp"
 #include "probe/probe.hpp"
 #include "render/report.hpp"
 
@@ -29,7 +30,7 @@ int run_plan(const PlanOptions& o) {
     nlohmann::json j = to_json(plan);
     j["schema_version"] = 1;
     j["profile"] = profile->name;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j, 2) << "\n";
     return kOk;
   }
   std::cout << "p2pnode plan: profile " << profile->name << ", " << plan.steps.size() << " step(s)\n";
@@ -67,9 +68,9 @@ int run_apply(const PlanOptions& o) {
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& r : results) list.push_back(to_json(r));
-    std::cout << nlohmann::json{{"schema_version", 1}, {"profile", profile->name}, {"steps", list},
+    std::cout << json_text(nlohmann::json{{"schema_version", 1}, {"profile", profile->name}, {"steps", list},
                                 {"writes", writes}, {"changed", writes > 0}, {"reboot_required", reboot},
-                                {"failed", failed}}.dump(2)
+                                {"failed", failed}}, 2)
               << "\n";
   } else {
     std::cout << "p2pnode apply: profile " << profile->name << "\n";

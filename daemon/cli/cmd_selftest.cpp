@@ -14,6 +14,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/daemon_client.hpp"
+#include "core/json_text.hpp"
 #include "engine/selftest.hpp"
 #include "engine/state.hpp"
 #include "engine/views.hpp"
@@ -81,7 +82,7 @@ int run_judge(const JudgeOptions& o) {
     for (const auto& w : rec.warnings) std::cout << "  ! regression: " << w << "\n";
     std::cout << engine::expectations_table(rec.expectations);
   }
-  if (o.json) std::cout << out.dump(1) << "\n";
+  if (o.json) std::cout << json_text(out, 1) << "\n";
   if (store) {
     if (auto s = store->save(st); !s) {
       std::cerr << "p2pnode selftest judge: cannot write the state " << store->path() << ": " << s.error().message << "\n";

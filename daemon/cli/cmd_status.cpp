@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/daemon_client.hpp"
+#include "core/json_text.hpp"
 #include "engine/views.hpp"
 
 namespace p2pnode::cli {
@@ -48,7 +49,7 @@ int run_status(const StatusOptions& o) {
     auto findings = client.Get("/v1/findings");
     nlohmann::json out = {{"status", st}};
     if (findings && findings->status == 200) out["findings"] = nlohmann::json::parse(findings->body, nullptr, false);
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out, 2) << "\n";
     return ready ? kOk : kFindings;
   }
   auto table = client.Get("/v1/findings", {{"Accept", "text/plain"}});

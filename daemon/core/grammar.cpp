@@ -29,14 +29,22 @@ std::optional<std::size_t> find_control_char(std::string_view s, std::string_vie
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if ((c < 0x20 || c == 0x7f) && allow.find(s[i]) == std::string_view::npos) return i;
+    // C1 controls U+0080-U+009F (C2 80-C2 9F): NEL ends a line for some readers, CSI starts a
+    // terminal escape like ESC [.
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9F &&
+        static_cast<unsigned char>(s[i + 1]) >= 0x80)
+      return i;
   }
   return std::nullopt;
 }
 
-std::string describe_control_char(char c) {
+std::string describe_control_char(std::string_view s, std::size_t at) {
+  const auto c = static_cast<unsigned char>(s.at(at));
+  const unsigned code = c == 0xC2 && at + 1 < s.size() ? static_cast<unsigned char>(s[at + 1]) : c;
   std::array<char, 8> hex{};
-  std::snprintf(hex.data(), hex.size(), "%04X", static_cast<unsigned>(static_cast<unsigned char>(c)));
-  std::string name = c == '\n' ? " (a newline)" : c == '\r' ? " (a carriage return)" : c == '\t' ? " (a tab)" : "";
+  std::snprintf(hex.data(), hex.size(), "%04X", code);
+  std::string name = code == '\n' ? " (a newline)" : code == '\r' ? " (a carriage return)" : code == '\t' ? " (a tab)"
+                     : code == 0x85 ? " (a C1 next-line)" : code >= 0x80 ? " (a C1 control)" : "";
   return std::string("U+") + hex.data() + name;
 }
 

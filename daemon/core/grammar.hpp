@@ -9,11 +9,12 @@
 
 namespace p2pnode::grammar {
 
-// The first byte below 0x20 or 0x7f (DEL), or nullopt. `allow` lists control bytes let through
-// (a description may hold "\n\t").
+// The offset of the first control character: a byte below 0x20, 0x7f (DEL), or a C1 control
+// (U+0080-U+009F, UTF-8 C2 80-9F); nullopt when none. `allow` lists control bytes let through (a
+// description may hold "\n\t").
 std::optional<std::size_t> find_control_char(std::string_view s, std::string_view allow = {});
-// "U+000A (a newline)" for a control byte.
-std::string describe_control_char(char c);
+// "U+000A (a newline)", "U+0085 (a C1 next-line)" for the control character at `at` of `s`.
+std::string describe_control_char(std::string_view s, std::size_t at);
 
 // A DKMS package or kernel module name: [a-z0-9][a-z0-9._+-]*, at most 64 bytes (no '/', no "..").
 bool is_dkms_name(std::string_view s);

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <set>
 
+#include "core/json_text.hpp"
 #include "engine/health_metrics.hpp"
 #include "engine/metrics.hpp"
 #include "engine/reconcile.hpp"
@@ -150,16 +151,16 @@ void Engine::publish() {
   s->health_holds = health_holds(health_body_);
   s->ready = state_.state == NodeState::ready && s->health_holds.empty();
   s->decided = decided_;
-  s->status = status_body(state_, runtime_).dump();
-  s->readyz = readyz_body(state_).dump();
-  s->findings = findings_body(state_).dump();
+  s->status = json_text(status_body(state_, runtime_));
+  s->readyz = json_text(readyz_body(state_));
+  s->findings = json_text(findings_body(state_));
   s->findings_table = state_.findings_table;
-  s->devices = devices_body(state_).dump();
-  s->topology = topology_body(state_).dump();
-  s->plan = plan_body(state_).dump();
-  s->selftest = selftest_body(state_).dump();
+  s->devices = json_text(devices_body(state_));
+  s->topology = json_text(topology_body(state_));
+  s->plan = json_text(plan_body(state_));
+  s->selftest = json_text(selftest_body(state_));
   s->metrics = render_metrics(state_, runtime_) + render_health_metrics(health_body_);
-  s->health = health_body_.dump();
+  s->health = json_text(health_body_);
   snapshot_ = std::move(s);
 }
 

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "core/json_text.hpp"
+
 namespace p2pnode::engine {
 
 namespace {
@@ -203,7 +205,7 @@ Status StateStore::save(const RecordedState& s) const {
   const auto dir = std::filesystem::path(path_).parent_path().string();
   if (!root_.is_dir(dir))
     if (auto st = root_.make_dirs(dir); !st) return st.context("creating the state directory");
-  return root_.write_file_atomic(path_, to_json(s).dump(1), std::filesystem::perms(0644))
+  return root_.write_file_atomic(path_, json_text(to_json(s), 1), std::filesystem::perms(0644))
       .context("writing the state file " + path_);
 }
 

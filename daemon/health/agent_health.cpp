@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.hpp"
+
 namespace p2pnode::health {
 
 namespace {
@@ -75,7 +77,7 @@ Result<AgentReading> decode_agent_health(std::string_view text) {
     return bad("schema_version missing or not an integer");
   const int version = j["schema_version"].get<int>();
   if (version != 1 && version != kAgentHealthSchemaVersion)
-    return bad("schema_version " + j["schema_version"].dump() + ", expected 1 or " + std::to_string(kAgentHealthSchemaVersion));
+    return bad("schema_version " + json_text(j["schema_version"]) + ", expected 1 or " + std::to_string(kAgentHealthSchemaVersion));
   if (!j.contains("nvml") || !j["nvml"].is_object()) return bad("nvml missing or not an object");
   const json& nvml = j["nvml"];
   AgentReading r;

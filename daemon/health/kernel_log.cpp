@@ -53,6 +53,10 @@ std::string aer_class(const std::string& severity) {
 }  // namespace
 
 std::optional<KernelEvent> KernelLogParser::feed(std::string_view raw) {
+  if (raw.size() > kMaxRecordBytes) {
+    ++oversize_;
+    return std::nullopt;
+  }
   const auto kt = kernel_text(raw);
   if (!kt) return std::nullopt;  // not the kernel's record: it neither starts nor ends a report
   const std::optional<std::uint64_t> seq = kt->seq, ts = kt->ts_us;

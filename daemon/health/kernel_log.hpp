@@ -3,6 +3,7 @@
 // the bus" report without an Xid number (570 and later print it over three lines), and the kernel's
 // own AER reports ("PCIe Bus Error: severity=…") naming the device, for boxes whose sysfs has no
 // aer_dev_* counters (firmware-first AER, virtualised config space). Pure: lines in, events out.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,9 +28,15 @@ struct KernelEvent {
 // pattern is anchored where the driver or dev_printk begins the message.
 class KernelLogParser {
  public:
+  // A /dev/kmsg read returns at most 8 KiB (the kernel's CONSOLE_EXT_LOG_MAX); a longer record is
+  // not the kernel's and is skipped unread, so no pattern ever runs over it.
+  static constexpr std::size_t kMaxRecordBytes = 8192;
   std::optional<KernelEvent> feed(std::string_view line);
+  // Records skipped for their size since the parser was made.
+  std::size_t oversize_records() const { return oversize_; }
 
  private:
+  std::size_t oversize_ = 0;
   std::optional<KernelEvent> pending_;  // "The NVIDIA GPU <bdf>" seen, its end not yet
   int pending_lines_ = 0;
 };

@@ -80,6 +80,7 @@ struct XidReading {
   std::vector<XidEvent> events;          // new since the last pass
   std::vector<KernelEvent> kernel_events;  // the same log's other reports: fallen off the bus, AER
   std::optional<double> uptime_s;        // the kernel's clock now (/proc/uptime), to age events
+  std::size_t oversize_records = 0;      // records over 8 KiB skipped unread (not the kernel's)
 };
 
 struct HealthSample {

@@ -1,5 +1,6 @@
 #include "http/router.hpp"
 
+#include "core/json_text.hpp"
 #include "http/host_check.hpp"
 
 #include "engine/metrics.hpp"
@@ -46,7 +47,7 @@ Response ok(std::string body, const char* type) { return Response{200, type, std
 Response problem(int status, const std::string& detail, json extra) {
   json j = {{"type", "about:blank"}, {"title", reason_phrase(status)}, {"status", status}, {"detail", detail}};
   for (auto& [k, v] : extra.items()) j[k] = v;
-  return Response{status, "application/problem+json", j.dump(), {}};
+  return Response{status, "application/problem+json", json_text(j), {}};
 }
 
 bool token_equal(std::string_view a, std::string_view b) {
@@ -112,7 +113,7 @@ Response Router::post(const Request& req, bool selftest) {
   const auto r = engine_.request(selftest ? "api-selftest" : "api", selftest, force);
   json out{{"accepted", true}, {"request", engine::to_string(r)}, {"selftest", selftest}};
   if (selftest) out["force"] = force;
-  return Response{202, kJson, out.dump(), {}};
+  return Response{202, kJson, json_text(out), {}};
 }
 
 void Router::set_server_names(std::vector<std::string> names) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "core/json_text.hpp"
 
 namespace p2pnode::judge {
 
@@ -35,12 +36,12 @@ double get_number(const json& j, const std::string& path, const char* key, bool 
   const json& v = field(j, path, key);
   if (!v.is_number()) throw Bad{sub(path, key) + ": expected a number, found " + std::string(v.type_name())};
   const double d = v.get<double>();
-  if (!std::isfinite(d) || (non_negative && d < 0)) throw Bad{sub(path, key) + ": " + v.dump() + " is out of range"};
+  if (!std::isfinite(d) || (non_negative && d < 0)) throw Bad{sub(path, key) + ": " + json_text(v) + " is out of range"};
   return d;
 }
 std::int64_t get_int(const json& j, const std::string& path, const char* key, std::int64_t min, std::int64_t max) {
   const json& v = field(j, path, key);
-  if (!v.is_number_integer()) throw Bad{sub(path, key) + ": expected an integer, found " + v.dump().substr(0, 40)};
+  if (!v.is_number_integer()) throw Bad{sub(path, key) + ": expected an integer, found " + json_text(v).substr(0, 40)};
   const auto i = v.get<std::int64_t>();
   if (i < min || i > max) throw Bad{sub(path, key) + ": " + std::to_string(i) + " is out of range"};
   return i;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "core/json_text.hpp"
 #include "pci/expectation.hpp"
 
 namespace p2pnode::judge {
@@ -49,7 +50,7 @@ std::string hardware_fingerprint(const Inventory& inv, const AgentResult& r) {
       driver = ic["nvml_driver_version"].get<std::string>();
     const json d = r.raw.value("driver", json::object());
     if (driver.empty() && d.is_object() && d.contains("cuda_driver_version"))
-      driver = "cuda " + d["cuda_driver_version"].dump();
+      driver = "cuda " + json_text(d["cuda_driver_version"]);
   }
   return f + "driver " + (driver.empty() ? "unknown" : driver);
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/grammar.hpp"
+#include "core/json_text.hpp"
 #include "dkms/conf.hpp"
 #include "dkms/initramfs.hpp"
 #include "dkms/status.hpp"
@@ -235,7 +236,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   std::string note;
   if (!running_kernel.empty() && !contains(kernels, running_kernel))
     note = "; the running kernel " + running_kernel + " has no headers (install linux-headers-" + running_kernel +
-           "): the module is only available after booting one of " + json(kernels).dump();
+           "): the module is only available after booting one of " + json_text(json(kernels));
 
   // A dkms.conf staged by an earlier p2pnode with AUTOINSTALL: rewritten without it (no rebuild).
   const auto conf_path = sys::join(t.src_dir, "dkms.conf");
@@ -263,9 +264,9 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   if (gaps.empty() && all_installed) {
     r.after = r.before;
     if (conf_fixed)
-      return finish(StepOutcome::changed, subject + " is installed through DKMS for " + json(kernels).dump() +
+      return finish(StepOutcome::changed, subject + " is installed through DKMS for " + json_text(json(kernels)) +
                                               "; AUTOINSTALL removed from " + conf_path + note);
-    return finish(StepOutcome::unchanged, subject + " is installed through DKMS for " + json(kernels).dump() + note);
+    return finish(StepOutcome::unchanged, subject + " is installed through DKMS for " + json_text(json(kernels)) + note);
   }
 
   const auto old_stamp = read_stamp(root, t.stamp);
@@ -286,8 +287,8 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
         msg += (msg.empty() ? "" : "; ") + not_retried(t, k);
       }
       r.after["installed_kernels"] = installed;
-      return finish(StepOutcome::failed, subject + ": " + msg + "; installed for " + json(installed).dump() +
-                                             " only; a reboot into " + json(blocked).dump() + " would come up without " +
+      return finish(StepOutcome::failed, subject + ": " + msg + "; installed for " + json_text(json(installed)) +
+                                             " only; a reboot into " + json_text(json(blocked)) + " would come up without " +
                                              subject + note);
     }
   }
@@ -363,7 +364,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   for (const auto& s : stale) conflicts.push_back(s);
   r.before["conflicts"] = conflicts;
   if (!conflicts.empty() && d.conflicts == ConflictPolicy::report)
-    note += "; conflicts left in place (driver.conflicts: report): " + conflicts.dump();
+    note += "; conflicts left in place (driver.conflicts: report): " + json_text(conflicts);
 
   // Replacing an install: prove the new source builds (in a scratch DKMS tree) before touching it.
   bool replacing = false;
@@ -467,7 +468,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     json stamp = {{"format", kStampFormat}, {"identity", t.identity}, {"kernels", ks},
                   {"modules", staged->modules}, {"source_sha256", src->sha256}};
     (void)root.make_dirs(kStateDir);
-    if (auto st = root.write_file_atomic(t.stamp, stamp.dump(2) + "\n"); !st)
+    if (auto st = root.write_file_atomic(t.stamp, json_text(stamp, 2) + "\n"); !st)
       note += "; could not write " + t.stamp + ": " + st.error().message;
   };
   // Verify with DKMS itself.
@@ -476,7 +477,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     // Unconfirmed is not undone: DKMS said it built and installed; the next apply asks DKMS again
     // (its check) without building this source a second time.
     if (!done.empty()) write_stamp(done);
-    return finish(StepOutcome::failed, subject + ": DKMS built and installed it for " + json(done).dump() +
+    return finish(StepOutcome::failed, subject + ": DKMS built and installed it for " + json_text(json(done)) +
                                            " but could not confirm it: " + status_after.error().message + note);
   }
   const auto& st_after = *status_after;
@@ -511,7 +512,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
       }
       if (!stale.empty()) run.run("depmod " + k, {"depmod", "-a", k}, std::chrono::minutes(5), true);
     }
-    if (!other_regs.empty() || !stale.empty()) note += "; removed conflicts: " + conflicts.dump();
+    if (!other_regs.empty() || !stale.empty()) note += "; removed conflicts: " + json_text(conflicts);
   }
   // The NVIDIA modules can be pulled into an initramfs (listed in initramfs-tools' modules, or an
   // nvidia-drm modeset hook): then refresh it for the kernels whose modules this apply installed
@@ -546,10 +547,10 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     } else if (verified.empty()) {
       kept_msg = "; the installed module was kept";
     } else {
-      kept_msg = "; installed for " + json(verified).dump() + " only";
+      kept_msg = "; installed for " + json_text(json(verified)) + " only";
     }
     if (!failed.empty())
-      kept_msg += "; a reboot into " + json(failed).dump() + " would come up without " + subject;
+      kept_msg += "; a reboot into " + json_text(json(failed)) + " would come up without " + subject;
     return finish(StepOutcome::failed,
                   subject + ": " + (fail_msg.empty() ? "dkms status does not say installed" : fail_msg) + kept_msg + note);
   }
@@ -562,7 +563,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
                    " the NVIDIA " + t.version + " module with P2P is there";
   }
   return finish(StepOutcome::changed,
-                subject + " built and installed through DKMS for " + json(verified).dump() + after_reboot + note);
+                subject + " built and installed through DKMS for " + json_text(json(verified)) + after_reboot + note);
 }
 
 }  // namespace p2pnode::nvidia

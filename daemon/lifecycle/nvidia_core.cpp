@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "core/json_text.hpp"
 #include "dkms/status.hpp"
 #include "lifecycle/artifact.hpp"
 #include "nvidia/sha256.hpp"
@@ -192,7 +193,7 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
   const json info = {{"format", kCoreFormat}, {"key", out.key},     {"source_sha256", in->source_sha256},
                      {"patch_sha256", in->patch_sha256}, {"compiler", in->compiler}, {"linker", in->linker},
                      {"arch", in->arch}, {"objects", objects}, {"built_s", took}, {"built_at", when}};
-  if (auto st = root.write_file_atomic(sys::join(tmp, "core.json"), info.dump(2) + "\n"); !st) return st.error();
+  if (auto st = root.write_file_atomic(sys::join(tmp, "core.json"), json_text(info, 2) + "\n"); !st) return st.error();
   if (!cached(root, cache, out.key)) fs::remove_all(root.host_path(cache), ec);  // a damaged one
   fs::rename(root.host_path(tmp), root.host_path(cache), ec);
   if (ec && cached(root, cache, out.key)) {  // the other build kept the same core first: use that one

@@ -57,6 +57,7 @@ KmsgReader::~KmsgReader() {
 health::XidReading KmsgReader::read_new() {
   health::XidReading r;
   r.source = path_;
+  const std::size_t oversize_before = kernel_log_.oversize_records();
   if (auto up = root_.read_attr("/proc/uptime")) {
     try {
       r.uptime_s = std::stod(up->substr(0, up->find(' ')));
@@ -104,6 +105,10 @@ health::XidReading KmsgReader::read_new() {
       pos = eol + 1;
     }
   }
+  r.oversize_records = kernel_log_.oversize_records() - oversize_before;
+  if (r.oversize_records > 0 && r.problem.empty())
+    r.problem = std::to_string(r.oversize_records) + " record(s) of " + path_ + " over " +
+                std::to_string(health::KernelLogParser::kMaxRecordBytes) + " bytes skipped unread (not the kernel's)";
   return r;
 }
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.hpp"
 #include "nvme/signature.hpp"
 #include "pci/config_space.hpp"
 #include "probe/nvme.hpp"
@@ -201,7 +202,7 @@ std::vector<RememberedDrive> read_remembered_drives(const sys::SysRoot& root) {
 std::string render_remembered_drives(const std::vector<RememberedDrive>& drives) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& d : drives) list.push_back({{"serial", d.serial}, {"model", d.model}, {"address", d.address}});
-  return nlohmann::json{{"schema_version", 1}, {"drives", list}}.dump(2) + "\n";
+  return json_text(nlohmann::json{{"schema_version", 1}, {"drives", list}}, 2) + "\n";
 }
 
 std::vector<nvme::ControllerIdentity> probe_nvme_identities(const sys::SysRoot& root) {

@@ -11,7 +11,7 @@ namespace {
 void walk(const YAML::Node& n, const std::string& path, Diagnostics& diag) {
   auto check = [&](const YAML::Node& at, const std::string& where, const std::string& s, std::string_view allow) {
     if (const auto i = grammar::find_control_char(s, allow))
-      diag.add(at, where, "expected no control characters, found " + grammar::describe_control_char(s[*i]) +
+      diag.add(at, where, "expected no control characters, found " + grammar::describe_control_char(s, *i) +
                               " at byte " + std::to_string(*i) + " of '" + printable(s) + "'");
   };
   if (n.IsScalar()) {
@@ -34,9 +34,17 @@ void check_no_control_chars(const YAML::Node& doc, Diagnostics& diag) { walk(doc
 
 std::string printable(std::string_view s) {
   std::string out;
-  for (char c : s.substr(0, 200)) {
+  const std::string_view head = s.substr(0, 200);
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    const char c = head[i];
     const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
+    const auto next = i + 1 < head.size() ? static_cast<unsigned char>(head[i + 1]) : 0;
+    if (u == 0xC2 && next >= 0x80 && next <= 0x9F) {  // a C1 control: shown, never sent to a terminal
+      std::array<char, 7> hex{};
+      std::snprintf(hex.data(), hex.size(), "\\u%04x", next);
+      out += hex.data();
+      ++i;
+    } else if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
     else if (c == '\r') out += "\\r";
     else if (u < 0x20 || u == 0x7f) {

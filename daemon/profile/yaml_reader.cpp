@@ -5,6 +5,9 @@
 #include <map>
 #include <set>
 
+#include "core/utf8.hpp"
+#include "profile/yaml_limits.hpp"
+
 namespace p2pnode::profile {
 
 std::string Diagnostic::format() const {
@@ -31,24 +34,6 @@ std::string Diagnostics::format() const {
 }
 
 namespace {
-// Valid UTF-8 (no overlongs checked beyond the basics): enough to tell text from garbage.
-std::optional<std::size_t> first_invalid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    if (c < 0x80) n = 0;
-    else if ((c >> 5) == 0x6) n = 1;
-    else if ((c >> 4) == 0xE) n = 2;
-    else if ((c >> 3) == 0x1E) n = 3;
-    else return i;
-    for (std::size_t k = 1; k <= n; ++k)
-      if (i + k >= s.size() || (static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return i;
-    i += n + 1;
-  }
-  return std::nullopt;
-}
-
 std::pair<int, int> line_col(std::string_view s, std::size_t offset) {
   int line = 1, col = 1;
   for (std::size_t i = 0; i < offset && i < s.size(); ++i) {
@@ -79,9 +64,11 @@ std::optional<YAML::Node> parse_yaml_text(std::string_view text, Diagnostics& di
     diag.add(l, c, "", "the file contains a NUL byte: it is binary, not YAML text");
     return std::nullopt;
   }
-  if (const auto bad = first_invalid_utf8(text)) {
+  if (const auto bad = utf8::first_invalid(text)) {
     const auto [l, c] = line_col(text, *bad);
-    diag.add(l, c, "", "the file is not valid UTF-8 text (binary data?)");
+    diag.add(l, c, "", "the file is not valid UTF-8 at byte " + std::to_string(*bad) +
+                           " (expected UTF-8 text: no Latin-1 or binary bytes, overlong forms, surrogates or code "
+                           "points above U+10FFFF)");
     return std::nullopt;
   }
   // YAML forbids tabs in indentation; say so plainly instead of yaml-cpp's generic message.
@@ -99,6 +86,10 @@ std::optional<YAML::Node> parse_yaml_text(std::string_view text, Diagnostics& di
     if (nl == std::string_view::npos) break;
     line_start = nl + 1;
     ++line_no;
+  }
+  if (const auto breach = find_yaml_limit_breach(text)) {
+    diag.add(breach->line, breach->column, "", breach->message);
+    return std::nullopt;
   }
   try {
     YAML::Node root = YAML::Load(std::string(text));

@@ -261,7 +261,7 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     if (opt_.format == Format::table) {
       std::cout << render_table(rep);
     } else {
-      std::cout << to_json(rep).dump(1) << "\n";
+      std::cout << to_json(rep).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
     std::cout.flush();
     return rep.exit_code;
@@ -422,7 +422,7 @@ int run_agent(int argc, char** argv) {
   }
   if (parsed.options->processes) {  // before any CUDA call: no context on any GPU
     ProcessWatch watch({}, 0);
-    std::cout << processes_document(watch, P2PNODE_AGENT_VERSION).dump(1) << "\n";
+    std::cout << processes_document(watch, P2PNODE_AGENT_VERSION).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   if (parsed.options->list) {

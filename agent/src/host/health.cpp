@@ -174,7 +174,7 @@ int run_health(int argc, char** argv, const std::string& agent_version, const ch
     return 2;
   }
   const HealthReport r = read_health(library);
-  std::cout << health_json(r, agent_version).dump(2) << "\n";
+  std::cout << health_json(r, agent_version).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   // NVML missing is an answer, not a failure: the daemon reports the reason.
   return 0;
 }

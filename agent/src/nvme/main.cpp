@@ -81,6 +81,6 @@ int main(int argc, char** argv) {
   rep.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   finalize(rep);
   if (format == "table") std::cout << render_table(rep);
-  else std::cout << to_json(rep).dump(1) << "\n";
+  else std::cout << to_json(rep).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return rep.exit_code;
 }

@@ -22,7 +22,12 @@ TEST(Grammar, ControlCharacters) {
   EXPECT_EQ(find_control_char("ab\x7f"), 2u);
   EXPECT_EQ(find_control_char("\x1b[2J"), 0u);
   EXPECT_FALSE(find_control_char("a\nb\tc", "\n\t"));
-  EXPECT_EQ(describe_control_char('\n'), "U+000A (a newline)");
+  EXPECT_EQ(describe_control_char("\n", 0), "U+000A (a newline)");
+  EXPECT_EQ(find_control_char("x\xC2\x85y"), 1u);   // NEL
+  EXPECT_EQ(find_control_char("\xC2\x9B" "2J"), 0u);  // CSI
+  EXPECT_FALSE(find_control_char("\xC2\xA0\xC2\xA9"));  // no-break space, copyright sign
+  EXPECT_EQ(describe_control_char("x\xC2\x85y", 1), "U+0085 (a C1 next-line)");
+  EXPECT_EQ(describe_control_char("\xC2\x9B", 0), "U+009B (a C1 control)");
 }
 
 TEST(Grammar, DkmsNames) {

@@ -57,6 +57,23 @@ TEST(StateStore, RoundTrips) {
   EXPECT_EQ(to_json(loaded.state), to_json(sample()));
 }
 
+TEST(StateStore, BytesThatAreNotUtf8AreSavedNotThrown) {
+  // An NVMe serial, a hostname or a kernel-log line with any bytes (here an overlong NUL and 0xFF)
+  // reached the state; nlohmann's default dump threw type_error 316 and took the daemon down.
+  TempRoot t;
+  sys::SysRoot root(t.dir);
+  StateStore store(root, "/var/lib/p2pnode/state.json");
+  RecordedState s = sample();
+  s.reasons = {"nvme S\xC0\x80X: gone", "host node\xFF"};
+  s.findings = nlohmann::json::array({{{"check", "nvme.binding"}, {"subject", "S\xC0\x80X"}}});
+  ASSERT_TRUE(store.save(s).ok());
+  auto loaded = store.load();
+  ASSERT_TRUE(loaded.loaded) << loaded.problem;
+  EXPECT_EQ(loaded.state.reasons.at(0), "nvme S\xEF\xBF\xBD\xEF\xBF\xBDX: gone");
+  EXPECT_EQ(loaded.state.reasons.at(1), "host node\xEF\xBF\xBD");
+  EXPECT_EQ(loaded.state.findings[0]["subject"], "S\xEF\xBF\xBD\xEF\xBF\xBDX");
+}
+
 TEST(StateStore, MissingIsReportedNotFatal) {
   TempRoot t;
   sys::SysRoot root(t.dir);

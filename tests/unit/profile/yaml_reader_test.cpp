@@ -51,12 +51,22 @@ TEST(YamlReader, CheapChecksComeFirst) {
   EXPECT_TRUE(ok.empty());
 }
 
-TEST(YamlReader, DeepNestingIsASyntaxErrorNotACrash) {
-  // yaml-cpp 0.7 stops at 2000 levels (DepthGuard) with an exception the reader turns into a diagnostic.
+TEST(YamlReader, DeepNestingIsRefusedNotACrash) {
+  // The limit (64 levels, profile/yaml_limits.hpp) comes long before yaml-cpp's own (2000).
   Diagnostics flow("flow.yaml");
   EXPECT_FALSE(parse_yaml_text("a: " + std::string(100000, '[') + std::string(100000, ']') + "\n", flow));
   ASSERT_EQ(flow.list().size(), 1u);
-  EXPECT_NE(flow.list()[0].message.find("YAML syntax error"), std::string::npos) << flow.format();
+  EXPECT_EQ(flow.list()[0].format(), "flow.yaml:1:67: mappings and lists are nested more than 64 deep");
   Diagnostics fine("fine.yaml");
   EXPECT_TRUE(parse_yaml_text("a: " + std::string(60, '[') + std::string(60, ']') + "\n", fine));
+}
+
+TEST(YamlReader, Utf8IsHeldToRfc3629) {
+  for (const std::string bad : {"a: \"S\xC0\x80X\"\n", "a: \"\xED\xA0\x80\"\n", "a: \"\xF4\x90\x80\x80\"\n"}) {
+    Diagnostics d("u.yaml");
+    EXPECT_FALSE(parse_yaml_text(bad, d)) << bad;
+    ASSERT_EQ(d.list().size(), 1u);
+    EXPECT_NE(d.list()[0].format().find("u.yaml:1:"), std::string::npos) << d.format();
+    EXPECT_NE(d.list()[0].message.find("not valid UTF-8"), std::string::npos) << d.format();
+  }
 }
