@@ -52,6 +52,7 @@ Inventory probe_for_apply(ApplyContext& ctx) {
   Inventory inv = probe::probe_inventory(ctx.root);
   probe::probe_module_signatures_by_commands(ctx.root, ctx.runner, inv);
   probe::use_profile_signing(ctx.root, ctx.profile, inv);
+  probe::use_profile_tree(ctx.root, ctx.profile, inv);
   return inv;
 }
 }  // namespace

@@ -72,6 +72,87 @@ std::vector<Finding> foreign_modules(const ModuleSource& km, const std::string& 
   }
   return out;
 }
+// The forecast of the coming DKMS build for one kernel with headers, into its finding `f` (then `f`
+// and any run-time warnings go to `out`): the known stops, in table order, with the first release
+// past them; what is not known either way (a release newer than every one known to hit an entry);
+// display-only notes. From the tree's own source where it was read (staged, a path: tree, p2pnode's
+// git cache), else from the version.
+void forecast_build(Finding& f, std::vector<Finding>& out, const DriverSpec& d, const Inventory& inv,
+                    const InstalledKernel& k, const std::string& name, bool built, const std::string& after) {
+  const std::string ver = d.version, want = d.kernel_module->name + "/" + ver;
+  const auto tree = nvidia::tree_source_tests(inv, d);
+  const auto builtins = nvidia::builtin_patches_of(*d.kernel_module);
+  const auto& table = nvidia::builtin_breakages();
+  const auto predicted = nvidia::predict_breakages(table, ver, k.release, k.header_tests, builtins, tree.tests);
+  const auto unknown = nvidia::beyond_evidence(table, ver, k.release, k.header_tests, builtins, tree.tests);
+  std::vector<const nvidia::PredictedBreakage*> stops;
+  nlohmann::json ids = nlohmann::json::array(), fixed = nlohmann::json::array(), notes = nlohmann::json::array();
+  for (const auto& pb : predicted) {
+    if (pb.breakage->stage == nvidia::BreakageStage::display) {
+      if (!pb.fixed) notes.push_back(pb.describe(ver, k.release) + " Fix: " + pb.breakage->remediation + ".");
+      continue;
+    }
+    (pb.fixed ? fixed : ids).push_back(pb.breakage->id);
+    if (!pb.fixed && pb.breakage->stage == nvidia::BreakageStage::build) stops.push_back(&pb);
+  }
+  if (!ids.empty() || !fixed.empty()) f.observed["predicted_breakages"] = ids, f.observed["fixed_by_profile"] = fixed;
+  if (!notes.empty()) f.observed["display_notes"] = notes;
+  f.observed["forecast_from"] = tree.where.empty() ? "version" : "source of " + tree.where;
+  std::string beyond;
+  if (!unknown.empty()) {
+    nlohmann::json u = nlohmann::json::array();
+    for (const auto* b : unknown) {
+      u.push_back({{"id", b->id}, {"newest_known_affected", nvidia::newest_affected(*b)}});
+      beyond += std::string(beyond.empty() ? "" : ", ") + b->id + " (known up to " + nvidia::newest_affected(*b) + ")";
+    }
+    f.observed["beyond_evidence"] = u;
+    std::string builtins_hint;
+    for (const auto* b : unknown)
+      if (b->fix_builtin) builtins_hint += std::string(builtins_hint.empty() ? "" : ", ") + "{builtin: " + *b->fix_builtin + "}";
+    beyond = " Not known either way for " + ver + ": " + beyond + "; nothing known says " + ver +
+             " carries the fix or not, so apply reads the tree's source before it builds and refuses where it still "
+             "has the old code" +
+             (builtins_hint.empty() ? std::string(".") : " (then add " + builtins_hint + " to driver.kernel_module.patches).");
+  }
+  if (stops.empty()) {
+    f.summary = want + " is not " + (built ? "installed" : "built") + " for " + name + after;
+    f.remediation = "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + "." + beyond;
+  } else {
+    const auto* stop = stops.front();
+    std::string why = stop->describe(ver, k.release);
+    if (!after.empty() && !why.empty() && why.back() == '.') why.pop_back();  // "….; a reboot now …"
+    f.summary = want + " will not build for " + name + ": " + why + after;
+    nlohmann::json stop_ids = nlohmann::json::array();
+    for (const auto* s : stops) stop_ids.push_back(s->breakage->id);
+    f.observed["build_stops"] = stop_ids;
+    std::string more;
+    if (stops.size() > 1) {
+      more = " Past it the build also meets";
+      for (std::size_t i = 1; i < stops.size(); ++i) more += std::string(i > 1 ? "," : "") + " " + stops[i]->breakage->id;
+      more += ".";
+    }
+    const auto on_kernel = nvidia::build_entries_on_kernel(k.release, k.header_tests);
+    if (const auto r = nvidia::first_release_past(on_kernel)) {
+      f.observed["first_release_that_builds"] = *r;
+      more += " The first NVIDIA release known to build on " + k.release + ": " + *r + ".";
+    } else {
+      more += " " + nvidia::no_release_past(on_kernel, k.release, k.header_tests);
+    }
+    f.remediation = "Before any build: " + stop->breakage->remediation + "." + more + beyond +
+                    (tree.where.empty() ? " (Forecast from the version: apply reads the tree's source once it is staged, "
+                                          "and builds a tree that carries its own fix.)"
+                                        : " (Read from the tree's source in " + tree.where + ".)");
+  }
+  out.push_back(std::move(f));
+  for (const auto& pb : predicted)
+    if (!pb.fixed && pb.breakage->stage == nvidia::BreakageStage::runtime) {
+      Finding w = make_finding("driver.kernels", k.release, Severity::warning, pb.describe(ver, k.release));
+      w.observed = {{"predicted_breakages", {pb.breakage->id}}};
+      w.expected = {{"patches", {pb.breakage->fix_builtin.value_or("")}}};
+      w.remediation = pb.breakage->remediation + ".";
+      out.push_back(std::move(w));
+    }
+}
 }  // namespace
 
 std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv) {
@@ -130,58 +211,8 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
       f.summary = want + " is not installed for " + name + ": the kernel has no headers, so DKMS cannot build it" + after;
       f.remediation = "Install linux-headers-" + k.release + ", then `p2pnode apply` (it builds for every kernel with headers).";
     } else {
-      // Known breakages the coming build will hit, from the table and this kernel's headers.
-      const auto* source = nvidia::staged_source_tests(inv, *p.driver);
-      const auto predicted = nvidia::predict_breakages(nvidia::builtin_breakages(), ver, k.release, k.header_tests,
-                                                       nvidia::builtin_patches_of(*p.driver->kernel_module), source);
-      std::vector<const nvidia::PredictedBreakage*> stops;
-      nlohmann::json ids = nlohmann::json::array(), fixed = nlohmann::json::array();
-      for (const auto& pb : predicted) {
-        (pb.fixed ? fixed : ids).push_back(pb.breakage->id);
-        if (!pb.fixed && pb.breakage->stage == nvidia::BreakageStage::build) stops.push_back(&pb);
-      }
-      if (!predicted.empty()) f.observed["predicted_breakages"] = ids, f.observed["fixed_by_profile"] = fixed;
-      if (!stops.empty()) {
-        const auto* stop = stops.front();
-        std::string why = stop->describe(ver, k.release);
-        if (!after.empty() && !why.empty() && why.back() == '.') why.pop_back();  // "….; a reboot now …"
-        f.summary = want + " will not build for " + name + ": " + why + after;
-        nlohmann::json stop_ids = nlohmann::json::array();
-        std::vector<const nvidia::Breakage*> all;
-        for (const auto* s : stops) stop_ids.push_back(s->breakage->id), all.push_back(s->breakage);
-        f.observed["build_stops"] = stop_ids;
-        std::string more;
-        if (stops.size() > 1) {
-          more = " Past it the build also meets";
-          for (std::size_t i = 1; i < stops.size(); ++i) more += std::string(i > 1 ? "," : "") + " " + stops[i]->breakage->id;
-          more += ".";
-        }
-        if (const auto r = nvidia::first_release_past(all)) {
-          f.observed["first_release_that_builds"] = *r;
-          more += " The first NVIDIA release that builds on " + k.release + " past these: " + *r + ".";
-        } else if (std::any_of(all.begin(), all.end(), [](const nvidia::Breakage* b) { return !b->fix_builtin; })) {
-          more += " No NVIDIA release up to " + std::string(nvidia::kNewestReleaseChecked) + " is known to build on " +
-                  k.release + " as released." +
-                  nvidia::newest_with_builtins(k.release, k.header_tests);
-        }
-        f.remediation = "Before any build: " + stop->breakage->remediation + "." + more +
-                        (source ? "" : " (Forecast from the version: apply reads the tree's source once it is staged, "
-                                       "and builds a tree that carries its own fix.)");
-        f.observed["forecast_from"] = source ? "source" : "version";
-      } else {
-        f.summary = want + " is not " + (built ? "installed" : "built") + " for " + name + after;
-        f.remediation = "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + ".";
-      }
-      out.push_back(std::move(f));
+      forecast_build(f, out, *p.driver, inv, k, name, built, after);
       if (const auto c = missing_compiler(want, k)) out.push_back(*c);
-      for (const auto& pb : predicted)
-        if (!pb.fixed && pb.breakage->stage == nvidia::BreakageStage::runtime) {
-          Finding w = make_finding("driver.kernels", k.release, Severity::warning, pb.describe(ver, k.release));
-          w.observed = {{"predicted_breakages", {pb.breakage->id}}};
-          w.expected = {{"patches", {pb.breakage->fix_builtin.value_or("")}}};
-          w.remediation = pb.breakage->remediation + ".";
-          out.push_back(std::move(w));
-        }
       continue;
     }
     out.push_back(std::move(f));

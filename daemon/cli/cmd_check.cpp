@@ -52,6 +52,7 @@ int run_check(const CheckOptions& o) {
   auto profile = choose_profile(o.choice, inv);
   if (!profile) return kUsage;
   probe::use_profile_signing(root, *profile, inv);
+  probe::use_profile_tree(root, *profile, inv);
   std::vector<Finding> findings;
   if (o.only.empty()) {
     findings = checks::run_all_checks(*profile, inv);

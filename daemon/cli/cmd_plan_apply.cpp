@@ -25,6 +25,7 @@ int run_plan(const PlanOptions& o) {
   auto profile = choose_profile(o.choice, inv);
   if (!profile) return kUsage;
   probe::use_profile_signing(root, *profile, inv);
+  probe::use_profile_tree(root, *profile, inv);
   const Plan plan = actions::plan_all(*profile, inv, root);
   if (o.json) {
     nlohmann::json j = to_json(plan);

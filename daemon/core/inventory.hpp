@@ -104,9 +104,13 @@ struct NvidiaDriverState {
   // Open module trees in /usr/src -> whether their source refuses a peer DMA address not aligned at
   // 512 MiB (nvidia/peer_alignment.hpp; nullopt: the file is there, the check is not recognised).
   std::map<std::string, std::optional<bool>> peer_alignment;
-  // Module trees staged in /usr/src -> the breakage table's source tests on them (breakage id ->
-  // the tree is affected; nvidia/forecast.hpp).
+  // Module trees staged in /usr/src, and the profile's own tree where it lies on the machine
+  // (profile_tree) -> the breakage table's source tests on them (breakage id -> the tree is
+  // affected; nvidia/forecast.hpp).
   std::map<std::string, std::map<std::string, bool>> source_tests;
+  // The profile's module tree read where it lies: its path: folder, or p2pnode's git checkout of it
+  // (probe::use_profile_tree); a key of source_tests, or empty.
+  std::string profile_tree;
 };
 
 // gdrcopy's kernel module on the running kernel, and its device node (probe/gdrcopy_probe.cpp).

@@ -210,6 +210,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
     }
 
     probe::use_profile_signing(ctx.root, *profile, inv);  // the key the profile signs with, if it names one
+    probe::use_profile_tree(ctx.root, *profile, inv);
     // 3. check, 4. plan
     auto findings = checks::run_all_checks(*profile, inv);
     Plan plan = actions::plan_all(*profile, inv, ctx.root);
@@ -235,6 +236,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
       }
       inv = discover(ctx);
       probe::use_profile_signing(ctx.root, *profile, inv);
+      probe::use_profile_tree(ctx.root, *profile, inv);
       if (st.selftest) judge::merge_interconnects(inv, st.selftest->result);
       findings = checks::run_all_checks(*profile, inv);
       plan = actions::plan_all(*profile, inv, ctx.root);

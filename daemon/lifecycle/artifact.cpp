@@ -23,9 +23,12 @@ Error mismatch(std::string_view label, std::string_view where, const std::string
                " has " + got + " (refusing to use it; nothing was changed)"};
 }
 
+// One path component of [A-Za-z0-9._-], never "." or ".." or hidden: a git URL ending in "/.."
+// must not name the artifacts folder itself (which a stale checkout's removal would then delete).
 std::string safe_name(std::string s) {
   for (char& c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) c = '_';
+  if (!s.empty() && s.front() == '.') s.front() = '_';
   return s.empty() ? "artifact" : s;
 }
 
@@ -140,10 +143,19 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
   return Fetched{dest, false, *h, true};
 }
 
+}  // namespace
+
+std::string git_checkout_dir(const Artifact& a) {
+  const std::string branch = a.branch.value_or("");
+  return sys::join(kArtifactDir, "git", safe_name(artifact_basename(a) + (branch.empty() ? "" : "-" + branch)));
+}
+
+namespace {
+
 Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, const Artifact& a,
                       std::string_view label, const LogFn& log) {
   const std::string branch = a.branch.value_or("");
-  const std::string dest = sys::join(kArtifactDir, "git", safe_name(artifact_basename(a) + (branch.empty() ? "" : "-" + branch)));
+  const std::string dest = git_checkout_dir(a);
   if (root.is_dir(dest)) {
     if (auto h = sha256_tree(root, dest); h && *h == a.sha256) return Fetched{dest, true, *h, false};
     std::error_code ec;

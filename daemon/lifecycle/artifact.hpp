@@ -46,6 +46,9 @@ Result<Fetched> fetch_artifact(const sys::SysRoot& root, sys::CommandRunner& run
 
 // The file name an artifact will have ("NVIDIA-Linux-x86_64-550.90.07.run", "0001-fix.patch").
 std::string artifact_basename(const Artifact& a);
+// Where a git artifact is checked out (in-root): /var/lib/p2pnode/artifacts/git/<name>-<branch>,
+// one component below git/ whatever the URL ends in.
+std::string git_checkout_dir(const Artifact& a);
 
 // Decoders of curl's stderr (pure). `--progress-bar` redraws "#####      34.1%" in place: the
 // percentage of one redraw, or nullopt for any other line.

@@ -64,7 +64,91 @@ std::string at_least(int n) {
   return out + ")";
 }
 
+// {build: …} | {tag: …} | {report: owner/repo#N, says: …}, beside other keys of the same mapping.
+Result<Evidence> parse_evidence(const YAML::Node& n, const std::string& where) {
+  const int kinds = (n["build"] ? 1 : 0) + (n["tag"] ? 1 : 0) + (n["report"] ? 1 : 0);
+  if (kinds != 1) return Error{where + ": expected exactly one source: build, tag or report"};
+  Evidence e;
+  const char* field = n["build"] ? "build" : n["tag"] ? "tag" : "report";
+  e.kind = n["build"] ? EvidenceKind::build : n["tag"] ? EvidenceKind::tag : EvidenceKind::report;
+  auto ref = need_string(n, where, field);
+  if (!ref) return ref.error();
+  e.ref = *ref;
+  if (n["says"]) {
+    auto says = need_string(n, where, "says");
+    if (!says) return says.error();
+    e.says = *says;
+  }
+  if (e.kind == EvidenceKind::report && e.says.empty()) return Error{where + ": a report needs says: what it says"};
+  if (e.kind != EvidenceKind::report && !e.says.empty()) return Error{where + ": says: belongs to a report"};
+  return e;
+}
+
+Status check_keys(const YAML::Node& n, const std::string& where, const std::vector<std::string>& known) {
+  for (const auto& kv : n) {
+    const auto key = kv.first.as<std::string>();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      return Error{where + ": unknown field '" + key + "' (expected " + list + ")"};
+    }
+  }
+  return {};
+}
+
+// affected / fixed_in: a list of {release, and its evidence}; a bare release string is accepted
+// (missing_evidence() names it).
+Result<std::vector<ReleaseClaim>> parse_claims(const YAML::Node& list, const std::string& where) {
+  if (!list.IsSequence()) return Error{where + ": expected a list of {release, build|tag|report}"};
+  std::vector<ReleaseClaim> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& c = list[i];
+    const std::string w = where + "[" + std::to_string(i) + "]";
+    ReleaseClaim claim;
+    if (c.IsScalar()) {
+      claim.release = c.as<std::string>();
+    } else if (c.IsMap()) {
+      if (auto st = check_keys(c, w, {"release", "build", "tag", "report", "says"}); !st) return st.error();
+      auto rel = need_string(c, w, "release");
+      if (!rel) return rel.error();
+      claim.release = *rel;
+      auto ev = parse_evidence(c, w + " (" + claim.release + ")");
+      if (!ev) return ev.error();
+      claim.evidence = *ev;
+    } else {
+      return Error{w + ": expected {release, build|tag|report}"};
+    }
+    if (!kernel_version_numbers(claim.release)) return Error{w + ": '" + claim.release + "' is not a release like 570.153.02"};
+    out.push_back(std::move(claim));
+  }
+  return out;
+}
+
+Result<Introduced> parse_introduced(const YAML::Node& n, const std::string& where) {
+  if (!n.IsMap()) return Error{where + ": expected {kernel, commit, build|tag|report}"};
+  if (auto st = check_keys(n, where, {"kernel", "commit", "build", "tag", "report", "says"}); !st) return st.error();
+  Introduced in;
+  if (n["kernel"]) {
+    in.kernel = n["kernel"].as<std::string>();
+    if (auto st = check_version(in.kernel, where + ".kernel"); !st) return st.error();
+  }
+  if (n["commit"]) in.commit = n["commit"].as<std::string>();
+  auto ev = parse_evidence(n, where);
+  if (!ev) return ev.error();
+  in.evidence = *ev;
+  return in;
+}
+
 }  // namespace
+
+std::string Evidence::describe() const {
+  switch (kind) {
+    case EvidenceKind::build: return "build here: " + ref;
+    case EvidenceKind::tag: return "NVIDIA's tag: " + ref;
+    case EvidenceKind::report: return ref + ": " + says;
+  }
+  return ref;
+}
 
 Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string_view origin) {
   YAML::Node doc;
@@ -87,9 +171,9 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
     where += " (" + b.id + ")";
     for (const auto& kv : n) {
       const auto key = kv.first.as<std::string>();
-      static const std::vector<std::string> known = {"id", "signature", "stage", "branches", "kernels", "source", "fixed_in", "cause", "fix", "remediation"};
+      static const std::vector<std::string> known = {"id", "signature", "stage", "branches", "kernels", "source", "introduced", "affected", "fixed_in", "cause", "fix", "remediation"};
       if (std::find(known.begin(), known.end(), key) == known.end())
-        return Error{where + ": unknown field '" + key + "' (expected id, signature, stage, branches, kernels, source, fixed_in, cause, fix, remediation)"};
+        return Error{where + ": unknown field '" + key + "' (expected id, signature, stage, branches, kernels, source, introduced, affected, fixed_in, cause, fix, remediation)"};
     }
     if (std::any_of(out.begin(), out.end(), [&](const Breakage& o) { return o.id == b.id; }))
       return Error{where + ": duplicate id"};
@@ -100,8 +184,9 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
     }
     if (const auto st = n["stage"]) {
       const auto v = st.IsScalar() ? st.as<std::string>() : std::string();
-      if (v != "build" && v != "runtime") return Error{where + ": 'stage' must be build or runtime, found '" + v + "'"};
-      b.stage = v == "build" ? BreakageStage::build : BreakageStage::runtime;
+      if (v != "build" && v != "runtime" && v != "display")
+        return Error{where + ": 'stage' must be build, runtime or display, found '" + v + "'"};
+      b.stage = v == "build" ? BreakageStage::build : v == "runtime" ? BreakageStage::runtime : BreakageStage::display;
     }
     if (const auto br = n["branches"]) {
       if (!br.IsSequence()) return Error{where + ": 'branches' must be a list of driver version prefixes"};
@@ -143,13 +228,21 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
       }
       b.headers = t;
     }
+    if (const auto in = n["introduced"]) {
+      auto parsed = parse_introduced(in, where + ": introduced");
+      if (!parsed) return parsed.error();
+      b.introduced = *parsed;
+    }
+    if (const auto af = n["affected"]) {
+      auto parsed = parse_claims(af, where + ": affected");
+      if (!parsed) return parsed.error();
+      b.affected = std::move(*parsed);
+    }
     if (const auto fi = n["fixed_in"]) {
-      if (!fi.IsSequence()) return Error{where + ": 'fixed_in' must be a list of NVIDIA releases like 570.153.02"};
-      for (const auto& x : fi) {
-        const auto v = x.IsScalar() ? x.as<std::string>() : std::string();
-        if (!kernel_version_numbers(v)) return Error{where + ": fixed_in: '" + v + "' is not a release like 570.153.02"};
-        b.fixed_in.push_back(v);
-      }
+      auto parsed = parse_claims(fi, where + ": fixed_in");
+      if (!parsed) return parsed.error();
+      b.fixed = std::move(*parsed);
+      for (const auto& c : b.fixed) b.fixed_in.push_back(c.release);
     }
     if (!b.kernel_min && !b.kernel_max && !b.headers)
       return Error{where + ": 'kernels' must say which kernels are affected (min, max or headers)"};
@@ -270,7 +363,13 @@ bool branch_affected(const Breakage& b, std::string_view v) {
   if (b.branches.empty()) return true;
   for (const auto& p : b.branches)
     if (v.substr(0, p.size()) == p && (v.size() == p.size() || v[p.size()] == '.' || p.back() == '.')) return true;
-  return false;
+  // A branch newer than every one listed was not read when the list was made: it may carry the same
+  // code (release_knowledge then says what is known of it), never silently cleared.
+  const auto have = kernel_version_numbers(v);
+  if (!have) return false;
+  for (const auto& p : b.branches)
+    if (const auto listed = kernel_version_numbers(p); !listed || listed->front() >= have->front()) return false;
+  return true;
 }
 
 bool kernel_in_range(const Breakage& b, std::string_view release) {
@@ -315,7 +414,40 @@ bool fixed_by_release(const Breakage& b, std::string_view v) {
   return (*have)[0] > newest;
 }
 
-bool release_affected(const Breakage& b, std::string_view v) { return branch_affected(b, v) && !fixed_by_release(b, v); }
+std::string newest_affected(const Breakage& b) {
+  std::string newest;
+  for (const auto& c : b.affected)
+    if (newest.empty() || compare(*kernel_version_numbers(c.release), *kernel_version_numbers(newest)) > 0)
+      newest = c.release;
+  return newest;
+}
+
+Knowledge release_knowledge(const Breakage& b, std::string_view v) {
+  if (!branch_affected(b, v)) return Knowledge::not_affected;
+  if (fixed_by_release(b, v)) return Knowledge::fixed;
+  const std::string newest = newest_affected(b);
+  const auto have = kernel_version_numbers(v);
+  if (newest.empty() || !have) return Knowledge::affected;
+  return compare(*have, *kernel_version_numbers(newest)) <= 0 ? Knowledge::affected : Knowledge::beyond;
+}
+
+bool release_affected(const Breakage& b, std::string_view v) { return release_knowledge(b, v) == Knowledge::affected; }
+
+std::vector<std::string> missing_evidence(const Breakage& b) {
+  std::vector<std::string> out;
+  auto claim = [&](const char* list, std::size_t i, const ReleaseClaim& c) {
+    const std::string at = std::string(list) + "[" + std::to_string(i) + "] (" + c.release + ")";
+    if (c.evidence.ref.empty()) out.push_back(at + ": no source (build, tag or report)");
+  };
+  if (!b.introduced) out.push_back("introduced: missing (the kernel change, its release or commit, and the source)");
+  else if (b.introduced->kernel.empty() && b.introduced->commit.empty())
+    out.push_back("introduced: neither a kernel release nor a commit");
+  if (b.affected.empty()) out.push_back("affected: no release listed as affected");
+  for (std::size_t i = 0; i < b.affected.size(); ++i) claim("affected", i, b.affected[i]);
+  for (std::size_t i = 0; i < b.fixed.size(); ++i) claim("fixed_in", i, b.fixed[i]);
+  if (!b.headers && !b.kernel_min && !b.kernel_max) out.push_back("kernels: no header test and no release range");
+  return out;
+}
 
 std::optional<std::string> first_release_past(const std::vector<const Breakage*>& stops) {
   std::vector<std::string> candidates;
@@ -324,7 +456,11 @@ std::optional<std::string> first_release_past(const std::vector<const Breakage*>
     return compare(*kernel_version_numbers(a), *kernel_version_numbers(b)) < 0;
   });
   for (const auto& c : candidates)
-    if (std::none_of(stops.begin(), stops.end(), [&](const Breakage* b) { return release_affected(*b, c); })) return c;
+    if (std::all_of(stops.begin(), stops.end(), [&](const Breakage* b) {
+          const Knowledge k = release_knowledge(*b, c);
+          return k == Knowledge::not_affected || k == Knowledge::fixed;  // beyond is not known to build
+        }))
+      return c;
   return std::nullopt;
 }
 
@@ -336,10 +472,38 @@ bool source_affected(const Breakage& b, std::optional<std::string_view> text) {
 }
 
 std::string PredictedBreakage::describe(std::string_view driver_version, std::string_view kernel_release) const {
-  const std::string what = breakage->stage == BreakageStage::build ? " will stop the build of " : " will break ";
+  const std::string what = breakage->stage == BreakageStage::build     ? " will stop the build of "
+                           : breakage->stage == BreakageStage::display ? " affects the console of "
+                                                                       : " will break ";
   return "known breakage " + breakage->id + what + std::string(driver_version) + " on " + std::string(kernel_release) +
          ": " + breakage->cause;
 }
+
+namespace {
+// One pass over the table for predict_breakages and beyond_evidence: each entry the kernel has (range
+// and header test), with what the version and the tree's source say of it.
+template <typename Visit>
+void for_each_on_kernel(const std::vector<Breakage>& table, std::string_view driver_version,
+                        std::string_view kernel_release, const std::map<std::string, bool>& header_tests,
+                        const std::map<std::string, bool>* source_tests, Visit visit) {
+  for (const auto& b : table) {
+    const Knowledge k = release_knowledge(b, driver_version);
+    if (k == Knowledge::not_affected || k == Knowledge::fixed || !kernel_in_range(b, kernel_release)) continue;
+    std::optional<bool> source;
+    if (b.source && source_tests)
+      if (const auto it = source_tests->find(b.id); it != source_tests->end()) source = it->second;
+    if (source == false) continue;
+    if (b.headers) {
+      const auto it = header_tests.find(b.id);
+      if (it == header_tests.end() || !it->second) continue;
+    }
+    visit(b, k, source.has_value());
+  }
+}
+bool names_builtin(const Breakage& b, const std::vector<std::string>& builtins) {
+  return b.fix_builtin && std::find(builtins.begin(), builtins.end(), *b.fix_builtin) != builtins.end();
+}
+}  // namespace
 
 std::vector<PredictedBreakage> predict_breakages(const std::vector<Breakage>& table, std::string_view driver_version,
                                                  std::string_view kernel_release,
@@ -347,18 +511,25 @@ std::vector<PredictedBreakage> predict_breakages(const std::vector<Breakage>& ta
                                                  const std::vector<std::string>& profile_builtins,
                                                  const std::map<std::string, bool>* source_tests) {
   std::vector<PredictedBreakage> out;
-  for (const auto& b : table) {
-    if (!release_affected(b, driver_version) || !kernel_in_range(b, kernel_release)) continue;
-    if (b.source && source_tests)
-      if (const auto it = source_tests->find(b.id); it != source_tests->end() && !it->second) continue;
-    if (b.headers) {
-      const auto it = header_tests.find(b.id);
-      if (it == header_tests.end() || !it->second) continue;
-    }
-    const bool fixed = b.fix_builtin && std::find(profile_builtins.begin(), profile_builtins.end(), *b.fix_builtin) !=
-                                            profile_builtins.end();
-    out.push_back({&b, fixed});
-  }
+  for_each_on_kernel(table, driver_version, kernel_release, header_tests, source_tests,
+                     [&](const Breakage& b, Knowledge k, bool source_read) {
+                       if (k == Knowledge::beyond && !source_read) return;  // nothing known: beyond_evidence
+                       out.push_back({&b, names_builtin(b, profile_builtins)});
+                     });
+  return out;
+}
+
+std::vector<const Breakage*> beyond_evidence(const std::vector<Breakage>& table, std::string_view driver_version,
+                                             std::string_view kernel_release,
+                                             const std::map<std::string, bool>& header_tests,
+                                             const std::vector<std::string>& profile_builtins,
+                                             const std::map<std::string, bool>* source_tests) {
+  std::vector<const Breakage*> out;
+  for_each_on_kernel(table, driver_version, kernel_release, header_tests, source_tests,
+                     [&](const Breakage& b, Knowledge k, bool source_read) {
+                       if (k == Knowledge::beyond && !source_read && !names_builtin(b, profile_builtins))
+                         out.push_back(&b);
+                     });
   return out;
 }
 

@@ -19,6 +19,38 @@ const std::map<std::string, bool>* staged_source_tests(const Inventory& inv, con
   return it == inv.nvidia.source_tests.end() ? nullptr : &it->second;
 }
 
+TreeSource tree_source_tests(const Inventory& inv, const DriverSpec& d) {
+  if (const auto* staged = staged_source_tests(inv, d))
+    return {staged, "/usr/src/" + d.kernel_module->name + "-" + d.version};
+  if (!d.kernel_module || inv.nvidia.profile_tree.empty()) return {};
+  const auto it = inv.nvidia.source_tests.find(inv.nvidia.profile_tree);
+  if (it == inv.nvidia.source_tests.end()) return {};
+  return {&it->second, inv.nvidia.profile_tree};
+}
+
+std::vector<const Breakage*> build_entries_on_kernel(std::string_view k, const std::map<std::string, bool>& header_tests) {
+  std::vector<const Breakage*> out;
+  for (const auto& b : builtin_breakages()) {
+    if (b.stage != BreakageStage::build || !kernel_in_range(b, k)) continue;
+    if (b.headers) {
+      const auto it = header_tests.find(b.id);
+      if (it == header_tests.end() || !it->second) continue;
+    }
+    out.push_back(&b);
+  }
+  return out;
+}
+
+std::string no_release_past(const std::vector<const Breakage*>& stops, std::string_view k,
+                            const std::map<std::string, bool>& header_tests) {
+  std::string unfixed;
+  for (const auto* b : stops)
+    if (b->fixed_in.empty()) unfixed += std::string(unfixed.empty() ? "" : ", ") + b->id + " (known up to " + newest_affected(*b) + ")";
+  std::string out = "No NVIDIA release is known to build on " + std::string(k) + " as released" +
+                    (unfixed.empty() ? std::string(".") : ": no release is recorded as fixing " + unfixed + ".");
+  return out + newest_with_builtins(k, header_tests);
+}
+
 std::map<std::string, bool> read_source_tests(const sys::SysRoot& root, const std::string& tree) {
   std::map<std::string, bool> out;
   for (const auto& b : builtin_breakages()) {
@@ -55,12 +87,11 @@ std::string describe_stops(const std::vector<const PredictedBreakage*>& stops, s
     for (std::size_t i = 1; i < stops.size(); ++i) out += std::string(i > 1 ? "," : "") + " " + stops[i]->breakage->id;
     out += ")";
   }
-  if (const auto r = first_release_past(all))
-    out += "; the first NVIDIA release that builds on " + std::string(k) + " past these: " + *r;
-  else if (std::any_of(all.begin(), all.end(), [](const Breakage* b) { return !b->fix_builtin; })) {
-    out += "; no NVIDIA release up to " + std::string(kNewestReleaseChecked) + " is known to build on " + std::string(k);
-    if (const std::string newest = newest_with_builtins(k, header_tests); !newest.empty()) out += " as released;" + newest;
-  }
+  const auto on_kernel = build_entries_on_kernel(k, header_tests);
+  if (const auto r = first_release_past(on_kernel))
+    out += "; the first NVIDIA release known to build on " + std::string(k) + ": " + *r;
+  else if (std::any_of(all.begin(), all.end(), [](const Breakage* b) { return !b->fix_builtin; }))
+    out += ". " + no_release_past(on_kernel, k, header_tests);
   return out;
 }
 

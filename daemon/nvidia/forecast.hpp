@@ -39,6 +39,23 @@ std::string newest_with_builtins(std::string_view kernel_release, const std::map
 
 // The staged tree's source tests from the inventory (/usr/src/<name>-<version>), or null.
 const std::map<std::string, bool>* staged_source_tests(const Inventory& inv, const DriverSpec& d);
+// The source tests `check` forecasts from: the staged tree's, else those of the profile's tree where
+// it lies (inv.nvidia.profile_tree); tests null and where empty when neither was read.
+struct TreeSource {
+  const std::map<std::string, bool>* tests = nullptr;
+  std::string where;  // the folder read
+};
+TreeSource tree_source_tests(const Inventory& inv, const DriverSpec& d);
+
+// The build-stage entries this kernel has (its release range and header tests), whatever the
+// driver version: what a release must get past to build there as released.
+std::vector<const Breakage*> build_entries_on_kernel(std::string_view kernel_release,
+                                                     const std::map<std::string, bool>& header_tests);
+
+// Where no NVIDIA release is known to build past `stops` on this kernel: which entries no release is
+// recorded to fix, and the newest release read here that builds there with builtins, if any.
+std::string no_release_past(const std::vector<const Breakage*>& stops, std::string_view kernel_release,
+                            const std::map<std::string, bool>& header_tests);
 
 // The breakage table's source tests on the tree at `tree` (in-root): breakage id -> affected.
 std::map<std::string, bool> read_source_tests(const sys::SysRoot& root, const std::string& tree);

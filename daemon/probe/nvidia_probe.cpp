@@ -2,6 +2,7 @@
 #include <iterator>
 #include <regex>
 
+#include "lifecycle/artifact.hpp"
 #include "nvidia/forecast.hpp"
 #include "nvidia/gpu_memory.hpp"
 #include "nvidia/peer_alignment.hpp"
@@ -71,6 +72,17 @@ NvidiaDriverState probe_nvidia_driver(const sys::SysRoot& root) {
     if (root.is_dir(join(tree, "kernel-open"))) s.source_tests[tree] = nvidia::read_source_tests(root, tree);
   }
   return s;
+}
+
+void use_profile_tree(const sys::SysRoot& root, const Profile& p, Inventory& inv) {
+  if (!p.driver || !p.driver->kernel_module) return;
+  const Artifact& a = p.driver->kernel_module->artifact;
+  std::string dir;
+  if (a.path && root.is_dir(*a.path)) dir = *a.path;
+  else if (a.git && root.is_dir(nvidia::git_checkout_dir(a))) dir = nvidia::git_checkout_dir(a);
+  if (dir.empty() || !root.is_dir(join(dir, "kernel-open"))) return;
+  if (!inv.nvidia.source_tests.count(dir)) inv.nvidia.source_tests[dir] = nvidia::read_source_tests(root, dir);
+  inv.nvidia.profile_tree = dir;
 }
 
 }  // namespace p2pnode::probe

@@ -27,6 +27,10 @@ KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running_
 // at it): use_profile_signing() re-reads the state so for a profile that names one.
 SecureBootState probe_secure_boot(const sys::SysRoot& root, const ModuleSigning* profile_key = nullptr);
 void use_profile_signing(const sys::SysRoot& root, const Profile& p, Inventory& inv);
+// The profile's module tree where it already lies on the machine (a path: folder, or p2pnode's git
+// checkout of its git: source), its source tests read as apply reads a staged tree, so `check`
+// forecasts from the source and says so. Tarballs are not unpacked: their version decides.
+void use_profile_tree(const sys::SysRoot& root, const Profile& p, Inventory& inv);
 // When the files named no libcuda (no ld.so.cache entry, none in the default directories): asks
 // `ldconfig -p`, then nvidia-smi, through the runner (read-only programs; the daemon's runner for
 // the real root only). Leaves `s` as it is when it already has a userspace version.

@@ -165,9 +165,10 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
                             "drm-fb-create-format-info", "dev-pagemap-page-free-renamed", "strncpy-removed",
                             "drm-atomic-state-renamed",
                             "pci-resize-resource-exclude-bars", "drm-output-poll-changed"}));
-  EXPECT_NE(on73->remediation.find("No NVIDIA release up to 595.45.04 is known to build on " + k73 + " as released. " +
-                                   "595.45.04 with the builtin patches of-gpio-h-removed, strncpy-removed, "
-                                   "drm-atomic-state-renamed, pahole-awk-gen-btf builds there"),
+  EXPECT_NE(on73->remediation.find("No NVIDIA release is known to build on " + k73 + " as released: no release is " +
+                                   "recorded as fixing pahole-awk-gen-btf (known up to 595.45.04). 595.45.04 with the "
+                                   "builtin patches of-gpio-h-removed, strncpy-removed, drm-atomic-state-renamed, "
+                                   "pahole-awk-gen-btf builds there"),
             std::string::npos)
       << on73->remediation;
   EXPECT_FALSE(on73->observed.contains("first_release_that_builds"));
@@ -179,9 +180,9 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
   const auto stops = nvidia::build_stops(inv, *profile().driver);
   ASSERT_EQ(stops.size(), 2u);
   EXPECT_EQ(stops[0].rfind(k73 + ": known breakage extra-cflags-ignored will stop the build of 550.90.07", 0), 0u) << stops[0];
-  EXPECT_NE(stops[0].find("; no NVIDIA release up to 595.45.04 is known to build on " + k73 + " as released; 595.45.04 "
-                          "with the builtin patches of-gpio-h-removed, strncpy-removed, drm-atomic-state-renamed, "
-                          "pahole-awk-gen-btf builds there"),
+  EXPECT_NE(stops[0].find(". No NVIDIA release is known to build on " + k73 + " as released: no release is recorded as "
+                          "fixing pahole-awk-gen-btf (known up to 595.45.04). 595.45.04 with the builtin patches "
+                          "of-gpio-h-removed, strncpy-removed, drm-atomic-state-renamed, pahole-awk-gen-btf builds there"),
             std::string::npos)
       << stops[0];
 
@@ -355,6 +356,74 @@ TEST(DriverKernels, ABreakageIsForecastBeforeAnyBuild) {
   EXPECT_EQ(f[0].summary, "nvidia-p2p/570.86.16 is not built for " + k + " (running, next boot)");
   EXPECT_EQ(f[0].observed["fixed_by_profile"], (nlohmann::json{"pci-resize-resource-exclude-bars", "io-memory-pfn"}));
   EXPECT_TRUE(nvidia::build_stops(inv, *p.driver).empty());
+}
+
+}  // namespace
+}  // namespace p2pnode::checks
+
+namespace p2pnode::checks {
+namespace {
+
+// The releases users run on trixie-backports' 7.3.4, through `check` on the recorded real headers:
+// nothing claimed that the release fixes; what the table cannot know is said, not claimed; where the
+// profile's tree lies on the machine (a path: folder) its source decides, and the finding says so.
+TEST(DriverKernels, TodaysReleasesOn73ClaimOnlyWhatIsKnown) {
+  Root r;
+  const std::string k73 = "7.3.4+deb13-amd64";
+  r.headers(k73);
+  r.write("proc/sys/kernel/osrelease", k73 + "\n");
+  r.write("usr/bin/x86_64-linux-gnu-gcc-14", "");
+  const sys::SysRoot root(r.dir);
+  Inventory inv = probe::probe_inventory(root);
+  Profile p = profile();
+  p.driver->version = "610.57.04";
+  auto f = check_driver_kernels(p, inv);
+  const Finding* on73 = for_kernel(f, k73);
+  ASSERT_NE(on73, nullptr);
+  EXPECT_FALSE(on73->observed.contains("build_stops")) << on73->summary;
+  EXPECT_EQ(on73->summary, "nvidia-p2p/610.57.04 is not built for " + k73 + " (running, next boot)");
+  EXPECT_EQ(on73->observed["beyond_evidence"],
+            (nlohmann::json{{{"id", "pahole-awk-gen-btf"}, {"newest_known_affected", "595.45.04"}}}));
+  EXPECT_NE(on73->remediation.find("Not known either way for 610.57.04: pahole-awk-gen-btf (known up to 595.45.04); "
+                                   "nothing known says 610.57.04 carries the fix or not, so apply reads the tree's source "
+                                   "before it builds"),
+            std::string::npos)
+      << on73->remediation;
+  EXPECT_EQ(on73->observed["forecast_from"], "version");
+  EXPECT_TRUE(nvidia::build_stops(inv, *p.driver).empty());
+
+  // 580.178.04: only the BTF step, which every 580 tag has and no release is recorded to fix.
+  p.driver->version = "580.178.04";
+  f = check_driver_kernels(p, inv);
+  EXPECT_EQ(for_kernel(f, k73)->observed["build_stops"], (nlohmann::json{"pahole-awk-gen-btf"}));
+  // 590.48.01 is still flagged.
+  p.driver->version = "590.48.01";
+  f = check_driver_kernels(p, inv);
+  EXPECT_EQ(for_kernel(f, k73)->observed["build_stops"],
+            (nlohmann::json{"dev-pagemap-page-free-renamed", "of-gpio-h-removed", "strncpy-removed",
+                            "drm-atomic-state-renamed", "pahole-awk-gen-btf"}));
+
+  // 610.57.04 from a path: tree on the machine whose Makefile still has the awk PAHOLE program:
+  // read as apply reads a staged tree, the source decides, and the finding says where it read.
+  p.driver->version = "610.57.04";
+  p.driver->kernel_module->artifact.path = "/srv/trees/610.57.04-p2p";
+  r.write("srv/trees/610.57.04-p2p/kernel-open/Makefile", "PAHOLE_AWK_PROGRAM = BEGIN { ... }\n");
+  probe::use_profile_tree(root, p, inv);
+  EXPECT_EQ(inv.nvidia.profile_tree, "/srv/trees/610.57.04-p2p");
+  f = check_driver_kernels(p, inv);
+  on73 = for_kernel(f, k73);
+  EXPECT_EQ(on73->observed["build_stops"], (nlohmann::json{"pahole-awk-gen-btf"}));
+  EXPECT_EQ(on73->observed["forecast_from"], "source of /srv/trees/610.57.04-p2p");
+  EXPECT_NE(on73->remediation.find("(Read from the tree's source in /srv/trees/610.57.04-p2p.)"), std::string::npos)
+      << on73->remediation;
+  // The tree fixed there (NVIDIA's own BTF change): nothing stops it, nothing is left unknown.
+  r.write("srv/trees/610.57.04-p2p/kernel-open/Makefile", "PAHOLE_AWK_PROGRAM = BEGIN { }\nGEN_BTF = gen-btf\n");
+  inv.nvidia.source_tests.erase("/srv/trees/610.57.04-p2p");
+  probe::use_profile_tree(root, p, inv);
+  f = check_driver_kernels(p, inv);
+  on73 = for_kernel(f, k73);
+  EXPECT_FALSE(on73->observed.contains("build_stops"));
+  EXPECT_FALSE(on73->observed.contains("beyond_evidence"));
 }
 
 }  // namespace

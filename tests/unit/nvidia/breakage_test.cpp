@@ -216,10 +216,11 @@ TEST(Breakages, ParseErrorsNameEntryFieldAndExpectation) {
 namespace p2pnode::nvidia {
 namespace {
 
+// The predicted build and run-time breakages (display-only ones are notes: ScreenInfoIsADisplayNote).
 std::vector<std::string> ids(const std::vector<PredictedBreakage>& v, bool fixed) {
   std::vector<std::string> out;
   for (const auto& p : v)
-    if (p.fixed == fixed) out.push_back(p.breakage->id);
+    if (p.fixed == fixed && p.breakage->stage != BreakageStage::display) out.push_back(p.breakage->id);
   return out;
 }
 
@@ -371,8 +372,11 @@ TEST(Breakages, FixedInReleasesAndTheFirstReleasePastThem) {
   // With 6.17's fb_create too: 570.190.
   k615.push_back(fb);
   EXPECT_EQ(first_release_past(k615), std::optional<std::string>("570.190"));
-  // 7.x: struct drm_atomic_state is gone and no release is known to cope.
+  // 7.2: struct drm_atomic_state is gone; 580.178.04 is the first release reported to cope.
   k615.push_back(find_breakage(t, "drm-atomic-state-renamed"));
+  EXPECT_EQ(first_release_past(k615), std::optional<std::string>("580.178.04"));
+  // With 7.0's BTF step (no release is known to fix it): none.
+  k615.push_back(find_breakage(t, "pahole-awk-gen-btf"));
   EXPECT_EQ(first_release_past(k615), std::nullopt);
 }
 
@@ -402,13 +406,13 @@ TEST(Forecast, EachTreeOnTrixieBackports73) {
   p = predict_breakages(t, "595.45.04", k, hdr, k7);
   EXPECT_EQ(ids(p, true), k7);
   for (const auto& b : p)
-    EXPECT_TRUE(b.fixed == (b.breakage->id != "pahole-awk-gen-btf") || b.breakage->stage == BreakageStage::runtime)
+    EXPECT_TRUE(b.fixed == (b.breakage->id != "pahole-awk-gen-btf") || b.breakage->stage != BreakageStage::build)
         << b.breakage->id;
   auto k7_all = k7;
   k7_all.push_back("pahole-awk-gen-btf");
   p = predict_breakages(t, "595.45.04", k, hdr, k7_all);
   EXPECT_EQ(ids(p, true), k7_all);
-  for (const auto& b : p) EXPECT_TRUE(b.fixed || b.breakage->stage == BreakageStage::runtime) << b.breakage->id;
+  for (const auto& b : p) EXPECT_TRUE(b.fixed || b.breakage->stage != BreakageStage::build) << b.breakage->id;
   // 550's EXTRA_CFLAGS has no builtin: the same patches leave it stopped.
   p = predict_breakages(t, "550.90.07", k, hdr, k7);
   EXPECT_EQ(p.front().breakage->id, "extra-cflags-ignored");
@@ -441,7 +445,7 @@ TEST(Forecast, StageFieldIsCheckedWhenTheTableIsParsed) {
   const auto bad = parse_breakages(
       "breakages:\n  - id: x\n    stage: sometimes\n    kernels: {min: \"6.1\"}\n    cause: c\n    remediation: r\n", "t.yaml");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message, "t.yaml: breakages[0] (x): 'stage' must be build or runtime, found 'sometimes'");
+  EXPECT_EQ(bad.error().message, "t.yaml: breakages[0] (x): 'stage' must be build, runtime or display, found 'sometimes'");
 }
 
 }  // namespace
