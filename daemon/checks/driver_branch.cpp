@@ -19,6 +19,7 @@ Finding judge_p2p_branch(const std::string& version, const Inventory& inv) {
     if (const auto* c = nvidia::find_p2p_card(g->device)) {
       cards[std::string(c->name)]["gpus"].push_back(g->bdf);
       cards[std::string(c->name)]["first_p2p"] = c->first_p2p;
+      cards[std::string(c->name)]["source"] = c->source;
       has_5090 = has_5090 || c->first_p2p == "575.64.05";
     }
   f.observed = {{"version", version}, {"cards", cards}};
@@ -34,18 +35,16 @@ Finding judge_p2p_branch(const std::string& version, const Inventory& inv) {
     std::string names;
     for (const auto& [name, _] : cards.items()) names += (names.empty() ? "" : ", ") + name;
     f.summary = "the P2P branch of " + version + " brings P2P to every GPU (" + names + ")";
-    if (has_5090 && nvidia::compare_driver_versions(version, nvidia::kDisplayAwareBar1) < 0)
-      f.observed["display_attached_5090"] = "a 5090 that drives a monitor needs aikitoria's " +
-                                            std::string(nvidia::kDisplayAwareBar1) + "-p2p (display-aware BAR1)";
+    if (has_5090) f.observed["display_attached_5090"] = nvidia::kDisplayAttached5090;
     return f;
   }
   f.severity = Severity::error;
   f.summary = missing.front().substr(missing.front().find(": ") + 2);
   if (missing.size() > 1) f.summary += " (" + std::to_string(missing.size()) + " GPUs)";
   f.observed["without_p2p"] = missing;
-  f.remediation = "Name a P2P tree of that branch or later in driver.version and driver.kernel_module (for the RTX 5090, "
-                  "aikitoria's open-gpu-kernel-modules branch 575.64.05-p2p or later); p2pnode apply refuses to download "
-                  "or build " + version + " for these GPUs.";
+  f.remediation = "Name a P2P tree of that branch or later in driver.version and driver.kernel_module (for Blackwell "
+                  "cards, aikitoria's open-gpu-kernel-modules branch 595.71.05-p2p or 610.57.04-p2p); p2pnode apply "
+                  "refuses to download or build " + version + " for these GPUs.";
   return f;
 }
 }  // namespace

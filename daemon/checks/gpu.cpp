@@ -4,6 +4,7 @@
 #include <set>
 
 #include "checks/check.hpp"
+#include "nvidia/gpu_arch.hpp"
 #include "nvidia/gpu_table.hpp"
 
 namespace p2pnode::checks {
@@ -13,6 +14,49 @@ std::string model_name(const PciDevice& d) {
   auto m = nvidia::find_gpu_model(d.device);
   return m ? std::string(m->name) + " (" + hex4_bare(d.vendor) + ":" + hex4_bare(d.device) + ")"
            : hex4_bare(d.vendor) + ":" + hex4_bare(d.device);
+}
+struct MixedModels {
+  Severity severity = Severity::error;
+  std::string why, remediation;
+};
+// Different GPU models in one box. One generation of P2P cards peers from aikitoria's 595.71.05-p2p
+// (its README); across generations the module alone does not (patch-libcuda-p2p.py, which p2pnode
+// does not apply): a warning, since same-generation pairs still peer. Cards outside the P2P table
+// (data-center GPUs mixed with others) are not known to peer.
+MixedModels judge_mixed_models(const Profile& p, const std::vector<const PciDevice*>& gpus) {
+  std::set<std::string_view> generations;
+  bool all_known = true;
+  for (const auto* g : gpus) {
+    const auto* c = nvidia::find_p2p_card(g->device);
+    if (!c) all_known = false;
+    else generations.insert(c->generation);
+  }
+  const std::string one_model = "Use one GPU model per box (move the odd cards to another node), or restrict P2P work to "
+                                "GPUs of one model (CUDA_VISIBLE_DEVICES).";
+  if (!all_known) return {Severity::error, "mixed GPU models: models not known to peer with each other", one_model};
+  if (generations.size() > 1) {
+    std::string names;
+    for (const auto g : generations) names += (names.empty() ? "" : " and ") + std::string(g);
+    return {Severity::warning,
+            "mixed GPU generations (" + names + "): cards of one generation peer, across generations the patched "
+            "module alone does not",
+            "For P2P across generations, aikitoria's 610.57.04-p2p ships patch-libcuda-p2p.py, which patches libcuda "
+            "(p2pnode does not apply it); or keep P2P work within one generation (CUDA_VISIBLE_DEVICES)."};
+  }
+  const std::string gen(*generations.begin());
+  const bool p2p_tree = p.driver && p.driver->kernel_module && !p.driver->version.empty();
+  if (p2p_tree && nvidia::compare_driver_versions(p.driver->version, nvidia::kMixedModelsOneGeneration) >= 0)
+    return {Severity::ok,
+            "different models of one generation (" + gen + ") peer from aikitoria's " +
+                std::string(nvidia::kMixedModelsOneGeneration) + "-p2p on (its README)",
+            ""};
+  return {Severity::error,
+          "mixed GPU models of one generation (" + gen + "): they peer only from aikitoria's " +
+              std::string(nvidia::kMixedModelsOneGeneration) + "-p2p on (its README); on 580.95.05-p2p they did not "
+              "(aikitoria#13)" + (p2p_tree ? ", and the profile names " + p.driver->version : ""),
+          "Name aikitoria's " + std::string(nvidia::kMixedModelsOneGeneration) +
+              "-p2p or later in driver.version and driver.kernel_module; or use one GPU model per box, or restrict "
+              "P2P work to GPUs of one model (CUDA_VISIBLE_DEVICES)."};
 }
 }  // namespace
 
@@ -53,10 +97,20 @@ std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
   for (const auto& [model, bdfs] : by_model) f.observed["models"][model] = bdfs;
   f.observed["count"] = gpus.size();
   std::vector<std::string> problems;
+  std::string mixed_ok;  // different models known to peer: said in the summary, not a problem
   if (by_model.size() > 1) {
-    problems.push_back("mixed GPU models: " + std::to_string(by_model.size()) + " models in one box; different models do not peer");
-    f.remediation = "Use one GPU model per box (move the odd cards to another node), or restrict P2P work to "
-                    "GPUs of one model (CUDA_VISIBLE_DEVICES).";
+    const auto mix = judge_mixed_models(p, gpus);
+    f.observed["mixed_models"] = mix.why;
+    if (mix.severity == Severity::ok) {
+      mixed_ok = mix.why;
+    } else if (mix.severity == Severity::warning) {
+      f.severity = Severity::warning;
+      f.summary = mix.why;
+      f.remediation = mix.remediation;
+    } else {
+      problems.push_back(mix.why);
+      f.remediation = mix.remediation;
+    }
   }
   if (p.match.gpus && p.match.gpus->count) {
     f.expected["count"] = *p.match.gpus->count;
@@ -78,7 +132,15 @@ std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
     f.remediation = "Check that the GPUs are seated and visible (lspci -d 10de:).";
   }
   if (problems.empty()) {
-    f.summary = std::to_string(gpus.size()) + " × " + (by_model.empty() ? "GPU" : by_model.begin()->first);
+    if (f.severity == Severity::warning) return {f};
+    if (by_model.size() > 1) {
+      std::string list;
+      for (const auto& [model, bdfs] : by_model)
+        list += (list.empty() ? "" : ", ") + std::to_string(bdfs.size()) + " × " + model;
+      f.summary = list + ": " + mixed_ok;
+    } else {
+      f.summary = std::to_string(gpus.size()) + " × " + (by_model.empty() ? "GPU" : by_model.begin()->first);
+    }
     return {f};
   }
   f.severity = Severity::error;

@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "checks/check.hpp"
+#include "nvidia/gpu_arch.hpp"
 #include "nvidia/gpu_table.hpp"
 
 namespace p2pnode::checks {
@@ -80,7 +81,26 @@ std::vector<Finding> check_rebar_aperture(const Profile& p, const Inventory& inv
       continue;
     }
     const Bytes need = vram->bytes + kExtra;
-    if (ap->size() >= need) {
+    const RebarEntry* cap = nullptr;
+    for (const auto& e : g->rebar)
+      if (e.bar == ap->index && e.supported_mask) cap = &e;
+    const bool window = p.driver && p.driver->kernel_module && p.driver->kernel_module->bar1 == Bar1Mapping::window;
+    if (window && ap->size() < need) {
+      // A tree that peers through a BAR1 window: the BAR at the largest size the card offers is all it needs.
+      const Bytes largest = cap ? cap->largest_supported() : 0;
+      f.expected = {{"min_bytes", largest}, {"why", "the card's largest BAR" + std::to_string(ap->index) +
+                                                       " (driver.kernel_module.bar1: window)"}};
+      if (!cap || ap->size() >= largest) {
+        f.summary = "VRAM aperture (BAR" + std::to_string(ap->index) + ") is " + format_size(ap->size()) +
+                    (cap ? ", the card's largest" : "") + "; the tree peers through a BAR1 window (bar1: window), so " +
+                    format_size(vram->bytes) + " of VRAM need not fit" + vram->note;
+      } else {
+        f.severity = fail;
+        f.summary = "VRAM aperture (BAR" + std::to_string(ap->index) + ") is " + format_size(ap->size()) +
+                    ", the card offers " + format_size(largest) + " (bar1: window needs the largest)";
+        f.remediation = bios_fix(ap->end < 4 * GiB);
+      }
+    } else if (ap->size() >= need) {
       f.summary = "VRAM aperture (BAR" + std::to_string(ap->index) + ") is " + format_size(ap->size()) +
                   ", covers " + format_size(vram->bytes) + " + 128 KiB" + vram->note;
     } else {
@@ -89,12 +109,19 @@ std::vector<Finding> check_rebar_aperture(const Profile& p, const Inventory& inv
       f.summary = "VRAM aperture (BAR" + std::to_string(ap->index) + ") is " + format_size(ap->size()) +
                   ", needs >= " + format_size(vram->bytes) + " + 128 KiB" + vram->note;
       f.remediation = bios_fix(below_4g);
-      for (const auto& e : g->rebar)
-        if (!vram->note.empty() && e.bar == ap->index && e.supported_mask && e.largest_supported() < need)
-          f.remediation = "This card's Resizable BAR offers at most " + format_size(e.largest_supported()) +
-                          " for BAR" + std::to_string(ap->index) + ", less than its VRAM: no BIOS setting lets the P2P "
-                          "patch map it (modded cards: tinygrad#36). Use cards whose BAR covers their VRAM, or "
-                          "leave P2P off for this one.";
+      if (!vram->note.empty() && cap && cap->largest_supported() < need) {  // the card reports more than its model
+        const auto* card = nvidia::find_p2p_card(g->device);
+        f.remediation = "This card's Resizable BAR offers at most " + format_size(cap->largest_supported()) + " for BAR" +
+                        std::to_string(ap->index) + ", less than its " + format_size(vram->bytes) +
+                        " of VRAM: no BIOS setting makes room, and the standard P2P patch, which maps all VRAM into "
+                        "BAR1, cannot peer it (aikitoria#14, tinygrad#36).";
+        f.remediation += card && card->generation == "Ada"
+                             ? " A tree that peers through a BAR1 window can: the -48g forks for 48 GB RTX 4090s "
+                               "(LingzheZhao's 610.57.04-p2p-48g on aikitoria's 610.57.04-p2p-v2, Duanyll's "
+                               "595.71.05-p2p-48g). Name one in driver.kernel_module and set driver.kernel_module.bar1: "
+                               "window; or leave P2P off for this card."
+                             : " Use cards whose BAR covers their VRAM, or leave P2P off for this one.";
+      }
       if (vram->note.empty() && !below_4g && !g->rebar.empty() && g->resize_attrs.count(ap->index))
         f.remediation += " Or let p2pnode resize it: set platform.fixes.rebar: true (the kernel offers "
                          "resource" + std::to_string(ap->index) + "_resize; it works while no driver is bound).";

@@ -60,9 +60,16 @@ struct ModuleSigning {
   std::string certificate;  // its certificate (DER), absolute path
 };
 
+// How the tree's P2P patch reaches peer VRAM through BAR1. full: the standard patch maps all VRAM
+// into BAR1 (BAR1 must cover VRAM + 128 KiB); window: a tree that peers through a BAR1 window smaller
+// than VRAM (the -48g forks for 48 GB RTX 4090s, whose BAR1 is at most 32 GiB): BAR1 at the largest
+// size the card offers.
+enum class Bar1Mapping { full, window };
+
 struct ModuleSource {
   Artifact artifact;
   std::string name = "nvidia-p2p";  // DKMS package name
+  Bar1Mapping bar1 = Bar1Mapping::full;
   std::vector<Artifact> patches;
   std::optional<ModuleSigning> signing;
   // Not read from YAML: a module built against another one's staged source (gdrdrv against the

@@ -37,9 +37,10 @@ constexpr std::array<GpuArch, 7> kArchs{{
     {"Blackwell (GB20x)", "RTX 5090 0x2b85, RTX 5080 0x2c02, RTX PRO 6000 0x2bb1",
      {{0x2b80, 0x2fff}, {0, 0}, {0, 0}}, 570, "570.86.16",
      "tinygrad 570.124.06/570.148.08-p2p install but leave P2P disabled on 5090s (tinygrad#42, #44, #35); aikitoria's "
-     "570.86.16-p2p is a 4090 tree; its branches bring P2P to the 5090 from 575.64.05-p2p on (aikitoria#10, #15); 5090s come up "
-     "without large BAR unless the BIOS enables it; on AM5 the peer "
-     "address is 4 MiB into BAR1 and trees with the 512 MiB alignment check fail (tinygrad#44)"},
+     "570.86.16-p2p is a 4090 tree; its 575.64.05-p2p README is the first to bring P2P to the 5090 (\"P2P for 4090 and "
+     "5090\"), its 595.71.05-p2p README adds the RTX PRO 6000 beside 5090s; 5090s come up without large BAR unless the "
+     "BIOS enables it; on AM5 the peer address is 4 MiB into BAR1 and trees with the 512 MiB alignment check fail "
+     "(tinygrad#44)"},
 }};
 
 bool in(const IdRange& r, std::uint16_t id) { return r.last != 0 && id >= r.first && id <= r.last; }
@@ -71,24 +72,30 @@ std::optional<std::string> branch_cannot_drive(std::uint16_t device_id, std::str
 }
 
 namespace {
-// The P2P branch table. Sources: tinygrad's fork (550.54.15-p2p … 570.148.08-p2p; its README: 4090,
-// and 3090s reported in tinygrad#3), aikitoria's fork (570.86.16-p2p README: "NVIDIA driver
-// 570.86.16 with P2P for 4090"; from 575.64.05-p2p on "4090 and 5090"; 610.43.03-p2p adds GB206 and a
-// display-aware BAR1 for a 5090 that drives a monitor), tinygrad#29 (the 5090 fixes came after
-// 570.86.16-p2p), tinygrad#42/#44 (570.124.06/570.148.08-p2p leave 5090 P2P disabled). RTX PRO 6000
-// Blackwell from 610.43.03-p2p as the project's branch table has it (not read here from the README).
+// The P2P branch table: the first P2P branch each card peers on, with its source. tinygrad's fork
+// (550.54.15-p2p … 570.148.08-p2p; its README: 4090, and 3090s reported in tinygrad#3); aikitoria's
+// (570.86.16-p2p README: "NVIDIA driver 570.86.16 with P2P for 4090"; 575.64.05-p2p: "4090 and
+// 5090"; 595.71.05-p2p: "RTX 3090, RTX 4090, and RTX 5090", and "different devices of the same
+// generation, for example RTX 5090 to RTX PRO 6000 Blackwell", shown with 1 PRO 6000 + 8 5090s);
+// GB206 pairs on 580.95.05-p2p (aikitoria#12: four RTX 5060 Ti, every pair CAN access peer).
 constexpr std::array<P2pCard, 5> kP2pCards{{
     {"RTX 3090 / GA10x", {0x2200, 0x25ff}, "Ampere", "550.54.15", "tinygrad's 550.54.15-p2p",
-     "the P2P patch starts at tinygrad's 550.54.15-p2p"},
+     "the P2P patch starts at tinygrad's 550.54.15-p2p", "tinygrad/open-gpu-kernel-modules#3 (\"working well on 3090s\")"},
     {"RTX 4090 / Ada", {0x2680, 0x28ff}, "Ada", "550.54.15", "tinygrad's 550.54.15-p2p",
-     "the P2P patch starts at tinygrad's 550.54.15-p2p"},
-    {"RTX PRO 6000 Blackwell", {0x2bb0, 0x2bbf}, "Blackwell", "610.43.03", "aikitoria's 610.43.03-p2p",
-     "branches before aikitoria's 610.43.03-p2p do not bring P2P to the RTX PRO 6000 Blackwell"},
+     "the P2P patch starts at tinygrad's 550.54.15-p2p", "tinygrad's 550.54.15-p2p README (\"P2P for 4090\")"},
+    {"RTX PRO 6000 Blackwell", {0x2bb0, 0x2bbf}, "Blackwell", "595.71.05", "aikitoria's 595.71.05-p2p",
+     "aikitoria's 595.71.05-p2p README is the first to list it beside 5090s; on the 580.95.05-p2p line a 5090 and a PRO "
+     "6000 did not peer (aikitoria#12)",
+     "aikitoria's 595.71.05-p2p README (1 PRO 6000 + 8 RTX 5090, every pair peering); aikitoria PR #29 (PRO 6000 Max-Q "
+     "with 5090s on 610.43.02)"},
     {"RTX 5090 / GB202", {0x2b80, 0x2bff}, "Blackwell", "575.64.05", "aikitoria's 575.64.05-p2p",
      "aikitoria's 570.86.16-p2p is a 4090 tree (its README: \"P2P for 4090\"), and tinygrad's 570.124.06/570.148.08-p2p "
-     "leave 5090 P2P disabled (tinygrad#42, #44)"},
-    {"GB206 (RTX 5060 Ti / 5060)", {0x2d00, 0x2d7f}, "Blackwell", "610.43.03", "aikitoria's 610.43.03-p2p",
-     "branches before aikitoria's 610.43.03-p2p do not bring P2P to GB206 cards"},
+     "leave 5090 P2P disabled (tinygrad#42, #44)",
+     "aikitoria's 575.64.05-p2p README (\"NVIDIA driver 575.64.05 with P2P for 4090 and 5090\")"},
+    {"GB206 (RTX 5060 Ti / 5060)", {0x2d00, 0x2d7f}, "Blackwell", "580.95.05", "aikitoria's 580.95.05-p2p",
+     "no branch before aikitoria's 580.95.05-p2p is reported to bring P2P to GB206 cards",
+     "aikitoria#12 (four RTX 5060 Ti on 580.95.05-p2p, every pair CAN access peer); a GB206 that drives a display peers "
+     "from 610.43.03-p2p (its README)"},
 }};
 
 }  // namespace
@@ -131,9 +138,9 @@ std::optional<std::string> mixed_generations(const Inventory& inv) {
   if (gens.size() < 2) return std::nullopt;
   std::string names;
   for (const auto g : gens) names += (names.empty() ? "" : " and ") + std::string(g);
-  return "the box mixes GPU generations (" + names + "): the patched kernel module alone does not make them peer; "
-         "aikitoria's fork documents a libcuda patch for mixed generations, and each card still needs a branch that "
-         "brings P2P to it";
+  return "the box mixes GPU generations (" + names + "): the patched kernel module alone does not make them peer "
+         "across generations; aikitoria's 610.57.04-p2p ships patch-libcuda-p2p.py, which patches libcuda for that "
+         "(p2pnode does not apply it), and each card still needs a branch that brings P2P to it";
 }
 
 std::vector<std::string> gpus_without_p2p(const Inventory& inv, std::string_view version) {

@@ -50,6 +50,7 @@ struct P2pCard {
   std::string_view first_p2p;    // the first P2P release that brings P2P to it: "575.64.05"
   std::string_view first_branch; // how it is named: "aikitoria's 575.64.05-p2p"
   std::string_view not_before;   // why earlier branches do not (what their users reported)
+  std::string_view source;       // where first_p2p comes from: the branch's README, an issue (owner/repo#N)
 };
 const P2pCard* find_p2p_card(std::uint16_t device_id);
 
@@ -61,11 +62,19 @@ std::optional<std::string> branch_cannot_bring_p2p(std::uint16_t device_id, std:
 std::vector<std::string> gpus_without_p2p(const Inventory& inv, std::string_view version);
 
 // What the box needs beyond the branch: GPUs of two generations (Ada with Blackwell) do not peer
-// through the patched module alone (aikitoria's READMEs: libcuda needs a patch too); nullopt when
-// the box has one generation.
+// through the patched module alone (aikitoria's 610.57.04-p2p ships patch-libcuda-p2p.py for that);
+// nullopt when the box has one generation.
 std::optional<std::string> mixed_generations(const Inventory& inv);
 
-// The display-aware BAR1 a 5090 that drives a monitor needs (aikitoria's 610.43.03-p2p).
-inline constexpr std::string_view kDisplayAwareBar1 = "610.43.03";
+// Different models of one generation (an RTX PRO 6000 Blackwell beside RTX 5090s) peer from this
+// P2P release on: aikitoria's 595.71.05-p2p README ("P2P also works between different devices of the
+// same generation, for example RTX 5090 to RTX PRO 6000 Blackwell"); on 580.95.05-p2p a 5090, a
+// 5070 Ti and 5060 Tis did not (aikitoria#13).
+inline constexpr std::string_view kMixedModelsOneGeneration = "595.71.05";
+
+// A 5090 that drives a monitor: what is known (no release is known to fix it for GB202).
+inline constexpr std::string_view kDisplayAttached5090 =
+    "a 5090 that drives a monitor breaks P2P between 5090s (aikitoria#9, #11, open); a display-aware BAR1 for GB202 was "
+    "proposed on 610.43.03-p2p (aikitoria PR #34, #36), and that branch's README credits display support to GB206 only";
 
 }  // namespace p2pnode::nvidia

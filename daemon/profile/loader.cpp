@@ -157,9 +157,10 @@ void read_driver(MapReader& root, Profile& p) {
     if (!u->has("installer")) u->require("installer");
     d.installer_flags = u->string_list("flags");
   }
-  if (auto k = m->map("kernel_module", {"name", "source", "patches", "signing"})) {
+  if (auto k = m->map("kernel_module", {"name", "source", "patches", "signing", "bar1"})) {
     ModuleSource ms;
     if (auto n = k->string("name")) ms.name = *n;
+    if (auto b = k->choice("bar1", {"full", "window"})) ms.bar1 = *b == "window" ? Bar1Mapping::window : Bar1Mapping::full;
     expect_string(*k, "name", grammar::is_dkms_name, kDkmsNameRule);
     if (auto sg = k->map("signing", {"key", "certificate"})) {
       ModuleSigning signing;

@@ -45,6 +45,26 @@ TEST(RebarVram, AModdedCardIsJudgedByTheVramItReports) {
             "model table says 24 GiB for GeForce RTX 4090: judged by the card's own (a modded card?)")
       << modded->summary;
   EXPECT_NE(modded->remediation.find("Resizable BAR offers at most 32 GiB"), std::string::npos) << modded->remediation;
+  // Which tree peers such a card, and what the profile must say.
+  EXPECT_NE(modded->remediation.find("the -48g forks for 48 GB RTX 4090s (LingzheZhao's 610.57.04-p2p-48g on aikitoria's "
+                                     "610.57.04-p2p-v2, Duanyll's 595.71.05-p2p-48g). Name one in driver.kernel_module "
+                                     "and set driver.kernel_module.bar1: window"),
+            std::string::npos)
+      << modded->remediation;
+  // With such a tree the card's largest BAR1 is what it needs: ok, and the stock card the same.
+  Profile window;
+  window.driver = DriverSpec{};
+  window.driver->version = "610.57.04";
+  window.driver->kernel_module = ModuleSource{};
+  window.driver->kernel_module->bar1 = Bar1Mapping::window;
+  const auto wf = checks::check_rebar_aperture(window, inv);
+  ASSERT_TRUE(find(wf, "0000:42:00.0"));
+  EXPECT_EQ(find(wf, "0000:42:00.0")->severity, Severity::ok);
+  EXPECT_EQ(find(wf, "0000:42:00.0")->summary,
+            "VRAM aperture (BAR1) is 32 GiB, the card's largest; the tree peers through a BAR1 window (bar1: window), so "
+            "48 GiB of VRAM need not fit; the card reports 49140 MiB (nvidia-smi), the model table says 24 GiB for "
+            "GeForce RTX 4090: judged by the card's own (a modded card?)");
+  EXPECT_EQ(find(wf, "0000:01:00.0")->severity, Severity::ok);
   // The profile's own figure still wins.
   Profile p;
   p.platform.gpu_vram = 24 * GiB;
