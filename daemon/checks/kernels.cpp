@@ -72,6 +72,43 @@ std::vector<Finding> foreign_modules(const ModuleSource& km, const std::string& 
   }
   return out;
 }
+// Another DKMS registration that installs an nvidia module on this kernel: the forks' own dkms.conf
+// (PACKAGE_NAME nvidia, AUTOINSTALL) and NVIDIA's `.run --dkms` register one beside the profile's. Both
+// install into updates/dkms under the same file names, so modprobe loads whichever DKMS installed last,
+// and AUTOINSTALL rebuilds the other for every new kernel: a warning naming it, with how apply resolves it.
+std::vector<Finding> other_dkms_nvidia(const DriverSpec& d, const InstalledKernel& k) {
+  std::vector<Finding> out;
+  const std::string want = d.kernel_module->name + "/" + d.version;
+  for (const auto& o : k.dkms) {
+    if ((o.package == d.kernel_module->name && o.version == d.version) || !o.installed) continue;
+    std::vector<std::string> nvidia;
+    for (const auto& m : o.modules) {
+      const std::string base = m.substr(m.rfind('/') + 1);
+      if (base.rfind("nvidia.ko", 0) == 0 || base.rfind("nvidia-uvm.ko", 0) == 0) nvidia.push_back(m);
+    }
+    if (nvidia.empty()) continue;
+    std::sort(nvidia.begin(), nvidia.end());  // nvidia.ko* named first
+    std::stable_partition(nvidia.begin(), nvidia.end(),
+                          [](const std::string& m) { return m.substr(m.rfind('/') + 1).rfind("nvidia.ko", 0) == 0; });
+    const std::string other = o.package + "/" + o.version;
+    Finding f = make_finding("driver.kernels", k.release, Severity::warning,
+                             "DKMS package " + other + " (not the profile's " + want + ") installs " + nvidia.front() +
+                                 " on " + k.release + ": modprobe loads whichever DKMS installed last");
+    f.observed = {{"dkms_package", other}, {"files", nvidia}, {"profile_module", want}};
+    f.expected = {{"dkms_packages_installing_nvidia", {want}}};
+    f.remediation = d.conflicts == ConflictPolicy::remove
+                        ? "Run `p2pnode apply`: once " + want + " is built and installed it removes " + other +
+                              " from DKMS (dkms remove --all; its source stays in /usr/src/" + o.package + "-" + o.version +
+                              ", so `dkms add` brings it back), reinstalls its own files if DKMS took them, and runs depmod."
+                        : "Set driver.conflicts: remove and run `p2pnode apply`: once " + want +
+                              " is built it removes " + other + " from DKMS (its source stays in /usr/src/" + o.package +
+                              "-" + o.version + "), reinstalls its own files and runs depmod. A fork's own dkms.conf "
+                              "(PACKAGE_NAME nvidia, AUTOINSTALL) and NVIDIA's .run --dkms register such a package.";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 // The forecast of the coming DKMS build for one kernel with headers, into its finding `f` (then `f`
 // and any run-time warnings go to `out`): the known stops, in table order, with the first release
 // past them; what is not known either way (a release newer than every one known to hit an entry);
@@ -217,8 +254,10 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
     }
     out.push_back(std::move(f));
   }
-  for (const auto& k : inv.kernels.kernels)
+  for (const auto& k : inv.kernels.kernels) {
     for (auto& x : foreign_modules(*p.driver->kernel_module, ver, k)) out.push_back(std::move(x));
+    for (auto& x : other_dkms_nvidia(*p.driver, k)) out.push_back(std::move(x));
+  }
   if (const auto& c = inv.kernels.next_candidate; c && c->module == want) {
     const bool installed = std::any_of(inv.kernels.kernels.begin(), inv.kernels.kernels.end(),
                                        [&](const InstalledKernel& k) { return k.release == c->release; });

@@ -133,6 +133,7 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
   for (const auto& r : rec.reasons) msg += "; " + r;
   log(ctx, level, msg, "selftest");
   for (const auto& w : rec.warnings) log(ctx, LogLevel::warning, "self-test regression: " + w, "selftest");
+  for (const auto& n : rec.notes) log(ctx, LogLevel::info, "self-test note: " + n, "selftest");
 }
 
 // Issue 13: the GPU and then the host ring each paired drive's admin SQ tail doorbell. Not run

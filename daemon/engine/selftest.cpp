@@ -28,6 +28,7 @@ RecordNotes record_selftest(RecordedState& st, const judge::AgentRun& run, const
   SelftestRecord rec;
   rec.verdict = run.judgement.verdict;
   rec.reasons = run.judgement.reasons;
+  rec.notes = run.judgement.notes;
   rec.expectations = run.judgement.expectations;
   rec.trigger = trigger;
   rec.started_unix = run.started_unix;

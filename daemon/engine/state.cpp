@@ -58,7 +58,8 @@ int severity_rank(NodeState s) { return s == NodeState::starting ? -1 : static_c
 json to_json(const SelftestRecord& s) {
   return {{"verdict", s.verdict},           {"reasons", s.reasons},   {"trigger", s.trigger},
           {"started_unix", s.started_unix}, {"duration_s", s.duration_s}, {"result", s.result},
-          {"expectations", s.expectations}, {"warnings", s.warnings},   {"contention", s.contention}};
+          {"expectations", s.expectations}, {"warnings", s.warnings},   {"notes", s.notes},
+          {"contention", s.contention}};
 }
 
 json to_json(const SelftestSkip& s) {
@@ -107,6 +108,7 @@ SelftestRecord selftest_from_json(const json& t, const std::string& name) {
   // Optional: states written before issue 14 have neither, nor contention before the busy-GPU work.
   if (t.contains("expectations")) r.expectations = at(t, "expectations", json::value_t::array);
   if (t.contains("warnings")) r.warnings = strs(t, "warnings");
+  if (t.contains("notes")) r.notes = strs(t, "notes");
   if (t.contains("contention")) r.contention = t["contention"];
   return r;
 }

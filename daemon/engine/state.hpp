@@ -39,6 +39,7 @@ struct SelftestRecord {
   // Per bandwidth cell: measured, ceiling, expected, ratio, threshold, baseline, regressed.
   nlohmann::json expectations = nlohmann::json::array();
   std::vector<std::string> warnings;  // regressions against the node's own baseline
+  std::vector<std::string> notes;     // what changes neither the verdict nor readiness (NVML and CUDA disagreeing)
   nlohmann::json contention;          // judge::to_json(Contention): who else used the GPUs; null: not known
 };
 

@@ -128,6 +128,7 @@ json status_body(const RecordedState& s, const Runtime& rt) {
     else selftest["summary"] = nullptr;
     selftest["expectations"] = s.selftest->expectations;  // measured, expected, ratio per cell
     selftest["warnings"] = s.selftest->warnings;
+    selftest["notes"] = s.selftest->notes;
   }
   json j = {
       {"state", to_string(s.state)},

@@ -74,4 +74,15 @@ std::vector<std::string> explain_denied_peer_access(const AgentResult& r, int sr
   return why;
 }
 
+std::optional<std::string> nvml_cuda_disagreement(const AgentResult& r, int src, int dst, bool cuda_allows) {
+  const AgentPairLink* link = r.pair_link(src, dst);
+  const std::string read = status_of(link, "read"), write = status_of(link, "write");
+  if (read.empty() || write.empty()) return std::nullopt;
+  const bool nvml_ok = read == "ok" && write == "ok";
+  if (nvml_ok == cuda_allows) return std::nullopt;
+  const std::string nvml = "NVML reports P2P read " + read + ", write " + write + " for this pair (what nvidia-smi topo -p2p shows)";
+  return cuda_allows ? nvml + ", yet CUDA allows peer access and the self-test's copies ran: the self-test's word decides"
+                     : nvml + ", yet CUDA does not allow peer access (cudaDeviceCanAccessPeer 0): the self-test's word decides";
+}
+
 }  // namespace p2pnode::judge

@@ -60,9 +60,13 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
         std::string line = "peer access " + addr(cell.src) + "→" + addr(cell.dst) + " denied: ";
         if (why.empty()) line += "no cause found in the evidence (GPU models, IOMMU, BAR size, driver, root complex)";
         for (std::size_t k = 0; k < why.size(); ++k) line += (k ? "; " : "") + why[k];
+        if (const auto d = nvml_cuda_disagreement(r, *cell.src, *cell.dst, false)) line += "; " + *d;
         j.reasons.push_back(line);
         j.load_independent_failure = true;
       }
+      if (c.key == "peer_access" && cell.src && cell.dst && cell.peer_access && *cell.peer_access == 1)
+        if (const auto d = nvml_cuda_disagreement(r, *cell.src, *cell.dst, true))
+          j.notes.push_back("peer access " + addr(cell.src) + "→" + addr(cell.dst) + ": " + *d);
       // Through a write-combined mapping CPU stores are many times faster than loads (seed 004); as
       // fast or slower, the mapping is uncached (PAT off, or the driver refused write combining).
       if (c.key == "bar_copy" && cell.gpu && cell.bar_write_gbps && cell.bar_read_gbps &&

@@ -20,6 +20,9 @@ namespace p2pnode::judge {
 struct Judgement {
   std::string verdict = "passed";  // passed, below_threshold, failed, error
   std::vector<std::string> reasons;
+  // What does not change the verdict or the node's readiness but a reader should know: NVML's P2P
+  // status disagreeing with what CUDA allowed (the self-test's word decides).
+  std::vector<std::string> notes;
   // Per bandwidth cell: measured, ceiling, expected, ratio, threshold and where it came from
   // (judge/expectations to_json plus threshold_gbps, threshold_source, below_threshold).
   nlohmann::json expectations = nlohmann::json::array();

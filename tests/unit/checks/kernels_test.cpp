@@ -428,3 +428,48 @@ TEST(DriverKernels, TodaysReleasesOn73ClaimOnlyWhatIsKnown) {
 
 }  // namespace
 }  // namespace p2pnode::checks
+
+namespace p2pnode::checks {
+namespace {
+
+// A fork's own DKMS package (its dkms.conf: PACKAGE_NAME nvidia, AUTOINSTALL) installed beside the
+// profile's: both install updates/dkms/nvidia.ko.zst, so modprobe loads whichever came last. check
+// names it and says how apply resolves it (driver.conflicts: remove).
+TEST(DriverKernels, AForksOwnDkmsPackageIsNamed) {
+  Root r;
+  const std::string k = "6.12.117+deb13-amd64";
+  r.headers(k);
+  r.write("proc/sys/kernel/osrelease", k + "\n");
+  r.write("usr/bin/x86_64-linux-gnu-gcc-14", "");
+  for (const char* m : {"nvidia.ko.zst", "nvidia-uvm.ko.zst"}) {
+    r.write("var/lib/dkms/nvidia/610.57.04/" + k + "/x86_64/module/" + m, "fork");
+    r.write("lib/modules/" + k + "/updates/dkms/" + m, "fork");
+  }
+  r.write("usr/src/nvidia-610.57.04/dkms.conf", "PACKAGE_NAME=\"nvidia\"\nAUTOINSTALL=\"yes\"\n");
+  const sys::SysRoot root(r.dir);
+  const Inventory inv = probe::probe_inventory(root);
+  Profile p = profile();
+  p.driver->version = "610.57.04";
+  auto f = check_driver_kernels(p, inv);
+  const Finding* other = nullptr;
+  for (const auto& x : f)
+    if (x.observed.contains("dkms_package")) other = &x;
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->severity, Severity::warning);
+  EXPECT_EQ(other->summary, "DKMS package nvidia/610.57.04 (not the profile's nvidia-p2p/610.57.04) installs /lib/modules/" +
+                                k + "/updates/dkms/nvidia.ko.zst on " + k + ": modprobe loads whichever DKMS installed last");
+  EXPECT_NE(other->remediation.find("Set driver.conflicts: remove and run `p2pnode apply`"), std::string::npos)
+      << other->remediation;
+  p.driver->conflicts = ConflictPolicy::remove;
+  f = check_driver_kernels(p, inv);
+  for (const auto& x : f) {
+    if (!x.observed.contains("dkms_package")) continue;
+    EXPECT_NE(x.remediation.find("it removes nvidia/610.57.04 from DKMS (dkms remove --all; its source stays in "
+                                 "/usr/src/nvidia-610.57.04"),
+              std::string::npos)
+        << x.remediation;
+  }
+}
+
+}  // namespace
+}  // namespace p2pnode::checks

@@ -108,3 +108,38 @@ TEST(PeerDenied, NothingInventedWhenTheEvidenceIsClean) {
   for (const auto& s : j.reasons) said |= s.find("denied: no cause found in the evidence") != std::string::npos;
   EXPECT_TRUE(said) << joined(j.reasons);
 }
+
+// NVML and CUDA disagree (aikitoria#13: `nvidia-smi topo -p2p` said OK for pairs CUDA refused): the
+// verdict follows CUDA and the reason says NVML thought otherwise; the other way round, CUDA allowed
+// it and the copies ran, the run passes and a note says what NVML reported.
+TEST(PeerDenied, NvmlAndCudaDisagreeingIsSaidAndCudaDecides) {
+  const auto inv = fixture("h200-4gpu");
+  const auto r = denied("0000:00:06.0", "NVIDIA H200", "0000:00:07.0", "NVIDIA H200", "ok");
+  const auto j = judge_agent_result(r, SelftestSpec{}, inv);
+  EXPECT_EQ(j.verdict, "failed");
+  bool said = false;
+  for (const auto& s : j.reasons)
+    said |= s.find("NVML reports P2P read ok, write ok for this pair (what nvidia-smi topo -p2p shows), yet CUDA does not "
+                   "allow peer access (cudaDeviceCanAccessPeer 0): the self-test's word decides") != std::string::npos;
+  EXPECT_TRUE(said) << joined(j.reasons);
+  EXPECT_TRUE(j.notes.empty());
+
+  // CUDA allows it, NVML says chipset_not_supported: the run is judged on CUDA's word.
+  std::ifstream in(kSrc / "tests/unit/agent/data/h200x2-nv18.json");
+  std::ostringstream text;
+  text << in.rdbuf();
+  json d = json::parse(text.str());
+  for (auto& p : d["interconnect"]["pairs"])
+    p["p2p_status"] = {{"read", "chipset_not_supported"}, {"write", "chipset_not_supported"}, {"nvlink", "ok"}};
+  const auto ok = check_agent_document(d);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  const auto jo = judge_agent_result(*ok, SelftestSpec{}, fixture("h200-4gpu"));
+  EXPECT_EQ(jo.verdict, "passed") << joined(jo.reasons);
+  ASSERT_FALSE(jo.notes.empty());
+  EXPECT_NE(jo.notes[0].find("NVML reports P2P read chipset_not_supported, write chipset_not_supported for this pair "
+                             "(what nvidia-smi topo -p2p shows), yet CUDA allows peer access and the self-test's copies "
+                             "ran: the self-test's word decides"),
+            std::string::npos)
+      << jo.notes[0];
+  EXPECT_EQ(nvml_cuda_disagreement(*ok, 0, 1, false), std::nullopt);  // NVML's "no" agrees with a refusal
+}
