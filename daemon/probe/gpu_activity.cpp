@@ -16,10 +16,11 @@ std::string first_line(const std::string& s) {
 
 SchedulerView probe_scheduler(const sys::SysRoot& root, sys::CommandRunner& runner, const SchedulerSpec& spec) {
   SchedulerView v;
+  // Only its presence counts: the file is never opened, so whatever it holds (or names, as a link)
+  // never reaches a reason the API serves, and a FIFO there cannot block the pass.
   if (spec.busy_file && root.exists(*spec.busy_file)) {
     v.busy = true;
-    const std::string why = first_line(root.read_attr(*spec.busy_file).value_or(""));
-    v.reason = *spec.busy_file + " exists" + (why.empty() ? "" : ": " + why);
+    v.reason = *spec.busy_file + " exists";
     return v;
   }
   if (spec.command.empty()) return v;

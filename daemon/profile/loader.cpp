@@ -364,8 +364,13 @@ void read_selftest(MapReader& root, Profile& p) {
     SchedulerSpec spec;
     spec.command = sc->string_list("command");
     spec.busy_file = sc->string("busy_file");
-    if (spec.busy_file && (spec.busy_file->empty() || spec.busy_file->front() != '/'))
-      sc->diag().add(sc->get("busy_file"), sc->child_path("busy_file"), "expected an absolute path, found '" + *spec.busy_file + "'");
+    // A flag a prolog writes and its epilog removes: under /run (tmpfs, empty at boot), never a file
+    // of the system's (the daemon is root; it only tests presence, but a path is also shown).
+    if (spec.busy_file && (!grammar::is_safe_absolute_path(*spec.busy_file) || spec.busy_file->rfind("/run/", 0) != 0 ||
+                           spec.busy_file->size() <= 5))
+      sc->diag().add(sc->get("busy_file"), sc->child_path("busy_file"),
+                     "expected a file under /run/ (a flag a scheduler's prolog writes and its epilog removes), of " +
+                         std::string(kSafePathRule) + ", found '" + printable(*spec.busy_file) + "'");
     if (!spec.command.empty() && (spec.command.front().empty() || spec.command.front().front() != '/'))
       sc->diag().add(sc->get("command"), sc->child_path("command"),
                      "expected the program's absolute path first (it runs without a shell or PATH), found '" +

@@ -3,6 +3,7 @@
 #include "probe/gpu_activity.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -43,17 +44,24 @@ TEST(Scheduler, ExitZeroIsIdleOneIsBusyElseUnknown) {
   EXPECT_NE(v.reason.find("exit 3: sinfo: error: cannot reach slurmctld (expected exit 0 idle or 1 busy)"), std::string::npos) << v.reason;
 }
 
-TEST(Scheduler, ABusyFileWinsWithItsFirstLine) {
+// Only the busy file's presence counts: its text never reaches the reason the API serves without a
+// token (a busy_file pointed at the token file made the token public), and a FIFO there never blocks.
+TEST(Scheduler, ABusyFileWinsByItsPresenceAlone) {
   Root r;
-  std::ofstream(r.dir / "run/p2pnode-busy") << "drained for job 812\nsecond line\n";
+  std::ofstream(r.dir / "run/p2pnode-busy") << "s3cr3t-token-text\nsecond line\n";
   const sys::SysRoot root(r.dir.string());
   sys::ScriptedRunner runner;
   SchedulerSpec s = command({"/usr/local/bin/idle"});
   s.busy_file = "/run/p2pnode-busy";
-  const auto v = probe::probe_scheduler(root, runner, s);
+  auto v = probe::probe_scheduler(root, runner, s);
   EXPECT_TRUE(v.busy);
-  EXPECT_EQ(v.reason, "/run/p2pnode-busy exists: drained for job 812");
+  EXPECT_EQ(v.reason, "/run/p2pnode-busy exists");
   EXPECT_TRUE(runner.calls().empty());  // the file answered: the command is not asked
+  fs::remove(r.dir / "run/p2pnode-busy");
+  ASSERT_EQ(::mkfifo((r.dir / "run/p2pnode-busy").c_str(), 0600), 0);
+  v = probe::probe_scheduler(root, runner, s);  // returns at once: nothing opens the FIFO
+  EXPECT_TRUE(v.busy);
+  EXPECT_EQ(v.reason, "/run/p2pnode-busy exists");
 }
 
 TEST(GpuActivity, AsksTheAgentAndReadsTheDeviceFilesHolders) {
