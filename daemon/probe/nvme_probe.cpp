@@ -227,10 +227,10 @@ std::vector<nvme::ControllerIdentity> probe_nvme_identities(const sys::SysRoot& 
 Result<std::vector<std::uint8_t>> read_bar0(const sys::SysRoot& root, const std::string& bdf, std::size_t bytes) {
   const std::string path = join("/sys/bus/pci/devices", bdf, "resource0");
   const auto host = root.host_path(path);
-  int fd = ::open(host.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(host.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO in a recorded root never blocks
   if (fd < 0) return Error{"cannot open " + path + ": " + std::strerror(errno), errno};
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(bytes)) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(bytes)) {
     ::close(fd);
     return Error{path + " is shorter than " + std::to_string(bytes) + " bytes (no memory BAR 0?)", 0};
   }

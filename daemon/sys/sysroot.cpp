@@ -78,13 +78,34 @@ Result<std::vector<std::uint8_t>> read_fd(int fd, std::string_view path, std::si
   }
   return out;
 }
+// Opens for reading without ever blocking in open(): O_NONBLOCK, then fstat. A FIFO or a socket is
+// refused (a recorded root may hold one where a file belongs; reading it would wait for a writer
+// forever); regular files, directories' files and devices are read as before (blocking again).
+Result<int> open_for_reading(const fs::path& p, std::string_view path) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return errno_error("cannot open", path, errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return errno_error("cannot stat", path, e);
+  }
+  if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+    ::close(fd);
+    return Error{std::string(path) + " is a " + (S_ISFIFO(st.st_mode) ? "FIFO (named pipe)" : "socket") +
+                     ", not a file: not read (it could block forever)",
+                 EINVAL};
+  }
+  (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
 }  // namespace
 
 Result<std::vector<std::uint8_t>> SysRoot::read_bytes(std::string_view path,
                                                       std::size_t max_bytes) const {
-  const fs::path p = host_path(path);
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return errno_error("cannot open", path, errno);
+  auto opened = open_for_reading(host_path(path), path);
+  if (!opened) return opened.error();
+  Fd fd(*opened);
   return read_fd(fd.get(), path, max_bytes, false);
 }
 
@@ -95,9 +116,9 @@ Result<std::string> SysRoot::read_text(std::string_view path, std::size_t max_by
 }
 
 Result<std::string> SysRoot::read_attr(std::string_view path) const {
-  const fs::path p = host_path(path);
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return errno_error("cannot open", path, errno);
+  auto opened = open_for_reading(host_path(path), path);
+  if (!opened) return opened.error();
+  Fd fd(*opened);
   auto bytes = read_fd(fd.get(), path, 64 * 1024, path.substr(0, 5) == "/sys/");
   if (!bytes) return bytes.error();
   std::string s(bytes->begin(), bytes->end());

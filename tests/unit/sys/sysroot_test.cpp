@@ -3,6 +3,7 @@
 #include "sys/sysroot.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,6 +81,22 @@ TEST_F(TempRoot, MissingEmptyAndBoundedReads) {
   EXPECT_EQ(root.read_text("/etc/big")->size(), 5000u);
   put("etc/nul", std::string("D0\n\0\0", 5));
   EXPECT_EQ(*root.read_attr("/etc/nul"), "D0");
+}
+
+// A FIFO where a recorded root should have a file (a vendor attribute, /proc/mounts) hung `check` in
+// open(); now it is refused at once, naming the path.
+TEST_F(TempRoot, AFifoIsRefusedNotWaitedOn) {
+  SysRoot root(dir_);
+  fs::remove(dir_ / "sys/devices/pci0000:00/0000:00:01.0/vendor");
+  ASSERT_EQ(::mkfifo((dir_ / "sys/devices/pci0000:00/0000:00:01.0/vendor").c_str(), 0644), 0);
+  fs::create_directories(dir_ / "proc");
+  ASSERT_EQ(::mkfifo((dir_ / "proc/mounts").c_str(), 0644), 0);
+  const auto attr = root.read_attr("/sys/bus/pci/devices/0000:00:01.0/vendor");
+  ASSERT_FALSE(attr.ok());
+  EXPECT_EQ(attr.error().message,
+            "/sys/bus/pci/devices/0000:00:01.0/vendor is a FIFO (named pipe), not a file: not read (it could block forever)");
+  EXPECT_FALSE(root.read_text("/proc/mounts").ok());
+  EXPECT_FALSE(root.read_bytes("/proc/mounts", 16).ok());
 }
 
 TEST_F(TempRoot, ResolveRefusesLinksLeavingTheRoot) {
