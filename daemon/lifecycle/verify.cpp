@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "health/xid.hpp"
 #include "nvidia/userspace.hpp"
 #include "nvidia/version.hpp"
 
@@ -26,8 +27,12 @@ std::optional<std::string> api_mismatch_since_load(std::string_view log) {
   std::string line;
   std::optional<std::string> found;
   while (std::getline(in, line)) {
-    if (line.find("NVRM: loading") != std::string::npos) found.reset();
-    else if (!found && line.find("NVRM: API mismatch") != std::string::npos) found = line;
+    // Anchored where the driver begins its message (health::kernel_text): text the kernel quotes
+    // from a process (an audit record's comm="NVRM: API mismatch") is nobody's word here.
+    const auto kt = health::kernel_text(line);
+    if (!kt) continue;
+    if (kt->text.rfind("NVRM: loading", 0) == 0) found.reset();
+    else if (!found && kt->text.rfind("NVRM: API mismatch", 0) == 0) found = line;
   }
   return found;
 }

@@ -145,6 +145,13 @@ TEST(Verify, ApiMismatchOnlySinceTheLastLoad) {
   EXPECT_TRUE(api_mismatch_since_load(before));
   EXPECT_FALSE(api_mismatch_since_load(before + "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.90.07\n"));
   EXPECT_FALSE(api_mismatch_since_load(""));
+  // Anchored: the driver's own line (bare, as journalctl -o cat prints it, or with dmesg's time),
+  // never a message that only quotes the words.
+  EXPECT_TRUE(api_mismatch_since_load("[   12.345678] NVRM: API mismatch: the client has the version 550.90.07\n"));
+  EXPECT_FALSE(api_mismatch_since_load(
+      "audit: type=1400 apparmor=\"DENIED\" comm=\"NVRM: API mismatch\" name=\"/dev/nvidia0\"\n"));
+  EXPECT_TRUE(api_mismatch_since_load(before + "python3[4242]: segfault in NVRM: loading NVIDIA UNIX\n"))
+      << "a quoted 'NVRM: loading' is not a reload";
 }
 
 }  // namespace
