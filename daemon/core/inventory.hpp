@@ -230,6 +230,7 @@ struct BlockDeviceUse {
   std::optional<std::string> signature;  // decode_block_signature() of /dev/<name>
   std::optional<std::string> unreadable; // why /dev/<name> could not be read (signature unknown)
   bool hidden = false;                   // a multipath path node: no /dev entry of its own
+  std::vector<std::string> open_by;      // processes holding /dev/<name> open: "1234 (qemu-system-x86)"
 };
 
 struct NvmeControllerUse {

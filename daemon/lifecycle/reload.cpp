@@ -1,14 +1,17 @@
 #include "lifecycle/reload.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 namespace p2pnode::nvidia {
 
-std::vector<Holder> find_holders(const sys::SysRoot& root) {
+std::vector<Holder> find_holders(const sys::SysRoot& root, std::string_view prefix) {
   std::vector<std::pair<int, std::string>> pids;
   for (const auto& e : root.list_dir("/proc")) {
-    if (e.empty() || e.find_first_not_of("0123456789") != std::string::npos) continue;
-    pids.emplace_back(std::stoi(e), e);
+    int pid = 0;
+    const auto [end, ec] = std::from_chars(e.data(), e.data() + e.size(), pid);
+    if (e.empty() || ec != std::errc() || end != e.data() + e.size() || pid <= 0) continue;  // not a pid (or junk)
+    pids.emplace_back(pid, e);
   }
   std::sort(pids.begin(), pids.end());
   std::vector<Holder> out;
@@ -18,7 +21,7 @@ std::vector<Holder> find_holders(const sys::SysRoot& root) {
     const std::string fd_dir = sys::join("/proc", name, "fd");
     for (const auto& fd : root.list_dir(fd_dir)) {
       auto target = root.read_link(sys::join(fd_dir, fd));
-      if (target && target->rfind("/dev/nvidia", 0) == 0 &&
+      if (target && target->rfind(prefix, 0) == 0 &&
           std::find(h.files.begin(), h.files.end(), *target) == h.files.end())
         h.files.push_back(*target);
     }

@@ -20,8 +20,9 @@ struct Holder {
   std::vector<std::string> files;  // the /dev/nvidia* it holds open
 };
 
-// Processes with /dev/nvidia* open, from /proc/<pid>/fd/* links (pids sorted).
-std::vector<Holder> find_holders(const sys::SysRoot& root);
+// Processes with a device under `prefix` open (/dev/nvidia*; /dev/nvme* for drives), from
+// /proc/<pid>/fd/* links (pids sorted).
+std::vector<Holder> find_holders(const sys::SysRoot& root, std::string_view prefix = "/dev/nvidia");
 std::string describe(const std::vector<Holder>& holders);  // "1234 (python3), 99 (nvidia-persiste)"
 
 struct ReloadInputs {

@@ -8,6 +8,7 @@ SafetyDecision decide_unbind_safety(const ControllerUse& use, bool wipe_ok) {
     for (const auto& m : b.mountpoints) d.reasons.push_back(b.name + " is mounted at " + m);
     for (const auto& h : b.holders) d.reasons.push_back(b.name + " is held by " + h + " (dm, md or LVM)");
     if (b.swap) d.reasons.push_back(b.name + " is in use as swap");
+    for (const auto& p : b.open_by) d.reasons.push_back(b.name + " is open in process " + p);
     if (b.hidden) continue;  // a path node: its data is judged through the namespace head
     std::string data;
     if (b.signature) data = b.name + " carries data: " + *b.signature;

@@ -1,7 +1,8 @@
 #pragma once
 // Pure: may p2pnode take this NVMe controller away from the kernel's nvme driver? The kernel never
 // refuses an unbind, and unbinding under a mounted filesystem loses data, so we refuse for it.
-// Model: SPDK setup.sh (mounts, holders, data signatures), plus /proc/swaps.
+// Model: SPDK setup.sh (mounts, holders, data signatures), plus /proc/swaps and the processes that
+// hold the device open (/proc/<pid>/fd).
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,7 +22,8 @@ struct SafetyDecision {
   std::vector<std::string> waived;   // reasons wipe_ok allowed (signatures, unreadable devices)
 };
 
-// Mounted, held and swap always refuse: the kernel would pull storage from under a live user.
+// Mounted, held, swap and open in a process always refuse: the kernel would pull storage from under
+// a live user (a VM's disk, a database on the raw device, a Ceph OSD).
 // A data signature or an unreadable device refuses unless the profile says the drive may be wiped.
 SafetyDecision decide_unbind_safety(const ControllerUse& use, bool wipe_ok);
 

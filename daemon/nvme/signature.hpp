@@ -10,7 +10,7 @@
 namespace p2pnode::nvme {
 
 // Enough to reach the btrfs superblock magic at 0x10040.
-constexpr std::size_t kSignatureBytes = 0x10048;
+constexpr std::size_t kSignatureBytes = 0x40000;  // 256 KiB: ZFS's first uberblock ring ends there
 
 // "ext4", "xfs", "btrfs", "gpt partition table", "dos partition table", "LVM2 physical volume",
 // "swap", "vfat", "md raid member", "LUKS", "iso9660"; nullopt when none is recognised.

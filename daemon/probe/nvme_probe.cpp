@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_text.hpp"
+#include "lifecycle/reload.hpp"
 #include "nvme/signature.hpp"
 #include "pci/config_space.hpp"
 #include "probe/nvme.hpp"
@@ -46,10 +48,12 @@ struct MountTable {
   std::vector<std::pair<std::string, std::string>> by_devnum;  // "259:2" -> mountpoint
   std::vector<std::pair<std::string, std::string>> by_source;  // "/dev/nvme0n1p2" -> mountpoint
   std::set<std::string> swaps;                                 // "/dev/nvme0n1p3"
+  std::vector<nvidia::Holder> open;                            // processes with /dev/nvme* open
 };
 
 MountTable read_mount_table(const sys::SysRoot& root) {
   MountTable t;
+  t.open = nvidia::find_holders(root, "/dev/nvme");
   if (auto text = root.read_text("/proc/self/mountinfo")) {
     std::istringstream in(*text);
     std::string line;
@@ -95,6 +99,9 @@ nvme::BlockDeviceUse probe_block_device(const sys::SysRoot& root, const std::str
   b.mountpoints.assign(mounts.begin(), mounts.end());
   b.holders = root.list_dir(join(dir, "holders"));
   b.swap = mt.swaps.count("/dev/" + name) > 0;
+  for (const auto& h : mt.open)
+    if (std::find(h.files.begin(), h.files.end(), "/dev/" + name) != h.files.end())
+      b.open_by.push_back(std::to_string(h.pid) + " (" + h.comm + ")");
   if (!b.hidden) {
     auto head = root.read_bytes("/dev/" + name, nvme::kSignatureBytes);
     if (head) b.signature = nvme::decode_block_signature(*head);

@@ -3,11 +3,16 @@
 #include "nvme/safety.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "probe/nvme.hpp"
 
 namespace p2pnode::nvme {
 namespace {
+namespace fs = std::filesystem;
 
 ControllerUse usage(const std::string& name) {
   const sys::SysRoot root(std::string(P2PNODE_SOURCE_DIR) + "/tests/fixtures/blockdev/" + name);
@@ -83,6 +88,27 @@ TEST(NvmeSafety, UnmountedExt4IsData) {
   const auto d = decide_unbind_safety(usage("ext4-whole"), false);
   EXPECT_EQ(joined(d.reasons), "nvme1n1 carries data: ext4\n");
   EXPECT_TRUE(decide_unbind_safety(usage("ext4-whole"), true).safe);
+}
+
+// A drive with no signature that a process holds open (a VM's raw disk, a database on the device):
+// never unbound, wipe_ok or not.
+TEST(NvmeSafety, AProcessHoldingTheDeviceOpenRefusesEvenWithWipeOk) {
+  const fs::path src = fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures/blockdev/clean";
+  const fs::path dir = fs::temp_directory_path() / ("p2pnode-nvme-open-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(src, dir, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::create_directories(dir / "proc/4242/fd");
+  std::ofstream(dir / "proc/4242/comm") << "qemu-system-x86\n";
+  fs::create_symlink("/dev/nvme1n1", dir / "proc/4242/fd/17");
+  fs::create_directories(dir / "proc/99999999999999999999/fd");  // junk in a recorded /proc: skipped
+  const auto use = probe::probe_nvme_usage(sys::SysRoot(dir.string()), "0000:0b:00.0");
+  ASSERT_EQ(use.block_devices.size(), 1u);
+  EXPECT_EQ(use.block_devices[0].open_by, (std::vector<std::string>{"4242 (qemu-system-x86)"}));
+  const auto d = decide_unbind_safety(use, true);
+  EXPECT_FALSE(d.safe);
+  EXPECT_EQ(joined(d.reasons), "nvme1n1 is open in process 4242 (qemu-system-x86)\n");
+  EXPECT_NE(describe_refusal(use, d).find("stop what holds it"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -54,5 +54,29 @@ TEST(BlockSignature, PartitionTablesAndLvm) {
   EXPECT_EQ(decode_block_signature(md), "md raid member");
 }
 
+// Data a drive carries that the earlier list missed (a second hostile corpus planned an unbind of a
+// Ceph OSD without wipe_ok): the on-disk headers as each project writes them.
+TEST(BlockSignature, BlueStoreBcacheAndZfs) {
+  auto osd = blank();  // Ceph's bluestore_bdev_label_t: "bluestore block device\n<osd uuid>\n" at offset 0
+  put(osd, 0, "bluestore block device\n6e1f1a1c-0b3e-4d2a-9b6c-2f1c3e4d5a6b\n");
+  EXPECT_EQ(decode_block_signature(osd), "Ceph BlueStore OSD");
+  auto cache = blank();  // bcache's cache_sb at 4 KiB: csum, offset, version, then the 16-byte magic
+  const std::uint8_t magic[16] = {0xc6, 0x85, 0x73, 0xf6, 0x4e, 0x1a, 0x45, 0xca,
+                                  0x82, 0x65, 0xf5, 0x7f, 0x48, 0xba, 0x6d, 0x81};
+  std::memcpy(cache.data() + 4096 + 24, magic, sizeof magic);
+  EXPECT_EQ(decode_block_signature(cache), "bcache");
+  auto zfs = blank();  // vdev label 0's uberblock ring at 128 KiB: ub_magic 0x00bab10c (64-bit, pool byte order)
+  const std::size_t slot = 128 * 1024 + 5 * 1024;
+  zfs[slot] = 0x0c, zfs[slot + 1] = 0xb1, zfs[slot + 2] = 0xba, zfs[slot + 3] = 0x00;
+  EXPECT_EQ(decode_block_signature(zfs), "ZFS pool member");
+  auto zfs_be = blank();
+  zfs_be[slot + 5] = 0xba, zfs_be[slot + 6] = 0xb1, zfs_be[slot + 7] = 0x0c;
+  EXPECT_EQ(decode_block_signature(zfs_be), "ZFS pool member");
+  auto near = blank();  // the magic outside the ring, or half of it, is nothing
+  near[64 * 1024] = 0x0c, near[64 * 1024 + 1] = 0xb1, near[64 * 1024 + 2] = 0xba;
+  near[slot] = 0x0c, near[slot + 1] = 0xb1, near[slot + 2] = 0xba, near[slot + 4] = 0x01;
+  EXPECT_FALSE(decode_block_signature(near));
+}
+
 }  // namespace
 }  // namespace p2pnode::nvme
