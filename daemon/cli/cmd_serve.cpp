@@ -259,7 +259,7 @@ int run_serve(const ServeOptions& o) {
   for (;;) {
     timespec ts{static_cast<time_t>(tick.count() / 1000000), static_cast<long>((tick.count() % 1000000) * 1000)};
     int sig = sigtimedwait(&mask, nullptr, &ts);
-    if (ping) service::notify_watchdog();
+    if (ping && !engine.wedged()) service::notify_watchdog();  // a wedged pass: let systemd restart us
     if (auto how = http_process.exited()) {
       // systemd's stop signals the whole unit at once: the child may be seen gone first.
       const timespec grace{0, 500 * 1000 * 1000};

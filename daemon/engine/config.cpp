@@ -160,7 +160,7 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
   if (!doc) return out;
   MapReader root(*doc, "", out.diagnostics,
                  {"apiVersion", "kind", "listen", "allow_non_loopback", "allow_plaintext_beyond_loopback", "token_file", "profiles_dir", "state_dir",
-                  "agent", "selftest", "apply", "http", "device_monitor", "tls", "health", "metrics"});
+                  "agent", "selftest", "apply", "reconcile", "http", "device_monitor", "tls", "health", "metrics"});
   if (!root.valid()) return out;
   if (auto v = root.string("apiVersion"); v && *v != "p2pnode/v1")
     out.diagnostics.add(root.get("apiVersion"), "apiVersion", "expected 'p2pnode/v1', found '" + *v + "'");
@@ -185,6 +185,12 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
   if (auto a = root.map("agent", {"path", "args"})) {
     absolute_path(*a, "path", c.agent_path);
     c.agent_args = a->string_list("args");
+  }
+  if (auto r = root.map("reconcile", {"time_limit"})) {
+    if (auto v = r->duration("time_limit")) {
+      if (*v < std::chrono::seconds(1)) r->diag().add(r->get("time_limit"), r->child_path("time_limit"), "expected at least 1s");
+      else c.reconcile_time_limit = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+    }
   }
   if (auto s = root.map("selftest", {"schedule", "time_limit", "on_start"})) {
     if (auto v = s->duration("schedule")) {

@@ -45,6 +45,10 @@ struct DaemonConfig {
   std::optional<std::chrono::nanoseconds> selftest_time_limit;
   bool selftest_on_start = true;
   bool apply = true;  // false: check and plan only, never change the box
+  // A reconcile pass longer than this is cancelled (its commands killed, the pass recorded as
+  // failed); one still running 10 minutes after that stops feeding systemd's watchdog. DKMS builds
+  // for several kernels are the long part (about 10-30 minutes each on 2 cores).
+  std::chrono::milliseconds reconcile_time_limit{std::chrono::hours(3)};
   // The API server (http/server.hpp): event loops, and what keeps hostile clients from starving it.
   int http_threads = 2;
   std::uint64_t http_max_body = 64 * 1024;

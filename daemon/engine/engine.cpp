@@ -58,6 +58,7 @@ void Engine::start() {
   }
   thread_ = std::thread([this] { worker(); });
   health_thread_ = std::thread([this] { health_worker(); });
+  deadline_thread_ = std::thread([this] { deadline_worker(); });
 }
 
 void Engine::stop() {
@@ -66,10 +67,37 @@ void Engine::stop() {
     stopping_ = true;
   }
   cancel_ = true;  // a running self-test is killed rather than waited for
+  pass_cancel_ = true;  // and so is every command of the pass (a DKMS build resumes at the next start)
   cv_.notify_all();
   health_cv_.notify_all();
+  deadline_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (health_thread_.joinable()) health_thread_.join();
+  if (deadline_thread_.joinable()) deadline_thread_.join();
+}
+
+void Engine::deadline_worker() {
+  std::unique_lock lk(mu_);
+  for (;;) {
+    deadline_cv_.wait(lk, [&] { return stopping_ || running_.load(); });
+    if (stopping_) return;
+    const std::uint64_t id = pass_id_;
+    const auto limit = pass_limit_;
+    auto over = [&] { return stopping_ || pass_id_ != id || !running_.load(); };
+    if (deadline_cv_.wait_until(lk, pass_started_ + limit, over)) continue;
+    pass_overdue_ = true;
+    pass_cancel_ = true;  // kills the pass's running command and fails the ones it would start
+    if (deps_.log)
+      deps_.log({LogLevel::error, "the reconcile pass ran past reconcile.time_limit (" + format_duration(limit) +
+                                      "): cancelled, its commands killed", "", "reconcile", ""});
+    deadline_cv_.wait(lk, over);
+  }
+}
+
+bool Engine::wedged() const {
+  std::lock_guard lk(mu_);
+  return running_.load() && pass_overdue_ &&
+         std::chrono::steady_clock::now() > pass_started_ + pass_limit_ + std::chrono::minutes(10);
 }
 
 RequestResult Engine::request(const std::string& trigger, bool selftest, bool force) {
@@ -192,6 +220,12 @@ void Engine::worker() {
     pending_force_ = false;
     running_ = true;
     const DaemonConfig config = config_;
+    pass_started_ = std::chrono::steady_clock::now();
+    pass_limit_ = config.reconcile_time_limit;
+    pass_overdue_ = false;
+    ++pass_id_;
+    pass_cancel_ = cancel_.load();
+    deadline_cv_.notify_all();
     RecordedState working = state_;
     // Memory the health pass says cannot be trusted: the self-test's integrity verdict names it.
     std::vector<std::string> memory;
@@ -201,7 +235,8 @@ void Engine::worker() {
     publish();
     lk.unlock();
 
-    PassContext ctx{deps_.root, deps_.action_runner, deps_.agent_runner, config, deps_.log, trigger, selftest, force, &cancel_};
+    sys::CancellingRunner actions(deps_.action_runner, &pass_cancel_), agents(deps_.agent_runner, &pass_cancel_);
+    PassContext ctx{deps_.root, actions, agents, config, deps_.log, trigger, selftest, force, &pass_cancel_};
     ctx.untrusted_memory = std::move(memory);
     std::unique_lock agent_guard(agent_mu_);  // waits out a health agent run (its time limit at most)
     try {
@@ -213,6 +248,15 @@ void Engine::worker() {
       if (deps_.log) deps_.log({LogLevel::error, working.reasons.front(), "", "reconcile", ""});
     }
     agent_guard.unlock();
+    {
+      std::lock_guard overdue_lk(mu_);
+      if (pass_overdue_) {
+        working.state = NodeState::failed;
+        working.reasons.insert(working.reasons.begin(), "the reconcile pass ran past reconcile.time_limit (" +
+                                                            format_duration(config.reconcile_time_limit) +
+                                                            ") and was cancelled; the next pass starts over");
+      }
+    }
     StateStore store(deps_.root, config.state_file());
     const Status saved = store.save(working);
     if (!saved && deps_.log) deps_.log({LogLevel::error, saved.error().message, "", "record", ""});
@@ -227,6 +271,7 @@ void Engine::worker() {
     else if (runtime_.state_problem.rfind("writing", 0) == 0) runtime_.state_problem.clear();
     decided_ = true;
     running_ = false;
+    deadline_cv_.notify_all();
     publish();
     auto snap = snapshot_;
     lk.unlock();

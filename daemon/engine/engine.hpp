@@ -66,10 +66,14 @@ class Engine {
 
   std::shared_ptr<const Snapshot> snapshot() const;
   bool pass_running() const { return running_.load(); }
+  // A pass still running 10 minutes after it was cancelled for running past reconcile.time_limit:
+  // the daemon stops feeding systemd's watchdog, which then restarts it.
+  bool wedged() const;
 
  private:
   void worker();
-  void health_worker();  // one passive health pass every config_.health.interval
+  void health_worker();    // one passive health pass every config_.health.interval
+  void deadline_worker();  // cancels a pass that runs past config_.reconcile_time_limit
   void publish();  // builds a Snapshot from state_ and the runtime, under mu_
   std::optional<std::chrono::system_clock::time_point> next_selftest_locked() const;
 
@@ -85,7 +89,14 @@ class Engine {
   bool pending_ = false, pending_selftest_ = false, pending_force_ = false, stopping_ = false;
   std::string pending_trigger_;
   std::atomic<bool> running_{false};
-  std::atomic<bool> cancel_{false};
+  std::atomic<bool> cancel_{false};       // the daemon is stopping
+  std::atomic<bool> pass_cancel_{false};  // this pass's commands are killed: stopping, or overdue
+  std::chrono::steady_clock::time_point pass_started_{};
+  std::chrono::milliseconds pass_limit_{0};
+  std::uint64_t pass_id_ = 0;
+  bool pass_overdue_ = false;
+  std::condition_variable deadline_cv_;
+  std::thread deadline_thread_;
   DeviceLoopGuard device_guard_;  // stop(): kills a running agent (PassContext::cancel)
   std::shared_ptr<const Snapshot> snapshot_;
   std::thread thread_;

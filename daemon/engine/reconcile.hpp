@@ -23,7 +23,7 @@ struct PassContext {
   std::string trigger;         // start, reload, api, schedule, device, selftest
   bool want_selftest = false;  // run the agent in this pass (when the platform allows it)
   bool force_selftest = false;  // an operator asked for it with force: run even on busy GPUs
-  const std::atomic<bool>* cancel = nullptr;  // true: the daemon is stopping; the agent is killed
+  const std::atomic<bool>* cancel = nullptr;  // true: the daemon is stopping or the pass is overdue; commands are killed
   // The health pass's health.memory errors (uncorrected ECC rose, a remap failed): a self-test that
   // checked integrity says its bytes were compared on memory that cannot be trusted.
   std::vector<std::string> untrusted_memory;

@@ -36,7 +36,7 @@ std::string CommandResult::describe() const {
     std::snprintf(buf, sizeof buf, "timed out after %.1f s", static_cast<double>(elapsed.count()) / 1000.0);
     return buf;
   }
-  if (cancelled) return "cancelled (the daemon is stopping)";
+  if (cancelled) return "cancelled (the daemon is stopping, or the pass ran past reconcile.time_limit)";
   if (!exited) return "killed by signal " + std::to_string(signal);
   return "exit " + std::to_string(exit_code);
 }

@@ -23,7 +23,8 @@ struct Command {
   // Called with each complete line of stdout and stderr as it arrives (DKMS builds take minutes).
   std::function<void(std::string_view line, bool is_stderr)> on_line;
   bool cr_ends_line = false;  // '\r' ends a line too (progress meters that redraw in place)
-  // When this turns true the process group is killed within a second (the daemon is stopping).
+  // When this turns true the process group is killed within a second (the daemon is stopping, or the
+  // reconcile pass ran past its time limit).
   const std::atomic<bool>* cancel = nullptr;
 
   std::string display() const;  // argv joined for messages
@@ -48,6 +49,23 @@ class CommandRunner {
  public:
   virtual ~CommandRunner() = default;
   virtual CommandResult run(const Command& cmd) = 0;
+};
+
+// Gives every command run through it a cancel flag (unless it has its own): a reconcile pass's
+// commands are killed when the daemon stops or the pass runs past its time limit.
+class CancellingRunner final : public CommandRunner {
+ public:
+  CancellingRunner(CommandRunner& inner, const std::atomic<bool>* cancel) : inner_(inner), cancel_(cancel) {}
+  CommandResult run(const Command& cmd) override {
+    if (cmd.cancel || !cancel_) return inner_.run(cmd);
+    Command c = cmd;
+    c.cancel = cancel_;
+    return inner_.run(c);
+  }
+
+ private:
+  CommandRunner& inner_;
+  const std::atomic<bool>* cancel_;
 };
 
 // Runs real processes: own process group, killed as a group on timeout.

@@ -87,9 +87,28 @@ if wait_until 60 grep -q 'self-test: running' "$WORK/stopdur/log" && wait_until 
   check "stop during a 10-minute self-test: exited in $MS ms (under 5 s)" test "$MS" -lt 5000
   check "the agent's process group is gone" bash -c "! pgrep -f '[s]leep 600'"
   check "the log says the self-test was cancelled and the last result kept" \
-    grep -q 'self-test cancelled (the daemon is stopping).*previous result is kept' "$WORK/stopdur/log"
+    grep -q 'self-test cancelled (the daemon is stopping.*previous result is kept' "$WORK/stopdur/log"
 else
   fail "stop during a self-test: the self-test did not start"; tail -20 "$WORK/stopdur/log"
+fi
+
+# --- a pass that runs past reconcile.time_limit: cancelled, its command killed, the daemon serving ---
+make_node overdue h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
+write_config overdue "$AGENTS/hang.sh" "[]" $'selftest:\n  time_limit: 10m\nreconcile:\n  time_limit: 3s'
+"$BIN" serve --root "$WORK/overdue/root" --config "$WORK/overdue/p2pnode.yaml" --listen 127.0.0.1:0 \
+  --port-file "$WORK/overdue/port" >>"$WORK/overdue/log" 2>&1 &
+OPID=$!
+PIDS+=("$OPID")
+if wait_until 60 grep -q 'ran past reconcile.time_limit (3 s): cancelled' "$WORK/overdue/log"; then
+  pass "a pass past reconcile.time_limit is cancelled and says so"
+  check "its hung command (the agent) is killed" wait_until 10 bash -c "! pgrep -f '[s]leep 600'"
+  URL="http://127.0.0.1:$(cat "$WORK/overdue/port" 2>/dev/null)"
+  wait_until 20 bash -c "curl -s '$URL/v1/status' | jq -e '.reasons[0] | test(\"ran past reconcile.time_limit\")' >/dev/null" \
+    && pass "the node is failed with the reason" || fail "the node is failed with the reason"
+  check "the daemon keeps serving" bash -c "kill -0 $OPID"
+  kill -TERM "$OPID"
+else
+  fail "a pass past reconcile.time_limit is cancelled and says so"; tail -20 "$WORK/overdue/log"
 fi
 
 # --- no token file: POSTs are refused with 503 and why ---

@@ -128,7 +128,7 @@ TEST(ProcessRunner, CancelKillsTheGroupWithinASecondBothWhileWritingAndAfterClos
     EXPECT_FALSE(res.timed_out) << script;
     EXPECT_FALSE(res.success()) << script;
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << script;
-    EXPECT_EQ(res.describe(), "cancelled (the daemon is stopping)");
+    EXPECT_EQ(res.describe(), "cancelled (the daemon is stopping, or the pass ran past reconcile.time_limit)");
   }
 }
 
@@ -234,4 +234,25 @@ TEST(CommandResult, Describe) {
   t.elapsed = 30000ms;
   EXPECT_EQ(t.describe(), "timed out after 30.0 s");
   EXPECT_EQ(exited_with(10).describe(), "exit 10");
+}
+
+// The reconcile pass's commands get its cancel flag through CancellingRunner, unless a command
+// brings its own (the self-test agent's).
+TEST(CancellingRunner, GivesEachCommandThePassFlagUnlessItHasOne) {
+  p2pnode::sys::ScriptedRunner inner;
+  std::vector<const std::atomic<bool>*> seen;
+  inner.on({"dkms"}, [&](const p2pnode::sys::Command& c) {
+    seen.push_back(c.cancel);
+    return p2pnode::sys::exited_with(0, "");
+  });
+  std::atomic<bool> pass{false}, own{false};
+  p2pnode::sys::CancellingRunner r(inner, &pass);
+  p2pnode::sys::Command c;
+  c.argv = {"dkms", "status"};
+  (void)r.run(c);
+  c.cancel = &own;
+  (void)r.run(c);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], &pass);
+  EXPECT_EQ(seen[1], &own);
 }
