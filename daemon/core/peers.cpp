@@ -10,7 +10,7 @@ std::vector<DevicePair> peer_pairs(const Profile& p, const Inventory& inv) {
   if (p.nvme)
     for (const auto& d : p.nvme->drives)
       if (d.pair_gpu && d.address)
-        if (const auto *n = inv.find(*d.address), *g = inv.find(*d.pair_gpu); n && g && n != g)
+        if (const auto *n = inv.find(d.address->str()), *g = inv.find(d.pair_gpu->str()); n && g && n != g)
           pairs.emplace_back(n, g);
   return pairs;
 }

@@ -2,6 +2,21 @@
 
 namespace p2pnode {
 
+namespace {
+std::string trimmed(std::string_view s) {
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\0'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return std::string(s);
+}
+}  // namespace
+
+std::string drive_key(const NvmeDrive& d) {
+  if (d.serial) return "serial " + trimmed(*d.serial);
+  if (d.address) return "address " + d.address->str();
+  return "model " + trimmed(d.model.value_or("?"));
+}
+
 const char* to_string(SelftestWhen w) {
   switch (w) {
     case SelftestWhen::always: return "always";

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/pci_address.hpp"
 #include "core/units.hpp"
 
 namespace p2pnode {
@@ -109,12 +110,16 @@ struct GdrcopySpec {
 struct NvmeDrive {
   std::optional<std::string> serial;
   std::optional<std::string> model;
-  std::optional<std::string> address;  // 0000:0b:00.0
+  std::optional<PciAddress> address;  // 0000:0b:00.0 (lower case, as sysfs lists it)
   std::string driver = "vfio-pci";
   bool power_fixups = true;
   bool wipe_ok = false;
-  std::optional<std::string> pair_gpu;  // a GPU address this drive does P2P with
+  std::optional<PciAddress> pair_gpu;  // a GPU address this drive does P2P with
 };
+
+// How messages and duplicate checks name a drive: "serial S1234", "address 0000:0b:00.0", "model M";
+// the serial and model trimmed (sysfs pads them with blanks). The one place a drive key is made.
+std::string drive_key(const NvmeDrive& d);
 
 struct NvmeSpec {
   bool noiommu = false;

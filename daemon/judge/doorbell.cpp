@@ -31,7 +31,7 @@ DoorbellTargets doorbell_targets(const Profile& p, const std::vector<nvme::Contr
       out.skipped.push_back(s.bdf + ": its serial or model contains a comma, which the agent's --nvme cannot carry");
       continue;
     }
-    out.targets.push_back({s.bdf, serial, model, *d.pair_gpu});
+    out.targets.push_back({s.bdf, serial, model, d.pair_gpu->str()});
   }
   return out;
 }

@@ -13,12 +13,6 @@ std::string trim(std::string s) {
   return s.substr(b, e - b);
 }
 
-std::string drive_key(const NvmeDrive& d) {
-  if (d.serial) return "serial " + trim(*d.serial);
-  if (d.address) return "address " + trim(*d.address);
-  return "model " + trim(d.model.value_or("?"));
-}
-
 Selection select_nvme_drives(const std::vector<NvmeDrive>& drives, const std::vector<ControllerIdentity>& ctrls) {
   Selection out;
   std::map<std::string, std::string> taken;  // bdf -> drive key
@@ -27,7 +21,7 @@ Selection select_nvme_drives(const std::vector<NvmeDrive>& drives, const std::ve
     for (const auto& c : ctrls) {
       if (d.serial && (!c.serial || trim(*c.serial) != trim(*d.serial))) continue;
       if (d.model && (!c.model || trim(*c.model) != trim(*d.model))) continue;
-      if (d.address && c.bdf != *d.address) continue;
+      if (d.address && !(*d.address == c.bdf)) continue;
       hits.push_back(&c);
     }
     const std::string key = drive_key(d);

@@ -29,7 +29,6 @@ struct Selection {
 Selection select_nvme_drives(const std::vector<NvmeDrive>& drives, const std::vector<ControllerIdentity>& ctrls);
 
 // The profile key of a drive for messages: "serial X" / "model Y" / "address Z".
-std::string drive_key(const NvmeDrive& d);
 
 std::string trim(std::string s);
 

@@ -71,11 +71,5 @@ DeviceKind classify(std::uint16_t vendor, std::uint32_t class_code) {
   return DeviceKind::other;
 }
 
-bool is_bdf(std::string_view s) {
-  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
-  for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u})
-    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
-  return s[11] >= '0' && s[11] <= '7';
-}
 
 }  // namespace p2pnode::pci

@@ -22,6 +22,5 @@ std::optional<int> parse_int(std::string_view text);
 std::optional<std::uint64_t> decode_resize_bitmap(std::string_view text);
 // Class code to our kind (GPU: display controller of NVIDIA, function 0 of a GPU board, …).
 DeviceKind classify(std::uint16_t vendor, std::uint32_t class_code);
-bool is_bdf(std::string_view s);
 
 }  // namespace p2pnode::pci

@@ -79,7 +79,7 @@ void split_path(PciDevice& d) {
     if (parts[i].rfind("pci", 0) == 0 && parts[i].find(':') != std::string::npos) {
       d.root_complex = parts[i];
       for (std::size_t j = i + 1; j + 1 < parts.size(); ++j)
-        if (pci::is_bdf(parts[j])) d.upstream.push_back(parts[j]);
+        if (is_pci_address(parts[j])) d.upstream.push_back(parts[j]);
       return;
     }
   }
@@ -146,7 +146,7 @@ PciDevice probe_pci_device(const sys::SysRoot& root, const std::string& bdf) {
 std::vector<PciDevice> probe_pci_devices(const sys::SysRoot& root) {
   std::vector<PciDevice> out;
   for (const auto& bdf : root.list_dir(kDevices))
-    if (pci::is_bdf(bdf)) out.push_back(probe_pci_device(root, bdf));
+    if (is_pci_address(bdf)) out.push_back(probe_pci_device(root, bdf));
   std::sort(out.begin(), out.end(), [](const PciDevice& a, const PciDevice& b) { return a.bdf < b.bdf; });
   return out;
 }

@@ -284,12 +284,13 @@ void read_gdrcopy(MapReader& root, Profile& p) {
   p.gdrcopy = g;
 }
 
-bool is_bdf(const std::string& s) {
-  // 0000:0b:00.0
-  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
-  for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u})
-    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
-  return s[11] >= '0' && s[11] <= '7';
+// A PCI address field, parsed once into the lower-case form sysfs lists (nullopt with a diagnostic).
+std::optional<PciAddress> read_pci_address(MapReader& d, std::string_view key, const std::string& what) {
+  const auto text = d.string(key);
+  if (!text) return std::nullopt;
+  if (auto a = PciAddress::parse(*text)) return a;
+  d.diag().add(d.get(key), d.child_path(key), "expected " + what + ", found '" + printable(*text) + "'");
+  return std::nullopt;
 }
 
 void read_nvme(MapReader& root, Profile& p) {
@@ -307,21 +308,14 @@ void read_nvme(MapReader& root, Profile& p) {
     NvmeDrive drive;
     drive.serial = d.string("serial");
     drive.model = d.string("model");
-    drive.address = d.string("address");
-    if (drive.address && !is_bdf(*drive.address))
-      d.diag().add(d.get("address"), d.child_path("address"),
-                   "expected a PCI address such as 0000:0b:00.0, found '" + *drive.address + "'");
-    if (!drive.serial && !drive.model && !drive.address)
+    drive.address = read_pci_address(d, "address", "a PCI address such as 0000:0b:00.0");
+    if (!drive.serial && !drive.model && !d.has("address"))
       d.diag().add(drives[i], path, "a drive needs serial (preferred), model or address to select it");
     if (auto drv = d.choice("driver", {"vfio-pci", "nvme"})) drive.driver = *drv;
     drive.power_fixups = d.boolean("power_fixups").value_or(true);
     drive.wipe_ok = d.boolean("wipe_ok").value_or(false);
-    drive.pair_gpu = d.string("pair_gpu");
-    if (drive.pair_gpu && !is_bdf(*drive.pair_gpu))
-      d.diag().add(d.get("pair_gpu"), d.child_path("pair_gpu"),
-                   "expected the GPU's PCI address such as 0000:01:00.0, found '" + *drive.pair_gpu + "'");
-    const std::string key = drive.serial ? "serial " + *drive.serial
-                          : drive.address ? "address " + *drive.address : "model " + drive.model.value_or("");
+    drive.pair_gpu = read_pci_address(d, "pair_gpu", "the GPU's PCI address such as 0000:01:00.0");
+    const std::string key = drive_key(drive);
     if (!seen.emplace(key, path).second)
       d.diag().add(drives[i], path, "the drive with " + key + " is already listed at " + seen[key]);
     spec.drives.push_back(drive);

@@ -6,17 +6,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/pci_address.hpp"  // the daemon's own parser: one rule for an address
+
 namespace p2pnode::agent::nvme {
 namespace fs = std::filesystem;
 
 namespace {
-bool is_bdf(const std::string& s) {
-  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
-  for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
-    if (!std::isxdigit(static_cast<unsigned char>(s[i])) || std::isupper(static_cast<unsigned char>(s[i]))) return false;
-  return s[11] >= '0' && s[11] <= '7';
-}
-
 std::string read_line(const fs::path& p) {
   std::ifstream f(p);
   std::string s;
@@ -46,7 +41,9 @@ std::optional<DriveSpec> parse_drive_spec(std::string_view text, std::string& er
       return std::nullopt;
     }
   }
-  if (!is_bdf(d.bdf)) {
+  if (const auto a = p2pnode::PciAddress::parse(d.bdf)) {
+    d.bdf = a->str();  // sysfs names devices in lower case
+  } else {
     error = "--nvme '" + s + "': bdf must be a PCI address like 0000:0b:00.0, found '" + d.bdf + "'";
     return std::nullopt;
   }
@@ -54,9 +51,13 @@ std::optional<DriveSpec> parse_drive_spec(std::string_view text, std::string& er
     error = "--nvme '" + s + "': serial= is required (what sysfs recorded before the bind)";
     return std::nullopt;
   }
-  if (!d.pair_gpu.empty() && !is_bdf(d.pair_gpu)) {
-    error = "--nvme '" + s + "': gpu must be a PCI address like 0000:0a:00.0, found '" + d.pair_gpu + "'";
-    return std::nullopt;
+  if (!d.pair_gpu.empty()) {
+    if (const auto a = p2pnode::PciAddress::parse(d.pair_gpu)) {
+      d.pair_gpu = a->str();
+    } else {
+      error = "--nvme '" + s + "': gpu must be a PCI address like 0000:0a:00.0, found '" + d.pair_gpu + "'";
+      return std::nullopt;
+    }
   }
   return d;
 }

@@ -239,7 +239,7 @@ class NvmeBindLateProbeTest : public NvmeBindTest {
   }
   static NvmeDrive at_address() {
     NvmeDrive d;
-    d.address = kSn530;
+    d.address = PciAddress::parse(kSn530);
     d.power_fixups = false;
     return d;
   }

@@ -35,7 +35,7 @@ Profile profile_with(std::optional<std::string> pair_gpu, std::string driver = "
   NvmeDrive d;
   d.serial = "P2PVM-DB";
   d.driver = std::move(driver);
-  d.pair_gpu = std::move(pair_gpu);
+  if (pair_gpu) d.pair_gpu = PciAddress::parse(*pair_gpu);
   p.nvme = NvmeSpec{false, {d}};
   return p;
 }

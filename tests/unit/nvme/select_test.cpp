@@ -33,7 +33,7 @@ TEST(SelectNvme, AmbiguousModelIsAProblemNotTwoDrives) {
 
 TEST(SelectNvme, EveryGivenKeyMustMatch) {
   NvmeDrive d = by_serial("21165N801234");
-  d.address = "0000:0c:00.0";
+  d.address = PciAddress::parse("0000:0c:00.0");
   const auto sel = select_nvme_drives({d}, box());
   EXPECT_TRUE(sel.selected.empty());
   ASSERT_EQ(sel.problems.size(), 1u);
@@ -42,7 +42,7 @@ TEST(SelectNvme, EveryGivenKeyMustMatch) {
 
 TEST(SelectNvme, AddressAndNamedTwice) {
   NvmeDrive a;
-  a.address = "0000:0c:00.0";
+  a.address = PciAddress::parse("0000:0c:00.0");
   const auto sel = select_nvme_drives({a, by_serial("21165N809999")}, box());
   ASSERT_EQ(sel.selected.size(), 1u);
   ASSERT_EQ(sel.problems.size(), 1u);
