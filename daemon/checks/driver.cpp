@@ -2,18 +2,11 @@
 #include <sstream>
 
 #include "checks/check.hpp"
+#include "core/driver_version.hpp"
 
 namespace p2pnode::checks {
 
 namespace {
-int major_of(const std::string& version) {
-  try {
-    return std::stoi(version.substr(0, version.find('.')));
-  } catch (...) {
-    return 0;
-  }
-}
-
 // NVreg_RegistryDwords="RMForceP2PType=2;ForceP2P=17" -> map
 std::map<std::string, std::string> registry_dwords(const std::map<std::string, std::string>& opts) {
   std::map<std::string, std::string> out;
@@ -37,7 +30,7 @@ std::optional<std::string> p2p_type_problem(const std::map<std::string, std::str
   const auto reg = registry_dwords(options);
   auto it = reg.find("RMForceP2PType");
   if (it == reg.end()) return std::nullopt;
-  const int major = major_of(version);
+  const int major = driver_branch_of(version);
   if (major == 0) return std::nullopt;
   const std::string want = major < 570 ? "2" : "1";
   if (it->second != want)

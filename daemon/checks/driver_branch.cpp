@@ -67,7 +67,7 @@ std::vector<Finding> check_driver_branch(const Profile& p, const Inventory& inv)
       j["p2p_reports"] = a->p2p;
     }
   }
-  f.observed = {{"version", version}, {"branch", nvidia::driver_branch(version)},
+  f.observed = {{"version", version}, {"branch", driver_branch_of(version)},
                 {"from", from_profile ? "profile driver.version" : "loaded module"}, {"architectures", archs}};
   const auto problems = nvidia::gpus_not_driven(inv, version);
   int need = 0;

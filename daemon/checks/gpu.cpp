@@ -45,7 +45,7 @@ MixedModels judge_mixed_models(const Profile& p, const std::vector<const PciDevi
   }
   const std::string gen(*generations.begin());
   const bool p2p_tree = p.driver && p.driver->kernel_module && !p.driver->version.empty();
-  if (p2p_tree && nvidia::compare_driver_versions(p.driver->version, nvidia::kMixedModelsOneGeneration) >= 0)
+  if (p2p_tree && compare_driver_versions(p.driver->version, nvidia::kMixedModelsOneGeneration) >= 0)
     return {Severity::ok,
             "different models of one generation (" + gen + ") peer from aikitoria's " +
                 std::string(nvidia::kMixedModelsOneGeneration) + "-p2p on (its README)",

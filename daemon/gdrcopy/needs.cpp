@@ -14,7 +14,7 @@ DmaBufVerdict dmabuf_support(const std::string& driver_version) {
   // The CUDA version each production branch's driver reports (nvidia-smi's "CUDA Version").
   static const std::map<int, std::string> kCuda{{550, "12.4"}, {555, "12.5"}, {560, "12.6"}, {565, "12.7"},
                                                {570, "12.8"}, {575, "12.9"}, {580, "13.0"}, {590, "13.1"}};
-  const int branch = nvidia::driver_branch(driver_version);
+  const int branch = driver_branch_of(driver_version);
   DmaBufVerdict v;
   if (branch == 0 || driver_version.find_first_not_of("0123456789.") != std::string::npos) {
     v.why = "the driver's version is not known";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/driver_version.hpp"
 #include "core/embedded.hpp"
 
 namespace p2pnode::nvidia {
@@ -118,7 +119,7 @@ Result<std::vector<ReleaseClaim>> parse_claims(const YAML::Node& list, const std
     } else {
       return Error{w + ": expected {release, build|tag|report}"};
     }
-    if (!kernel_version_numbers(claim.release)) return Error{w + ": '" + claim.release + "' is not a release like 570.153.02"};
+    if (!is_driver_version(claim.release)) return Error{w + ": '" + claim.release + "' is not a release like 570.153.02"};
     out.push_back(std::move(claim));
   }
   return out;
@@ -365,10 +366,10 @@ bool branch_affected(const Breakage& b, std::string_view v) {
     if (v.substr(0, p.size()) == p && (v.size() == p.size() || v[p.size()] == '.' || p.back() == '.')) return true;
   // A branch newer than every one listed was not read when the list was made: it may carry the same
   // code (release_knowledge then says what is known of it), never silently cleared.
-  const auto have = kernel_version_numbers(v);
-  if (!have) return false;
+  const int have = driver_branch_of(v);
+  if (have == 0) return false;
   for (const auto& p : b.branches)
-    if (const auto listed = kernel_version_numbers(p); !listed || listed->front() >= have->front()) return false;
+    if (const int listed = std::atoi(p.c_str()); listed == 0 || listed >= have) return false;
   return true;
 }
 
@@ -403,21 +404,21 @@ std::optional<bool> headers_affected(const Breakage& b, const std::vector<std::o
 }
 
 bool fixed_by_release(const Breakage& b, std::string_view v) {
-  const auto have = kernel_version_numbers(v);
-  if (!have || b.fixed_in.empty()) return false;
+  const int have = driver_branch_of(v);
+  if (have == 0 || b.fixed_in.empty()) return false;
   int newest = 0;
   for (const auto& f : b.fixed_in) {
-    const auto fix = *kernel_version_numbers(f);
-    newest = std::max(newest, fix[0]);
-    if (fix[0] == (*have)[0] && compare(*have, fix) >= 0) return true;
+    const int fix = driver_branch_of(f);
+    newest = std::max(newest, fix);
+    if (fix == have && compare_driver_versions(v, f) >= 0) return true;
   }
-  return (*have)[0] > newest;
+  return have > newest;
 }
 
 std::string newest_affected(const Breakage& b) {
   std::string newest;
   for (const auto& c : b.affected)
-    if (newest.empty() || compare(*kernel_version_numbers(c.release), *kernel_version_numbers(newest)) > 0)
+    if (newest.empty() || compare_driver_versions(c.release, newest) > 0)
       newest = c.release;
   return newest;
 }
@@ -426,9 +427,8 @@ Knowledge release_knowledge(const Breakage& b, std::string_view v) {
   if (!branch_affected(b, v)) return Knowledge::not_affected;
   if (fixed_by_release(b, v)) return Knowledge::fixed;
   const std::string newest = newest_affected(b);
-  const auto have = kernel_version_numbers(v);
-  if (newest.empty() || !have) return Knowledge::affected;
-  return compare(*have, *kernel_version_numbers(newest)) <= 0 ? Knowledge::affected : Knowledge::beyond;
+  if (newest.empty() || !is_driver_version(v)) return Knowledge::affected;
+  return compare_driver_versions(v, newest) <= 0 ? Knowledge::affected : Knowledge::beyond;
 }
 
 bool release_affected(const Breakage& b, std::string_view v) { return release_knowledge(b, v) == Knowledge::affected; }
@@ -453,7 +453,7 @@ std::optional<std::string> first_release_past(const std::vector<const Breakage*>
   std::vector<std::string> candidates;
   for (const auto* b : stops) candidates.insert(candidates.end(), b->fixed_in.begin(), b->fixed_in.end());
   std::sort(candidates.begin(), candidates.end(), [](const std::string& a, const std::string& b) {
-    return compare(*kernel_version_numbers(a), *kernel_version_numbers(b)) < 0;
+    return compare_driver_versions(a, b) < 0;
   });
   for (const auto& c : candidates)
     if (std::all_of(stops.begin(), stops.end(), [&](const Breakage* b) {

@@ -53,16 +53,9 @@ const GpuArch* find_gpu_arch(std::uint16_t device_id) {
   return nullptr;
 }
 
-int driver_branch(std::string_view version) {
-  int n = 0;
-  std::size_t i = 0;
-  for (; i < version.size() && version[i] >= '0' && version[i] <= '9' && n < 100000; ++i) n = n * 10 + (version[i] - '0');
-  return i == 0 ? 0 : n;
-}
-
 std::optional<std::string> branch_cannot_drive(std::uint16_t device_id, std::string_view version) {
   const GpuArch* a = find_gpu_arch(device_id);
-  const int branch = driver_branch(version);
+  const int branch = driver_branch_of(version);
   if (!a || branch == 0 || branch >= a->first_branch) return std::nullopt;
   char id[8];
   std::snprintf(id, sizeof id, "%04x", device_id);
@@ -100,19 +93,6 @@ constexpr std::array<P2pCard, 5> kP2pCards{{
 
 }  // namespace
 
-int compare_driver_versions(std::string_view a, std::string_view b) {
-  std::size_t i = 0, j = 0;
-  while (i < a.size() || j < b.size()) {
-    long x = 0, y = 0;
-    while (i < a.size() && a[i] >= '0' && a[i] <= '9') x = x * 10 + (a[i++] - '0');
-    while (j < b.size() && b[j] >= '0' && b[j] <= '9') y = y * 10 + (b[j++] - '0');
-    if (x != y) return x < y ? -1 : 1;
-    if (i < a.size() && a[i] != '.') break;
-    if (j < b.size() && b[j] != '.') break;
-    ++i, ++j;
-  }
-  return 0;
-}
 // The table is searched in order: the RTX PRO 6000's ids sit inside GB202's range.
 const P2pCard* find_p2p_card(std::uint16_t device_id) {
   for (const auto& c : kP2pCards)
@@ -122,7 +102,7 @@ const P2pCard* find_p2p_card(std::uint16_t device_id) {
 
 std::optional<std::string> branch_cannot_bring_p2p(std::uint16_t device_id, std::string_view version) {
   const P2pCard* c = find_p2p_card(device_id);
-  if (!c || driver_branch(version) == 0 || compare_driver_versions(version, c->first_p2p) >= 0) return std::nullopt;
+  if (!c || driver_branch_of(version) == 0 || compare_driver_versions(version, c->first_p2p) >= 0) return std::nullopt;
   char id[8];
   std::snprintf(id, sizeof id, "%04x", device_id);
   return "the P2P branch of " + std::string(version) + " does not bring P2P to 10de:" + id + " (" + std::string(c->name) +

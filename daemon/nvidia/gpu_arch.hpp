@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/driver_version.hpp"
 #include "core/inventory.hpp"
 
 namespace p2pnode::nvidia {
@@ -28,18 +29,12 @@ struct GpuArch {
 // The architecture of an NVIDIA device id, or nullptr (not a GPU p2pnode knows: no judgement).
 const GpuArch* find_gpu_arch(std::uint16_t device_id);
 
-// "550.90.07" -> 550; 0 when the version does not start with a number.
-int driver_branch(std::string_view version);
-
 // Why `version` cannot drive this device id (the message names the first branch that does), or
 // nullopt when it can or when either is unknown.
 std::optional<std::string> branch_cannot_drive(std::uint16_t device_id, std::string_view version);
 
 // One line per GPU of the box that `version` cannot drive ("0000:01:00.0: driver 550.90.07 …").
 std::vector<std::string> gpus_not_driven(const Inventory& inv, std::string_view version);
-
-// "570.86.16" against "575.64.05": -1, 0, 1 (numeric, field by field).
-int compare_driver_versions(std::string_view a, std::string_view b);
 
 // The P2P branch table: which patched branch brings P2P to which card (the forks' READMEs and
 // issues, cited in gpu_arch.cpp). Data-center GPUs peer natively and are not in it.

@@ -1,18 +1,12 @@
 #include "nvidia/version.hpp"
 
+#include "core/driver_version.hpp"
+
 #include <sstream>
 
 namespace p2pnode::nvidia {
 
-bool looks_like_version(std::string_view v) {
-  if (v.empty() || v.front() == '.' || v.back() == '.') return false;
-  int dots = 0;
-  for (char c : v) {
-    if (c == '.') ++dots;
-    else if (c < '0' || c > '9') return false;
-  }
-  return dots >= 1 && dots <= 3;
-}
+bool looks_like_version(std::string_view v) { return is_driver_version(v); }
 
 std::optional<ProcVersion> parse_proc_version(std::string_view text) {
   std::istringstream in{std::string(text)};

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/driver_version.hpp"
 #include "core/grammar.hpp"
 #include "nvidia/breakage.hpp"
 #include "profile/input_rules.hpp"
@@ -145,10 +146,9 @@ void read_driver(MapReader& root, Profile& p) {
   if (!m) return;
   DriverSpec d;
   if (auto v = m->string("version", true)) {
-    const bool ok = std::count(v->begin(), v->end(), '.') >= 1 && v->front() != '.' && v->back() != '.' &&
-                    v->find("..") == std::string::npos && v->find_first_not_of("0123456789.") == std::string::npos;
-    if (!ok) m->diag().add(m->get("version"), m->child_path("version"),
-                           "expected an NVIDIA driver version such as 550.90.07, found '" + *v + "'");
+    if (!is_driver_version(*v))
+      m->diag().add(m->get("version"), m->child_path("version"),
+                    "expected an NVIDIA driver version such as 550.90.07, found '" + printable(*v) + "'");
     d.version = *v;
   }
   d.allow_boot_without_module = m->boolean("allow_boot_without_module").value_or(false);

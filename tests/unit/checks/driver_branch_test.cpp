@@ -111,9 +111,9 @@ TEST(DriverBranch, BranchTableByCard) {
   for (const std::uint16_t id : std::initializer_list<std::uint16_t>{0x2204, 0x2684, 0x2bb1, 0x2b85, 0x2d04})
     EXPECT_FALSE(nvidia::find_p2p_card(id)->source.empty()) << id;
   EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2330, "550.90.07"), std::nullopt);  // H100: native, not in the table
-  EXPECT_EQ(nvidia::compare_driver_versions("570.86.16", "575.64.05"), -1);
-  EXPECT_EQ(nvidia::compare_driver_versions("610.43.03", "610.43.03"), 0);
-  EXPECT_EQ(nvidia::compare_driver_versions("570.190", "570.86.16"), 1);
+  EXPECT_EQ(compare_driver_versions("570.86.16", "575.64.05"), -1);
+  EXPECT_EQ(compare_driver_versions("610.43.03", "610.43.03"), 0);
+  EXPECT_EQ(compare_driver_versions("570.190", "570.86.16"), 1);
 }
 
 // A box that pairs a 4090 with 5090s is told that the module alone does not make them peer.

@@ -39,14 +39,6 @@ TEST(GpuArch, EveryModelOfTheVramTableHasAnArchitecture) {
   }
 }
 
-TEST(GpuArch, BranchOfAVersion) {
-  EXPECT_EQ(driver_branch("550.90.07"), 550);
-  EXPECT_EQ(driver_branch("570.86.16"), 570);
-  EXPECT_EQ(driver_branch("1.5"), 1);
-  EXPECT_EQ(driver_branch(""), 0);
-  EXPECT_EQ(driver_branch("v550"), 0);
-}
-
 TEST(GpuArch, A5090WithBranch550NamesTheFirstBranchThatDrivesIt) {
   const auto why = branch_cannot_drive(0x2b85, "550.90.07");
   ASSERT_TRUE(why);
