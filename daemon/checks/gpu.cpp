@@ -112,6 +112,23 @@ std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
       f.remediation = mix.remediation;
     }
   }
+  if (p.match.gpus && !p.match.gpus->devices.empty()) {
+    std::vector<std::string> ids;
+    for (auto id : p.match.gpus->devices) ids.push_back("0x" + hex4_bare(id));
+    f.expected["device_ids"] = ids;
+    // A profile forced with --profile was never matched against the box: its device ids are judged here.
+    std::map<std::string, int> others;
+    for (const auto* g : gpus)
+      if (std::find(p.match.gpus->devices.begin(), p.match.gpus->devices.end(), g->device) == p.match.gpus->devices.end())
+        others[model_name(*g)]++;
+    for (const auto& [model, n] : others) {
+      std::string list;
+      for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;
+      problems.push_back(std::to_string(n) + " × " + model + " not among the profile's device ids (" + list + ")");
+      if (!f.remediation.empty()) f.remediation += " ";
+      f.remediation += "This profile is for other GPUs: use the profile for this box, or add its device id to match.gpus.devices.";
+    }
+  }
   if (p.match.gpus && p.match.gpus->count) {
     f.expected["count"] = *p.match.gpus->count;
     if (static_cast<int>(gpus.size()) != *p.match.gpus->count) {
@@ -121,11 +138,6 @@ std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
       f.remediation += "Check that every card is seated and powered (a missing GPU often fell off the bus: "
                        "dmesg | grep -i -e NVRM -e 'pcie bus error'), or fix match.gpus.count in the profile.";
     }
-  }
-  if (p.match.gpus && !p.match.gpus->devices.empty()) {
-    std::vector<std::string> ids;
-    for (auto id : p.match.gpus->devices) ids.push_back("0x" + hex4_bare(id));
-    f.expected["device_ids"] = ids;
   }
   if (gpus.empty() && !(p.match.gpus && p.match.gpus->count == 0)) {
     problems.push_back("no NVIDIA GPU found on the PCI bus");

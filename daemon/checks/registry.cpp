@@ -5,7 +5,7 @@ namespace p2pnode::checks {
 const std::vector<CheckDef>& all_checks() {
   static const std::vector<CheckDef> list{
       {"sysfs.attributes", "sysfs attributes of GPUs, NVMe and bridges are readable and well formed", check_sysfs},
-      {"gpu.models", "one GPU model in the box, as many as the profile expects", check_gpu_models},
+      {"gpu.models", "GPU models that peer (one model, or one generation from 595.71.05-p2p), as many and of the device ids the profile names", check_gpu_models},
       {"rebar.aperture", "each GPU's VRAM aperture covers VRAM + 128 KiB", check_rebar_aperture},
       {"rebar.capability", "the Resizable BAR capability: supported versus current sizes", check_rebar_capability},
       {"iommu.mode", "IOMMU off or passthrough as the profile asks", check_iommu_mode},

@@ -217,3 +217,17 @@ TEST(Checks, EveryNonOkFindingSaysWhatToDo) {
     }
   }
 }
+
+// A profile forced on a box (check --profile) was never matched against it: gpu.models compares its
+// device ids (a 5090 profile on the recorded 6×4090 said "ok 6 × GeForce RTX 4090").
+TEST(Checks, AForcedProfileForOtherGpusIsAnError) {
+  const Inventory inv = probe::probe_inventory(sys::SysRoot(std::string(P2PNODE_SOURCE_DIR) + "/tests/fixtures/tinybox-6x4090"));
+  Profile p;
+  p.match.gpus = GpuMatch{0x10de, {0x2b85}, std::nullopt};
+  const auto f = checks::check_gpu_models(p, inv);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::error);
+  EXPECT_EQ(f[0].summary, "6 × GeForce RTX 4090 (10de:2684) not among the profile's device ids (0x2b85)");
+  p.match.gpus->devices = {0x2684};
+  EXPECT_EQ(checks::check_gpu_models(p, inv)[0].severity, Severity::ok);
+}

@@ -204,6 +204,7 @@ TEST(DriverBranch, AProSixThousandBeside5090sOn59571Passes) {
 
   for (auto& d : inv.devices)
     if (d.bdf == "0000:01:00.0") d.device = 0x2684;
+  p.match.gpus->devices = {0x2b85, 0x2684};
   p.driver->version = "610.57.04";
   models = checks::check_gpu_models(p, inv);
   EXPECT_EQ(models[0].severity, Severity::warning);
