@@ -54,7 +54,20 @@ std::vector<Finding> check_nvme_binding(const Profile& p, const Inventory& inv) 
   if (profile_wants)
     for (const auto& d : p.nvme->drives) wanted_vfio += d.driver == "vfio-pci";
   std::vector<nvme::Selected> selected;
-  if (profile_wants) selected = nvme::select_nvme_drives(p.nvme->drives, inv.nvme_identities).selected;
+  std::vector<std::string> unmatched;  // as plan says it: "no NVMe controller matches the drive with serial …"
+  if (profile_wants) {
+    auto sel = nvme::select_nvme_drives(p.nvme->drives, inv.nvme_identities);
+    selected = std::move(sel.selected);
+    unmatched = std::move(sel.problems);
+  }
+  for (const auto& why : unmatched) {
+    Finding f = make_finding("nvme.binding", "node", Severity::error, why);
+    f.observed = {{"controllers", inv.nvme_identities.size()}};
+    f.expected = {{"drive", why.substr(why.find("the drive with ") == std::string::npos ? 0 : why.find("the drive with ") + 15)}};
+    f.remediation = "Check that the drive is installed and its serial is as written (cat /sys/class/nvme/nvme*/serial, "
+                    "trailing blanks are ignored), or fix nvme.drives in the profile.";
+    out.push_back(std::move(f));
+  }
   for (const PciDevice* d : inv.nvme_controllers()) {
     const bool vfio = d->driver == "vfio-pci";
     on_vfio += vfio;
@@ -90,7 +103,7 @@ std::vector<Finding> check_nvme_binding(const Profile& p, const Inventory& inv) 
     }
     out.push_back(std::move(f));
   }
-  if (profile_wants && on_vfio < wanted_vfio) {
+  if (profile_wants && unmatched.empty() && on_vfio < wanted_vfio) {
     Finding f = make_finding("nvme.binding", "node", Severity::warning,
                              "the profile names " + std::to_string(wanted_vfio) + " drive(s) for vfio-pci; " +
                                  std::to_string(on_vfio) + " NVMe controller(s) are on vfio-pci");

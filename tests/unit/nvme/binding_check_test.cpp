@@ -35,6 +35,15 @@ Profile wants(int drives) {
   return p;
 }
 
+Inventory two_on_nvme_for_count() {
+  Inventory inv;
+  inv.devices = {nvme_dev("0000:01:00.0", "nvme", "D0", "on", 0x0406, 0),
+                 nvme_dev("0000:0b:00.0", "nvme", "D0", "on", 0x0406, 0)};
+  inv.nvme_identities = {{"0000:01:00.0", "nvme", "S0", "WD Blue SN570", false},
+                         {"0000:0b:00.0", "nvme", "S1", "WD Blue SN570", false}};
+  return inv;
+}
+
 TEST(NvmeBindingCheck, VfioInD3hotIsAnError) {
   Inventory inv;
   inv.devices = {nvme_dev("0000:0b:00.0", "vfio-pci", "D3hot", "auto", 0x0103, 3)};
@@ -47,17 +56,31 @@ TEST(NvmeBindingCheck, VfioInD3hotIsAnError) {
   EXPECT_EQ(f[0].observed["pmcsr"], "D3");
 }
 
-TEST(NvmeBindingCheck, FixedUpIsOkAndMissingDrivesAreAWarning) {
+// A drive the profile names that no controller matches is said as plan says it (it was a warning
+// about counts); a fixed-up drive is ok.
+TEST(NvmeBindingCheck, FixedUpIsOkAndAnAbsentDriveIsNamed) {
   Inventory inv;
   inv.devices = {nvme_dev("0000:01:00.0", "nvme", "D0", "on", 0x0406, 0),
                  nvme_dev("0000:0b:00.0", "vfio-pci", "D0", "on", 0x0107, 0)};
+  inv.nvme_identities = {{"0000:01:00.0", "nvme", "OTHER", "WD Blue SN570", false},
+                         {"0000:0b:00.0", "vfio-pci", "S0", "WD Blue SN570", true}};
   const auto f = check_nvme_binding(wants(2), inv);
   ASSERT_EQ(f.size(), 3u);
-  EXPECT_EQ(f[0].summary, "on nvme");
-  EXPECT_EQ(f[1].severity, Severity::ok);
-  EXPECT_EQ(f[1].summary, "on vfio-pci, D0, power/control on, Memory+BusMaster");
-  EXPECT_EQ(f[2].subject, "node");
-  EXPECT_EQ(f[2].severity, Severity::warning);
+  EXPECT_EQ(f[0].subject, "node");
+  EXPECT_EQ(f[0].severity, Severity::error);
+  EXPECT_EQ(f[0].summary, "no NVMe controller matches the drive with serial S1");
+  EXPECT_EQ(f[1].summary, "on nvme");
+  EXPECT_EQ(f[2].severity, Severity::ok);
+  EXPECT_EQ(f[2].summary, "on vfio-pci, D0, power/control on, Memory+BusMaster");
+}
+
+TEST(NvmeBindingCheck, MatchedDrivesNotYetOnVfioAreAWarningAboutTheCount) {
+  Inventory inv = two_on_nvme_for_count();
+  const auto f = check_nvme_binding(wants(2), inv);
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f.back().subject, "node");
+  EXPECT_EQ(f.back().severity, Severity::warning);
+  EXPECT_EQ(f.back().summary, "the profile names 2 drive(s) for vfio-pci; 0 NVMe controller(s) are on vfio-pci");
 }
 
 // The profile names two drives by serial for vfio-pci; both are still on nvme.
