@@ -155,8 +155,15 @@ int run_request(const RunOptions& o) {
       return (*st)["selftest_note"].get<std::string>().rfind("self-test skipped", 0) == 0 ? kFindings : kOk;
     }
     const auto& t = (*st)["selftest"];
-    std::cout << "self-test " << (t.is_object() ? t.value("verdict", "?") : std::string("none")) << "\n";
-    return t.is_object() && t.value("verdict", "") == "passed" ? kOk : kFindings;
+    if (!t.is_object()) {  // nothing ran and nothing was recorded as skipped: say what the node says
+      std::string why;
+      for (const auto& reason : (*st)["reasons"])
+        if (reason.is_string()) why += (why.empty() ? "" : "; ") + reason.get<std::string>();
+      std::cout << "no self-test ran: the node is " << (*st).value("state", "?") << (why.empty() ? "" : ": " + why) << "\n";
+      return kFindings;
+    }
+    std::cout << "self-test " << t.value("verdict", "?") << "\n";
+    return t.value("verdict", "") == "passed" ? kOk : kFindings;
   }
   std::cerr << who << ": no result within " << o.timeout_s << " s (the self-test may still be running)\n";
   return kFindings;

@@ -160,6 +160,14 @@ void run_nvme_doorbell(const PassContext& ctx, const Profile& profile, const Inv
         "selftest");
   st.nvme_doorbell = std::move(rec);
 }
+// A self-test that was asked for and cannot run on this node as it stands: recorded (GET
+// /v1/selftest's skipped, what `selftest run --wait` prints) and logged with the reason.
+void skip_selftest(const PassContext& ctx, RecordedState& st, const std::string& reason) {
+  st.selftest_skipped = SelftestSkip{now_unix(), ctx.trigger, reason, false, nlohmann::json()};
+  st.selftest_runs["skipped"]++;
+  log(ctx, LogLevel::warning, "self-test skipped: " + reason, "selftest");
+}
+
 }  // namespace
 
 std::optional<std::chrono::nanoseconds> selftest_interval(const DaemonConfig& c, const RecordedState& s) {
@@ -197,6 +205,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
   }
   if (!profile) {
     for (const auto& r : d.reasons) log(ctx, LogLevel::error, r, "profile");
+    if (ctx.want_selftest) skip_selftest(ctx, st, d.reasons.front());
     st.profile.clear();
     st.findings = json::array();
     st.plan = json::object({{"steps", json::array()}, {"reboot_required", false}, {"needs_operator", false}});
@@ -267,7 +276,8 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
     if (profile->selftest) {
       if (ctx.want_selftest) {
         if (severity_rank(d.state) > severity_rank(NodeState::degraded))
-          log(ctx, LogLevel::warning, std::string("self-test skipped: the node is ") + to_string(d.state), "selftest");
+          skip_selftest(ctx, st, std::string("the node is ") + to_string(d.state) +
+                                     (d.reasons.empty() ? std::string() : ": " + d.reasons.front()));
         else if (may_run_selftest(ctx, *profile->selftest, host_paths(ctx.config, ctx.root).agent_path.string(), st)) {
           run_selftest(ctx, *profile, inv, st);
           run_nvme_doorbell(ctx, *profile, inv, st);

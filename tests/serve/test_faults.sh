@@ -47,6 +47,14 @@ record noprofile_metrics GET /metrics
 check "a forged Host is answered 421" test "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$URL_noprofile/livez")" = 421
 check "the address as Host is answered" test "$(curl -s -o /dev/null -w '%{http_code}' "$URL_noprofile/livez")" = 200
 check "metrics say failed" grep -q '^p2pnode_node_state{state="failed"} 1' "$RESP/noprofile_metrics.body"
+# A self-test asked of a failed node: skipped, and said so (it printed "self-test none" before).
+"$BIN" selftest run --url "$URL_noprofile" --root "$WORK/noprofile/root" --config "$WORK/noprofile/p2pnode.yaml" \
+  --wait --timeout 30 > "$WORK/noprofile/selftest.out" 2>&1
+code=$?
+check "selftest run --wait on a failed node: exit 1" test "$code" = 1
+check "and prints why it was skipped" grep -q 'self-test skipped (api-selftest): no profile applies to this box: no profile matches' "$WORK/noprofile/selftest.out"
+record noprofile_selftest GET /v1/selftest
+check "/v1/selftest's skipped says why" bash -c "jq -r .skipped.reason '$RESP/noprofile_selftest.body' | grep -q 'no profile applies'"
 
 # --- agents that fail: each a verdict with its reason, the daemon keeps serving ---
 agent_case() {  # NAME AGENT ARGS EXPECTED-VERDICT REASON-REGEX
