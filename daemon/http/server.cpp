@@ -79,6 +79,13 @@ MHD_Result collect_header(void* cls, MHD_ValueKind, const char* key, const char*
   return MHD_YES;
 }
 
+// The listening socket's own word on its family: the HTTP process is handed the socket, not the address.
+int socket_family(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  return ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 ? ss.ss_family : AF_UNSPEC;
+}
+
 std::uint64_t connection_id(MHD_Connection* c) {
   const auto* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   return info && info->socket_context ? reinterpret_cast<std::uintptr_t>(info->socket_context) : 0;
@@ -247,7 +254,7 @@ struct ApiServer::Impl {
     // taking the CPU the client needs; its poll loop waits properly (measured: docs/benchmarks.md, "The API under a flood and under load").
     unsigned flags = (pem ? MHD_USE_POLL_INTERNAL_THREAD : MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (pem) flags |= MHD_USE_TLS;
-    if (opt.listen.host.find(':') != std::string::npos) flags |= MHD_USE_IPv6;
+    if (socket_family(fd) == AF_INET6) flags |= MHD_USE_IPv6;
     const auto secs = [](std::chrono::milliseconds d) {
       return static_cast<intptr_t>(std::max<long long>(1, (d.count() + 999) / 1000));
     };
