@@ -1,6 +1,6 @@
 // `p2pnode serve`: the daemon. The main thread owns signals and the systemd watchdog; the engine
 // reconciles on its own thread; the routes answer from published snapshots. HTTP and TLS are
-// parsed by a child process without root (privsep/), forked before any other thread starts.
+// parsed by a child process without root (privsep/), started again whenever it dies.
 #include <signal.h>
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include "engine/engine.hpp"
 #include "http/router.hpp"
 #include "http/server.hpp"
-#include "privsep/http_process.hpp"
+#include "privsep/http_supervisor.hpp"
 #include "service/device_monitor.hpp"
 #include "service/systemd.hpp"
 
@@ -107,7 +107,7 @@ std::shared_ptr<const tls::PemIdentity> pem_of(const std::shared_ptr<const tls::
 // connections (it logs whether they took); turning TLS on or off needs a restart, like a new
 // listen address.
 void reload_http(const LoadedConfig& fresh, const http::ServerOptions& options, bool serves_tls,
-                 privsep::HttpProcess& http_process, const engine::LogFn& log) {
+                 privsep::HttpSupervisor& http_side, const engine::LogFn& log) {
   privsep::HttpSettings s = privsep::settings_of(options);
   if (fresh.tls && serves_tls) {
     const auto pem = tls::to_pem(*fresh.tls);
@@ -118,16 +118,34 @@ void reload_http(const LoadedConfig& fresh, const http::ServerOptions& options, 
     log({engine::LogLevel::warning, std::string("tls was ") + (fresh.tls ? "added to" : "removed from") +
                                         " the configuration; it takes effect on restart", "", "config", ""});
   }
-  if (auto st = http_process.send_settings(s); !st)
+  if (auto st = http_side.send_settings(s); !st)
     log({engine::LogLevel::error, "the HTTP process did not take the new settings: " + st.error().message, "", "http", ""});
   std::fill(s.tls_key.begin(), s.tls_key.end(), '\0');
 }
 
 // Stops the HTTP process before what its answering thread uses (the router, the engine) goes.
 struct StopFirst {
-  privsep::HttpProcess& process;
-  ~StopFirst() { process.stop(); }
+  privsep::HttpSupervisor& http_side;
+  ~StopFirst() { http_side.stop(); }
 };
+
+// What the HTTP process starts with: the limits and, with TLS, the certificate and key.
+privsep::HttpSettings first_http_settings(const http::ServerOptions& o, const std::shared_ptr<const tls::Identity>& id) {
+  privsep::HttpSettings s = privsep::settings_of(o);
+  if (o.tls) {
+    s.tls_chain = o.tls->chain;
+    s.tls_key = o.tls->key.c_str();
+    s.tls_describe = id ? id->describe() : "";
+  }
+  return s;
+}
+
+// Sleeps until a signal, the next watchdog ping or the HTTP process's next start, whichever comes first.
+int wait_for_signal(const sigset_t& mask, std::chrono::microseconds tick, const privsep::HttpSupervisor& http_side) {
+  if (const auto due = http_side.next_due()) tick = std::min<std::chrono::microseconds>(tick, *due);
+  const timespec ts{static_cast<time_t>(tick.count() / 1000000), static_cast<long>((tick.count() % 1000000) * 1000)};
+  return sigtimedwait(&mask, nullptr, &ts);
+}
 
 // The HTTP server's options from the configuration (its TLS identity is set apart).
 http::ServerOptions server_options(const engine::DaemonConfig& c) {
@@ -205,14 +223,20 @@ int run_serve(const ServeOptions& o) {
   }
   engine::ListenAddress bound = config->listen;
   bound.port = listener->port;
-  // Forked now, while this is the only thread and before the token or the state is read.
-  auto forked = privsep::HttpProcess::start(*listener, hopt, o.verbose, log);
-  if (!forked) {
-    std::cerr << "p2pnode serve: " << forked.error().message << "\n";
-    log({engine::LogLevel::error, forked.error().message, "", "privsep", ""});
+  // Started now, before the token or the state is read; the daemon holds the socket for the next one.
+  auto account = privsep::http_account(log);
+  if (!account) {
+    ::close(listener->fd);
+    std::cerr << "p2pnode serve: " << account.error().message << "\n";
+    log({engine::LogLevel::error, account.error().message, "", "privsep", ""});
     return 1;
   }
-  privsep::HttpProcess& http_process = *forked.value();
+  privsep::HttpSupervisor http_supervisor(listener->fd, first_http_settings(hopt, loaded->tls), *account, o.verbose, log);
+  if (auto st = http_supervisor.start(); !st) {
+    std::cerr << "p2pnode serve: " << st.error().message << "\n";
+    log({engine::LogLevel::error, st.error().message, "", "privsep", ""});
+    return 1;
+  }
   if (!o.port_file.empty()) std::ofstream(o.port_file) << bound.port << "\n";
   log({engine::LogLevel::notice, std::string("listening on ") + (hopt.tls ? "https://" : "http://") + bound.display() +
                                      " (profiles " + config->profiles_dir + ", state " + config->state_file() + ")", "", "http", ""});
@@ -238,9 +262,10 @@ int run_serve(const ServeOptions& o) {
   engine::Engine engine(deps, *config, P2PNODE_VERSION);
   http::Router router(engine, hopt.max_headers);
   router.set_server_names(hopt.server_names);
+  router.set_metrics_extra([&http_supervisor] { return http_supervisor.metrics_text(); });
   load_token(root, *config, router, log);
-  StopFirst stop_first{http_process};
-  http_process.serve([&router](const http::Request& req) { return router.handle(req); });
+  StopFirst stop_first{http_supervisor};
+  http_supervisor.serve([&router](const http::Request& req) { return router.handle(req); });
   service::notify_status("reconciling: the first pass since start");
   engine.start();
   std::unique_ptr<service::DeviceMonitor> monitor;
@@ -255,32 +280,14 @@ int run_serve(const ServeOptions& o) {
   const auto ping = service::watchdog_ping_interval();
   // Wake only to ping the watchdog (none without one): an idle daemon uses no CPU.
   const std::chrono::microseconds tick = ping ? *ping : std::chrono::hours(1);
-  int exit_code = kOk;
   for (;;) {
-    timespec ts{static_cast<time_t>(tick.count() / 1000000), static_cast<long>((tick.count() % 1000000) * 1000)};
-    int sig = sigtimedwait(&mask, nullptr, &ts);
+    const int sig = wait_for_signal(mask, tick, http_supervisor);
     if (ping && !engine.wedged()) service::notify_watchdog();  // a wedged pass: let systemd restart us
-    if (auto how = http_process.exited()) {
-      // systemd's stop signals the whole unit at once: the child may be seen gone first.
-      const timespec grace{0, 500 * 1000 * 1000};
-      sigset_t stop_signals;
-      sigemptyset(&stop_signals);
-      sigaddset(&stop_signals, SIGTERM);
-      sigaddset(&stop_signals, SIGINT);
-      sig = sigtimedwait(&stop_signals, nullptr, &grace);
-      if (sig != SIGTERM && sig != SIGINT) {
-        // Restarting it here would fork a process with threads; systemd restarts the whole daemon
-        // (Restart=on-failure) from a clean start instead.
-        log({engine::LogLevel::error, "the HTTP process " + std::to_string(http_process.pid()) + " " + *how +
-                                          ": stopping, for systemd to restart the daemon", "", "privsep", ""});
-        exit_code = 1;
-        break;
-      }
-    }
     if (sig == SIGTERM || sig == SIGINT) {
       log({engine::LogLevel::notice, std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"), "", "signal", ""});
       break;
     }
+    http_supervisor.tend();  // SIGCHLD: it died; or its next start is due
     if (sig != SIGHUP) continue;
     service::notify_reloading();
     std::string why;
@@ -295,7 +302,7 @@ int run_serve(const ServeOptions& o) {
         log({engine::LogLevel::warning, "the listen address changed to " + fresh->listen.display() +
                                             "; it takes effect on restart", "", "config", ""});
       const http::ServerOptions fresh_options = server_options(*fresh);
-      reload_http(*reloaded, fresh_options, serves_tls, http_process, log);
+      reload_http(*reloaded, fresh_options, serves_tls, http_supervisor, log);
       router.set_max_headers(fresh_options.max_headers);
       router.set_server_names(fresh_options.server_names);
       config = fresh;
@@ -311,9 +318,9 @@ int run_serve(const ServeOptions& o) {
   }
   service::notify_stopping();
   if (monitor) monitor->stop();
-  http_process.stop();
+  http_supervisor.stop();
   engine.stop();
-  return exit_code;
+  return kOk;
 }
 }  // namespace
 

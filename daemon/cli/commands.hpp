@@ -31,6 +31,8 @@ void register_check(CLI::App& app);
 void register_profiles(CLI::App& app);
 void register_plan_apply(CLI::App& app);
 void register_serve(CLI::App& app);
+// `p2pnode-serve http-child`, hidden: the HTTP process `serve` starts (privsep/http_child.hpp).
+void register_http_child(CLI::App& app);
 void register_status(CLI::App& app);
 void register_selftest(CLI::App& app);
 void register_judge_kernel(CLI::App& app);

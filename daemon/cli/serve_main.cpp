@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(P2PNODE_VERSION));
   p2pnode::cli::register_serve(app);
+  p2pnode::cli::register_http_child(app);
   p2pnode::cli::register_status(app);
   p2pnode::cli::register_selftest(app);
   return p2pnode::cli::run_app(app, argc, argv);

@@ -26,8 +26,9 @@ bool is_address(const std::string& h) {
 }  // namespace
 
 std::string host_of_header(std::string_view v) {
-  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+  // Optional whitespace around a field value is not part of it (RFC 9110 §5.5).
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
   if (v.empty() || v.size() > 255) return {};
   for (char c : v)
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '/' || c == '@' || c == '\\') return {};

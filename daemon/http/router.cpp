@@ -2,6 +2,7 @@
 
 #include "core/json_text.hpp"
 #include "http/host_check.hpp"
+#include "http/request_head.hpp"
 
 #include "engine/metrics.hpp"
 
@@ -20,8 +21,10 @@ const char* reason_phrase(int status) {
     case 413: return "Payload Too Large";
     case 414: return "URI Too Long";
     case 416: return "Range Not Satisfiable";
+    case 421: return "Misdirected Request";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     default: return "Error";
   }
@@ -86,7 +89,8 @@ bool Router::authorized(const Request& req, Response& denied) {
     denied.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"p2pnode\"");
     return false;
   }
-  if (!token_equal(std::string_view(h).substr(kBearer.size()), t)) {
+  // The whole value against the whole expected one: nothing after the token passes unread.
+  if (!token_equal(h, std::string(kBearer) + t)) {
     denied = problem(401, "the bearer token is not valid");
     denied.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"p2pnode\", error=\"invalid_token\"");
     return false;
@@ -124,6 +128,10 @@ void Router::set_server_names(std::vector<std::string> names) {
 Response Router::handle(const Request& req) {
   if (const std::size_t most = max_headers_; req.header_count > most)
     return problem(431, "more than " + std::to_string(most) + " header fields");
+  // The HTTP process refuses these already; the daemon does not rely on it.
+  for (const auto& [name, value] : req.headers)
+    if (has_control_character(value))
+      return problem(400, "the header field " + name + " holds a control character (RFC 9110 §5.5)");
   {
     const auto host = req.headers.find("host");
     std::lock_guard lock(token_mu_);

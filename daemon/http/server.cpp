@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "http/connection_guard.hpp"
+#include "http/received_head.hpp"
 #include "sys/private_file.hpp"
 #include "tls/pem.hpp"
 
@@ -49,9 +50,11 @@ std::string client_of(const sockaddr* addr) {
   return buf;
 }
 
-// One HTTP request as it arrives (libmicrohttpd calls the handler once for the head, once per
-// body chunk, once at the end).
+// One HTTP request as it arrives: made when its request line is read (the URI log callback), then
+// libmicrohttpd calls the handler once for the head, once per body chunk, once at the end.
 struct RequestState {
+  TargetSeen target;
+  bool head_checked = false;
   std::string body;
   bool too_large = false;
 };
@@ -74,6 +77,13 @@ MHD_Result collect_header(void* cls, MHD_ValueKind, const char* key, const char*
   if (!fresh) it->second += std::string(", ") + (value ? value : "");
   ++req->header_count;
   return MHD_YES;
+}
+
+// The listening socket's own word on its family: the HTTP process is handed the socket, not the address.
+int socket_family(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  return ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 ? ss.ss_family : AF_UNSPEC;
 }
 
 std::uint64_t connection_id(MHD_Connection* c) {
@@ -181,19 +191,38 @@ struct ApiServer::Impl {
     self->log(engine::LogLevel::debug, "libmicrohttpd: " + m);
   }
 
-  static MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method, const char*,
+  // Its return value is the request's con_cls in on_request.
+  static void* on_request_line(void*, const char* uri, MHD_Connection*) {
+    auto* st = new RequestState;
+    if (uri) st->target = TargetSeen{uri, uri};
+    return st;
+  }
+
+  // The head is complete: refused (and the connection closed, its framing is not to be trusted), too
+  // large a body announced, or on to read the body.
+  MHD_Result on_head(MHD_Connection* c, const char* method, const char* version, const RequestState& st) {
+    if (auto refusal = refuse_received_head(c, method, version, st.target)) {
+      guard.request_complete(connection_id(c));  // answered now; the body is not read
+      Response r = problem(refusal->status, refusal->detail);
+      r.headers.emplace_back("Connection", "close");
+      return send(c, r);
+    }
+    const char* length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length && std::strtoull(length, nullptr, 10) > max_body.load()) {
+      guard.request_complete(connection_id(c));
+      return send(c, problem(413, "the request body is larger than the daemon accepts"));
+    }
+    return MHD_YES;
+  }
+
+  static MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method, const char* version,
                                const char* upload_data, std::size_t* upload_size, void** con_cls) {
     auto* self = static_cast<Impl*>(cls);
     auto* st = static_cast<RequestState*>(*con_cls);
-    if (!st) {  // the head is complete
-      st = new RequestState;
-      *con_cls = st;
-      const char* length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-      if (length && std::strtoull(length, nullptr, 10) > self->max_body.load()) {
-        self->guard.request_complete(connection_id(c));  // answered now; the body is not read
-        return send(c, problem(413, "the request body is larger than the daemon accepts"));
-      }
-      return MHD_YES;
+    if (!st) *con_cls = st = new RequestState;  // on_request_line makes it; never trust that alone
+    if (!st->head_checked) {
+      st->head_checked = true;
+      return self->on_head(c, method, version, *st);
     }
     if (*upload_size) {
       if (st->body.size() + *upload_size > self->max_body.load()) st->too_large = true;
@@ -225,7 +254,7 @@ struct ApiServer::Impl {
     // taking the CPU the client needs; its poll loop waits properly (measured: docs/benchmarks.md, "The API under a flood and under load").
     unsigned flags = (pem ? MHD_USE_POLL_INTERNAL_THREAD : MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (pem) flags |= MHD_USE_TLS;
-    if (opt.listen.host.find(':') != std::string::npos) flags |= MHD_USE_IPv6;
+    if (socket_family(fd) == AF_INET6) flags |= MHD_USE_IPv6;
     const auto secs = [](std::chrono::milliseconds d) {
       return static_cast<intptr_t>(std::max<long long>(1, (d.count() + 999) / 1000));
     };
@@ -240,6 +269,7 @@ struct ApiServer::Impl {
         {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&on_connection), this},
         {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&on_completed), this},
         {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&on_log), this},
+        {MHD_OPTION_URI_LOG_CALLBACK, reinterpret_cast<intptr_t>(&on_request_line), this},
     };
     if (threads > 1) o.push_back({MHD_OPTION_THREAD_POOL_SIZE, static_cast<intptr_t>(threads), nullptr});
     if (pem) {

@@ -1,10 +1,8 @@
 #include "privsep/http_child.hpp"
 
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,21 +11,22 @@
 #include <map>
 #include <mutex>
 
+#include "http/server.hpp"
 #include "privsep/channel.hpp"
+#include "privsep/spawn.hpp"
 #include "service/systemd.hpp"
 
 namespace p2pnode::privsep {
 namespace {
 
-constexpr int kListenFd = 3;
-constexpr int kChannelFd = 4;
+constexpr int kListenFd = kChildListenFd;
+constexpr int kChannelFd = kChildChannelFd;
 // The daemon answers from a published snapshot or queues work: far below this. Past it the
 // client gets 503 and the late answer is dropped.
 constexpr auto kAnswerDeadline = std::chrono::seconds(10);
 
 // One line per event on stderr: the journal's stream under systemd (its priority as a <N> prefix),
-// the terminal or the tests' log file otherwise. Never sd_journal: a descriptor libsystemd cached
-// before the fork is closed here, and its number may be a client's connection by now.
+// the terminal or the tests' log file otherwise: the one stream the daemon handed down.
 engine::LogFn stderr_logger(bool verbose) {
   const bool journal = service::stderr_is_journal();
   auto mu = std::make_shared<std::mutex>();
@@ -122,26 +121,42 @@ void apply_settings(http::ApiServer& server, const http::ServerOptions& current,
     log({engine::LogLevel::error, "TLS certificate not reloaded, the previous one is served: " + why, "", "tls", ""});
 }
 
-// Only the listening socket and the channel stay open (as 3 and 4), besides stdin, stdout, stderr.
-void keep_only_our_descriptors(int listen_fd, int channel_fd) {
-  const int l = ::fcntl(listen_fd, F_DUPFD, 100), c = ::fcntl(channel_fd, F_DUPFD, 100);
-  if (l < 0 || c < 0 || ::dup2(l, kListenFd) < 0 || ::dup2(c, kChannelFd) < 0) die("cannot move descriptors");
-  if (::syscall(SYS_close_range, kChannelFd + 1, ~0U, 0) != 0) die("close_range failed");
-  ::fcntl(kListenFd, F_SETFD, FD_CLOEXEC);
-  ::fcntl(kChannelFd, F_SETFD, FD_CLOEXEC);
+// The daemon's first frame: the limits to serve with and, with TLS, the certificate and key. It
+// sends it at once; a daemon that does not is stuck, and this process has nothing to serve with.
+HttpSettings first_settings(FrameReader& reader) {
+  set_socket_timeouts(kChannelFd, 10000, 10000);
+  auto frame = read_frame(kChannelFd, reader);
+  if (!frame || !*frame || (*frame)->type != FrameType::settings)
+    die("the daemon did not send the settings first" + (frame ? std::string() : ": " + frame.error().message));
+  auto s = decode_settings((*frame)->payload);
+  if (!s) die(s.error().message);
+  set_socket_timeouts(kChannelFd, 10000, 0);
+  return std::move(s).value();
 }
+
+http::ServerOptions initial_options(const HttpSettings& s, const engine::LogFn& log) {
+  http::ServerOptions o = with_settings(http::ServerOptions{}, s);
+  o.log = log;
+  if (!s.tls_chain.empty()) {
+    auto pem = std::make_shared<tls::PemIdentity>();
+    pem->chain = s.tls_chain;
+    pem->key = tls::SecretPem(s.tls_key);
+    o.tls = std::move(pem);
+  }
+  return o;
+}
+
 }  // namespace
 
-void run_http_child(ChildStart start) {
-  // The daemon's death ends this process, even between fork and here.
+void run_http_child(const ChildStart& start) {
+  // The daemon's death ends this process (set before the exec, which keeps it); it may be gone already.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != start.parent) ::_exit(1);
-  for (const char* v : {"NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC", "LISTEN_FDS", "LISTEN_PID"}) ::unsetenv(v);
-  sigset_t all;
-  sigemptyset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
+  ::prctl(PR_SET_NAME, "p2pnode-http");  // not "exe", as /proc/self/exe would name it
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGHUP, SIG_IGN);  // the daemon reloads and sends the settings that concern us
-  keep_only_our_descriptors(start.listen_fd, start.channel_fd);
+  // Nothing this process runs is to inherit them (it runs nothing; this holds if that changes).
+  ::fcntl(kListenFd, F_SETFD, FD_CLOEXEC);
+  ::fcntl(kChannelFd, F_SETFD, FD_CLOEXEC);
 
   Status confined = start.account ? drop_privileges(*start.account) : confine_unprivileged();
   if (!confined) die("refusing to serve HTTP: " + confined.error().message);
@@ -149,10 +164,9 @@ void run_http_child(ChildStart start) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != start.parent) ::_exit(1);
 
   const engine::LogFn log = stderr_logger(start.verbose);
-  http::ServerOptions options = start.options;
-  options.log = log;
+  FrameReader reader(kMaxResponseFrame);
+  http::ServerOptions options = initial_options(first_settings(reader), log);
   Forwarder forwarder(kChannelFd);
-  set_socket_timeouts(kChannelFd, 10000, 0);
   http::ApiServer* served = nullptr;
   http::ApiServer server(kListenFd, [&](const http::Request& req) {
     http::Response r = forwarder.forward(req);
@@ -163,7 +177,6 @@ void run_http_child(ChildStart start) {
   served = &server;
   if (auto st = server.start(); !st) die(st.error().message);
 
-  FrameReader reader(kMaxResponseFrame);
   int code = 0;
   for (;;) {
     auto frame = read_frame(kChannelFd, reader);

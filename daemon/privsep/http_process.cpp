@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "privsep/channel.hpp"
-#include "privsep/http_child.hpp"
+#include "privsep/spawn.hpp"
 
 namespace p2pnode::privsep {
 namespace {
@@ -18,6 +18,19 @@ std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return std::string("killed by signal ") + ::strsignal(WTERMSIG(status));
   return "stopped";
+}
+
+// The child's command line after argv[0]: who its parent is (checked after it drops root), whom to
+// become, how much to log.
+std::vector<std::string> child_args(const std::optional<Account>& account, bool verbose) {
+  std::vector<std::string> a = {"http-child", "--parent", std::to_string(::getpid())};
+  if (account) {
+    for (const std::string& s : {std::string("--account"), account->name, std::string("--uid"),
+                                 std::to_string(account->uid), std::string("--gid"), std::to_string(account->gid)})
+      a.push_back(s);
+  }
+  if (verbose) a.push_back("--verbose");
+  return a;
 }
 }  // namespace
 
@@ -33,41 +46,37 @@ HttpSettings settings_of(const http::ServerOptions& o) {
   return s;
 }
 
-Result<std::unique_ptr<HttpProcess>> HttpProcess::start(http::Listener listener, const http::ServerOptions& options,
-                                                        bool verbose, const engine::LogFn& log) {
-  std::optional<Account> account;
-  if (::geteuid() == 0) {
-    auto a = find_unprivileged_account();
-    if (!a) {
-      ::close(listener.fd);
-      return a.error();
-    }
-    if (!a->note.empty()) log({engine::LogLevel::warning, a->note, "", "privsep", ""});
-    account = *a;
-  }
+Result<std::optional<Account>> http_account(const engine::LogFn& log) {
+  if (::geteuid() != 0) return std::optional<Account>();
+  auto a = find_unprivileged_account();
+  if (!a) return a.error();
+  if (!a->note.empty()) log({engine::LogLevel::warning, a->note, "", "privsep", ""});
+  return std::optional<Account>(*a);
+}
+
+Result<std::unique_ptr<HttpProcess>> HttpProcess::start(int listen_fd, const HttpSettings& settings,
+                                                        const std::optional<Account>& account, bool verbose,
+                                                        const engine::LogFn& log) {
   int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    ::close(listener.fd);
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Error{std::string("socketpair: ") + std::strerror(errno), errno};
-  }
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
-    ::close(sv[0]);
-    ::close(sv[1]);
-    ::close(listener.fd);
-    return Error{std::string("fork: ") + std::strerror(e), e};
-  }
-  if (pid == 0) run_http_child(ChildStart{listener.fd, sv[1], parent, options, account, verbose});
+  auto pid = spawn_http_child(listen_fd, sv[1], child_args(account, verbose));
   ::close(sv[1]);
-  ::close(listener.fd);  // the child alone accepts
+  if (!pid) {
+    ::close(sv[0]);
+    return pid.error();
+  }
   set_socket_timeouts(sv[0], 10000, 0);
-  log({engine::LogLevel::notice, "HTTP served by process " + std::to_string(pid) + " as " +
+  std::unique_ptr<HttpProcess> p(new HttpProcess(*pid, sv[0], log));
+  // A child that dies before it reads this is seen gone like any other (exited()).
+  if (auto st = p->send_settings(settings); !st)
+    log({engine::LogLevel::warning, "the HTTP process " + std::to_string(*pid) + " did not take its settings: " +
+                                        st.error().message, "", "privsep", ""});
+  log({engine::LogLevel::notice, "HTTP served by process " + std::to_string(*pid) + " as " +
                                      (account ? account->name + " (uid " + std::to_string(account->uid) + ")"
                                               : std::string("this user (not started as root)")) +
                                      ", without capabilities", "", "privsep", ""});
-  return std::unique_ptr<HttpProcess>(new HttpProcess(pid, sv[0], log));
+  return p;
 }
 
 HttpProcess::~HttpProcess() { stop(); }
@@ -113,11 +122,12 @@ Status HttpProcess::send_settings(const HttpSettings& settings) {
 }
 
 std::optional<std::string> HttpProcess::exited() {
-  if (reaped_) return "reaped";
+  if (reaped_) return how_it_ended_;
   int status = 0;
   if (::waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
   reaped_ = true;
-  return describe_status(status);
+  how_it_ended_ = describe_status(status);
+  return how_it_ended_;
 }
 
 void HttpProcess::stop() {

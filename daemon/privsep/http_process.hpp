@@ -1,10 +1,9 @@
 #pragma once
-// The daemon's side of privilege separation: it forks the HTTP process (http_child.hpp), which
+// The daemon's side of privilege separation: it starts the HTTP process (http_child.hpp), which
 // parses HTTP and terminates TLS without root, and answers its requests with the daemon's routes.
 // The token and the routes stay here, in the root process; the child sees only requests.
 #include <sys/types.h>
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,18 +11,25 @@
 #include <thread>
 
 #include "http/server.hpp"
+#include "privsep/drop.hpp"
 #include "privsep/frame.hpp"
 
 namespace p2pnode::privsep {
 
+// Whom the HTTP process becomes: as root the system account p2pnode (nobody:nogroup when that is
+// missing, logged); otherwise nobody to become (nullopt): it stays this user, confined the same way.
+Result<std::optional<Account>> http_account(const engine::LogFn& log);
+
 class HttpProcess {
  public:
-  // Forks the HTTP process; call it while this process has a single thread (before the engine
-  // starts), since the child goes on running this program's code. It takes `listener` (closed
-  // here) and `options`. As root the child becomes the system account p2pnode (nobody:nogroup
-  // when that is missing, logged); otherwise it stays this user, confined the same way.
-  static Result<std::unique_ptr<HttpProcess>> start(http::Listener listener, const http::ServerOptions& options,
-                                                    bool verbose, const engine::LogFn& log);
+  // Forks and executes this program again as the HTTP process (`p2pnode-serve http-child`), which
+  // shares `listen_fd` (left open here) and one end of a new socketpair, then sends it `settings`,
+  // the first frame it waits for. Fork and exec, never a fork that goes on running this program: the
+  // daemon has threads by the time it starts a second one, and a fork copies only the caller's.
+  // Call it from the thread that lives as long as the daemon: PR_SET_PDEATHSIG follows that thread.
+  static Result<std::unique_ptr<HttpProcess>> start(int listen_fd, const HttpSettings& settings,
+                                                    const std::optional<Account>& account, bool verbose,
+                                                    const engine::LogFn& log);
   ~HttpProcess();
   HttpProcess(const HttpProcess&) = delete;
   HttpProcess& operator=(const HttpProcess&) = delete;
@@ -48,6 +54,7 @@ class HttpProcess {
   std::mutex write_mu_;
   std::thread thread_;
   bool reaped_ = false;
+  std::string how_it_ended_;
 };
 
 // The child's settings from the daemon's (the certificate is added apart).

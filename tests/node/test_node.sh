@@ -93,14 +93,18 @@ drive_ok
 check "p2pnode.service sent READY=1 with a status text" in_node "systemctl show -P StatusText p2pnode | grep -q ." 
 echo "node: p2pnode status text: $(in_node systemctl show -P StatusText p2pnode)"
 check "/readyz answers 200" test "$(readyz)" = 200
-# The HTTP side runs without root: the process that holds the listening socket is the daemon's
-# child, as the package's account p2pnode, with no capability and no_new_privs; the daemon is root.
+# The HTTP side runs without root: the listening socket is held by the daemon (for the next HTTP
+# process, should this one die) and by its child that accepts, as the package's account p2pnode,
+# with no capability and no_new_privs; the daemon is root.
 mainpid=$(in_node systemctl show -P MainPID p2pnode)
-httppid=$(in_node "ss -ltnpH 'sport = :9470'" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
-echo "node: daemon $mainpid, listening socket held by: $httppid"
+holders=$(in_node "ss -ltnpH 'sport = :9470'" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
+httppid=$(grep -vx "$mainpid" <<<"$holders")
+echo "node: daemon $mainpid, listening socket held by: $(tr '\n' ' ' <<<"$holders")"
+check "the listening socket is held by the daemon and one other process" \
+  test "$(wc -l <<<"$holders") $(grep -cx "$mainpid" <<<"$holders")" = "2 1"
 in_node "grep -E '^(Name|PPid|Uid|Gid|Groups|CapPrm|CapEff|CapBnd|NoNewPrivs):' /proc/$httppid/status" | sed 's/^/  http process: /'
 field() { in_node "awk '\$1 == \"$2:\" { \$1 = \"\"; print }' /proc/$1/status" | sed 's/^ *//'; }
-check "the listening socket is held by one process, the daemon's child" test "$(field "$httppid" PPid)" = "$mainpid"
+check "that process is the daemon's child" test "$(field "$httppid" PPid)" = "$mainpid"
 uid=$(in_node id -u p2pnode) gid=$(in_node id -g p2pnode)
 check "the HTTP process runs as the account p2pnode, uid $uid (Uid: $(field "$httppid" Uid))" \
   test "$(field "$httppid" Uid)" = "$uid $uid $uid $uid"

@@ -1,9 +1,11 @@
 #!/bin/bash
-# The HTTP side runs without root: `p2pnode serve` forks a process that alone holds the listening
-# socket, and as root that process becomes an unprivileged account (p2pnode, else nobody) with no
-# capabilities and no_new_privs. The API still answers through it: GETs, /metrics with the
-# server's own counters, POSTs with and without the token, a forged Host. Its death stops the
-# daemon (exit 1, for systemd to restart it); the daemon's death ends it. About 5 s.
+# The HTTP side runs without root: `p2pnode serve` starts a process that accepts on the listening
+# socket (the daemon keeps it too, for the next one), and as root that process becomes an
+# unprivileged account (p2pnode, else nobody) with no capabilities and no_new_privs. The API still
+# answers through it: GETs, /metrics with the server's own counters, POSTs with and without the
+# token, a forged Host. Killed (by anyone of its uid), it is started again after a backoff (100 ms,
+# doubling) while the daemon goes on, and a client that connects in the gap is answered; the
+# daemon's death ends it. About 8 s.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 BIN=${1:?usage: test_privsep.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
@@ -31,7 +33,9 @@ status_field() { awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' /pro
 OWNERS=$(socket_owners)
 HTTP_PID=$(children "$PARENT" | head -1)
 check "the daemon has one child, the HTTP process" test "$(children "$PARENT" | wc -l)" -eq 1
-check "the HTTP process alone holds the listening socket (holders: ${OWNERS//$'\n'/ })" test "$OWNERS" = "$HTTP_PID"
+check "the daemon and its HTTP process hold the listening socket (holders: ${OWNERS//$'\n'/ })" \
+  test "$(sort <<<"$OWNERS" | tr '\n' ' ')" = "$(printf '%s\n' "$PARENT" "$HTTP_PID" | sort | tr '\n' ' ')"
+check "it is named p2pnode-http" test "$(cat /proc/"$HTTP_PID"/comm)" = p2pnode-http
 echo "HTTP process $HTTP_PID of daemon $PARENT:"
 for k in Uid Gid Groups CapInh CapPrm CapEff CapBnd CapAmb NoNewPrivs; do echo "  $k: $(status_field "$HTTP_PID" "$k")"; done
 echo "  fds: $(ls -l /proc/"$HTTP_PID"/fd | awk 'NR > 1 { print $9 "->" $11 }' | tr '\n' ' ')"
@@ -63,15 +67,41 @@ check "POST with the token: 202" test "$(curl -s -o /dev/null -w '%{http_code}' 
 check "a forged Host: 421" test "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$URL/v1/status")" = 421
 check "a body over max_body: 413" test "$(head -c 8192 /dev/zero | curl -s -o /dev/null -w '%{http_code}' -X POST "${AUTH[@]}" --data-binary @- "$URL/v1/selftest")" = 413
 
-# The HTTP process dies: the daemon stops with status 1, for systemd to restart it.
-kill -KILL "$HTTP_PID"
-if wait_until 10 bash -c "! kill -0 $PARENT"; then
-  wait "$PARENT"; rc=$?
-  check "the daemon exits 1 when its HTTP process dies (exit $rc)" test "$rc" = 1
-  check "and says why" grep -q "the HTTP process $HTTP_PID killed by signal.*systemd to restart" "$WORK/ps/log"
+# The HTTP process dies (killed by a process of its own uid where this runs as root): the daemon
+# starts another and goes on; a client that connects in the gap waits in the backlog and is answered.
+restarts() { curl -s "$URL/metrics" | awk '$1 == "p2pnode_http_child_restarts_total" { print $2 }'; }
+check "no restart yet: p2pnode_http_child_restarts_total 0" test "$(restarts)" = 0
+read -r ruid _ <<<"$(status_field "$HTTP_PID" Uid)"
+read -r rgid _ <<<"$(status_field "$HTTP_PID" Gid)"
+if [ "$(id -u)" = 0 ] && [ "$ruid" != 0 ] && command -v setpriv >/dev/null; then
+  setpriv --reuid="$ruid" --regid="$rgid" --clear-groups kill -KILL "$HTTP_PID"
+  echo "killed $HTTP_PID as uid $ruid"
 else
-  fail "the daemon kept running without its HTTP process"
+  kill -KILL "$HTTP_PID"
 fi
+check "a request made at once is answered by the next HTTP process" \
+  test "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "$URL/livez")" = 200
+check "the daemon goes on" kill -0 "$PARENT"
+NEXT=$(children "$PARENT" | head -1)
+check "by another HTTP process ($HTTP_PID, then ${NEXT:-none})" test -n "$NEXT" -a "$NEXT" != "$HTTP_PID"
+check "the daemon logs how it ended and when the next starts" \
+  grep -q "the HTTP process $HTTP_PID killed by signal .* starting another in 0.1 s" "$WORK/ps/log"
+check "p2pnode_http_child_restarts_total 1" test "$(restarts)" = 1
+check "the next one is confined the same (NoNewPrivs 1, CapEff 0)" \
+  test "$(status_field "$NEXT" NoNewPrivs)/$(status_field "$NEXT" CapEff)" = 1/0000000000000000
+check "POST with the token answers through it: 202" test "$(curl -s -o /dev/null -w '%{http_code}' -X POST "${AUTH[@]}" "$URL/v1/reconcile")" = 202
+check "a forged Host through it: 421" test "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$URL/v1/status")" = 421
+# Deaths in a row: the wait doubles (200 ms, 400 ms, 800 ms), the daemon never gives up.
+for wait in 0.2 0.4 0.8; do
+  victim=$(children "$PARENT" | head -1)
+  kill -KILL "$victim"
+  check "killed again ($victim): the next in $wait s" wait_until 10 grep -q "the HTTP process $victim killed by signal .* starting another in $wait s" "$WORK/ps/log"
+  wait_until 10 bash -c "[ -n \"\$(cat /proc/$PARENT/task/*/children 2>/dev/null)\" ]"
+done
+check "answered again after four deaths" test "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "$URL/livez")" = 200
+check "p2pnode_http_child_restarts_total 4" test "$(restarts)" = 4
+check "the daemon never exited" kill -0 "$PARENT"
+stop_daemon ps
 
 # The daemon dies: its HTTP process goes with it, by PR_SET_PDEATHSIG alone (stopped, it could not
 # read the end of the stream).

@@ -174,6 +174,13 @@ grep -q 'TLS certificate reloaded for new connections: .*p2pnode-rotated' "$WORK
   pass "the reload is logged" || fail "the reload is logged"
 check "the reload cleared the problem" bash -c \
   "curl -s --cacert '$TLS/cert.pem' '$URL/v1/status' | jq -e '.daemon.config_problem == null' >/dev/null"
+# The HTTP process dies: the next one serves HTTPS with the certificate of the last reload, not
+# the one the daemon started with.
+HTTP_PID=$(cat /proc/"$(cat "$WORK/h200/pid")"/task/*/children | awk '{print $1}')
+kill -KILL "$HTTP_PID"
+check "after its HTTP process died the daemon answers HTTPS again" \
+  wait_until 10 curl -sf --cacert "$TLS/cert.pem" "$URL/livez" -o /dev/null
+check "with the reloaded certificate" test "$(served_fingerprint)" = "$NEW_FP"
 
 # --- a certificate from a CA: status trusts the configured certificate itself, without the CA ---
 CA="$WORK/ca"; mkdir -p "$CA"

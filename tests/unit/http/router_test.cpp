@@ -69,6 +69,25 @@ TEST(Router, PostsNeedTheBearerToken) {
   EXPECT_EQ(header_of(r, "WWW-Authenticate"), "Bearer realm=\"p2pnode\", error=\"invalid_token\"");
 }
 
+// The whole Authorization value is the credential: a NUL and junk after the token (which an HTTP
+// parser may cut off, or a proxy keep) is no valid token; a control byte is no field value at all.
+TEST(Router, TheTokenIsTheWholeAuthorizationValue) {
+  Fixture f;
+  const std::string token = "0123456789abcdef0123456789abcdef";
+  f.router.set_token(token, "");
+  Request post{"POST", "/v1/reconcile", {}, 1, ""};
+  post.headers["authorization"] = "Bearer " + token + std::string("\0junk", 5);
+  EXPECT_EQ(f.router.handle(post).status, 400);
+  post.headers["authorization"] = "Bearer " + token + "\x01";
+  EXPECT_EQ(f.router.handle(post).status, 400);
+  post.headers["authorization"] = "Bearer " + token + "junk";
+  EXPECT_EQ(f.router.handle(post).status, 401);
+  post.headers["authorization"] = "Bearer " + token.substr(1);
+  EXPECT_EQ(f.router.handle(post).status, 401);
+  post.headers["authorization"] = "Bearer " + token;
+  EXPECT_EQ(f.router.handle(post).status, 202);
+}
+
 TEST(Router, MetricsCarryTheServersOwnCounters) {
   Fixture f;
   f.engine.start();
@@ -99,6 +118,7 @@ TEST(Router, ForgedHostIs421) {
   for (const char* ok : {"127.0.0.1:9470", "[::1]:9470", "localhost:9470", "10.1.2.3", "node1.example.org:9470",
                          "NODE1.example.org", "a.gpu.example.org:9470", "node1.example.org."})
     EXPECT_EQ(with_host(ok), 200) << ok;
+  for (const char* ok : {"127.0.0.1\t", "\t localhost "}) EXPECT_EQ(with_host(ok), 200) << "OWS around it";
   for (const char* bad : {"evil.example", "evil.example:9470", "node1.example.org.evil.example", "gpu.example.org",
                           "", "a b", "node1.example.org:x", "[::1", "127.0.0.1:9470@evil", "localhost:1:2"})
     EXPECT_EQ(with_host(bad), 421) << bad;
