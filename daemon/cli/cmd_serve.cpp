@@ -201,7 +201,10 @@ int run_serve(const ServeOptions& o) {
       std::cerr << "p2pnode serve: " << t.error().message << ": POST /v1/reconcile and /v1/selftest would answer 503\n";
       return kUsage;
     }
-    std::cout << "p2pnode serve: the configuration " << (o.config.empty() ? "(built-in defaults)" : o.config)
+    // The file that was read (config.source_file), or the built-in defaults when there was none.
+    std::cout << "p2pnode serve: the configuration "
+              << (config->source_file.empty() ? std::string("(built-in defaults: no configuration file)")
+                                              : config->source_file)
               << " is valid\n";
     return kOk;
   }

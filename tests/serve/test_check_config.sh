@@ -25,5 +25,16 @@ expect "a 3-character token" 2 "fewer than 16 characters"
 rm -f "$token"
 expect "a missing token: a warning" 0 "warning: the token file .* does not exist"
 expect "a missing token with --strict" 2 "does not exist: POST" --strict
+# The file it judged is the one it names (it said "(built-in defaults)" after reading the default path).
+(umask 077; printf '0123456789abcdef0123\n' > "$token")
+mkdir -p "$root/etc/p2pnode" && cp "$WORK/cc/p2pnode.yaml" "$root/etc/p2pnode/p2pnode.yaml"
+rc=$("$BIN" serve --root "$root" --check-config > "$WORK/out" 2>&1; echo $?)
+if [ "$rc" = 0 ] && grep -q "the configuration $root/etc/p2pnode/p2pnode.yaml is valid" "$WORK/out"; then
+  pass "the default configuration file is named when it was read"
+else fail "the default configuration file is named when it was read: exit $rc"; cat "$WORK/out"; fi
+rm -f "$root/etc/p2pnode/p2pnode.yaml"
+rc=$("$BIN" serve --root "$root" --check-config > "$WORK/out" 2>&1; echo $?)
+grep -q "(built-in defaults: no configuration file) is valid" "$WORK/out" \
+  && pass "no configuration file: the built-in defaults, said so" || { fail "no configuration file: exit $rc"; cat "$WORK/out"; }
 echo "$FAILS failure(s)"
 [ "$FAILS" -eq 0 ]
