@@ -294,7 +294,9 @@ void Engine::health_worker() {
       next = std::chrono::steady_clock::now() + std::chrono::seconds(10);  // a reload may turn it on
       continue;
     }
-    const nlohmann::json devices = state_.devices;
+    // No device recorded yet and no pass decided: the first discovery is still running (the health
+    // body says so instead of "no GPU or NVMe drive").
+    const nlohmann::json devices = !decided_ && state_.devices.empty() ? nlohmann::json() : state_.devices;
     lk.unlock();
     std::unique_lock agent_guard(agent_mu_, std::try_to_lock);
     const std::string skip = agent_guard.owns_lock()

@@ -85,7 +85,9 @@ json HealthPass::run(const DaemonConfig& config, const json& devices, const std:
   j["passes"] = monitor_.passes();
   j["last_pass_unix"] = s.unix_s;
   j["pass_duration_s"] = s.duration_s;
-  j["problem"] = paths.devices.empty() ? json("no GPU or NVMe drive in the last discovery: nothing to watch") : json(nullptr);
+  j["problem"] = !paths.devices.empty()  ? json(nullptr)
+                 : !devices.is_object() ? json("the first discovery has not finished: nothing to watch yet")
+                                        : json("no GPU or NVMe drive in the last discovery: nothing to watch");
   json v = monitor_.view();
   if (v.contains("nvlink") && v["nvlink"].is_object())
     v["nvlink"]["read_unix"] = s.agent.read && last_nvlink_unix_ ? json(last_nvlink_unix_) : json(nullptr);
