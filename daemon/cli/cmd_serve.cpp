@@ -255,6 +255,11 @@ int run_serve(const ServeOptions& o) {
   RefusingRunner refusing;
   const bool real_root = std::filesystem::weakly_canonical(o.root) == "/";
   sys::CommandRunner& action_runner = real_root ? static_cast<sys::CommandRunner&>(host_runner) : refusing;
+  if (!real_root && config->apply)  // a recorded machine is a copy someone may want unchanged (a checkout's fixture)
+    log({engine::LogLevel::warning,
+         "--root " + o.root + " with apply: true: the daemon's fixes write into that tree (ACS bytes, resized BARs, "
+         "modprobe.d, GRUB's drop-in; no program is run); set apply: false in the configuration to only read it",
+         "", "config", ""});
 
   auto ready_sent = std::make_shared<std::atomic<bool>>(false);
   engine::EngineDeps deps{root, action_runner, agent_runner, log, [ready_sent](const engine::Snapshot& s) {

@@ -47,6 +47,8 @@ record noprofile_metrics GET /metrics
 check "a forged Host is answered 421" test "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$URL_noprofile/livez")" = 421
 check "the address as Host is answered" test "$(curl -s -o /dev/null -w '%{http_code}' "$URL_noprofile/livez")" = 200
 check "metrics say failed" grep -q '^p2pnode_node_state{state="failed"} 1' "$RESP/noprofile_metrics.body"
+check "serving a recorded root with apply: true warns that fixes write into it" \
+  grep -q -- "--root .* with apply: true: the daemon's fixes write into that tree" "$WORK/noprofile/log"
 # A self-test asked of a failed node: skipped, and said so (it printed "self-test none" before).
 "$BIN" selftest run --url "$URL_noprofile" --root "$WORK/noprofile/root" --config "$WORK/noprofile/p2pnode.yaml" \
   --wait --timeout 30 > "$WORK/noprofile/selftest.out" 2>&1
