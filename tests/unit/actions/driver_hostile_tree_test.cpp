@@ -1,6 +1,7 @@
 // The hostile trees of issue 52 through driver.module's apply: a tarball whose one entry is a link
 // to a directory, special files in a tarball, links that stay inside a tree by their text but leave
-// it once followed, `patches` as a link. Each is refused before anything reaches /usr/src or DKMS.
+// it once followed, `patches` as a link, a kbuild tree naming one of the kernel's own modules. Each
+// is refused before anything reaches /usr/src or DKMS.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -139,6 +140,44 @@ TEST(DriverHostileTree, PatchesAsALinkIsRefused) {
   EXPECT_NE(r.message.find("./patches is a symbolic link"), std::string::npos) << r.message;
   EXPECT_FALSE(b.root.exists("/srv/src/other/01-0001-mark.patch"));
   expect_nothing_placed(b);
+}
+
+// A kbuild tree naming one of the running kernel's own modules: `conflicts: remove` moved the
+// distribution's nvme.ko (the boot drive's driver) aside, and DKMS's copy would have replaced it.
+TEST(DriverHostileTree, AModuleNamedLikeOneOfTheKernelsOwnIsRefused) {
+  const std::string k = std::string("lib/modules/") + kKernel;
+  for (const auto& [obj, in_tree] : {std::pair<std::string, std::string>{"nvme", k + "/kernel/drivers/nvme/host/nvme.ko"},
+                                     {"nvme_core", k + "/kernel/drivers/nvme/host/nvme-core.ko.xz"},
+                                     {"ext4", ""}}) {
+    SCOPED_TRACE(obj);
+    ModuleBench b;
+    b.dkms.ko = obj;
+    b.box.write("srv/src/Makefile", "obj-m := " + obj + ".o\n");
+    if (!in_tree.empty()) b.box.write(in_tree, "the distribution's");
+    b.box.write(k + "/modules.builtin", "kernel/fs/ext4/ext4.ko\nkernel/fs/jbd2/jbd2.ko\n");
+    Profile p = module_profile(b.box);
+    p.driver->conflicts = ConflictPolicy::remove;
+    b.runner.on({"depmod"}, sys::exited_with(0));
+    const auto r = apply_hostile(b, p);
+    EXPECT_EQ(r.outcome, StepOutcome::refused) << r.message;
+    EXPECT_NE(r.message.find("module " + obj), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find(kKernel), std::string::npos) << r.message;
+    if (!in_tree.empty()) {
+      EXPECT_EQ(b.root.read_text("/" + in_tree).value_or(""), "the distribution's");
+    }
+    EXPECT_FALSE(b.root.is_dir("/var/lib/p2pnode/dkms/aside"));
+    expect_nothing_placed(b);
+  }
+}
+
+// NVIDIA's own names stay allowed where a kernel ships them (Ubuntu's linux-modules-nvidia).
+TEST(DriverHostileTree, NvidiaModuleNamesInTheKernelTreeStayAllowed) {
+  ModuleBench b;
+  b.dkms.ko = "nvidia-drm";
+  b.box.write("srv/src/Makefile", "obj-m += nvidia-drm.o\n");
+  b.box.write(std::string("lib/modules/") + kKernel + "/kernel/nvidia-550/nvidia-drm.ko", "ubuntu's");
+  const auto r = apply_hostile(b, module_profile(b.box));
+  EXPECT_EQ(r.outcome, StepOutcome::changed) << r.message;
 }
 
 }  // namespace
