@@ -140,6 +140,12 @@ std::string redact_url(std::string_view url) {
   return had_more ? out + "?…" : out;
 }
 
+bool is_installer_flag(std::string_view s) {
+  for (const auto f : kInstallerFlags)
+    if (s == f) return true;
+  return false;
+}
+
 std::string shell_quote(std::string_view v) {
   std::string out = "'";
   for (char c : v) {

@@ -75,6 +75,22 @@ std::optional<Artifact> read_artifact(MapReader& parent, std::string_view key, c
   return read_artifact_node(n, parent.child_path(key), parent.diag());
 }
 
+// driver.userspace.flags reach the root installer's argv after --silent --no-kernel-modules: only
+// options that name no file or path and leave DKMS to p2pnode (grammar::kInstallerFlags).
+void check_installer_flags(MapReader& u) {
+  const YAML::Node flags = u.get("flags");
+  if (!flags.IsDefined() || !flags.IsSequence()) return;  // an absent key is a zombie node: Type() throws
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    if (!flags[i].IsScalar() || grammar::is_installer_flag(flags[i].Scalar())) continue;
+    std::string list;
+    for (const auto f : grammar::kInstallerFlags) list += (list.empty() ? "" : ", ") + std::string(f);
+    u.diag().add(flags[i], u.child_path("flags") + "[" + std::to_string(i) + "]",
+                 "expected one of the NVIDIA installer's options that name no file or path and leave the kernel "
+                 "module to p2pnode (" + list + "), found '" + printable(flags[i].Scalar()) + "'" +
+                     (flags[i].Scalar().rfind("--dkms", 0) == 0 ? " (p2pnode builds the module through DKMS itself)" : ""));
+  }
+}
+
 void read_match(MapReader& root, Profile& p) {
   auto m = root.map("match", {"gpus", "hostname", "dmi"});
   if (!m) return;
@@ -156,6 +172,7 @@ void read_driver(MapReader& root, Profile& p) {
     d.userspace_installer = read_artifact(*u, "installer", "the userspace installer");
     if (!u->has("installer")) u->require("installer");
     d.installer_flags = u->string_list("flags");
+    check_installer_flags(*u);
   }
   if (auto k = m->map("kernel_module", {"name", "source", "patches", "signing", "bar1"})) {
     ModuleSource ms;

@@ -367,6 +367,30 @@ TEST(DriverUserspace, AnInstallerOfTheWrongVersionFails) {
   EXPECT_NE(r[0].message.find("no libcuda.so.550.90.07 appeared"), std::string::npos) << r[0].message;
 }
 
+// A flag outside the grammar (a profile built in code, not read by the loader) is refused where it
+// would reach root's argv, before anything is fetched or run.
+TEST(DriverUserspace, AFlagOutsideTheGrammarIsRefusedBeforeTheInstallerRuns) {
+  Box box;
+  box.write("srv/x.run", "#!/bin/sh\n");
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  Profile p;
+  DriverSpec d;
+  d.version = "550.90.07";
+  Artifact a;
+  a.path = "/srv/x.run";
+  a.sha256 = *nvidia::sha256_file(root, *a.path);
+  d.userspace_installer = a;
+  d.installer_flags = {"--no-drm", "--log-file-name=/etc/shadow"};
+  p.driver = d;
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_userspace()->apply(ctx, Inventory{});
+  EXPECT_EQ(r[0].outcome, StepOutcome::refused);
+  EXPECT_NE(r[0].message.find("--log-file-name=/etc/shadow"), std::string::npos) << r[0].message;
+  EXPECT_TRUE(runner.calls().empty());
+  EXPECT_FALSE(root.exists("/var/lib/p2pnode/artifacts"));
+}
+
 TEST(DriverReload, NotAllowedPlansARebootAndRunsNothing) {
   Box box;
   box.write("usr/src/nvidia-p2p-550.90.07/kernel-open/Makefile", "");
