@@ -216,17 +216,23 @@ Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, cons
     fs::remove_all(root.host_path(dest), ec);  // ours, and not what the profile wants: start over
   }
   if (auto st = root.make_dirs(sys::join(kArtifactDir, "git")); !st) return st.error().with_context(std::string(label));
-  log("cloning " + *a.git + (branch.empty() ? "" : " branch " + branch) + " into " + dest);
+  // A password or token in the URL never reaches a message or the log (GET /v1/plan has no token),
+  // nor does git's own echo of the URL.
+  const std::string shown = grammar::redact_url(*a.git);
+  log("cloning " + shown + (branch.empty() ? "" : " branch " + branch) + " into " + dest);
   sys::Command cmd;
-  cmd.argv = {"git", "clone", "--depth", "1"};
+  // ext:: runs a program and fd:: reads a descriptor: never, whatever git's defaults (the loader
+  // refuses any <transport>:: form too).
+  cmd.argv = {"git", "-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never", "clone", "--depth", "1"};
   if (!branch.empty()) cmd.argv.insert(cmd.argv.end(), {"--branch", branch});
   // After --: a repository that starts with '-' is never read as an option (the loader refuses one too).
   cmd.argv.insert(cmd.argv.end(), {"--", *a.git, root.host_path(dest).string()});
   cmd.timeout = std::chrono::hours(1);
-  cmd.on_line = [&](std::string_view line, bool) { log(line); };
+  cmd.on_line = [&](std::string_view line, bool) { log(grammar::redact_userinfo(line)); };
   const auto r = runner.run(cmd);
   if (!r.success())
-    return Error{std::string(label) + ": git clone " + *a.git + ": " + r.describe() + (r.err.empty() ? "" : ": " + r.err),
+    return Error{std::string(label) + ": git clone " + shown + ": " + r.describe() +
+                     (r.err.empty() ? "" : ": " + grammar::redact_userinfo(r.err)),
                  r.exit_code};
   auto h = sha256_tree(root, dest);
   if (!h) return h.error().with_context(std::string(label));
@@ -238,6 +244,8 @@ Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, cons
 
 std::string artifact_basename(const Artifact& a) {
   std::string s = a.path ? *a.path : a.url ? *a.url : a.git ? *a.git : std::string();
+  // A URL's user info never names a file or a folder (https://user:token@host has no path).
+  if (!a.path) s = grammar::redact_url(s);
   if (const auto q = s.find_first_of("?#"); q != std::string::npos && !a.path) s.resize(q);
   while (!s.empty() && s.back() == '/') s.pop_back();
   const auto slash = s.rfind('/');

@@ -1,7 +1,7 @@
 // The hostile trees of issue 52 through driver.module's apply: a tarball whose one entry is a link
 // to a directory, special files in a tarball, links that stay inside a tree by their text but leave
-// it once followed, `patches` as a link, a kbuild tree naming one of the kernel's own modules. Each
-// is refused before anything reaches /usr/src or DKMS.
+// it once followed, `patches` as a link, a kbuild tree naming one of the kernel's own modules, and a
+// git source whose URL carries a password. Each is refused before anything reaches /usr/src or DKMS.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "actions/driver_install.hpp"
+#include "engine/state.hpp"
+#include "engine/views.hpp"
 #include "lifecycle/artifact.hpp"
 #include "lifecycle/module_install.hpp"
 #include "nvidia/sha256.hpp"
@@ -178,6 +180,34 @@ TEST(DriverHostileTree, NvidiaModuleNamesInTheKernelTreeStayAllowed) {
   b.box.write(std::string("lib/modules/") + kKernel + "/kernel/nvidia-550/nvidia-drm.ko", "ubuntu's");
   const auto r = apply_hostile(b, module_profile(b.box));
   EXPECT_EQ(r.outcome, StepOutcome::changed) << r.message;
+}
+
+// A git URL's password never reaches a message, a log line or GET /v1/plan (served without a token),
+// even where git's own error repeats the URL.
+TEST(DriverHostileTree, AGitPasswordNeverReachesThePlanOrTheLog) {
+  ModuleBench b;
+  const std::string url = "https://p2p:s3cret-token@git.example.invalid/x/open-gpu-kernel-modules.git";
+  b.runner.on({"git"}, sys::exited_with(128, "", "Cloning into '/var/lib/p2pnode/artifacts/git/x'...\nfatal: unable to access '" +
+                                                     url + "/': Could not resolve host: git.example.invalid\n"));
+  Profile p = module_profile(b.box);
+  p.driver->kernel_module->artifact.path.reset();
+  p.driver->kernel_module->artifact.git = url;
+  p.driver->kernel_module->artifact.branch = "550.90.07-p2p";
+  std::vector<std::string> log;
+  const auto r = apply_hostile(b, p, &log);
+  EXPECT_NE(r.outcome, StepOutcome::changed);
+  EXPECT_NE(r.message.find("git.example.invalid"), std::string::npos) << r.message;
+  engine::RecordedState s;
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& step : make_driver_module()->plan(p, inv, b.root)) steps.push_back(to_json(step));
+  s.plan = {{"steps", steps}};
+  s.applied = nlohmann::json::array({to_json(r)});
+  const std::string body = engine::plan_body(s).dump();
+  EXPECT_EQ(body.find("s3cret"), std::string::npos) << body;
+  EXPECT_NE(body.find("git.example.invalid"), std::string::npos) << body;
+  for (const auto& l : log) EXPECT_EQ(l.find("s3cret"), std::string::npos) << l;
 }
 
 }  // namespace
