@@ -212,10 +212,16 @@ void read_driver(MapReader& root, Profile& p) {
     if (!o.IsMap()) {
       m->diag().add(o, m->child_path("options"), "expected a mapping of NVreg_* options, found " + describe_node(o));
     } else {
-      // Re-read without the unknown-key check: option names are free-form NVreg_* words.
+      // Re-read without the unknown-key check: option names are free-form NVreg_* words. A key written
+      // twice is refused here as MapReader refuses one (yaml-cpp keeps both; the last would win).
+      std::map<std::string, YAML::Mark> seen;
       for (const auto& kv : o) {
         const std::string k = kv.first.Scalar();
-        if (!grammar::is_nvreg_key(k))
+        if (auto [it, fresh] = seen.emplace(k, kv.first.Mark()); !fresh)
+          m->diag().add(kv.first, m->child_path("options." + k),
+                        "duplicate key '" + printable(k) + "' (each option may appear once; the first is at line " +
+                            std::to_string(it->second.line + 1) + ")");
+        else if (!grammar::is_nvreg_key(k))
           m->diag().add(kv.first, m->child_path("options." + k),
                         std::string("expected ") + kNvregKeyRule + ", found '" + printable(k) + "'" +
                             (k.rfind("RM", 0) == 0 ? " (registry keys such as " + k +

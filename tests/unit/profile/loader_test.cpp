@@ -168,3 +168,16 @@ TEST(ProfileLoader, InstallerFlagsHaveAGrammar) {
     EXPECT_NE(d.message.find("--no-nouveau-check"), std::string::npos) << d.message;  // the list it expected
   }
 }
+
+// driver.options is read without MapReader's key check (option names are free-form NVreg_* words):
+// a key written twice is refused there too, at the second one.
+TEST(ProfileLoader, DuplicateModuleOptionsAreRefused) {
+  const auto r = load("driver:\n  version: 550.90.07\n  options:\n    NVreg_EnableResizableBar: 1\n"
+                      "    NVreg_OpenRmEnableUnsupportedGpus: 1\n    NVreg_EnableResizableBar: 0\n");
+  ASSERT_FALSE(r.profile);
+  const auto& d = r.diagnostics.list().front();
+  EXPECT_EQ(d.key_path, "driver.options.NVreg_EnableResizableBar");
+  EXPECT_EQ(d.line, 10);
+  EXPECT_EQ(d.column, 5);
+  EXPECT_NE(d.message.find("duplicate"), std::string::npos) << d.message;
+}
