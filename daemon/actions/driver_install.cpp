@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/grammar.hpp"
 #include "core/json_text.hpp"
 #include "lifecycle/artifact.hpp"
 #include "lifecycle/boot.hpp"
@@ -234,6 +235,14 @@ class DriverUserspace final : public Action {
       r.after = r.before;
       return {r};
     }
+    // The loader held the flags to their grammar; checked again where they reach root's argv.
+    for (const auto& f : d.installer_flags)
+      if (!grammar::is_installer_flag(f)) {
+        r.outcome = StepOutcome::refused;
+        r.message = "refusing the installer flag '" + grammar::shell_comment_text(f) +
+                    "': expected one of the options driver.userspace.flags allows (docs/profiles.md); nothing was run";
+        return {r};
+      }
     auto log = [&](std::string_view line) { ctx.log("driver.userspace", d.version, line); };
     auto inst = nvidia::fetch_artifact(ctx.root, ctx.runner, *d.userspace_installer, "userspace.installer", log);
     if (!inst) {

@@ -87,6 +87,10 @@ bool is_http_url(std::string_view s) {
 
 bool is_git_source(std::string_view s) {
   if (s.empty() || s.size() > 4096 || s.front() == '-' || !all_of(s, kUrlPunct)) return false;
+  // git reads a leading run of scheme characters followed by "::" as a remote helper to run
+  // (transport.c): ext::, fd::, and any helper on PATH.
+  const auto scheme_end = s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+  if (scheme_end != std::string_view::npos && s.substr(scheme_end, 2) == "::") return false;
   for (std::string_view scheme : {"https://", "http://", "ssh://", "git://", "file:///"})
     if (starts_with(s, scheme)) return s.size() > scheme.size();
   if (s.front() == '/') return is_safe_absolute_path(s);
@@ -138,6 +142,27 @@ std::string redact_url(std::string_view url) {
   if (at != std::string_view::npos) rest.remove_prefix(at + 1);
   out += rest;
   return had_more ? out + "?…" : out;
+}
+
+std::string redact_userinfo(std::string_view text) {
+  std::string out;
+  std::size_t from = 0;
+  for (auto at = text.find("://"); at != std::string_view::npos; at = text.find("://", from)) {
+    const std::size_t host = at + 3;
+    out += text.substr(from, host - from);
+    // The authority ends at the path, query, fragment, a blank or a quote.
+    const auto end = std::min(text.find_first_of("/?#'\" \t\r\n", host), text.size());
+    const auto user = text.substr(host, end - host).rfind('@');
+    from = user == std::string_view::npos ? host : host + user + 1;
+  }
+  out += text.substr(from);
+  return out;
+}
+
+bool is_installer_flag(std::string_view s) {
+  for (const auto f : kInstallerFlags)
+    if (s == f) return true;
+  return false;
 }
 
 std::string shell_quote(std::string_view v) {

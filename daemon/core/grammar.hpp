@@ -33,7 +33,8 @@ bool is_debian_package(std::string_view s);
 // (percent-encode those): it reaches curl's argv and, as a patch's file name, dkms.conf.
 bool is_http_url(std::string_view s);
 // A git repository: an https/http/ssh/git/file URL, user@host:path, or an absolute path, of the
-// same characters as a URL; never starting with '-' (git would read an option).
+// same characters as a URL; never starting with '-' (git would read an option), never git's
+// <transport>::<address> form (ext:: runs the program it names, fd:: talks over a descriptor).
 bool is_git_source(std::string_view s);
 // A git branch or tag: [A-Za-z0-9][A-Za-z0-9._/+-]*, no "..", "//", "@{", trailing '/', '.' or ".lock".
 bool is_git_ref(std::string_view s);
@@ -50,6 +51,20 @@ bool stays_under(const std::filesystem::path& dir, const std::filesystem::path& 
 // A URL as messages and logs may show it: user info, query and fragment dropped ("?…" marks the
 // cut), so a signed URL's signature never reaches the API, the journal or a finding.
 std::string redact_url(std::string_view url);
+// Free text (a program's error, which may repeat the URL it was given) with the user info of every
+// scheme://user:password@host in it dropped.
+std::string redact_userinfo(std::string_view text);
+
+// An option of NVIDIA's .run installer that driver.userspace.flags may add to
+// `--silent --no-kernel-modules`: one of kInstallerFlags, none of which names a file or a path or
+// touches DKMS (p2pnode owns the kernel module).
+bool is_installer_flag(std::string_view s);
+inline constexpr std::string_view kInstallerFlags[] = {
+    "--no-drm", "--no-x-check", "--no-nouveau-check", "--no-systemd", "--no-opengl-files",
+    "--no-install-libglvnd", "--install-libglvnd", "--no-peermem", "--no-nvidia-modprobe", "--no-backup",
+    "--no-check-for-alternate-installs", "--no-distro-scripts", "--no-rpms", "--no-wine-files",
+    "--install-compat32-libs", "--no-install-compat32-libs", "--no-libglx-indirect", "--force-libglx-indirect",
+    "--no-glvnd-egl-client", "--no-glvnd-glx-client", "--no-kernel-module-source"};
 
 // The value in single quotes, each embedded ' written '\'' : bash reads back exactly `v`.
 // The one quoting function for every file a shell reads (dkms.conf, DKMS's framework.conf.d,

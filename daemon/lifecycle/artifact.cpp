@@ -1,5 +1,9 @@
 #include "lifecycle/artifact.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -12,6 +16,7 @@
 
 #include "core/grammar.hpp"
 #include "lifecycle/dkms_run.hpp"
+#include "lifecycle/tree_rules.hpp"
 #include "nvidia/sha256.hpp"
 
 namespace p2pnode::nvidia {
@@ -32,26 +37,75 @@ std::string safe_name(std::string s) {
   return s.empty() ? "artifact" : s;
 }
 
+// Opened without following a link and without blocking (a FIFO swapped in after a check would
+// block an open for ever), then judged on the descriptor: a regular file of at most
+// kMaxArtifactBytes, read to its end.
 Result<std::string> hash_host_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return Error{"cannot open " + p.string() + ": " + std::strerror(errno), errno};
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return Error{"cannot open " + p.string() + ": " + std::strerror(errno), errno};
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error{"cannot stat " + p.string() + ": " + std::strerror(errno), errno};
+  if (!S_ISREG(st.st_mode)) return Error{p.string() + " is not a regular file: refusing to read it"};
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxArtifactBytes)
+    return Error{p.string() + " is " + std::to_string(st.st_size) + " bytes; a file artifact is at most 8 GiB"};
   Sha256 h;
   std::vector<char> buf(1 << 16);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0) h.update(buf.data(), static_cast<std::size_t>(in.gcount()));
+  std::uint64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error{"reading " + p.string() + ": " + std::strerror(errno), errno};
+    if (n == 0) break;
+    total += static_cast<std::uint64_t>(n);
+    if (total > kMaxArtifactBytes) return Error{p.string() + " grew past 8 GiB while it was read"};
+    h.update(buf.data(), static_cast<std::size_t>(n));
   }
-  if (in.bad()) return Error{"reading " + p.string() + " failed"};
   return h.hex();
+}
+
+// What a path: artifact names, judged by lstat before anything opens it (opening a device can act:
+// a watchdog starts counting): a regular file of at most 8 GiB or a directory. A link is followed
+// inside the root and what it leads to judged the same way. The in-root path to read, and whether
+// it is a directory.
+Result<std::pair<std::string, bool>> local_artifact(const sys::SysRoot& root, const std::string& path,
+                                                    std::string_view label) {
+  const std::string where = std::string(label) + ": " + path;
+  auto info = root.lstat(path);
+  if (!info) return info.error().with_context(std::string(label));
+  if (info->type == sys::FileType::missing) return Error{where + " does not exist"};
+  std::string real = path;
+  std::string shown = path;
+  if (info->type == sys::FileType::symlink) {
+    auto r = root.resolve(path);
+    if (!r) return Error{where + ": " + r.error().message};
+    real = *r;
+    shown = path + " (a link to " + real + ")";
+    info = root.lstat(real);
+    if (!info) return info.error().with_context(std::string(label));
+  }
+  if (info->type == sys::FileType::directory) return std::pair{real, true};
+  if (info->type != sys::FileType::regular)
+    return Error{std::string(label) + ": " + shown + " is " + std::string(sys::describe(info->type)) +
+                 ": a path: artifact must be a regular file or a directory"};
+  if (info->size > kMaxArtifactBytes)
+    return Error{std::string(label) + ": " + shown + " is " + std::to_string(info->size) +
+                 " bytes; a file artifact is at most 8 GiB (as curl's --max-filesize for a download)"};
+  return std::pair{real, false};
 }
 
 // A local artifact is copied into p2pnode's own directory (root's, 0700 above it) and hashed there:
 // what is used later is the copy, so swapping the original after the check changes nothing.
-Result<Fetched> check_path(const sys::SysRoot& root, const std::string& path, const Artifact& a,
+Result<Fetched> check_path(const sys::SysRoot& root, const std::string& named, const Artifact& a,
                            std::string_view label) {
-  if (!root.exists(path)) return Error{std::string(label) + ": " + path + " does not exist"};
+  const auto local = local_artifact(root, named, label);
+  if (!local) return local.error();
+  const std::string& path = local->first;
   Fetched f;
-  f.is_dir = root.is_dir(path);
+  f.is_dir = local->second;
   // The original first: a wrong one is refused before anything is written.
   if (auto h = f.is_dir ? sha256_tree(root, path) : sha256_file(root, path); !h || *h != a.sha256)
     return !h ? h.error().with_context(std::string(label)) : mismatch(label, path, a.sha256, *h);
@@ -162,17 +216,23 @@ Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, cons
     fs::remove_all(root.host_path(dest), ec);  // ours, and not what the profile wants: start over
   }
   if (auto st = root.make_dirs(sys::join(kArtifactDir, "git")); !st) return st.error().with_context(std::string(label));
-  log("cloning " + *a.git + (branch.empty() ? "" : " branch " + branch) + " into " + dest);
+  // A password or token in the URL never reaches a message or the log (GET /v1/plan has no token),
+  // nor does git's own echo of the URL.
+  const std::string shown = grammar::redact_url(*a.git);
+  log("cloning " + shown + (branch.empty() ? "" : " branch " + branch) + " into " + dest);
   sys::Command cmd;
-  cmd.argv = {"git", "clone", "--depth", "1"};
+  // ext:: runs a program and fd:: reads a descriptor: never, whatever git's defaults (the loader
+  // refuses any <transport>:: form too).
+  cmd.argv = {"git", "-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never", "clone", "--depth", "1"};
   if (!branch.empty()) cmd.argv.insert(cmd.argv.end(), {"--branch", branch});
   // After --: a repository that starts with '-' is never read as an option (the loader refuses one too).
   cmd.argv.insert(cmd.argv.end(), {"--", *a.git, root.host_path(dest).string()});
   cmd.timeout = std::chrono::hours(1);
-  cmd.on_line = [&](std::string_view line, bool) { log(line); };
+  cmd.on_line = [&](std::string_view line, bool) { log(grammar::redact_userinfo(line)); };
   const auto r = runner.run(cmd);
   if (!r.success())
-    return Error{std::string(label) + ": git clone " + *a.git + ": " + r.describe() + (r.err.empty() ? "" : ": " + r.err),
+    return Error{std::string(label) + ": git clone " + shown + ": " + r.describe() +
+                     (r.err.empty() ? "" : ": " + grammar::redact_userinfo(r.err)),
                  r.exit_code};
   auto h = sha256_tree(root, dest);
   if (!h) return h.error().with_context(std::string(label));
@@ -184,6 +244,8 @@ Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, cons
 
 std::string artifact_basename(const Artifact& a) {
   std::string s = a.path ? *a.path : a.url ? *a.url : a.git ? *a.git : std::string();
+  // A URL's user info never names a file or a folder (https://user:token@host has no path).
+  if (!a.path) s = grammar::redact_url(s);
   if (const auto q = s.find_first_of("?#"); q != std::string::npos && !a.path) s.resize(q);
   while (!s.empty() && s.back() == '/') s.pop_back();
   const auto slash = s.rfind('/');
@@ -197,44 +259,19 @@ Result<std::string> sha256_file(const sys::SysRoot& root, std::string_view path)
 }
 
 Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir) {
-  const fs::path base = root.host_path(dir);
-  std::error_code ec;
-  std::vector<std::string> files;
-  std::vector<std::pair<std::string, std::string>> links;  // path, target
-  fs::recursive_directory_iterator it(base, fs::directory_options::none, ec), end;
-  if (ec) return Error{"listing " + std::string(dir) + ": " + ec.message(), ec.value()};
-  for (; it != end; it.increment(ec)) {
-    if (ec) return Error{"listing " + std::string(dir) + ": " + ec.message(), ec.value()};
-    // Lexical: fs::relative would follow a link to its target and name the wrong path.
-    const auto rel = it->path().lexically_relative(base).generic_string();
-    if (rel == ".git" && it->is_directory()) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_symlink()) {
-      // A link is hashed as its target's text, and only one that stays inside the tree is taken:
-      // the copy keeps links, so one out of the tree would bring in what the digest never saw.
-      const fs::path target = fs::read_symlink(it->path(), ec);
-      if (ec) return Error{"reading the link " + std::string(dir) + "/" + rel + ": " + ec.message(), ec.value()};
-      const fs::path resolved = (fs::path("/tree") / fs::path(rel).parent_path() / target).lexically_normal();
-      if (target.is_absolute() || !grammar::stays_under("/tree", resolved))
-        return Error{std::string(dir) + ": the symbolic link ./" + rel + " points to " + target.string() +
-                     ", outside the tree: refusing the tree (its digest would not cover what the link brings in)"};
-      links.emplace_back("./" + rel, target.string());
-      continue;
-    }
-    if (it->is_directory()) continue;
-    if (!it->is_regular_file())
-      return Error{std::string(dir) + ": ./" + rel + " is neither a file, a directory nor a link: refusing the tree"};
-    files.push_back("./" + rel);
-  }
+  auto members = walk_tree(root, dir);
+  if (!members) return Error{std::string(dir) + ": " + members.error().message + ": refusing the tree"};
   std::vector<std::string> lines;
-  for (const auto& f : files) {
-    auto h = hash_host_file(base / f.substr(2));
+  for (const auto& m : *members) {
+    if (m.kind == TreeMember::Kind::directory) continue;
+    if (m.kind == TreeMember::Kind::link) {
+      lines.push_back(sha256_hex(m.target) + "  " + m.path + "\n");
+      continue;
+    }
+    auto h = hash_host_file(root.host_path(sys::join(dir, m.path.substr(2))));
     if (!h) return h.error();
-    lines.push_back(*h + "  " + f + "\n");
+    lines.push_back(*h + "  " + m.path + "\n");
   }
-  for (const auto& [f, target] : links) lines.push_back(sha256_hex(target) + "  " + f + "\n");
   std::sort(lines.begin(), lines.end(), [](const std::string& x, const std::string& y) {
     return x.substr(66) < y.substr(66);  // by path, bytewise, as LC_ALL=C sort -z of the names
   });

@@ -1,6 +1,7 @@
 #pragma once
 // Artifacts of the profile's driver section (the .run installer, the module source, patches):
 // fetched or found, and always checked against their sha256 before anything uses them.
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -16,15 +17,20 @@ namespace p2pnode::nvidia {
 // Where downloads and git checkouts go (in-root).
 inline constexpr std::string_view kArtifactDir = "/var/lib/p2pnode/artifacts";
 
-// sha256 of a regular file (in-root path), streamed.
+// The largest file artifact, as curl's --max-filesize 8G bounds a download.
+inline constexpr std::uint64_t kMaxArtifactBytes = 8ULL << 30;
+
+// sha256 of a regular file (in-root path), streamed: opened without following a link or blocking,
+// refused unless the descriptor is a regular file of at most kMaxArtifactBytes.
 Result<std::string> sha256_file(const sys::SysRoot& root, std::string_view path);
 
 // sha256 of a directory's listing, the same as
 //   cd DIR && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum
 // for a tree without symbolic links (the top .git directory is left out), so an operator can compute
 // it by hand. A link adds the line "<sha256 of its target's text>  ./path" in the same order
-// (printf %s "$(readlink path)" | sha256sum); a link out of the tree (absolute, or climbing above
-// it) and any file that is not regular refuse the tree.
+// (printf %s "$(readlink path)" | sha256sum). The tree is held to lifecycle/tree_rules.hpp first:
+// a link that leads out of the tree once followed (absolute, climbing above it, or through other
+// links), and any member that is not a file, a folder or a link, refuse it.
 Result<std::string> sha256_tree(const sys::SysRoot& root, std::string_view dir);
 // The listing itself ("<hex>  ./path" lines), for messages and tests.
 Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir);

@@ -146,6 +146,10 @@ std::vector<std::string> unpack_argv(const std::string& archive, const std::stri
   return {"tar", "--no-same-owner", "--no-same-permissions", "-xf", archive, "-C", dir};
 }
 
+std::vector<std::string> list_argv(const std::string& archive) {
+  return {"tar", "--numeric-owner", "--quoting-style=escape", "-tvf", archive};
+}
+
 Status strip_setid(const fs::path& dir) {
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {

@@ -20,6 +20,7 @@
 #include "lifecycle/ko_file.hpp"
 #include "lifecycle/module_stage.hpp"
 #include "lifecycle/nvidia_core.hpp"
+#include "lifecycle/own_modules.hpp"
 #include "lifecycle/patch_check.hpp"
 #include "nvidia/breakage.hpp"
 #include "nvidia/forecast.hpp"
@@ -318,6 +319,17 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
 
   auto staged = stage(root, runner, d, t, *src, patches);
   if (!staged) return finish(StepOutcome::refused, "staging " + subject + ": " + staged.error().message);
+  // A module named like one of the kernel's own would replace it (the boot drive's nvme.ko).
+  std::vector<std::string> judged_kernels = kernels;
+  if (!running_kernel.empty() && !contains(judged_kernels, running_kernel) &&
+      root.is_dir(sys::join("/lib/modules", running_kernel)))
+    judged_kernels.insert(judged_kernels.begin(), running_kernel);
+  if (auto st = refuse_kernel_own_modules(root, staged->modules, judged_kernels); !st) {
+    std::error_code drop;
+    fs::remove_all(root.host_path(staged->dir), drop);
+    return finish(StepOutcome::refused, "refused before any build: " + st.error().message +
+                                            "; nothing in DKMS, /usr/src or /lib/modules was changed");
+  }
   if (auto st = check_patches_apply(root, run, *staged, d.kernel_module->patches, "the staged tree of " + subject); !st)
     return finish(StepOutcome::refused, "refused before any build: " + st.error().message +
                                             "\nnothing in DKMS, /usr/src or /lib/modules was changed");

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "lifecycle/dkms_run.hpp"
+#include "lifecycle/tree_rules.hpp"
 
 namespace p2pnode::nvidia {
 namespace fs = std::filesystem;
@@ -13,6 +14,57 @@ std::string patch_name(std::size_t i, const Artifact& a) {
   char prefix[32];
   std::snprintf(prefix, sizeof prefix, "%02zu-", i + 1);
   return prefix + (a.builtin ? *a.builtin + ".patch" : artifact_basename(a));
+}
+
+// The verified archive unpacked into `dir`: its listing read first, so that no device node or FIFO
+// is ever created (tar as root would make them), then without owners or set-id bits, and a single
+// top folder (open-gpu-kernel-modules-550.90.07-p2p/) taken as the tree. Only a real folder is: a
+// lone link to a folder would have made the staging folder the link.
+Status unpack_source(const sys::SysRoot& root, sys::CommandRunner& runner, const std::string& archive,
+                     const std::string& dir) {
+  sys::Command list;
+  list.argv = list_argv(root.host_path(archive).string());
+  list.timeout = std::chrono::minutes(10);
+  const auto l = runner.run(list);
+  if (!l.success()) return Error{"listing " + archive + ": tar " + l.describe() + ": " + l.err, l.exit_code};
+  if (const auto special = special_archive_member(l.out))
+    return Error{"the archive's member " + *special + ": a source tree holds only files, directories and symbolic links "
+                 "(nothing was unpacked)"};
+  sys::Command tar;
+  tar.argv = unpack_argv(root.host_path(archive).string(), root.host_path(dir).string());
+  tar.timeout = std::chrono::minutes(10);
+  const auto r = runner.run(tar);
+  if (!r.success()) return Error{"unpacking " + archive + ": tar " + r.describe() + ": " + r.err, r.exit_code};
+  if (auto st = strip_setid(root.host_path(dir)); !st) return st.error().with_context("unpacking " + archive);
+  const auto top = root.list_dir(dir);
+  const auto inner_info = top.size() == 1 ? root.lstat(sys::join(dir, top[0])) : Result<sys::FileInfo>(sys::FileInfo{});
+  if (inner_info && inner_info->type == sys::FileType::directory) {
+    std::error_code ec;
+    const fs::path inner = root.host_path(sys::join(dir, top[0]));
+    const fs::path tmp = root.host_path(dir + ".unpack");
+    fs::remove_all(tmp, ec);
+    fs::rename(inner, tmp, ec);
+    if (!ec) fs::remove_all(root.host_path(dir), ec);
+    if (!ec) fs::rename(tmp, root.host_path(dir), ec);
+    if (ec) return Error{"flattening " + dir + ": " + ec.message(), ec.value()};
+  }
+  return {};
+}
+
+// The staged tree held to the tree rules (lifecycle/tree_rules.hpp), whatever it came from, before
+// p2pnode writes dkms.conf and patches/ into it: the staging folder and patches/ real folders.
+Status check_staged_tree(const sys::SysRoot& root, const std::string& dir, bool writes_patches) {
+  if (auto members = walk_tree(root, dir); !members)
+    return Error{"the staged tree " + dir + ": " + members.error().message + ": refusing it"};
+  if (!writes_patches) return {};
+  const std::string patches = sys::join(dir, "patches");
+  const auto info = root.lstat(patches);
+  if (!info) return info.error();
+  if (info->type == sys::FileType::missing || info->type == sys::FileType::directory) return {};
+  const auto target = info->type == sys::FileType::symlink ? root.read_link(patches) : Result<std::string>(std::string());
+  return Error{"the staged tree " + dir + ": ./patches is " + std::string(sys::describe(info->type)) +
+               (target && !target->empty() ? " (to " + *target + ")" : "") +
+               ", not a folder: p2pnode writes the profile's patches there, and only into a folder of the tree itself"};
 }
 
 }  // namespace
@@ -26,27 +78,17 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
   std::error_code ec;
   fs::remove_all(root.host_path(s.dir), ec);
   if (auto st = root.make_dirs(s.dir); !st) return st.error();
+  // A refused tree leaves nothing behind in the staging folder.
+  auto refuse = [&](const Error& e) {
+    fs::remove_all(root.host_path(s.dir), ec);
+    return e;
+  };
   if (src.is_dir) {
-    if (auto st = copy_tree(root.host_path(src.path), root.host_path(s.dir)); !st) return st.error();
-  } else {
-    sys::Command tar;
-    tar.argv = unpack_argv(root.host_path(src.path).string(), root.host_path(s.dir).string());
-    tar.timeout = std::chrono::minutes(10);
-    const auto r = runner.run(tar);
-    if (!r.success()) return Error{"unpacking " + src.path + ": tar " + r.describe() + ": " + r.err, r.exit_code};
-    if (auto st = strip_setid(root.host_path(s.dir)); !st) return st.error().with_context("unpacking " + src.path);
-    // A tarball with one top directory (open-gpu-kernel-modules-550.90.07-p2p/): use its contents.
-    const auto top = root.list_dir(s.dir);
-    if (top.size() == 1 && root.is_dir(sys::join(s.dir, top[0]))) {
-      const fs::path inner = root.host_path(sys::join(s.dir, top[0]));
-      const fs::path tmp = root.host_path(s.dir + ".unpack");
-      fs::remove_all(tmp, ec);
-      fs::rename(inner, tmp, ec);
-      if (!ec) fs::remove_all(root.host_path(s.dir), ec);
-      if (!ec) fs::rename(tmp, root.host_path(s.dir), ec);
-      if (ec) return Error{"flattening " + s.dir + ": " + ec.message(), ec.value()};
-    }
+    if (auto st = copy_tree(root.host_path(src.path), root.host_path(s.dir)); !st) return refuse(st.error());
+  } else if (auto st = unpack_source(root, runner, src.path, s.dir); !st) {
+    return refuse(st.error());
   }
+  if (auto st = check_staged_tree(root, s.dir, !patches.empty()); !st) return refuse(st.error());
   const auto top = root.list_dir(s.dir);
   const std::string& against = d.kernel_module->nvidia_src_dir;
   s.kind = against.empty() ? dkms::classify_tree(top) : dkms::TreeKind::gdrdrv;
@@ -58,6 +100,9 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
       patch_match.push_back(patches[i].match);
       const std::string to = sys::join(s.dir, "patches", patch_names.back());
       s.patches.push_back(to);
+      // The tree's own file of that name (a link among them) is replaced, never written through.
+      if (root.exists(to))
+        if (auto st = root.remove_file(to); !st) return refuse(st.error());
       if (patches[i].from.empty()) {
         if (auto st = root.write_file_atomic(to, patches[i].text); !st) return st.error();
         continue;

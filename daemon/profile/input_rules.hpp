@@ -26,7 +26,8 @@ inline constexpr const char* kSafePathRule = "an absolute path of letters, digit
 inline constexpr const char* kUrlRule = "an http:// or https:// URL with a host, of letters, digits and -._~:/?#[]@!&()*+,;=% "
                                         "(percent-encode any other character)";
 inline constexpr const char* kGitRule = "a git repository: an https://, http://, ssh://, git:// or file:/// URL, user@host:path "
-                                        "or an absolute path, not starting with '-', of letters, digits and -._~:/?#[]@!&()*+,;=%";
+                                        "or an absolute path, not starting with '-' and never git's <transport>::<address> form "
+                                        "(ext::, fd::), of letters, digits and -._~:/?#[]@!&()*+,;=%";
 inline constexpr const char* kGitRefRule = "a git branch or tag: a letter or digit, then [A-Za-z0-9._/+-], no '..'";
 inline constexpr const char* kUnitRule = "a systemd unit name such as nvidia-persistenced.service: [A-Za-z0-9_:@\\.-] ending in "
                                          ".service, .socket, .target, .timer, …, not starting with '-'";

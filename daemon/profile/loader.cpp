@@ -76,6 +76,22 @@ std::optional<Artifact> read_artifact(MapReader& parent, std::string_view key, c
   return read_artifact_node(n, parent.child_path(key), parent.diag());
 }
 
+// driver.userspace.flags reach the root installer's argv after --silent --no-kernel-modules: only
+// options that name no file or path and leave DKMS to p2pnode (grammar::kInstallerFlags).
+void check_installer_flags(MapReader& u) {
+  const YAML::Node flags = u.get("flags");
+  if (!flags.IsDefined() || !flags.IsSequence()) return;  // an absent key is a zombie node: Type() throws
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    if (!flags[i].IsScalar() || grammar::is_installer_flag(flags[i].Scalar())) continue;
+    std::string list;
+    for (const auto f : grammar::kInstallerFlags) list += (list.empty() ? "" : ", ") + std::string(f);
+    u.diag().add(flags[i], u.child_path("flags") + "[" + std::to_string(i) + "]",
+                 "expected one of the NVIDIA installer's options that name no file or path and leave the kernel "
+                 "module to p2pnode (" + list + "), found '" + printable(flags[i].Scalar()) + "'" +
+                     (flags[i].Scalar().rfind("--dkms", 0) == 0 ? " (p2pnode builds the module through DKMS itself)" : ""));
+  }
+}
+
 void read_match(MapReader& root, Profile& p) {
   auto m = root.map("match", {"gpus", "hostname", "dmi"});
   if (!m) return;
@@ -156,6 +172,7 @@ void read_driver(MapReader& root, Profile& p) {
     d.userspace_installer = read_artifact(*u, "installer", "the userspace installer");
     if (!u->has("installer")) u->require("installer");
     d.installer_flags = u->string_list("flags");
+    check_installer_flags(*u);
   }
   if (auto k = m->map("kernel_module", {"name", "source", "patches", "signing", "bar1"})) {
     ModuleSource ms;
@@ -195,10 +212,16 @@ void read_driver(MapReader& root, Profile& p) {
     if (!o.IsMap()) {
       m->diag().add(o, m->child_path("options"), "expected a mapping of NVreg_* options, found " + describe_node(o));
     } else {
-      // Re-read without the unknown-key check: option names are free-form NVreg_* words.
+      // Re-read without the unknown-key check: option names are free-form NVreg_* words. A key written
+      // twice is refused here as MapReader refuses one (yaml-cpp keeps both; the last would win).
+      std::map<std::string, YAML::Mark> seen;
       for (const auto& kv : o) {
         const std::string k = kv.first.Scalar();
-        if (!grammar::is_nvreg_key(k))
+        if (auto [it, fresh] = seen.emplace(k, kv.first.Mark()); !fresh)
+          m->diag().add(kv.first, m->child_path("options." + k),
+                        "duplicate key '" + printable(k) + "' (each option may appear once; the first is at line " +
+                            std::to_string(it->second.line + 1) + ")");
+        else if (!grammar::is_nvreg_key(k))
           m->diag().add(kv.first, m->child_path("options." + k),
                         std::string("expected ") + kNvregKeyRule + ", found '" + printable(k) + "'" +
                             (k.rfind("RM", 0) == 0 ? " (registry keys such as " + k +

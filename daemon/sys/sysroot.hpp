@@ -13,6 +13,15 @@
 
 namespace p2pnode::sys {
 
+// What a path is, by lstat(2): a link is itself, never what it points to.
+enum class FileType { missing, regular, directory, symlink, character_device, block_device, fifo, socket, unknown };
+struct FileInfo {
+  FileType type = FileType::missing;
+  std::uint64_t size = 0;  // st_size: a file's bytes, a link's target length
+};
+// "a regular file", "a character device", "a FIFO", … for messages.
+std::string_view describe(FileType t);
+
 class SysRoot {
  public:
   explicit SysRoot(std::filesystem::path root = "/");
@@ -38,6 +47,9 @@ class SysRoot {
   // For sysfs device links (/sys/bus/pci/devices/<bdf> -> ../../../devices/…), whose targets
   // hold no further links; one readlink instead of canonical()'s one per component.
   Result<std::string> resolve_link(std::string_view path) const;
+  // The path itself, a link not followed (lstat); type missing when it does not exist, an error
+  // when it cannot be told (a component not searchable).
+  Result<FileInfo> lstat(std::string_view path) const;
   // Entry names of a directory, sorted; empty when it does not exist.
   std::vector<std::string> list_dir(std::string_view path) const;
 

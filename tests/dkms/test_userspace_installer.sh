@@ -19,18 +19,19 @@ trap 'rm -rf "$TMP"' EXIT
 VER=550.90.07
 
 # fake_run <file> <version it installs>: records its argv, insists on the two flags p2pnode must
-# pass, and installs libcuda.so.<version> under --opengl-prefix (as the real installer's option).
+# pass, and installs libcuda.so.<version> under the root p2pnode runs it from (its copy lies in
+# <root>/var/lib/p2pnode/artifacts/; a flag naming a prefix, --opengl-prefix=, is refused by the
+# profile's grammar).
 fake_run() {
   cat > "$1" <<R
 #!/bin/sh
 echo "\$*" >> "$TMP/installer.calls"
-prefix=/usr
+prefix="\${0%%/var/lib/p2pnode/artifacts/*}/usr"
 silent=no; nokm=no
 for a in "\$@"; do
   case "\$a" in
     --silent) silent=yes ;;
     --no-kernel-modules) nokm=yes ;;
-    --opengl-prefix=*) prefix=\${a#--opengl-prefix=} ;;
   esac
 done
 [ \$silent = yes ] && [ \$nokm = yes ] || { echo "fake installer: missing --silent or --no-kernel-modules" >&2; exit 1; }
@@ -59,7 +60,7 @@ driver:
     installer:
       path: $2
       sha256: $3
-    flags: [--no-drm, "--opengl-prefix=$4/usr"]
+    flags: [--no-drm, --no-x-check]
   options:
     NVreg_EnableResizableBar: 1
     NVreg_RegistryDwords: "ForceP2P=17;RMForceP2PType=$5"
@@ -81,7 +82,7 @@ rc=$(apply "$TMP/root" "$TMP/good.yaml" "$TMP/1.json")
 [ "$rc" = 0 ] || fail "apply exited $rc: $(cat "$TMP/1.json" "$TMP/1.json.log")"
 [ "$(step "$TMP/1.json" driver.userspace | jq -r .outcome)" = changed ] || fail "userspace not changed: $(cat "$TMP/1.json")"
 [ -e "$TMP/root/usr/lib/x86_64-linux-gnu/libcuda.so.$VER" ] || fail "libcuda.so.$VER was not installed"
-grep -q -- "--silent --no-kernel-modules --no-drm --opengl-prefix=$TMP/root/usr" "$TMP/installer.calls" || fail "installer argv: $(cat "$TMP/installer.calls")"
+grep -q -- "--silent --no-kernel-modules --no-drm --no-x-check" "$TMP/installer.calls" || fail "installer argv: $(cat "$TMP/installer.calls")"
 conf="$TMP/root/etc/modprobe.d/p2pnode-nvidia.conf"
 grep -qx 'options nvidia NVreg_EnableResizableBar=1 NVreg_RegistryDwords="ForceP2P=17;RMForceP2PType=2"' "$conf" || fail "modprobe.d: $(cat "$conf")"
 
@@ -169,7 +170,7 @@ driver:
     installer:
       url: $2
       sha256: $BIG_SHA
-    flags: ["--opengl-prefix=$TMP/root6/usr"]
+    flags: [--no-x-check]
 Y
 }
 url_profile "$TMP/url.yaml" "$URL"

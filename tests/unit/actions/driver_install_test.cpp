@@ -165,9 +165,10 @@ TEST(DriverModule, ConflictsAreReportedOrRemovedAfterTheInstall) {
   for (const auto policy : {ConflictPolicy::report, ConflictPolicy::remove}) {
     Box box;
     write_module_source(box);
-    // The stock package builds a module of the same name; tinygrad's install.sh left a stale copy.
+    // The stock package builds a module of the same name; an old installer left a stale copy in extra/
+    // (one in kernel/ would be the kernel's own: refused, DriverHostileTree).
     box.write("var/lib/dkms/nvidia/550.54.15/source/dkms.conf", "BUILT_MODULE_NAME[0]=\"p2ptest\"\n");
-    box.write("lib/modules/6.1.0-56-amd64/kernel/drivers/video/p2ptest.ko", "old");
+    box.write("lib/modules/6.1.0-56-amd64/extra/p2ptest.ko", "old");
     const sys::SysRoot root(box.dir);
     sys::ScriptedRunner runner;
     FakeDkms dkms{box, "p2ptest", "1.5", "p2ptest"};
@@ -182,7 +183,7 @@ TEST(DriverModule, ConflictsAreReportedOrRemovedAfterTheInstall) {
     auto r = make_driver_module()->apply(ctx, inv);
     EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
     EXPECT_NE(r[0].message.find("dkms nvidia/550.54.15"), std::string::npos) << r[0].message;
-    EXPECT_NE(r[0].message.find("kernel/drivers/video/p2ptest.ko"), std::string::npos) << r[0].message;
+    EXPECT_NE(r[0].message.find("extra/p2ptest.ko"), std::string::npos) << r[0].message;
     std::size_t install_at = 0, remove_at = 0;
     for (std::size_t i = 0; i < runner.calls().size(); ++i) {
       const auto& c = runner.calls()[i];
@@ -191,11 +192,11 @@ TEST(DriverModule, ConflictsAreReportedOrRemovedAfterTheInstall) {
     }
     if (policy == ConflictPolicy::report) {
       EXPECT_EQ(remove_at, 0u);
-      EXPECT_TRUE(root.exists("/lib/modules/6.1.0-56-amd64/kernel/drivers/video/p2ptest.ko"));
+      EXPECT_TRUE(root.exists("/lib/modules/6.1.0-56-amd64/extra/p2ptest.ko"));
     } else {
       EXPECT_GT(remove_at, install_at);  // only once ours is installed
-      EXPECT_FALSE(root.exists("/lib/modules/6.1.0-56-amd64/kernel/drivers/video/p2ptest.ko"));
-      EXPECT_TRUE(root.exists("/var/lib/p2pnode/dkms/aside/lib/modules/6.1.0-56-amd64/kernel/drivers/video/p2ptest.ko"));
+      EXPECT_FALSE(root.exists("/lib/modules/6.1.0-56-amd64/extra/p2ptest.ko"));
+      EXPECT_TRUE(root.exists("/var/lib/p2pnode/dkms/aside/lib/modules/6.1.0-56-amd64/extra/p2ptest.ko"));
       EXPECT_EQ(runner.count("depmod"), 1u);
     }
   }
@@ -364,6 +365,30 @@ TEST(DriverUserspace, AnInstallerOfTheWrongVersionFails) {
   auto r = make_driver_userspace()->apply(ctx, Inventory{});
   EXPECT_EQ(r[0].outcome, StepOutcome::failed);
   EXPECT_NE(r[0].message.find("no libcuda.so.550.90.07 appeared"), std::string::npos) << r[0].message;
+}
+
+// A flag outside the grammar (a profile built in code, not read by the loader) is refused where it
+// would reach root's argv, before anything is fetched or run.
+TEST(DriverUserspace, AFlagOutsideTheGrammarIsRefusedBeforeTheInstallerRuns) {
+  Box box;
+  box.write("srv/x.run", "#!/bin/sh\n");
+  const sys::SysRoot root(box.dir);
+  sys::ScriptedRunner runner;
+  Profile p;
+  DriverSpec d;
+  d.version = "550.90.07";
+  Artifact a;
+  a.path = "/srv/x.run";
+  a.sha256 = *nvidia::sha256_file(root, *a.path);
+  d.userspace_installer = a;
+  d.installer_flags = {"--no-drm", "--log-file-name=/etc/shadow"};
+  p.driver = d;
+  ApplyContext ctx{root, runner, p};
+  auto r = make_driver_userspace()->apply(ctx, Inventory{});
+  EXPECT_EQ(r[0].outcome, StepOutcome::refused);
+  EXPECT_NE(r[0].message.find("--log-file-name=/etc/shadow"), std::string::npos) << r[0].message;
+  EXPECT_TRUE(runner.calls().empty());
+  EXPECT_FALSE(root.exists("/var/lib/p2pnode/artifacts"));
 }
 
 TEST(DriverReload, NotAllowedPlansARebootAndRunsNothing) {

@@ -82,6 +82,17 @@ TEST(Grammar, GitSourcesAndRefs) {
     EXPECT_FALSE(is_git_ref(bad)) << bad;
 }
 
+// git's <transport>::<address> form runs a remote helper; ext:: runs the program it names and fd::
+// talks over a descriptor: no transport prefix is a repository here. An IPv6 host's "::" is not one.
+TEST(Grammar, GitSourcesWithATransportPrefixAreRefused) {
+  for (auto bad : {"ext::sh -c touch% /tmp/x", "ext::/var/tmp/evil", "fd::7", "fd::7,8", "persistent-https::https://h/x.git",
+                   "foo::bar", "ssh::x", "file::/srv/repo", "git+ext::x", "EXT::/x"})
+    EXPECT_FALSE(is_git_source(bad)) << bad;
+  for (auto ok : {"https://[::1]/repo.git", "ssh://git@[fe80::1]/x.git", "git@github.com:NVIDIA/gdrcopy.git",
+                  "https://h.example/a::b.git"})
+    EXPECT_TRUE(is_git_source(ok)) << ok;
+}
+
 TEST(Grammar, SafePathsAndFileNames) {
   for (auto ok : {"/", "/var/lib/dkms/mok.key", "/etc/p2pnode/keys/mok-2026.der", "/srv/a+b@c:d"})
     EXPECT_TRUE(is_safe_absolute_path(ok)) << ok;
@@ -106,6 +117,12 @@ TEST(Grammar, RedactUrl) {
   EXPECT_EQ(redact_url("https://h.example/a.run?X-Amz-Signature=abc&x=1"), "https://h.example/a.run?…");
   EXPECT_EQ(redact_url("https://user:pw@h.example/a.run#f"), "https://h.example/a.run?…");
   EXPECT_EQ(redact_url("https://user:pw@h.example/a@b.run"), "https://h.example/a@b.run");
+  // git's own messages repeat the URL it was given: the user info of every URL in a text goes.
+  EXPECT_EQ(redact_userinfo("fatal: unable to access 'https://p2p:s3cret@git.example/x.git/': Could not resolve host"),
+            "fatal: unable to access 'https://git.example/x.git/': Could not resolve host");
+  EXPECT_EQ(redact_userinfo("a https://u:p@h1 and http://t@h2/x?y=z@w, git@github.com:x/y.git"),
+            "a https://h1 and http://h2/x?y=z@w, git@github.com:x/y.git");
+  EXPECT_EQ(redact_userinfo("no url here @ all ://"), "no url here @ all ://");
 }
 
 TEST(Grammar, SurvivesDkmsResource) {

@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +99,33 @@ TEST(Artifact, TreeDigestCoversLinksAndRefusesLinksOut) {
   }
 }
 
+// A link is judged where it leads once every link on the way is followed, not by its text: with
+// a/b/p -> .. (a/b/p is a), a/b/q1 -> p/../.. reads as a but is the tree's parent.
+TEST(Artifact, TreeLinksAreJudgedByWhereTheyLead) {
+  TempRoot t;
+  t.write("src/Makefile", "obj-m += a.o\n");
+  fs::create_directories(t.dir / "src/a/b");
+  fs::create_symlink("..", t.dir / "src/a/b/p");
+  sys::SysRoot root(t.dir);
+  ASSERT_TRUE(sha256_tree(root, "/src")) << "a/b/p is a/, inside";
+  for (const auto& [link, target] : {std::pair<std::string, std::string>{"a/b/q1", "p/../.."}, {"l2", "a/b/p/../.."},
+                                     {"a/l3", "b/p/b/p/../../.."}}) {
+    SCOPED_TRACE(link);
+    fs::create_symlink(target, t.dir / "src" / link);
+    auto out = sha256_tree(root, "/src");
+    ASSERT_FALSE(out);
+    EXPECT_NE(out.error().message.find("./" + link + " points to " + target + ", outside the tree"), std::string::npos)
+        << out.error().message;
+    fs::remove(t.dir / "src" / link);
+  }
+  // A loop of links is refused too (it leads nowhere the digest covers).
+  fs::create_symlink("loop2", t.dir / "src/loop1");
+  fs::create_symlink("loop1", t.dir / "src/loop2");
+  auto loop = sha256_tree(root, "/src");
+  ASSERT_FALSE(loop);
+  EXPECT_NE(loop.error().message.find("too many levels of symbolic links"), std::string::npos) << loop.error().message;
+}
+
 // A path: artifact is copied into p2pnode's own directory and hashed there; what apply uses is the
 // copy, so swapping the original after the check changes nothing.
 TEST(Artifact, PathArtifactIsCopiedAndTheCopyIsWhatIsUsed) {
@@ -126,6 +159,57 @@ TEST(Artifact, PathArtifactIsCopiedAndTheCopyIsWhatIsUsed) {
   EXPECT_EQ(fd->path, std::string(kArtifactDir) + "/local/" + d.sha256.substr(0, 16) + "-tree");
   t.write("srv/tree/Makefile", "obj-m += evil.o\n");
   EXPECT_EQ(*root.read_text(fd->path + "/Makefile"), "obj-m += a.o\n");
+}
+
+// A path: artifact is a regular file or a directory, judged by lstat before anything opens it:
+// `installer.path: /dev/zero` was hashed forever, a FIFO blocked the open, and opening some devices
+// acts (a watchdog starts counting). A file is at most 8 GiB (curl's --max-filesize for a download).
+TEST(Artifact, PathArtifactIsARegularFileOrADirectory) {
+  TempRoot t;
+  t.write("srv/keep", "x");
+  sys::SysRoot root(t.dir);
+  sys::ScriptedRunner runner;
+  Artifact a;
+  a.sha256 = sha256_hex("x");
+  auto refused = [&](const std::string& path) {
+    a.path = path;
+    auto f = fetch_artifact(root, runner, a, "userspace.installer", [](std::string_view) {});
+    return f ? std::string("accepted") : f.error().message;
+  };
+  // A socket first: unfixed, a FIFO would block this test's open for ever.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  const std::string sock = (t.dir / "srv/sock").string();
+  ASSERT_LT(sock.size(), sizeof sa.sun_path);
+  std::copy(sock.begin(), sock.end(), sa.sun_path);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const std::string sock_msg = refused("/srv/sock");
+  ::close(fd);
+  ASSERT_NE(sock_msg.find("userspace.installer: /srv/sock is a socket: a path: artifact must be a regular file or a directory"),
+            std::string::npos) << sock_msg;
+
+  ASSERT_EQ(::mkfifo((t.dir / "srv/fifo").c_str(), 0600), 0);
+  EXPECT_NE(refused("/srv/fifo").find("/srv/fifo is a FIFO"), std::string::npos) << refused("/srv/fifo");
+  // A link is followed inside the root and its target judged the same way.
+  fs::create_symlink("fifo", t.dir / "srv/to-fifo");
+  EXPECT_NE(refused("/srv/to-fifo").find("is a FIFO"), std::string::npos) << refused("/srv/to-fifo");
+  if (::geteuid() == 0) {  // /dev/zero's own numbers
+    ASSERT_EQ(::mknod((t.dir / "srv/zero").c_str(), S_IFCHR | 0666, makedev(1, 5)), 0);
+    EXPECT_NE(refused("/srv/zero").find("/srv/zero is a character device"), std::string::npos) << refused("/srv/zero");
+  }
+  {  // 8 GiB and one byte, sparse: refused by its size, unread.
+    std::ofstream big(t.dir / "srv/big.run");
+  }
+  fs::resize_file(t.dir / "srv/big.run", (8ULL << 30) + 1);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(refused("/srv/big.run").find("/srv/big.run is 8589934593 bytes; a file artifact is at most 8 GiB"),
+            std::string::npos) << refused("/srv/big.run");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(runner.calls().empty());
+  EXPECT_FALSE(root.exists(std::string(kArtifactDir) + "/local"));
+  EXPECT_EQ(refused("/srv/keep"), "accepted");
 }
 
 TEST(Artifact, DownloadUsesCurlWithResumeAndChecksTheDigest) {

@@ -142,3 +142,42 @@ TEST(ProfileLoader, DuplicateProfileNamesInADirectory) {
   fs::remove_all(dir);
   EXPECT_FALSE(load_profiles_dir(dir).error.empty());
 }
+
+// driver.userspace.flags reach the root installer's argv: only the installer's options that name no
+// file or path and leave DKMS to p2pnode pass, each refused where it is written.
+TEST(ProfileLoader, InstallerFlagsHaveAGrammar) {
+  const std::string inst = "driver:\n  version: 550.90.07\n  userspace:\n    installer:\n      path: /srv/x.run\n"
+                           "      sha256: " + std::string(64, 'a') + "\n    flags: ";
+  const auto none = load(inst.substr(0, inst.rfind("    flags: ")));  // no flags at all
+  ASSERT_TRUE(none.profile) << none.diagnostics.format();
+  EXPECT_TRUE(none.profile->driver->installer_flags.empty());
+  const auto ok = load(inst + "[--no-drm, --no-x-check, --no-systemd, --install-libglvnd]\n");
+  ASSERT_TRUE(ok.profile) << ok.diagnostics.format();
+  EXPECT_EQ(ok.profile->driver->installer_flags,
+            (std::vector<std::string>{"--no-drm", "--no-x-check", "--no-systemd", "--install-libglvnd"}));
+  for (const std::string bad : {"--log-file-name=/etc/shadow", "--dkms", "--tmpdir=/root", "--kernel-source-path", "-s",
+                                "--no-drm --dkms", "--utility-prefix=/usr/local"}) {
+    SCOPED_TRACE(bad);
+    const auto r = load(inst + "[--no-drm, \"" + bad + "\"]\n");
+    ASSERT_FALSE(r.profile);
+    const auto& d = r.diagnostics.list().front();
+    EXPECT_EQ(d.key_path, "driver.userspace.flags[1]");
+    EXPECT_EQ(d.line, 11);
+    EXPECT_EQ(d.column, 23);
+    EXPECT_NE(d.message.find("found '" + bad + "'"), std::string::npos) << d.message;
+    EXPECT_NE(d.message.find("--no-nouveau-check"), std::string::npos) << d.message;  // the list it expected
+  }
+}
+
+// driver.options is read without MapReader's key check (option names are free-form NVreg_* words):
+// a key written twice is refused there too, at the second one.
+TEST(ProfileLoader, DuplicateModuleOptionsAreRefused) {
+  const auto r = load("driver:\n  version: 550.90.07\n  options:\n    NVreg_EnableResizableBar: 1\n"
+                      "    NVreg_OpenRmEnableUnsupportedGpus: 1\n    NVreg_EnableResizableBar: 0\n");
+  ASSERT_FALSE(r.profile);
+  const auto& d = r.diagnostics.list().front();
+  EXPECT_EQ(d.key_path, "driver.options.NVreg_EnableResizableBar");
+  EXPECT_EQ(d.line, 10);
+  EXPECT_EQ(d.column, 5);
+  EXPECT_NE(d.message.find("duplicate"), std::string::npos) << d.message;
+}

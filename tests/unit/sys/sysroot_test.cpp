@@ -178,6 +178,25 @@ TEST_F(TempRoot, MakeDirsAndRemove) {
   EXPECT_FALSE(fs::exists(dir_ / "etc/old"));
 }
 
+// lstat tells what a path itself is, a link never followed, and never opens it.
+TEST_F(TempRoot, LstatSaysWhatThePathItselfIs) {
+  SysRoot root(dir_);
+  put("etc/f", "abc");
+  ASSERT_EQ(::mkfifo((dir_ / "etc/fifo").c_str(), 0600), 0);
+  fs::create_symlink("fifo", dir_ / "etc/to-fifo");
+  using p2pnode::sys::FileType;
+  EXPECT_EQ(root.lstat("/etc/f")->type, FileType::regular);
+  EXPECT_EQ(root.lstat("/etc/f")->size, 3u);
+  EXPECT_EQ(root.lstat("/etc")->type, FileType::directory);
+  EXPECT_EQ(root.lstat("/etc/fifo")->type, FileType::fifo);
+  EXPECT_EQ(root.lstat("/etc/to-fifo")->type, FileType::symlink);
+  EXPECT_EQ(root.lstat("/sys/bus/pci/devices/0000:00:01.0")->type, FileType::symlink);
+  EXPECT_EQ(root.lstat("/etc/nothing")->type, FileType::missing);
+  EXPECT_EQ(root.lstat("/etc/f/below")->type, FileType::missing);  // ENOTDIR
+  EXPECT_EQ(p2pnode::sys::describe(FileType::character_device), "a character device");
+  EXPECT_EQ(root.write_count(), 0u);
+}
+
 TEST(SysRootJoin, JoinsPieces) {
   EXPECT_EQ(join("/sys/bus/pci/devices", "0000:01:00.0", "driver"), "/sys/bus/pci/devices/0000:01:00.0/driver");
   EXPECT_EQ(join("/sys/", "/class"), "/sys/class");
