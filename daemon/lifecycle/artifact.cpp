@@ -175,12 +175,12 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
     // The server cannot resume (no ranges, or the file changed): a kept .part would fail every
     // later apply the same way, so it goes and the next apply starts over.
     (void)root.remove_file(part);
-    return Error{std::string(label) + ": downloading " + shown + ": curl " + r.describe() + ": " + curl_error_lines(r.err) +
+    return Error{std::string(label) + ": downloading " + shown + ": curl " + r.describe() + ": " + grammar::redact_userinfo(curl_error_lines(r.err)) +
                      " (the server cannot resume " + part + ": removed, the next apply downloads it whole)",
                  r.exit_code};
   }
   if (!r.success()) {
-    const std::string why = curl_error_lines(r.err);
+    const std::string why = grammar::redact_userinfo(curl_error_lines(r.err));
     return Error{std::string(label) + ": downloading " + shown + ": curl " + r.describe() +
                      (why.empty() ? "" : ": " + why) + " (the partial file " + part + " is kept for a resume)",
                  r.exit_code};

@@ -60,11 +60,13 @@ std::string printable(std::string_view s) {
 }
 
 bool expect_string(MapReader& m, std::string_view key, const std::function<bool(std::string_view)>& ok,
-                   const std::string& expected) {
+                   const std::string& expected, bool is_url) {
   const YAML::Node n = m.get(key);
   if (!n.IsDefined() || !n.IsScalar()) return true;
   if (ok(n.Scalar())) return true;
-  m.diag().add(n, m.child_path(key), "expected " + expected + ", found '" + printable(n.Scalar()) + "'");
+  // A URL's user info (a token in a git or download URL) never reaches the message or the journal.
+  const std::string shown = is_url ? grammar::redact_userinfo(n.Scalar()) : n.Scalar();
+  m.diag().add(n, m.child_path(key), "expected " + expected + ", found '" + printable(shown) + "'");
   return false;
 }
 

@@ -19,7 +19,7 @@ std::string printable(std::string_view s);
 // Adds "expected <expected>, found '<value>'" at m.key when the string there fails `ok`; true when
 // absent or good.
 bool expect_string(MapReader& m, std::string_view key, const std::function<bool(std::string_view)>& ok,
-                   const std::string& expected);
+                   const std::string& expected, bool is_url = false);
 
 inline constexpr const char* kDkmsNameRule = "a DKMS package name: a lowercase letter or digit, then [a-z0-9._+-], at most 64";
 inline constexpr const char* kSafePathRule = "an absolute path of letters, digits and ._+@:/- with no . or .. component";

@@ -29,8 +29,8 @@ std::optional<Artifact> read_artifact_node(const YAML::Node& node, const std::st
   const int sources = (a.path ? 1 : 0) + (a.url ? 1 : 0) + (a.git ? 1 : 0);
   if (sources != 1)
     diag.add(node, path, "expected exactly one of path, url or git; found " + std::to_string(sources));
-  expect_string(m, "url", grammar::is_http_url, kUrlRule);
-  expect_string(m, "git", grammar::is_git_source, kGitRule);
+  expect_string(m, "url", grammar::is_http_url, kUrlRule, true);
+  expect_string(m, "git", grammar::is_git_source, kGitRule, true);
   expect_string(m, "branch", grammar::is_git_ref, kGitRefRule);
   expect_string(m, "path", grammar::is_safe_absolute_path, kSafePathRule);
   if (a.branch && !a.git) diag.add(m.get("branch"), m.child_path("branch"), "branch is only meaningful with git");

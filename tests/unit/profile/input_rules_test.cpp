@@ -71,3 +71,18 @@ TEST(InputRules, Printable) {
 
 }  // namespace
 }  // namespace p2pnode::profile
+
+// A malformed url: or git: that carries a password: refused, and the message names the value without
+// the password (it went to check's output and the journal).
+TEST(InputRules, ARefusedUrlsPasswordNeverReachesTheMessage) {
+  const auto r = p2pnode::profile::load_profile_text(
+      "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata: {name: leak}\n"
+      "driver:\n  version: 550.90.07\n  kernel_module:\n    source:\n"
+      "      git: \"https://deploy:s3cr3t-token@git.example/tree.git$x\"\n"
+      "      sha256: 0000000000000000000000000000000000000000000000000000000000000000\n",
+      "leak.yaml");
+  ASSERT_FALSE(r.profile);
+  const std::string text = r.diagnostics.format();
+  EXPECT_EQ(text.find("s3cr3t-token"), std::string::npos) << text;
+  EXPECT_NE(text.find("driver.kernel_module.source.git: expected"), std::string::npos) << text;
+}
