@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/health_limits_config.hpp"
+
 namespace p2pnode::engine {
 
 using profile::MapReader;
@@ -111,7 +113,7 @@ void read_tls(MapReader& root, DaemonConfig& c) {
 }
 
 void read_health(MapReader& root, DaemonConfig& c) {
-  auto h = root.map("health", {"enabled", "interval", "window", "agent_time_limit", "nvlink", "nvlink_interval"});
+  auto h = root.map("health", {"enabled", "interval", "window", "agent_time_limit", "nvlink", "nvlink_interval", "limits"});
   if (!h) return;
   if (auto v = h->boolean("enabled")) c.health.enabled = *v;
   if (auto v = h->boolean("nvlink")) c.health.nvlink = *v;
@@ -129,6 +131,7 @@ void read_health(MapReader& root, DaemonConfig& c) {
   if (c.health.window < c.health.interval && h->has("window"))
     h->diag().add(h->get("window"), h->child_path("window"),
                   "expected at least the interval: a rise is seen by comparing two passes within the window");
+  read_health_limits(*h, c.health.limits);
 }
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "health/thresholds.hpp"
 #include "profile/yaml_reader.hpp"
 #include "sys/sysroot.hpp"
 #include "tls/identity.hpp"
@@ -71,6 +72,8 @@ struct DaemonConfig {
     bool nvlink = true;                                                 // run the agent for NVLink counters
     // NVML's init costs CPU on every agent start: NVLink is read this often, AER and Xid every pass.
     std::chrono::milliseconds nvlink_interval{std::chrono::minutes(1)};
+    // The limits each counter is judged by (health.limits; docs/health.md has the defaults' sources).
+    health::HealthLimits limits = health::HealthLimits::defaults();
   } health;
   // /metrics: false (`metrics: {detail: compact}`, the default) keeps a node within its series
   // budget (constants per path class, error flags only where set); true adds every per-pair figure.

@@ -59,6 +59,7 @@ json HealthPass::run(const DaemonConfig& config, const json& devices, const std:
                      const std::atomic<bool>* cancel) {
   const auto t0 = std::chrono::steady_clock::now();
   monitor_.set_window(seconds(config.health.window));
+  monitor_.set_limits(config.health.limits);
   const health::PathIndex paths = health::index_paths(endpoints_from_devices(devices));
   health::HealthSample s;
   s.mono_s = std::chrono::duration<double>(t0.time_since_epoch()).count();

@@ -109,12 +109,12 @@ void HealthMonitor::assess_driver(const HealthSample& s, const PathIndex& paths)
       const auto r = window_.rise(base + "replay");
       const double span = window_.span(base + "replay");
       replay_rate = rate_per_second(r, span);
-      if (over_limit(gpu_pcie_replay_limit(), r, span)) rose["replays"] = r;
+      if (over_limit(limits_.pcie_replay, r, span)) rose["replays"] = r;
     }
     if (g.pcie.replay_rollover) {
       window_.record(base + "rollover", s.mono_s, *g.pcie.replay_rollover);
       const auto r = window_.rise(base + "rollover");
-      if (over_limit(gpu_pcie_rollover_limit(), r, window_.span(base + "rollover"))) rose["replay counter rollovers"] = r;
+      if (over_limit(limits_.pcie_rollover, r, window_.span(base + "rollover"))) rose["replay counter rollovers"] = r;
     }
     std::vector<std::string> link;
     if (g.pcie.width && g.pcie.max_width && *g.pcie.width < *g.pcie.max_width && *g.pcie.width > 0)
@@ -135,7 +135,7 @@ void HealthMonitor::assess_driver(const HealthSample& s, const PathIndex& paths)
                   (rose.empty() ? link.front()
                                 : describe_rises(rose) + " in the last " + window_text(window_.window()) +
                                       (rose.count("replays") ? ", " + rate_text(*replay_rate) + " (limit " +
-                                                                   limit_text(gpu_pcie_replay_limit()) + ")"
+                                                                   limit_text(limits_.pcie_replay) + ")"
                                                              : "") +
                                       (link.empty() ? "" : "; link " + link.front())) +
                   (aer_files ? "; sysfs AER saw correctable +" + std::to_string(aer_correctable) + " in the same window"
@@ -143,8 +143,8 @@ void HealthMonitor::assess_driver(const HealthSample& s, const PathIndex& paths)
                   pairs_text(pairs);
       f.observed = {{"source", "nvml"}, {"rise", rose}, {"replay_rate_per_s", opt(replay_rate)}, {"pcie", gj["pcie"]}, {"aer_files", aer_files},
                     {"aer_correctable_rise", aer_files ? json(aer_correctable) : json(nullptr)}, {"pairs", pairs}};
-      f.expected = {{"replay_rate_per_s_below", gpu_pcie_replay_limit().per_second},
-                    {"limit_source", gpu_pcie_replay_limit().source}, {"rollover_rise", 0},
+      f.expected = {{"replay_rate_per_s_below", limits_.pcie_replay.per_second},
+                    {"limit_source", limits_.pcie_replay.source}, {"rollover_rise", 0},
                     {"width", opt(g.pcie.max_width)}, {"window_s", window_.window()}};
       f.remediation = "Replays are link-level retransmissions: a steady rise costs bandwidth and points at the slot, riser, "
                       "retimer or cable of this GPU; reseat it and watch `nvidia-smi -q -i " + g.gpu +

@@ -37,7 +37,7 @@ void HealthMonitor::assess_kernel(const HealthSample& s, const PathIndex& paths)
     const SeenKernel& last = *evs.back();
     // Correctable reports are judged by their rate over the window, as the AER counters are.
     if (last.ev.kind == "aer" &&
-        !over_limit(aer_limit(last.ev.aer_class), evs.size(), window_.window()))
+        !over_limit(limits_.aer_limit(last.ev.aer_class), evs.size(), window_.window()))
       continue;
     const auto kind = paths.kind.find(dev);
     const std::string devkind = kind == paths.kind.end() ? "device" : kind->second;

@@ -98,7 +98,7 @@ void HealthMonitor::assess_aer(const HealthSample& s, const PathIndex& paths) {
       }
       const std::uint64_t rise = window_.rise(base);
       const double span = window_.span(base), rate = rate_per_second(rise, span);
-      const CounterLimit& limit = aer_limit(sev);
+      const CounterLimit& limit = limits_.aer_limit(sev);
       aer[sev] = {{"total", counts.total}, {"rise", rise}, {"rate_per_s", rate}, {"by_name", counts.by_name}};
       // A few correctable errors are what healthy links show: judged by rate (thresholds.cpp).
       if (!over_limit(limit, rise, span)) continue;
@@ -181,7 +181,7 @@ void HealthMonitor::assess_nvlink(const HealthSample& s, const PathIndex& paths)
         const double span = window_.span(key), rate = rate_per_second(r, span);
         rises[name] = r;
         rates[name] = rate;
-        const CounterLimit* limit = nvlink_limit(name);
+        const CounterLimit* limit = limits_.nvlink_limit(name);
         if (!limit || !over_limit(*limit, r, span)) continue;
         rose[name] = r;
         over.push_back(name + " " + rate_text(rate) + " (limit " + limit_text(*limit) + ")");
@@ -210,7 +210,7 @@ void HealthMonitor::assess_nvlink(const HealthSample& s, const PathIndex& paths)
                   where(paths, g.gpu);
       json limits = json::object();
       for (const auto& [name, r] : rose)
-        if (const CounterLimit* limit = nvlink_limit(name))
+        if (const CounterLimit* limit = limits_.nvlink_limit(name))
           limits[name] = {{"rate_per_s_below", limit->per_second}, {"min_rise", limit->min_rise}, {"source", limit->source}};
       f.observed = {{"link", l.link}, {"active", l.active}, {"remote", l.remote}, {"errors", errors}, {"rise", rises},
                     {"rate_per_s", rates}, {"pairs", list(paths.pairs, g.gpu)}};
@@ -231,6 +231,7 @@ void HealthMonitor::assess_xid(const HealthSample& s, const PathIndex& paths) {
     if (ev.seq && last_xid_seq_ && *ev.seq <= *last_xid_seq_) continue;  // read again (a file, or a reopen)
     if (ev.seq) last_xid_seq_ = *ev.seq;
     xid_counts_[{ev.bdf, ev.xid}]++;
+    if (limits_.xid_ignored.count(ev.xid)) continue;  // the site's known noise: counted, never a finding
     recent_xids_.push_back({ev, s.mono_s});
     if (recent_xids_.size() > kMaxRecentXids) recent_xids_.pop_front();  // an Xid storm must not grow without bound
   }
@@ -266,7 +267,8 @@ void HealthMonitor::assess_xid(const HealthSample& s, const PathIndex& paths) {
     Finding f;
     f.check = "health.xid";
     f.subject = gpu;
-    f.severity = info ? info->severity : Severity::warning;
+    const auto own = limits_.xid_severity.find(xid);  // the site's own severity for it, if set
+    f.severity = own != limits_.xid_severity.end() ? own->second : info ? info->severity : Severity::warning;
     f.summary = "Xid " + std::to_string(xid) + " on GPU " + gpu + ": " +
                 (info ? std::string(info->summary) : "not in p2pnode's table (see NVIDIA's Xid catalog)") + " (" +
                 std::to_string(evs.size()) + "x in the last " + window_text(window_.window()) + ")" +

@@ -16,6 +16,7 @@
 #include "core/finding.hpp"
 #include "health/paths.hpp"
 #include "health/sample.hpp"
+#include "health/thresholds.hpp"
 #include "health/window.hpp"
 
 namespace p2pnode::health {
@@ -26,6 +27,9 @@ class HealthMonitor {
  public:
   explicit HealthMonitor(double window_s = 600) : window_(window_s) {}
   void set_window(double window_s) { window_.set_window(window_s); }
+  // The limits it judges by (the configuration's health.limits); the defaults until set.
+  void set_limits(HealthLimits limits) { limits_ = std::move(limits); }
+  const HealthLimits& limits() const { return limits_; }
   double window() const { return window_.window(); }
 
   void update(const HealthSample& s, const PathIndex& paths);
@@ -48,6 +52,7 @@ class HealthMonitor {
     double seen_mono = 0;
   };
   CounterWindow window_;
+  HealthLimits limits_ = HealthLimits::defaults();
   std::uint64_t passes_ = 0;
   std::vector<Finding> findings_;
   nlohmann::json devices_ = nlohmann::json::array(), nvlink_ = nlohmann::json::object(), xid_ = nlohmann::json::object();

@@ -21,44 +21,52 @@ namespace p2pnode::health {
 // [H200] Healthy 2x H200, same driver (tests/gpu/results/driver-health-h200x2): crc_data rose by
 //   1 to 7 a link within about 12 s with ecc_data (at most 0.6/s a link, about 10/s a GPU);
 //   replay and recovery 0.
-namespace {
-const CounterLimit kNvlink[] = {
-    // A replay is a retransmission after an error the link could not correct: any is a finding [DCGM].
-    {"replay", 1, 0, Severity::warning, "DCGM: any NVLink replay fails its health watch"},
-    // A recovery retrains the link and stalls every transfer on it [DCGM].
-    {"recovery", 1, 0, Severity::error, "DCGM: any NVLink recovery fails its health watch"},
-    // A flit that fails its CRC is dropped and replayed; healthy H100s and H200s showed none [H100, H200].
-    {"crc_flit", 1, 0, Severity::warning, "DCGM warns at any CRC flit error; healthy H100/H200 links showed none"},
-    // Healthy H200 links count a few data CRC errors a minute [H200]: DCGM's failing rate, per link.
-    {"crc_data", 1, 100, Severity::warning, "DCGM: CRC errors matter at 100/s or more; healthy H200 links count up to 0.6/s"},
-    // Corrected on the link, no data lost: rises with traffic and at rest [H100]. 1000/s a link is 50x
-    // the highest healthy rate (18.7/s under a self-test) and 3x what a GPU's 18 links reach together
-    // at that rate (337/s), so the alert on the GPU's sum is silent on a healthy GPU at full traffic.
-    {"ecc_data", 1, 1000, Severity::warning,
-     "no NVIDIA limit (DCGM does not watch it); 50x the highest healthy rate measured on H100 (18.7/s a link)"},
-};
-const CounterLimit kGpuPcieReplay = {"replay", 1, 8.0 / 60, Severity::warning,
-                                     "DCGM: 8 PCIe replays a minute is the most NVIDIA's driver team recommends"};
-const CounterLimit kGpuPcieRollover = {"replay_rollover", 1, 0, Severity::warning,
-                                       "a rollover means one packet was replayed until the counter wrapped: the link retrained"};
-// Every correctable AER error (bad TLP, bad DLLP, receiver error, replay timeout) costs a replay: the
-// same rate as the GPU's replay counter [DCGM]. Uncorrectable errors are findings at any count.
-const CounterLimit kAerCorrectable = {"correctable", 1, 8.0 / 60, Severity::warning,
-                                      "as DCGM's PCIe replay limit: 8 a minute (each correctable error costs a replay)"};
-const CounterLimit kAerNonfatal = {"nonfatal", 1, 0, Severity::error, "any uncorrectable PCIe error"};
-const CounterLimit kAerFatal = {"fatal", 1, 0, Severity::error, "any uncorrectable PCIe error"};
-}  // namespace
+const HealthLimits& HealthLimits::defaults() {
+  static const HealthLimits d = [] {
+    HealthLimits l;
+    l.nvlink = {
+        // A replay is a retransmission after an error the link could not correct: any is a finding [DCGM].
+        {"replay", 1, 0, Severity::warning, "DCGM: any NVLink replay fails its health watch"},
+        // A recovery retrains the link and stalls every transfer on it [DCGM].
+        {"recovery", 1, 0, Severity::error, "DCGM: any NVLink recovery fails its health watch"},
+        // A flit that fails its CRC is dropped and replayed; healthy H100s and H200s showed none [H100, H200].
+        {"crc_flit", 1, 0, Severity::warning, "DCGM warns at any CRC flit error; healthy H100/H200 links showed none"},
+        // Healthy H200 links count a few data CRC errors a minute [H200]: DCGM's failing rate, per link.
+        {"crc_data", 1, 100, Severity::warning, "DCGM: CRC errors matter at 100/s or more; healthy H200 links count up to 0.6/s"},
+        // Corrected on the link, no data lost: rises with traffic and at rest [H100]. 1000/s a link is 50x
+        // the highest healthy rate (18.7/s under a self-test) and 3x what a GPU's 18 links reach together
+        // at that rate (337/s), so the alert on the GPU's sum is silent on a healthy GPU at full traffic.
+        {"ecc_data", 1, 1000, Severity::warning,
+         "no NVIDIA limit (DCGM does not watch it); 50x the highest healthy rate measured on H100 (18.7/s a link)"},
+    };
+    l.pcie_replay = {"replay", 1, 8.0 / 60, Severity::warning,
+                     "DCGM: 8 PCIe replays a minute is the most NVIDIA's driver team recommends"};
+    l.pcie_rollover = {"replay_rollover", 1, 0, Severity::warning,
+                       "a rollover means one packet was replayed until the counter wrapped: the link retrained"};
+    // Every correctable AER error (bad TLP, bad DLLP, receiver error, replay timeout) costs a replay: the
+    // same rate as the GPU's replay counter [DCGM]. Uncorrectable errors are findings at any count.
+    l.aer_correctable = {"correctable", 1, 8.0 / 60, Severity::warning,
+                         "as DCGM's PCIe replay limit: 8 a minute (each correctable error costs a replay)"};
+    l.aer_nonfatal = {"nonfatal", 1, 0, Severity::error, "any uncorrectable PCIe error"};
+    l.aer_fatal = {"fatal", 1, 0, Severity::error, "any uncorrectable PCIe error"};
+    return l;
+  }();
+  return d;
+}
 
-const CounterLimit* nvlink_limit(std::string_view counter) {
-  for (const auto& l : kNvlink)
+const CounterLimit* HealthLimits::nvlink_limit(std::string_view counter) const {
+  for (const auto& l : nvlink)
     if (counter == l.counter) return &l;
   return nullptr;
 }
-const CounterLimit& gpu_pcie_replay_limit() { return kGpuPcieReplay; }
-const CounterLimit& gpu_pcie_rollover_limit() { return kGpuPcieRollover; }
-const CounterLimit& aer_limit(std::string_view aer_class) {
-  if (aer_class == "correctable") return kAerCorrectable;
-  return aer_class == "nonfatal" ? kAerNonfatal : kAerFatal;
+CounterLimit* HealthLimits::nvlink_limit(std::string_view counter) {
+  for (auto& l : nvlink)
+    if (counter == l.counter) return &l;
+  return nullptr;
+}
+const CounterLimit& HealthLimits::aer_limit(std::string_view aer_class) const {
+  if (aer_class == "correctable") return aer_correctable;
+  return aer_class == "nonfatal" ? aer_nonfatal : aer_fatal;
 }
 
 double rate_per_second(std::uint64_t rise, double span_s) {
