@@ -3,7 +3,7 @@
 # (trixie): the same names on both; does nothing when all are present.
 # Usage: scripts/install-deps.sh [build|deb|test] [--list]   (--list: print the packages, install nothing)
 #   deb adds the Debian packaging tools; test adds those, QEMU, DKMS, promtool, debootstrap,
-#   Ansible with its collections (the chroot connection) and friends.
+#   Ansible with its collections (the chroot connection), ansible-lint and friends.
 set -euo pipefail
 want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libmicrohttpd-dev libcpp-httplib-dev
       prometheus-cpp-dev libsystemd-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev
@@ -17,7 +17,8 @@ if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-dev python3-jsonschema python3-yaml jq
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
          prometheus prometheus-node-exporter systemd wrk ansible-core openssl
-         debootstrap ansible
+         debootstrap ansible ansible-lint
+         python3-matplotlib  # scripts/render_dashboards.py (docs/images; tests/grafana/test_dashboard.sh draws with it)
          patch xz-utils linux-headers-amd64  # builtin DKMS patches against the real trees and headers (tests/dkms/test_builtin_patch*.sh)
          # What the test scripts run that a minimal Debian lacks (tests/deps/programs.py checks the
          # whole list against the scripts): curl (the API tests), GNU time (peak RSS in the DKMS
