@@ -138,6 +138,25 @@ check "ready: a job runs (the prolog exits 0 under slurmd)" test $? = 0
 prolog
 check "ready: the prolog exits 0" test "$HC_RC" = 0
 
+# --- starting (no verdict yet: its first pass waits on a hung self-test): never a drain ---
+make_node fresh h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
+write_config fresh "$SRC/tests/serve/agents/hang.sh" "[]" $'selftest:\n  time_limit: 30s'
+"$BIN" serve --root "$WORK/fresh/root" --config "$WORK/fresh/p2pnode.yaml" --listen 127.0.0.1:0 \
+  --port-file "$WORK/fresh/port" >> "$WORK/fresh/log" 2>&1 &
+FRESH=$!
+PIDS+=("$FRESH")
+wait_until 20 test -s "$WORK/fresh/port" || fail "the second daemon did not listen"
+sed "s|^P2PNODE_URL=.*|P2PNODE_URL=http://127.0.0.1:$(cat "$WORK/fresh/port")|" "$WORK/defaults" > "$WORK/defaults.fresh"
+check "a daemon in its first pass says starting" \
+  bash -c "curl -s 'http://127.0.0.1:$(cat "$WORK/fresh/port")/readyz' | jq -e '.state == \"starting\"' >/dev/null"
+n=$(updates)
+run_as_slurmd "$SRC/slurm/p2pnode-slurm-health" P2PNODE_SLURM_DEFAULTS="$WORK/defaults.fresh"
+check "starting: the health check exits 0 and changes nothing" \
+  bash -c "test $HC_RC = 0 && test $(updates) = $n && [[ '$(slurm_node)' == idle*'|none' ]]"
+run_as_slurmd "$SRC/slurm/p2pnode-slurm-prolog" P2PNODE_SLURM_DEFAULTS="$WORK/defaults.fresh"
+check "starting: the prolog lets the job start" test "$HC_RC" = 0
+kill -TERM "$FRESH"; wait "$FRESH" 2>/dev/null
+
 # --- another job's processes on the GPUs: the self-test is skipped, not a fault ---
 mkdir -p "$WORK/h200/root/run" && touch "$WORK/h200/root/run/p2pnode-busy"
 reconcile v1/selftest
