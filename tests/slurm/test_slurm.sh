@@ -24,7 +24,7 @@ dd if=/dev/urandom of="$S/munge-key/key" bs=1024 count=1 status=none
 chmod 0400 "$S/munge-key/key"
 munged -F --force --socket="$S/munge/socket" --key-file="$S/munge-key/key" --pid-file="$S/munge/pid" \
   --seed-file="$S/munge/seed" --log-file="$S/munge/log" > "$S/munge/out" 2>&1 &
-PIDS+=($!)
+MUNGED=$!
 wait_until 10 test -S "$S/munge/socket" || { cat "$S/munge/out"; fail "munged did not create its socket"; exit 1; }
 
 # --- slurm.conf: the node on 127.0.0.1 under its own name, free ports ---
@@ -64,8 +64,24 @@ Prolog=$WORK/prolog
 NodeName=$NODE NodeAddr=127.0.0.1 NodeHostname=$HOST CPUs=1 State=UNKNOWN
 PartitionName=gpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
-start_slurmctld() { slurmctld -D -f "$SLURM_CONF" >> "$S/slurmctld.out" 2>&1 & CTLD=$!; PIDS+=("$CTLD"); }
-start_slurmd() { slurmd -D -f "$SLURM_CONF" -N "$NODE" >> "$S/slurmd.out" 2>&1 & SLURMD=$!; PIDS+=("$SLURMD"); }
+start_slurmctld() { slurmctld -D -f "$SLURM_CONF" >> "$S/slurmctld.out" 2>&1 & CTLD=$!; }
+start_slurmd() { slurmd -D -f "$SLURM_CONF" -N "$NODE" >> "$S/slurmd.out" 2>&1 & SLURMD=$!; }
+# stop PID: SIGTERM, and SIGKILL after 20 s (slurmd waits for its job steps, which wait for slurmctld).
+stop() {
+  [ -n "${1:-}" ] || return 0
+  kill -TERM "$1" 2>/dev/null || return 0
+  (sleep 20; kill -KILL "$1" 2>/dev/null) & local killer=$!
+  wait "$1" 2>/dev/null
+  kill "$killer" 2>/dev/null; wait "$killer" 2>/dev/null
+}
+# On exit: the jobs done first, then slurmd, slurmctld and munged in that order (a slurmd stopped
+# after slurmctld or munge hangs on its last step's completion), then lib.sh's cleanup.
+slurm_cleanup() {
+  [ -z "${CTLD:-}" ] || wait_until 30 bash -c '[ -z "$(squeue -h 2>/dev/null)" ]'
+  stop "${SLURMD:-}"; stop "${CTLD:-}"; stop "${MUNGED:-}"
+  cleanup
+}
+trap slurm_cleanup EXIT
 slurm_node() { sinfo -h -N -n "$NODE" -o '%T|%E' 2>/dev/null | head -n 1; }
 node_is() { case $(slurm_node) in $1) return 0 ;; esac; return 1; }  # node_is 'GLOB'
 updates() { grep -c "update_node: node $NODE" "$S/slurmctld.log"; }  # scontrol updates slurmctld took
@@ -188,7 +204,7 @@ check "and issues no drain again (slurmctld took no update: $n before, $(updates
 : > "$WORK/syslog"
 scontrol update nodename="$NODE" state=resume
 wait_until 10 node_is 'idle|none' || fail "resume by hand"
-kill -TERM "$SLURMD"; wait "$SLURMD" 2>/dev/null
+stop "$SLURMD"
 start_slurmd
 # (drained, not drained*: slurmd registers after its start health check, and is answering again)
 check "slurmd's own run of the health check drains the node again" \
@@ -223,7 +239,7 @@ check "and NHC's log has what it did" grep -q '^check_p2pnode: p2pnode-slurm: dr
 
 # --- slurmctld down: an error, logged; nothing else; back up: it works ---
 echo 16 > "$LINK"; reconcile
-kill -TERM "$CTLD"; wait "$CTLD" 2>/dev/null
+stop "$CTLD"
 : > "$WORK/syslog"
 t=$(date +%s)
 health
