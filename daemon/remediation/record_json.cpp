@@ -73,7 +73,8 @@ Result<LadderRecord> ladder_record_from_json(const json& j) {
     r.last_reboot_unix = unix_time(j, "", "last_reboot_unix");
     r.service_required = field(j, "", "service_required", &json::is_boolean, "true or false").get<bool>();
     r.why = text(j, "", "why");
-    const json& history = field(j, "", "history", &json::is_array, "an array");
+    field(j, "", "history", &json::is_array, "an array");
+    const json& history = j.at("history");
     if (history.size() > kRungHistory)
       throw Bad{"remediation: 'history' holds " + std::to_string(history.size()) + " rungs, at most " +
                 std::to_string(kRungHistory)};
