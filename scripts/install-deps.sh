@@ -18,6 +18,8 @@ if [ "${1:-build}" = test ]; then
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
          prometheus prometheus-node-exporter systemd wrk ansible-core openssl
          debootstrap ansible
+         # The store beyond one Prometheus, its rule engine (vmalert) and Alertmanager (tests/fleet/test_victoriametrics.sh).
+         victoria-metrics prometheus-alertmanager
          patch xz-utils linux-headers-amd64  # builtin DKMS patches against the real trees and headers (tests/dkms/test_builtin_patch*.sh)
          # What the test scripts run that a minimal Debian lacks (tests/deps/programs.py checks the
          # whole list against the scripts): curl (the API tests), GNU time (peak RSS in the DKMS
