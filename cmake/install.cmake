@@ -28,3 +28,9 @@ install(DIRECTORY profiles/ DESTINATION share/p2pnode/profiles FILES_MATCHING PA
 install(FILES grafana/p2pnode-cluster.json grafana/p2pnode-fleet.json DESTINATION share/p2pnode/grafana)
 install(FILES prometheus/p2pnode-alerts.yml prometheus/p2pnode-rules.yml DESTINATION share/p2pnode/prometheus)
 install(FILES api/profile.schema.json DESTINATION share/p2pnode/api)
+# Slurm's side (docs/slurm.md): the HealthCheckProgram, the Prolog and what they share, and the NHC
+# check, which only defines check_p2pnode until nhc.conf names it.
+install(PROGRAMS slurm/p2pnode-slurm-health slurm/p2pnode-slurm-prolog DESTINATION lib/p2pnode/slurm)
+install(FILES slurm/p2pnode-slurm.sh DESTINATION lib/p2pnode/slurm)
+install(FILES slurm/p2pnode.nhc DESTINATION /etc/nhc/scripts)
+install(FILES prometheus/alertmanager.example.yml DESTINATION share/p2pnode/prometheus)

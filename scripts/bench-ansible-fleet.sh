@@ -71,7 +71,7 @@ log "$NODES nodes made: $((SECONDS - t0)) s"
   i=0
   for n in "${nodes[@]}"; do
     i=$((i + 1))
-    echo "    $n: {ansible_host: $work/$n, p2pnode_listen: \"127.0.2.$((10 + i)):9470\"}"
+    echo "    $n: {ansible_host: $work/$n, p2pnode_listen: \"127.0.2.$((10 + i)):9470\", p2pnode_profiles: [$([ $((i % 2)) -eq 1 ] && echo h200-nvlink.yaml || echo epyc-8x4090.yaml)]}"
   done
 } > "$work/inventory.yml"
 export ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_PIPELINING=1

@@ -3,7 +3,8 @@
 # (trixie): the same names on both; does nothing when all are present.
 # Usage: scripts/install-deps.sh [build|deb|test] [--list]   (--list: print the packages, install nothing)
 #   deb adds the Debian packaging tools; test adds those, QEMU, DKMS, promtool, debootstrap,
-#   Ansible with its collections (the chroot connection) and friends.
+#   Ansible with its collections (the chroot connection), ansible-lint, Slurm with munge, Alertmanager
+#   and friends.
 set -euo pipefail
 want=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libmicrohttpd-dev libcpp-httplib-dev
       prometheus-cpp-dev libsystemd-dev libgtest-dev libgmock-dev libcli11-dev libfmt-dev
@@ -17,15 +18,19 @@ if [ "${1:-build}" = test ]; then
   want+=(clang libclang-rt-dev python3-jsonschema python3-yaml jq
          qemu-system-x86 linux-image-amd64 busybox-static kmod cpio dkms
          prometheus prometheus-node-exporter systemd wrk ansible-core openssl
-         debootstrap ansible
+         debootstrap ansible ansible-lint
+         python3-matplotlib  # scripts/render_dashboards.py (docs/images; tests/grafana/test_dashboard.sh draws with it)
          # The store beyond one Prometheus, its rule engine (vmalert) and Alertmanager (tests/fleet/test_victoriametrics.sh).
-         victoria-metrics prometheus-alertmanager
+         victoria-metrics
          patch xz-utils linux-headers-amd64  # builtin DKMS patches against the real trees and headers (tests/dkms/test_builtin_patch*.sh)
          # What the test scripts run that a minimal Debian lacks (tests/deps/programs.py checks the
          # whole list against the scripts): curl (the API tests), GNU time (peak RSS in the DKMS
          # benchmark), mkfs.ext4 (the node VM's disk), git (git: artifacts), ssh (the node VM and
          # Ansible), file (the VM harness's busybox check), ip (network namespaces), ps and pgrep.
-         curl time e2fsprogs git openssh-client file iproute2 procps)
+         curl time e2fsprogs git openssh-client file iproute2 procps
+         # Slurm's side (tests/slurm): the real controller, node daemon, client commands and munge;
+         # amtool and Alertmanager for the example routing and inhibition (tests/prometheus).
+         slurmctld slurmd slurm-client munge prometheus-alertmanager)
 fi
 # Node.js and npm run the OpenAPI validator and Grafana's dashboard schema (tests/lib/npm.sh); a
 # machine that has them from elsewhere (NodeSource's nodejs carries its own npm) keeps its own.

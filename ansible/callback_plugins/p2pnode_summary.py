@@ -2,6 +2,7 @@
 # ready (with the version), failed (with why: /readyz's reasons, or a roll-back), unreachable, or
 # untouched (the roll-out stopped before its batch). Loaded from beside the playbook; needs no
 # ansible.cfg.
+from ansible import context
 from ansible.plugins.callback import CallbackBase
 
 DOCUMENTATION = """
@@ -65,6 +66,7 @@ class CallbackModule(CallbackBase):
         if not self.hosts:
             return
         width = max(len(h) for h in self.hosts)
+        checks_only = list(context.CLIARGS.get("tags") or []) == ["p2pnode_checks"]
         self._display.banner("P2PNODE ROLL-OUT SUMMARY")
         for h in self.hosts:
             if h in self.unreachable:
@@ -74,6 +76,8 @@ class CallbackModule(CallbackBase):
             elif h in self.outcome and self.outcome[h].get("state") == "ready":
                 o = self.outcome[h]
                 line = "ready, p2pnode %s%s" % (o.get("version"), "" if o.get("previous") in ("", o.get("version")) else " (was %s)" % o.get("previous"))
+            elif h in self.touched and checks_only:
+                line = "variables checked (--tags p2pnode_checks: the node was not contacted)"
             elif h in self.touched:
                 line = "not finished (the run ended before this node was checked)"
             else:

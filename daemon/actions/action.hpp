@@ -24,6 +24,7 @@ struct ApplyContext {
   std::function<void(std::string_view action, std::string_view subject, std::string_view line)> log =
       [](std::string_view, std::string_view, std::string_view) {};
   bool once = false;  // boot-time run: no long waits beyond what the step needs
+  bool force_reload = false;  // driver.reload reloads a module that matches (the remediation ladder)
   std::vector<std::string> only;  // apply only these action ids (empty: all)
 };
 

@@ -291,8 +291,10 @@ bool manages_nvidia(const Profile& p, const sys::SysRoot& root) {
   return root.is_dir(t.src_dir + "/kernel-open");  // an open-gpu-kernel-modules tree is installed
 }
 
-nvidia::ReloadInputs reload_inputs(const Profile& p, const sys::SysRoot& root, const std::string& kernel) {
+nvidia::ReloadInputs reload_inputs(const Profile& p, const sys::SysRoot& root, const std::string& kernel,
+                                   bool force = false) {
   nvidia::ReloadInputs in;
+  in.force = force;
   for (const auto& m : nvidia::kUnloadOrder)
     if (root.is_dir("/sys/module/" + m)) in.loaded.push_back(m);
   if (auto v = root.read_attr("/sys/module/nvidia/version")) in.loaded_version = *v;
@@ -338,7 +340,7 @@ class DriverReload final : public Action {
     const DriverSpec& d = *ctx.profile.driver;
     const std::string kernel = running_kernel(ctx.root, inv);
     StepResult r{"driver.reload", "nvidia", StepOutcome::failed, "", json::object(), json::object(), 0};
-    auto first = nvidia::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel));
+    auto first = nvidia::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel, ctx.force_reload));
     r.before = {{"decision", nvidia::to_string(first.kind)}, {"reason", first.reason}};
     if (const auto why = secureboot::load_refusal(inv.secure_boot);
         why && (first.kind == nvidia::ReloadKind::reload || first.kind == nvidia::ReloadKind::load)) {
@@ -379,7 +381,7 @@ class DriverReload final : public Action {
     auto restart = [&] {
       for (const auto& u : stopped) cmd({"systemctl", "start", "--", u});
     };
-    auto decision = nvidia::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel));
+    auto decision = nvidia::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel, ctx.force_reload));
     r.before["holders"] = nvidia::describe(nvidia::find_holders(ctx.root));
     if (decision.kind == nvidia::ReloadKind::refused) {
       restart();

@@ -17,6 +17,22 @@ std::string drive_key(const NvmeDrive& d) {
   return "model " + trimmed(d.model.value_or("?"));
 }
 
+const char* to_string(Rung r) {
+  switch (r) {
+    case Rung::wait_idle: return "wait_idle";
+    case Rung::reset_gpu: return "reset_gpu";
+    case Rung::reload_module: return "reload_module";
+    case Rung::reboot: break;
+  }
+  return "reboot";
+}
+
+std::optional<Rung> rung_from(std::string_view word) {
+  for (Rung r : {Rung::wait_idle, Rung::reset_gpu, Rung::reload_module, Rung::reboot})
+    if (word == to_string(r)) return r;
+  return std::nullopt;
+}
+
 const char* to_string(SelftestWhen w) {
   switch (w) {
     case SelftestWhen::always: return "always";

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/pci_address.hpp"
@@ -169,6 +170,18 @@ struct SelftestSpec {
   int baseline_runs = 5;
 };
 
+// What the node may do by itself about a lost P2P path, rung by rung (remediation/ladder.hpp); off
+// unless the profile names the rungs. The order is fixed: each rung is tried only after the one
+// before it was taken and a self-test still failed.
+enum class Rung { wait_idle, reset_gpu, reload_module, reboot };
+struct RemediationSpec {
+  std::vector<Rung> rungs;  // the rungs allowed, in ladder order
+  std::chrono::nanoseconds idle_wait = std::chrono::hours(2);       // wait_idle: how long at most
+  std::chrono::nanoseconds reboot_window = std::chrono::hours(24);  // at most one reboot in it
+};
+const char* to_string(Rung r);
+std::optional<Rung> rung_from(std::string_view word);  // "reset_gpu" → Rung::reset_gpu
+
 struct Profile {
   std::string name;
   std::string description;
@@ -179,6 +192,7 @@ struct Profile {
   std::optional<GdrcopySpec> gdrcopy;
   std::optional<NvmeSpec> nvme;
   std::optional<SelftestSpec> selftest;
+  std::optional<RemediationSpec> remediation;
 };
 
 const char* to_string(IommuPolicy p);

@@ -144,6 +144,14 @@ std::shared_ptr<const Snapshot> Engine::snapshot() const {
   return snapshot_;
 }
 
+std::optional<std::chrono::system_clock::time_point> Engine::next_ladder_pass_locked() const {
+  const auto& r = state_.remediation;
+  if (!state_.profile_remediation || !r.active || r.service_required) return std::nullopt;
+  // A ladder under way looks again every minute: for idle GPUs, a drained node, the self-test after a
+  // rung (one skipped on busy GPUs), a health pass since.
+  return std::chrono::system_clock::from_time_t(static_cast<std::time_t>(state_.reconciled_unix)) + std::chrono::minutes(1);
+}
+
 std::optional<std::chrono::system_clock::time_point> Engine::next_selftest_locked() const {
   const auto interval = selftest_interval(config_, state_);
   if (!interval) return std::nullopt;
@@ -199,11 +207,16 @@ void Engine::worker() {
     if (!pending_) {
       // Sleep until a request or the next scheduled self-test: an idle daemon uses no CPU.
       auto next = decided_ ? next_selftest_locked() : std::nullopt;
+      const auto ladder = decided_ ? next_ladder_pass_locked() : std::nullopt;
       if (next && *next <= std::chrono::system_clock::now()) {
         pending_ = true;
         pending_trigger_ = "schedule";
         pending_selftest_ = true;
+      } else if (ladder && *ladder <= std::chrono::system_clock::now()) {
+        pending_ = true;
+        pending_trigger_ = "remediation";
       } else {
+        if (ladder && (!next || *ladder < *next)) next = ladder;
         // Bounded, so a wall-clock jump cannot push the schedule out by more than an hour.
         auto wake = std::chrono::system_clock::now() + std::chrono::hours(1);
         if (next && *next < wake) wake = *next;
@@ -232,12 +245,23 @@ void Engine::worker() {
     for (const auto& f : health_body_.value("findings", nlohmann::json::array()))
       if (f.is_object() && f.value("check", "") == "health.memory" && f.value("severity", "") == "error")
         memory.push_back(f.value("summary", ""));
+    std::vector<std::string> lost = lost_p2p_paths(health_body_);
+    std::int64_t health_read = 0;
+    if (const auto at = health_body_.find("last_pass_unix"); at != health_body_.end() && at->is_number_integer())
+      health_read = at->get<std::int64_t>();
     publish();
     lk.unlock();
 
     sys::CancellingRunner actions(deps_.action_runner, &pass_cancel_), agents(deps_.agent_runner, &pass_cancel_);
     PassContext ctx{deps_.root, actions, agents, config, deps_.log, trigger, selftest, force, &pass_cancel_};
     ctx.untrusted_memory = std::move(memory);
+    ctx.lost_p2p = std::move(lost);
+    ctx.health_watching = config.health.enabled;
+    ctx.health_read_unix = health_read;
+    ctx.persist = [&](const RecordedState& mid) {
+      const Status ok = StateStore(deps_.root, config.state_file()).save(mid);
+      if (!ok && deps_.log) deps_.log({LogLevel::error, ok.error().message, "", "record", ""});
+    };
     std::unique_lock agent_guard(agent_mu_);  // waits out a health agent run (its time limit at most)
     try {
       reconcile_pass(ctx, working);
@@ -320,9 +344,18 @@ void Engine::health_worker() {
       if (deps_.log && !before.count(key(f)))
         deps_.log({f.value("severity", "") == "error" ? LogLevel::error : LogLevel::warning, f.value("summary", ""),
                    f.value("check", ""), "health", f.value("subject", "")});
+    const bool lost_before = !lost_p2p_paths(health_body_).empty();
     health_body_ = std::move(body);
     publish();
     next = std::chrono::steady_clock::now() + config.health.interval;
+    // A ladder starts on the pass after a loss is seen, and one under way decides on a fresh read.
+    const bool lost_now = !lost_p2p_paths(health_body_).empty();
+    if (state_.profile_remediation && (lost_now != lost_before || (state_.remediation.active && !state_.remediation.service_required)) &&
+        !pending_) {
+      pending_ = true;
+      pending_trigger_ = "health";
+      cv_.notify_all();
+    }
   }
 }
 

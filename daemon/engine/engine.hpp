@@ -76,6 +76,7 @@ class Engine {
   void deadline_worker();  // cancels a pass that runs past config_.reconcile_time_limit
   void publish();  // builds a Snapshot from state_ and the runtime, under mu_
   std::optional<std::chrono::system_clock::time_point> next_selftest_locked() const;
+  std::optional<std::chrono::system_clock::time_point> next_ladder_pass_locked() const;
 
   EngineDeps deps_;
   std::string version_;

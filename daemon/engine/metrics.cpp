@@ -425,6 +425,26 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
     for (const auto& d : s.nvme_doorbell->results)
       if (d.writer == "host" || d.writer == "gpu") ok.Add({{"nvme", d.nvme}, {"gpu", d.gpu}, {"writer", d.writer}}).Set(d.ok ? 1 : 0);
   }
+  if (s.profile_remediation) {
+    // The remediation ladder: under way, waiting on a person, the rungs taken and how ladders ended.
+    gauge(reg, "p2pnode_remediation_active", "1 while the remediation ladder is under way (P2P lost, a rung taken or waiting)")
+        .Add({})
+        .Set(s.remediation.active ? 1 : 0);
+    gauge(reg, "p2pnode_remediation_service_required",
+          "1 when every rung the profile allows was taken (or a wait ran out) and P2P is still lost: a person's turn")
+        .Add({})
+        .Set(s.remediation.service_required ? 1 : 0);
+    auto& rungs = BuildCounter().Name("p2pnode_remediation_rungs_total").Help("Remediation rungs taken, by rung").Register(reg);
+    for (const char* r : {"wait_idle", "reset_gpu", "reload_module", "reboot"}) {
+      const auto it = s.remediation_rungs.find(r);
+      rungs.Add({{"rung", r}}).Increment(it == s.remediation_rungs.end() ? 0.0 : static_cast<double>(it->second));
+    }
+    auto& ladders = BuildCounter().Name("p2pnode_remediation_ladders_total").Help("Remediation ladders ended, by outcome").Register(reg);
+    for (const char* o : {"recovered", "service_required"}) {
+      const auto it = s.remediation_ladders.find(o);
+      ladders.Add({{"outcome", o}}).Increment(it == s.remediation_ladders.end() ? 0.0 : static_cast<double>(it->second));
+    }
+  }
   link_metrics(reg, s);
   device_metrics(reg, s);
   gpu_info_metric(reg, s);

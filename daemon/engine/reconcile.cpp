@@ -6,6 +6,7 @@
 
 #include "actions/action.hpp"
 #include "checks/check.hpp"
+#include "engine/remediate.hpp"
 #include "engine/selftest.hpp"
 #include "engine/views.hpp"
 #include "judge/bandwidth_finding.hpp"
@@ -182,6 +183,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
   st.applied = json::array();
   st.profile_selftest_schedule.reset();
   st.profile_selftest_retry.reset();
+  st.profile_remediation = false;
 
   // 1. discover
   log(ctx, LogLevel::info, "reconcile (" + ctx.trigger + "): discovering the box", "discover");
@@ -213,6 +215,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
     record_inventory(st, inv, nullptr);
   } else {
     st.profile = profile->name;
+    st.profile_remediation = profile->remediation.has_value();
     // selftest.when never: no schedule (a forced request still runs one).
     if (profile->selftest && profile->selftest->when != SelftestWhen::never) {
       st.profile_selftest_schedule = profile->selftest->schedule;
@@ -272,28 +275,47 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
     st.findings_table = render::render_check_table(inv, profile->name, findings);
     record_inventory(st, inv, profile);
 
-    // 6. self-test, when the platform is fit for one
+    // 6. self-test, when the platform is fit for one (and the remediation ladder's after a rung)
     if (profile->selftest) {
-      if (ctx.want_selftest) {
-        if (severity_rank(d.state) > severity_rank(NodeState::degraded))
-          skip_selftest(ctx, st, std::string("the node is ") + to_string(d.state) +
-                                     (d.reasons.empty() ? std::string() : ": " + d.reasons.front()));
-        else if (may_run_selftest(ctx, *profile->selftest, host_paths(ctx.config, ctx.root).agent_path.string(), st)) {
-          run_selftest(ctx, *profile, inv, st);
-          run_nvme_doorbell(ctx, *profile, inv, st);
-          // A fresh result may say more about the pairs than the last one (NVLink): show it.
-          if (st.selftest && st.selftest->result.is_object()) {
-            const bool had = !inv.interconnects.empty();
-            judge::merge_interconnects(inv, st.selftest->result);
-            if (had || !inv.interconnects.empty()) {
-              findings = checks::run_all_checks(*profile, inv);
-              st.findings = json::array();
-              for (const auto& f : findings) st.findings.push_back(to_json(f));
-              st.findings_table = render::render_check_table(inv, profile->name, findings);
-              record_inventory(st, inv, profile);
-            }
+      const bool platform_fit = severity_rank(d.state) <= severity_rank(NodeState::degraded);
+      const auto selftest_now = [&](const Inventory& box) {
+        if (!may_run_selftest(ctx, *profile->selftest, host_paths(ctx.config, ctx.root).agent_path.string(), st)) return;
+        run_selftest(ctx, *profile, box, st);
+        run_nvme_doorbell(ctx, *profile, box, st);
+        // A fresh result may say more about the pairs than the last one (NVLink): show it.
+        if (st.selftest && st.selftest->result.is_object()) {
+          const bool had = !inv.interconnects.empty();
+          judge::merge_interconnects(inv, st.selftest->result);
+          if (had || !inv.interconnects.empty()) {
+            findings = checks::run_all_checks(*profile, inv);
+            st.findings = json::array();
+            for (const auto& f : findings) st.findings.push_back(to_json(f));
+            st.findings_table = render::render_check_table(inv, profile->name, findings);
+            record_inventory(st, inv, profile);
           }
         }
+      };
+      const bool ladder_wants = profile->remediation &&
+                                remediation::wants_selftest(st.remediation, judged_selftests(st));
+      if (ctx.want_selftest || ladder_wants) {
+        if (!platform_fit)
+          skip_selftest(ctx, st, std::string("the node is ") + to_string(d.state) +
+                                     (d.reasons.empty() ? std::string() : ": " + d.reasons.front()));
+        else
+          selftest_now(inv);
+      }
+      // 6b. the remediation ladder, on a platform fit for its self-tests
+      if (profile->remediation && platform_fit) {
+        LadderHooks hooks{[&] {
+                            Inventory box = discover(ctx);
+                            probe::use_profile_signing(ctx.root, *profile, box);
+                            probe::use_profile_tree(ctx.root, *profile, box);
+                            if (st.selftest) judge::merge_interconnects(box, st.selftest->result);
+                            record_inventory(st, box, profile);
+                            return box;
+                          },
+                          selftest_now};
+        for (auto& [state, reason] : run_ladder(ctx, *profile, inv, st, hooks)) d.raise(state, std::move(reason));
       }
       // The self-test's figures beside their expectations, as one more finding (it decides nothing:
       // the verdict and the regressions below do).
@@ -308,9 +330,9 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
       // Not yet tested because the GPUs were busy, or by policy, is no fault of the node: the skip
       // is in /v1/selftest and the stale-self-test alert watches how long it lasts.
       if (!st.selftest && !st.selftest_skipped && !st.selftest_contended) d.raise(NodeState::degraded, "no self-test has run yet");
-      else if (st.selftest->verdict == "error" || st.selftest->verdict == "failed")
+      else if (st.selftest && (st.selftest->verdict == "error" || st.selftest->verdict == "failed"))
         for (const auto& r : st.selftest->reasons) d.raise(NodeState::failed, "self-test " + st.selftest->verdict + ": " + r);
-      else if (st.selftest->verdict == "below_threshold")
+      else if (st.selftest && st.selftest->verdict == "below_threshold")
         for (const auto& r : st.selftest->reasons) d.raise(NodeState::degraded, "self-test: " + r);
       if (st.selftest)
         for (const auto& w : st.selftest->warnings) d.raise(NodeState::degraded, "self-test regression: " + w);

@@ -3,6 +3,8 @@
 // the box only through actions::apply_all and runs the agent only through the agent runner; the
 // result is written into a RecordedState the caller then stores and serves.
 #include <atomic>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,13 @@ struct PassContext {
   // The health pass's health.memory errors (uncorrected ECC rose, a remap failed): a self-test that
   // checked integrity says its bytes were compared on memory that cannot be trusted.
   std::vector<std::string> untrusted_memory;
+  // The health pass's lost P2P paths (views.hpp lost_p2p_paths), whether it watches and when it last
+  // read the box: the remediation ladder's inputs.
+  std::vector<std::string> lost_p2p;
+  bool health_watching = false;
+  std::int64_t health_read_unix = 0;
+  // Stores the state mid-pass (the remediation ladder, before a rung runs); nullptr: not stored.
+  std::function<void(const RecordedState&)> persist;
 };
 
 // Updates state in place (counters and the last self-test carry over from the previous pass).

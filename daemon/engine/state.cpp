@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/json_text.hpp"
+#include "remediation/record_json.hpp"
 
 namespace p2pnode::engine {
 
@@ -91,7 +92,10 @@ json to_json(const RecordedState& s) {
             {"reconcile_runs", s.reconcile_runs},
             {"selftest_runs", s.selftest_runs},
             {"nvme_doorbell", s.nvme_doorbell ? to_json(*s.nvme_doorbell) : json(nullptr)},
-            {"baselines", to_json(s.baselines)}};
+            {"baselines", to_json(s.baselines)},
+            {"remediation", remediation::to_json(s.remediation)},
+            {"remediation_rungs", s.remediation_rungs},
+            {"remediation_ladders", s.remediation_ladders}};
   return j;
 }
 
@@ -168,6 +172,14 @@ Result<RecordedState> state_from_json(const json& j) {
       auto b = judge::baselines_from_json(j["baselines"]);
       if (!b) throw Bad{b.error().message};
       s.baselines = std::move(b).value();
+    }
+    // Absent in state files written before the remediation ladder.
+    if (j.contains("remediation")) {
+      auto r = remediation::ladder_record_from_json(j["remediation"]);
+      if (!r) throw Bad{r.error().message};
+      s.remediation = std::move(r).value();
+      s.remediation_rungs = counters(j, "remediation_rungs");
+      s.remediation_ladders = counters(j, "remediation_ladders");
     }
     return s;
   } catch (const Bad& b) {

@@ -14,6 +14,7 @@
 #include "core/result.hpp"
 #include "judge/baseline.hpp"
 #include "judge/doorbell.hpp"
+#include "remediation/ladder.hpp"
 #include "sys/sysroot.hpp"
 
 namespace p2pnode::engine {
@@ -75,9 +76,13 @@ struct RecordedState {
   std::map<std::string, std::uint64_t> selftest_runs;   // by verdict
   std::optional<judge::DoorbellRecord> nvme_doorbell;        // the last NVMe doorbell test (issue 13)
   judge::Baselines baselines;                          // per pair and case, the last runs' figures
+  remediation::LadderRecord remediation;               // where the remediation ladder stands
+  std::map<std::string, std::uint64_t> remediation_rungs;    // rungs taken, by rung
+  std::map<std::string, std::uint64_t> remediation_ladders;  // ladders ended: recovered, service_required
   // Not persisted: the matched profile's self-test schedule (re-read on every pass).
   std::optional<std::chrono::nanoseconds> profile_selftest_schedule;
   std::optional<std::chrono::nanoseconds> profile_selftest_retry;  // selftest.retry_busy
+  bool profile_remediation = false;  // the matched profile names a remediation ladder
 };
 
 nlohmann::json to_json(const SelftestRecord& s);

@@ -7,6 +7,7 @@
 #include "nvidia/gpu_table.hpp"
 #include "pci/expectation.hpp"
 #include "pci/topology.hpp"
+#include "remediation/record_json.hpp"
 #include "render/report.hpp"
 
 namespace p2pnode::engine {
@@ -169,6 +170,16 @@ json status_body(const RecordedState& s, const Runtime& rt) {
                   {"state_file", rt.state_file},
                   {"state_problem", rt.state_problem.empty() ? json(nullptr) : json(rt.state_problem)}}}};
   if (!rt.health.is_null()) j["health"] = rt.health;
+  // The remediation ladder: where it stands, the rungs it took with what was seen before and after.
+  if (s.profile_remediation || s.remediation.active || !s.remediation.history.empty()) {
+    json r = remediation::to_json(s.remediation);
+    r["enabled"] = s.profile_remediation;
+    r["rungs_taken"] = s.remediation_rungs;
+    r["ladders"] = s.remediation_ladders;
+    j["remediation"] = std::move(r);
+  } else {
+    j["remediation"] = nullptr;
+  }
   return with_version(std::move(j));
 }
 
@@ -221,6 +232,19 @@ std::vector<std::string> health_holds(const json& h) {
     if (f.is_object() && f.value("check", "") == "health.recovery" && f.contains("observed") && f["observed"].is_object() &&
         f["observed"].value("p2p_ready", true) == false)
       out.push_back("health.recovery " + f.value("subject", "") + ": " + f.value("summary", ""));
+  return out;
+}
+
+std::vector<std::string> lost_p2p_paths(const json& h) {
+  std::vector<std::string> out = health_holds(h);
+  if (!h.is_object()) return out;
+  for (const auto& f : h.value("findings", json::array()))
+    if (!f.is_object()) continue;
+    else if (f.value("check", "") == "health.p2p_status" && f.value("severity", "") == "error")
+      out.push_back("health.p2p_status " + f.value("subject", "") + ": " + f.value("summary", ""));
+    else if (f.value("check", "") == "health.nvlink" && f.contains("observed") && f["observed"].is_object() &&
+             f["observed"].value("active", true) == false)
+      out.push_back("health.nvlink " + f.value("subject", "") + ": " + f.value("summary", ""));
   return out;
 }
 

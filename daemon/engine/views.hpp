@@ -38,6 +38,9 @@ nlohmann::json readyz_body(const RecordedState& s);
 // What in the last health pass takes the node out of P2P readiness: a GPU whose driver asks for
 // peer traffic to stop (recovery action drain_p2p or drain_and_reset), one line each, naming it.
 std::vector<std::string> health_holds(const nlohmann::json& health_body);
+// The lost P2P paths the remediation ladder acts on: the holds above, a pair whose P2P status NVML
+// no longer reports OK, and an NVLink that went down.
+std::vector<std::string> lost_p2p_paths(const nlohmann::json& health_body);
 nlohmann::json findings_body(const RecordedState& s);  // the `check --json` document, plus state
 nlohmann::json devices_body(const RecordedState& s);
 nlohmann::json topology_body(const RecordedState& s);

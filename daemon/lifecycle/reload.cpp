@@ -100,17 +100,19 @@ ReloadDecision decide_reload(const ReloadInputs& in) {
   }
   const bool version_ok = in.loaded_version && *in.loaded_version == in.wanted_version;
   const bool src_ok = !in.loaded_srcversion || !in.disk_srcversion || *in.loaded_srcversion == *in.disk_srcversion;
-  if (version_ok && src_ok) {
+  if (version_ok && src_ok && !in.force) {
     d.unload.clear();
     d.kind = ReloadKind::not_needed;
     d.reason = "the loaded module is " + in.wanted_version + " and matches the one on disk";
     return d;
   }
-  const std::string why = !version_ok ? "the loaded module is " + in.loaded_version.value_or("unknown") +
-                                            ", the profile wants " + in.wanted_version
-                                      : "the loaded module's srcversion " + *in.loaded_srcversion +
-                                            " differs from the installed one's " + *in.disk_srcversion;
-  if (!in.allow_reload) {
+  const std::string why = in.force && version_ok && src_ok
+                              ? "the remediation ladder reloads " + in.wanted_version + " (P2P was lost)"
+                          : !version_ok ? "the loaded module is " + in.loaded_version.value_or("unknown") +
+                                              ", the profile wants " + in.wanted_version
+                                        : "the loaded module's srcversion " + *in.loaded_srcversion +
+                                              " differs from the installed one's " + *in.disk_srcversion;
+  if (!in.allow_reload && !in.force) {
     d.kind = ReloadKind::reboot_required;
     d.reason = why + "; the profile does not allow a reload (driver.reload.allow): reboot required";
     return d;

@@ -34,6 +34,9 @@ struct ReloadInputs {
   std::string wanted_version;                 // the profile's
   bool allow_reload = false;
   bool allow_kill_holders = false;
+  // The remediation ladder's reload_module rung: reload although the loaded module is the wanted one
+  // (the profile allowed the rung, so driver.reload.allow is not asked again).
+  bool force = false;
   std::vector<Holder> holders;  // seen after stopping the profile's units
   // Where a module p2pnode built is installed: nothing for the running kernel (disk_version unset)
   // means a reboot can only help if the next boot kernel has one.

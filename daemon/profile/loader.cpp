@@ -1,8 +1,8 @@
-#include <cstdlib>
 #include "profile/loader.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -11,6 +11,7 @@
 #include "core/grammar.hpp"
 #include "nvidia/breakage.hpp"
 #include "profile/input_rules.hpp"
+#include "profile/remediation_reader.hpp"
 
 namespace p2pnode::profile {
 namespace {
@@ -444,7 +445,8 @@ LoadResult load_profile_text(std::string_view text, const std::string& file_name
   check_no_control_chars(*doc, out.diagnostics);
   if (!out.diagnostics.empty()) return out;
   MapReader root(*doc, "", out.diagnostics,
-                 {"apiVersion", "kind", "metadata", "match", "platform", "driver", "gdrcopy", "nvme", "selftest"});
+                 {"apiVersion", "kind", "metadata", "match", "platform", "driver", "gdrcopy", "nvme", "selftest",
+                  "remediation"});
   if (!root.valid()) return out;
   Profile p;
   p.source_file = file_name;
@@ -470,6 +472,7 @@ LoadResult load_profile_text(std::string_view text, const std::string& file_name
   read_gdrcopy(root, p);
   read_nvme(root, p);
   read_selftest(root, p);
+  read_remediation(root, p);
   if (out.diagnostics.empty()) out.profile = std::move(p);
   return out;
 }

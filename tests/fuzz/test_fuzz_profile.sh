@@ -36,9 +36,11 @@ fi
 # Each source is compiled once (two at a time) and linked into the targets that need it.
 yaml=(daemon/profile/yaml_reader.cpp daemon/profile/yaml_limits.cpp daemon/profile/input_rules.cpp
       daemon/core/grammar.cpp daemon/core/utf8.cpp daemon/core/units.cpp)
-profile=(tests/fuzz/profile_fuzz.cpp daemon/profile/loader.cpp daemon/core/profile.cpp daemon/nvidia/breakage.cpp
+profile=(tests/fuzz/profile_fuzz.cpp daemon/profile/loader.cpp daemon/profile/remediation_reader.cpp
+         daemon/core/profile.cpp daemon/core/driver_version.cpp daemon/nvidia/breakage.cpp
          "$embedded" "${yaml[@]}")
-config=(tests/fuzz/config_fuzz.cpp daemon/engine/config.cpp daemon/sys/sysroot.cpp daemon/sys/private_file.cpp
+config=(tests/fuzz/config_fuzz.cpp daemon/engine/config.cpp daemon/engine/health_limits_config.cpp daemon/health/thresholds.cpp
+        daemon/sys/sysroot.cpp daemon/sys/private_file.cpp
         daemon/tls/identity.cpp daemon/tls/pem.cpp "${yaml[@]}")
 kmsg=(tests/fuzz/kernel_log_fuzz.cpp daemon/health/kernel_log.cpp daemon/health/xid.cpp daemon/core/finding.cpp)
 obj() { printf '%s/obj/%s.o' "$work" "$(printf %s "$1" | tr '/' '_')"; }

@@ -7,13 +7,17 @@
 # grid, every query on the ${datasource} variable, the cluster variable), every query's PromQL
 # (promtool check rules), every p2pnode_* name it uses exists in a real scrape, every query returns
 # data from the fleet, a few panels' exact counts, and every alert names exactly the nodes the fleet
-# made faulty. Usage: bash tests/grafana/test_dashboard.sh path/to/p2pnode  (exit 77: a tool is missing)
+# made faulty. Then scripts/render_dashboards.py (which draws docs/images/p2pnode-*.png) draws both
+# dashboards from the fleet, every query answered, each PNG under 300 KB.
+# Usage: bash tests/grafana/test_dashboard.sh path/to/p2pnode
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 BIN=$(readlink -f "${1:?usage: $0 path/to/p2pnode}")
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 NODES=25
 require prometheus promtool curl python3
+# Debian's interpreter, which python3-matplotlib is installed for (another python3 may come first on PATH).
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || { echo "FAIL: python3-matplotlib is not installed (scripts/install-deps.sh test)"; exit 1; }
 WORK=$(mktemp -d /tmp/p2pnode-grafana.XXXXXX)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -171,6 +175,12 @@ for m in 'p2pnode_p2p_bandwidth_bytes_per_second{instance="'$H8'", engine="ce", 
          'p2pnode_p2p_latency_seconds{instance="'$H8'"}' 'p2pnode_p2p_link_info{instance="'$H8'"}'; do
   [ "$(q "count($m)")" = 56 ] && pass "8-GPU node matrix: 56 pairs: ${m:0:60}…" || fail "8-GPU node matrix $m: $(q "count($m)")"
 done
+# The pictures' renderer over this fleet: it exits 1 when a query fails.
+if /usr/bin/python3 "$SRC/scripts/render_dashboards.py" --prom "$PROM" --out "$WORK" --caption "tests/grafana" \
+     "$SRC/grafana/p2pnode-fleet.json" "$SRC/grafana/p2pnode-cluster.json:instance=$H8" > "$WORK/render.out" 2>&1 &&
+   [ "$(find "$WORK" -maxdepth 1 -name 'p2pnode-*.png' -size -300k | wc -l)" = 2 ]; then
+  pass "scripts/render_dashboards.py draws both dashboards from the fleet, each PNG under 300 KB"
+else fail "scripts/render_dashboards.py"; cat "$WORK/render.out"; ls -l "$WORK"/*.png; fi
 
 # 4. every alert names exactly the nodes the fleet made faulty (pending or firing)
 if python3 - "$PROM" "$WORK/fleet/expected.json" <<'PY'

@@ -214,6 +214,7 @@ all:
           ansible_python_interpreter: /usr/bin/python3
           p2pnode_service_manager: systemd
           p2pnode_profiles_dir: $here/profiles
+          p2pnode_profiles: [node-vm.yaml]
           p2pnode_apt_cache_valid_time: 315360000
           p2pnode_ready_timeout: 180
 INV

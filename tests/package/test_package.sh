@@ -55,7 +55,10 @@ for f in /usr/bin/p2pnode /usr/libexec/p2pnode/p2pnode-serve $units/p2pnode.serv
          /usr/share/p2pnode/profiles/tinybox-6x4090.yaml /usr/share/p2pnode/grafana/p2pnode-cluster.json \
          /usr/share/p2pnode/grafana/p2pnode-fleet.json /usr/share/p2pnode/prometheus/p2pnode-rules.yml \
          /usr/share/p2pnode/prometheus/p2pnode-alerts.yml /var/lib/p2pnode/ /usr/share/man/man1/p2pnode.1.gz \
-         /etc/kernel/postinst.d/z50-p2pnode /etc/kernel/header_postinst.d/z50-p2pnode; do
+         /etc/kernel/postinst.d/z50-p2pnode /etc/kernel/header_postinst.d/z50-p2pnode \
+         /usr/lib/p2pnode/slurm/p2pnode-slurm-health /usr/lib/p2pnode/slurm/p2pnode-slurm-prolog \
+         /usr/lib/p2pnode/slurm/p2pnode-slurm.sh /etc/nhc/scripts/p2pnode.nhc \
+         /usr/share/p2pnode/prometheus/alertmanager.example.yml; do
   grep -qx "$f" "$work/contents" && ok "contains $f" || bad "contains $f"
 done
 if [ "$DEBIAN_SUITE" != "$(host_suite)" ]; then

@@ -59,6 +59,21 @@ TEST(Reload, SameVersionSameSrcversionIsNothing) {
   EXPECT_NE(d.reason.find("srcversion"), std::string::npos);
 }
 
+// The remediation ladder's reload_module rung: the module that matches is reloaded all the same,
+// without driver.reload.allow (the profile allowed the rung), and holders still refuse it.
+TEST(Reload, TheLadderReloadsAModuleThatMatches) {
+  auto in = base();
+  in.loaded_version = "550.90.07";
+  in.allow_reload = false;
+  in.force = true;
+  auto d = decide_reload(in);
+  EXPECT_EQ(d.kind, ReloadKind::reload);
+  EXPECT_EQ(d.reason, "the remediation ladder reloads 550.90.07 (P2P was lost): unload and load");
+  EXPECT_EQ(d.unload.front(), "nvidia_peermem");
+  in.holders = {{1234, "python3", {"/dev/nvidia0"}}};
+  EXPECT_EQ(decide_reload(in).kind, ReloadKind::refused);
+}
+
 TEST(Reload, NothingLoaded) {
   auto in = base();
   in.loaded.clear();
