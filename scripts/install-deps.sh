@@ -20,6 +20,8 @@ if [ "${1:-build}" = test ]; then
          prometheus prometheus-node-exporter systemd wrk ansible-core openssl
          debootstrap ansible ansible-lint
          python3-matplotlib  # scripts/render_dashboards.py (docs/images; tests/grafana/test_dashboard.sh draws with it)
+         # The store beyond one Prometheus, its rule engine (vmalert) and Alertmanager (tests/fleet/test_victoriametrics.sh).
+         victoria-metrics
          patch xz-utils linux-headers-amd64  # builtin DKMS patches against the real trees and headers (tests/dkms/test_builtin_patch*.sh)
          # What the test scripts run that a minimal Debian lacks (tests/deps/programs.py checks the
          # whole list against the scripts): curl (the API tests), GNU time (peak RSS in the DKMS

@@ -8,6 +8,9 @@ port per node, with a file_sd target list as ansible/prometheus.yml writes it.
       file_sd the playbook writes), DIR/expected.json (which instances each alert must name)
   fleet.py serve --captures DIR --nodes N --base-port P [--ready-file F]
       serves node i's scrape on 127.0.0.1:P+i until killed
+  --minute S (both): the counters move, a simulated minute lasting S seconds (S=1 for a test whose
+      every duration is cut 60 times): every node's reconciles step once in 5 minutes and a replay
+      counter once in 7, and the counter roles below come in; without it every counter stands still
 
 Node i is a variant of one captured kind (different node name, GPU UUIDs, figures and times):
   h8  8x RTX 4090 (EPYC, 4 NVMe), ready          h4  4x H200 (NVLink), ready
@@ -18,7 +21,10 @@ peer access, corrupted bytes (each degraded), a regressed pair, a self-test over
 driver that does not match, an NVMe drive without BAR0 and a doorbell the GPU cannot ring, a
 passive health pass that stopped (every other node's health pass is as recent as the scrape), GPUs
 kept busy by other jobs through every self-test for a day, a GPU whose driver asks to drain P2P; the
-kinds b2 and f6 come in the same way. Everything is deterministic in i."""
+kinds b2 and f6 come in the same way. With --minute, four more roles count errors at rates that
+alert: NVLink replays on one GPU, a bridge's non-fatal and a GPU's correctable AER errors, a GPU's
+PCIe replays at about 20 a minute, a client shed at about 50 connections a minute; each counter
+steps once a simulated minute by an amount drawn for that minute. Everything is deterministic in i."""
 import argparse
 import asyncio
 import json
@@ -33,7 +39,10 @@ import zlib
 KIND_FILES = {"h8": "h8.prom", "h4": "h4.prom", "b2": "b2.prom", "f6": "f6.prom"}
 ROLES = {1: "noaccess", 3: "below", 5: "driver", 7: "regressed", 9: "nvme", 11: "corrupt", 13: "overdue", 15: "drain",
          17: "blocked", 19: "nomodule", 21: "healthstale", 23: "busy"}
+# Roles that only --minute brings (rising counters need a clock to rise with).
+COUNTER_ROLES = {2: "nvlink", 4: "aer", 6: "replays", 8: "shedding"}
 NOW = "@NOW@"  # a value the server writes at each request: the current Unix time
+TOKEN = re.compile(rb"@(NOW|C[0-9]+)@")  # NOW, or counter k of the node ("@C3@"): its value at the request
 LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
@@ -72,7 +81,7 @@ def render(fams):
         for labels, value in samples:
             lab = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
             sample_name = name + "_total" if type_ == "counter" and not name.endswith("_total") else name
-            out.append("%s%s %s\n" % (sample_name, "{%s}" % lab if lab else "", value if value == NOW else repr(float(value))))
+            out.append("%s%s %s\n" % (sample_name, "{%s}" % lab if lab else "", value if isinstance(value, str) else repr(float(value))))
     return "".join(out)
 
 
@@ -88,8 +97,8 @@ def restrict(fams, keep):
     return out
 
 
-def kind_of(i):
-    role = ROLES.get(i % 25)
+def kind_of(i, moving=False):
+    role = ROLES.get(i % 25) or (COUNTER_ROLES.get(i % 25) if moving else None)
     if role == "blocked":
         return "b2", role
     if role == "nomodule":
@@ -132,9 +141,83 @@ def last_pass(fams, now):
     family(fams, "p2pnode_selftest_last_success_timestamp_seconds")[3] = [[{}, float(int(now - sched / 2))]]
 
 
-def variant(kinds, i, now):
-    """Node i's scrape text and the alerts it must raise."""
-    kind, role = kind_of(i)
+class Rising:
+    """A counter that steps at each simulated minute by step(minute): deterministic, kept as it grows."""
+
+    def __init__(self, start, step):
+        self.values, self.step = [float(start)], step
+
+    def at(self, minute):
+        while len(self.values) <= minute:
+            self.values.append(self.values[-1] + self.step(len(self.values) - 1))
+        return self.values[minute]
+
+
+def every(n, by=1):
+    return lambda m: by if m % n == n - 1 else 0
+
+
+def about(per_minute, seed):
+    """Increments around per_minute (2/3 to 4/3 of it), drawn for each minute."""
+    return lambda m: random.Random(seed * 100003 + m).randint(per_minute * 2 // 3, per_minute * 4 // 3)
+
+
+def rising(fams, counters, name, help_, labels, start, step):
+    """Adds (or makes rise) the counter series name{labels}: its value becomes a token the server fills in."""
+    f = family(fams, name)
+    if f is None:
+        f = [name, help_, "counter", []]
+        fams.append(f)
+    s = next((s for s in f[3] if s[0] == labels), None)
+    if s is None:
+        s = [labels, 0.0]
+        f[3].append(s)
+    counters.append(Rising(start if start is not None else s[1], step))
+    s[1] = "@C%d@" % (len(counters) - 1)
+
+
+def move_counters(fams, i, role, counters):
+    """With --minute: every node's reconciles and one GPU's replays rise slowly; the counter roles fast."""
+    runs = family(fams, "p2pnode_reconcile_runs_total")
+    if runs and runs[3]:
+        rising(fams, counters, runs[0], runs[1], runs[3][0][0], None, every(5))
+    gpus = sorted(s[0]["gpu"] for s in family(fams, "p2pnode_gpu_info")[3])
+    replays = "p2pnode_gpu_pcie_replays_total"
+    replays_help = "The GPU's own PCIe replay counter (NVML; link-level retransmissions), where sysfs may have no AER files"
+    if family(fams, replays):
+        rising(fams, counters, replays, replays_help, {"gpu": gpus[-1]}, None, every(7))
+    alerts = []
+    if role == "nvlink":
+        # Every GPU's links count corrected ECC and data CRC errors as healthy H200s do (12 and 8 a
+        # second); the first GPU's replay counter rises once in 3 minutes: a failing link.
+        name, help_ = "p2pnode_nvlink_errors_total", "NVLink error counters of the GPU summed over its links, as NVML reports them (replay, recovery, crc_flit, crc_data, ecc_data)"
+        for k, g in enumerate(gpus):
+            rising(fams, counters, name, help_, {"gpu": g, "counter": "ecc_data"}, 1000 * k, about(710, i * 10 + k))
+            rising(fams, counters, name, help_, {"gpu": g, "counter": "crc_data"}, 0, about(480, i * 20 + k))
+            rising(fams, counters, name, help_, {"gpu": g, "counter": "replay"}, 12 if k == 0 else 0, every(3) if k == 0 else every(10**9))
+        alerts.append("P2pnodeNvlinkErrors")
+    elif role == "aer":
+        # A bridge counts a non-fatal error every 4 minutes and a GPU correctable ones at about 20 a
+        # minute (a failing riser); every other count stands.
+        name, help_ = "p2pnode_pcie_aer_errors_total", "PCIe AER errors the kernel counted on a GPU, NVMe drive or bridge on their P2P paths (sysfs aer_dev_*), by type: correctable, nonfatal, fatal"
+        for dev, kind, typ, start, step in (("0000:40:01.1", "bridge", "nonfatal", 0, every(4)), ("0000:40:01.1", "bridge", "correctable", 3, every(10**9)),
+                                            ("0000:40:01.1", "bridge", "fatal", 0, every(10**9)), (gpus[0], "gpu", "correctable", 40, about(20, i)),
+                                            (gpus[0], "gpu", "nonfatal", 0, every(10**9)), (gpus[0], "gpu", "fatal", 0, every(10**9))):
+            rising(fams, counters, name, help_, {"device": dev, "kind": kind, "type": typ}, start, step)
+        alerts += ["P2pnodePcieAerUncorrectable", "P2pnodePcieAerCorrectable"]
+    elif role == "replays":
+        rising(fams, counters, replays, replays_help, {"gpu": gpus[0]}, 1, about(20, i))
+        alerts.append("P2pnodeGpuPcieReplays")
+    elif role == "shedding":
+        f = family(fams, "p2pnode_http_connections_rejected_total")
+        rising(fams, counters, f[0], f[1], {"reason": "per_client_limit"}, None, about(50, i))
+        alerts.append("P2pnodeApiShedding")
+    return alerts
+
+
+def variant(kinds, i, now, moving=False):
+    """Node i's scrape text, the alerts it must raise, and its moving counters (--minute)."""
+    kind, role = kind_of(i, moving)
     rng = random.Random(i)
     fams = json.loads(json.dumps(kinds[kind]))
     name = "gpu-node-%04d" % i
@@ -250,7 +333,10 @@ def variant(kinds, i, now):
     st = family(fams, "p2pnode_node_state")
     if any(l["state"] != "ready" and v == 1 for l, v in st[3]):
         alerts.append("P2pnodeNodeNotReady")  # pending: it waits 15 minutes
-    return render(fams), kind, role, alerts
+    counters = []
+    if moving:
+        alerts += move_counters(fams, i, role, counters)
+    return render(fams), kind, role, alerts, counters
 
 
 def plan(a):
@@ -260,7 +346,7 @@ def plan(a):
     targets, expected, inv = [], {}, ["gpu_nodes:", "  hosts:"]
     counts = {}
     for i in range(a.nodes):
-        text, kind, role, alerts = variant(kinds, i, now)
+        text, kind, role, alerts, _ = variant(kinds, i, now, a.minute is not None)
         addr = "127.0.0.1:%d" % (a.base_port + i)
         name, cluster = "gpu-node-%04d" % i, "dc%d" % (1 + i % 2)
         targets.append({"labels": {"__scheme__": "http", "cluster": cluster, "node": name}, "targets": [addr]})
@@ -282,22 +368,31 @@ def plan(a):
 async def serve_all(a):
     kinds = load_kinds(a.captures)
     now = time.time()
-    bodies = []
+    nodes = []
     for i in range(a.nodes):
-        # The text split where the current time goes; its length does not change within the run.
-        parts = variant(kinds, i, now)[0].encode().split(NOW.encode())
-        length = sum(map(len, parts)) + (len(parts) - 1) * len(b"%d" % now)
-        bodies.append([b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-                       b"Content-Length: %d\r\n\r\n" % length + parts[0]] + parts[1:])
+        text, _, _, _, counters = variant(kinds, i, now, a.minute is not None)
+        # The text split at its tokens: [text, token, text, token, ..., text].
+        nodes.append((TOKEN.split(text.encode()), counters))
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: %d\r\n\r\n"
     not_found = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
 
-    def handler(parts):
+    def body(parts, counters):
+        t = time.time()
+        minute = int((t - now) / a.minute) if a.minute else 0
+        out = [parts[0]]
+        for k in range(1, len(parts), 2):
+            tok = parts[k]
+            out.append(b"%d" % (t if tok == b"NOW" else counters[int(tok[1:])].at(minute)))
+            out.append(parts[k + 1])
+        text = b"".join(out)
+        return head % len(text) + text
+
+    def handler(parts, counters):
         async def handle(reader, writer):
             try:
                 while True:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    body = (b"%d" % time.time()).join(parts)
-                    writer.write(body if head.split(b" ", 2)[1].startswith(b"/metrics") else not_found)
+                    req = await reader.readuntil(b"\r\n\r\n")
+                    writer.write(body(parts, counters) if req.split(b" ", 2)[1].startswith(b"/metrics") else not_found)
                     await writer.drain()
             except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
                 pass
@@ -305,7 +400,7 @@ async def serve_all(a):
                 writer.close()
         return handle
 
-    servers = [await asyncio.start_server(handler(b), "127.0.0.1", a.base_port + i, backlog=64) for i, b in enumerate(bodies)]
+    servers = [await asyncio.start_server(handler(*n), "127.0.0.1", a.base_port + i, backlog=64) for i, n in enumerate(nodes)]
     if a.ready_file:
         open(a.ready_file, "w").write("%d\n" % len(servers))
     await asyncio.gather(*(s.serve_forever() for s in servers))
@@ -319,6 +414,7 @@ def main():
     p.add_argument("--base-port", type=int, required=True)
     p.add_argument("--out")
     p.add_argument("--ready-file")
+    p.add_argument("--minute", type=float, help="seconds a simulated minute lasts: the counters move (default: they stand still)")
     a = p.parse_args()
     missing = [f for f in KIND_FILES.values() if not os.path.isfile(os.path.join(a.captures, f))]
     if missing:
