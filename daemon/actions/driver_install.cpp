@@ -74,7 +74,7 @@ class DriverModule final : public Action {
     if (gaps.empty()) return steps;
     const auto t = nvidia::module_target(*p.driver);
     if (const auto not_driven = nvidia::gpus_not_driven(inv, p.driver->version); !not_driven.empty()) {
-      steps.push_back({"driver.module", t.name + "/" + t.version,
+      steps.push_back({"driver.module", t.dkms_id(),
                        "refused: " + not_driven.front() + "; name a driver of that branch in the profile (nothing is "
                        "downloaded or built)",
                        false, true, {{"gaps", gaps}, {"not_driven", not_driven}}});
@@ -82,14 +82,14 @@ class DriverModule final : public Action {
     }
     // A P2P tree whose branch does not bring P2P to these cards (the branch table): refused likewise.
     if (const auto without = nvidia::gpus_without_p2p(inv, p.driver->version); !without.empty()) {
-      steps.push_back({"driver.module", t.name + "/" + t.version,
+      steps.push_back({"driver.module", t.dkms_id(),
                        "refused: " + without.front() + " (nothing is downloaded or built)", false, true,
                        {{"gaps", gaps}, {"without_p2p", without}}});
       return steps;
     }
     // Secure Boot on and DKMS's key untrusted: the kernel would refuse whatever is built.
     if (const auto why = secureboot::build_refusal(inv.secure_boot)) {
-      steps.push_back({"driver.module", t.name + "/" + t.version, "refused: " + *why + " (nothing is downloaded or built)",
+      steps.push_back({"driver.module", t.dkms_id(), "refused: " + *why + " (nothing is downloaded or built)",
                        false, true, {{"gaps", gaps}, {"secure_boot", secureboot::to_string(secureboot::decide_signing(inv.secure_boot).trust)}}});
       return steps;
     }
@@ -98,7 +98,7 @@ class DriverModule final : public Action {
     const bool source_read = nvidia::staged_source_tests(inv, *p.driver) != nullptr;
     const auto stops = nvidia::build_stops(inv, *p.driver);
     if (!stops.empty() && source_read) {
-      steps.push_back({"driver.module", t.name + "/" + t.version,
+      steps.push_back({"driver.module", t.dkms_id(),
                        "refused: " + stops.front() + " (nothing is downloaded or built)", false, true,
                        {{"gaps", gaps}, {"build_stops", stops}}});
       return steps;
@@ -106,13 +106,13 @@ class DriverModule final : public Action {
     const auto kernels = nvidia::kernels_with_headers(root);
     if (kernels.empty()) {
       const std::string k = running_kernel(root, inv);
-      steps.push_back({"driver.module", t.name + "/" + t.version,
+      steps.push_back({"driver.module", t.dkms_id(),
                        "no kernel in /lib/modules has headers: install linux-headers-" + (k.empty() ? "<running kernel>" : k) +
-                           ", then apply builds " + t.name + "/" + t.version + " through DKMS",
+                           ", then apply builds " + t.dkms_id() + " through DKMS",
                        false, true, {{"gaps", gaps}, {"running_kernel", k}}});
       return steps;
     }
-    Step s{"driver.module", t.name + "/" + t.version,
+    Step s{"driver.module", t.dkms_id(),
            "verify the source's sha256, place it in " + t.src_dir + " with a generated dkms.conf, then dkms add, "
            "build and install for " + json_text(json(kernels)) +
                (p.driver->kernel_module->signing ? "; DKMS signs with the profile's key " + p.driver->kernel_module->signing->key +
@@ -130,7 +130,7 @@ class DriverModule final : public Action {
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
     if (!ctx.profile.driver || !ctx.profile.driver->kernel_module) return {};
     const auto t = nvidia::module_target(*ctx.profile.driver);
-    const std::string subject = t.name + "/" + t.version;
+    const std::string subject = t.dkms_id();
     // Before any download: a branch that cannot drive these GPUs would build for minutes, then fail at load.
     if (const auto not_driven = nvidia::gpus_not_driven(inv, ctx.profile.driver->version); !not_driven.empty()) {
       StepResult r{"driver.module", subject, StepOutcome::refused,

@@ -29,7 +29,7 @@ class GdrcopyModule final : public Action {
     const auto gaps = nvidia::module_gaps(root, *spec);
     if (gaps.empty()) return {};
     const auto t = nvidia::module_target(*spec);
-    const std::string subject = t.name + "/" + t.version;
+    const std::string subject = t.dkms_id();
     if (const auto why = secureboot::build_refusal(inv.secure_boot))
       return {Step{id().data(), subject, "refused: " + *why + " (nothing is built)", false, true, {{"gaps", gaps}}}};
     const auto kernels = nvidia::kernels_with_headers(root);
@@ -49,7 +49,7 @@ class GdrcopyModule final : public Action {
     const auto spec = lifecycle::gdrdrv_spec(ctx.profile);
     if (!spec) return {};
     const auto t = nvidia::module_target(*spec);
-    const std::string subject = t.name + "/" + t.version;
+    const std::string subject = t.dkms_id();
     auto refuse = [&](std::string why) {
       StepResult r{std::string(id()), subject, StepOutcome::refused, std::move(why), json::object(), json::object(), 0};
       ctx.log(id(), subject, "refused: " + r.message);
@@ -58,7 +58,7 @@ class GdrcopyModule final : public Action {
     if (const auto why = secureboot::build_refusal(inv.secure_boot)) return refuse("refused before any build: " + *why);
     if (!ctx.root.exists(nv_p2p_header(*spec)))
       return refuse("gdrdrv is built against " + nv_p2p_header(*spec) + ", which is not there: the NVIDIA module " +
-                    nvidia::module_target(*ctx.profile.driver).name + "/" + ctx.profile.driver->version +
+                    nvidia::module_target(*ctx.profile.driver).dkms_id() +
                     " is not placed yet (driver.module places it; its step failed or did not run)");
     auto r = nvidia::install_module(ctx.root, ctx.runner, *spec, running_kernel(ctx.root, inv),
                                     [&](std::string_view line) { ctx.log(id(), subject, line); });

@@ -4,6 +4,7 @@
 // waiting. Written when the profile has a kernel_module and a file differs.
 #include "actions/driver_install.hpp"
 #include "core/embedded.hpp"
+#include "core/module_package.hpp"
 
 namespace p2pnode::actions {
 namespace {
@@ -31,7 +32,7 @@ class KernelHook final : public Action {
       if (hook_in_place(root, path)) continue;
       out.push_back(Step{"driver.kernel_hook", path,
                          std::string("write ") + path + ": a kernel (or its headers) installed by apt then builds " +
-                             p.driver->kernel_module->name + "/" + p.driver->version +
+                             module_package(*p.driver).dkms_id() +
                              (p.gdrcopy ? " and gdrdrv/" + p.gdrcopy->version : std::string()) + " for it and the daemon reports it",
                          false, false, {{"present", root.exists(path)}}});
     }

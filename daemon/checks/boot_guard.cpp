@@ -2,6 +2,7 @@
 // put on GRUB is a warning that says why and how it is lifted; a next boot without the module that
 // nothing holds back is driver.kernels' error (unless the profile allows it).
 #include "checks/check.hpp"
+#include "core/module_package.hpp"
 #include "lifecycle/boot_guard.hpp"
 
 namespace p2pnode::checks {
@@ -11,7 +12,7 @@ std::vector<Finding> check_boot_guard(const Profile& p, const Inventory& inv) {
   using What = lifecycle::BootGuardDecision::What;
   const auto in = lifecycle::boot_guard_inputs(p, inv);
   const auto d = lifecycle::decide_boot_guard(in);
-  const std::string want = p.driver->kernel_module->name + "/" + p.driver->version;
+  const std::string want = module_package(*p.driver).dkms_id();
   const std::string& newest = inv.kernels.kernels.front().release;
   Finding f = make_finding("driver.boot_guard", "grub", Severity::ok, "");
   f.observed = {{"held", in.held}, {"next_boot", in.next_boot}, {"newest", newest},

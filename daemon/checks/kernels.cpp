@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "checks/check.hpp"
+#include "core/module_package.hpp"
 #include "nvidia/breakage.hpp"
 #include "nvidia/forecast.hpp"
 
@@ -78,7 +79,7 @@ std::vector<Finding> foreign_modules(const ModuleSource& km, const std::string& 
 // and AUTOINSTALL rebuilds the other for every new kernel: a warning naming it, with how apply resolves it.
 std::vector<Finding> other_dkms_nvidia(const DriverSpec& d, const InstalledKernel& k) {
   std::vector<Finding> out;
-  const std::string want = d.kernel_module->name + "/" + d.version;
+  const std::string want = module_package(d).dkms_id();
   for (const auto& o : k.dkms) {
     if ((o.package == d.kernel_module->name && o.version == d.version) || !o.installed) continue;
     std::vector<std::string> nvidia;
@@ -116,7 +117,7 @@ std::vector<Finding> other_dkms_nvidia(const DriverSpec& d, const InstalledKerne
 // git cache), else from the version.
 void forecast_build(Finding& f, std::vector<Finding>& out, const DriverSpec& d, const Inventory& inv,
                     const InstalledKernel& k, const std::string& name, bool built, const std::string& after) {
-  const std::string ver = d.version, want = d.kernel_module->name + "/" + ver;
+  const std::string ver = d.version, want = module_package(d).dkms_id();
   const auto tree = nvidia::tree_source_tests(inv, d);
   const auto builtins = nvidia::builtin_patches_of(*d.kernel_module);
   const auto& table = nvidia::builtin_breakages();

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "checks/check.hpp"
+#include "core/module_package.hpp"
 #include "nvidia/peer_alignment.hpp"
 
 namespace p2pnode::checks {
@@ -19,7 +20,7 @@ std::vector<Finding> check_peer_alignment(const Profile& p, const Inventory& inv
   std::string tree;
   std::optional<bool> demands;
   for (const auto& [dir, d] : inv.nvidia.peer_alignment) {
-    const bool exact = km && dir == "/usr/src/" + km->name + "-" + version;
+    const bool exact = km && dir == module_package(*p.driver).src_dir();
     const bool same_version = !version.empty() && dir.size() > version.size() &&
                               dir.compare(dir.size() - version.size() - 1, std::string::npos, "-" + version) == 0;
     if (exact || (tree.empty() && same_version)) {

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "core/json_text.hpp"
+#include "core/module_package.hpp"
 #include "lifecycle/next_kernel.hpp"
 #include "probe/probe.hpp"
 
@@ -57,7 +58,7 @@ int run_judge(const JudgeOptions& o) {
       const auto j = nlohmann::json::parse(*text, nullptr, false);
       if (auto old = j.is_discarded() ? Result<nvidia::KernelVerdict>(Error{"garbled"}) : nvidia::verdict_from_json(j);
           old && old->release == release && old->package_version == version &&
-          old->module == profile->driver->kernel_module->name + "/" + profile->driver->version &&
+          old->module == module_package(*profile->driver).dkms_id() &&
           old->staged_sha256 == nvidia::staged_fingerprint(root, *profile->driver)) {
         if (o.json) std::cout << json_text(nvidia::to_json(*old), 2) << "\n";
         else std::cout << old->summary << " (judged before; --force judges again)\n";

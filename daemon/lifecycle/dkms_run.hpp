@@ -12,7 +12,8 @@
 #include "core/result.hpp"
 #include "dkms/status.hpp"
 #include "lifecycle/build_progress.hpp"
-#include "lifecycle/module_install.hpp"
+#include "lifecycle/module_target.hpp"
+#include "lifecycle/progress.hpp"
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 

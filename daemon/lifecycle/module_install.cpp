@@ -32,8 +32,6 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr std::string_view kStampFormat = "p2pnode-dkms-v1";
-
 struct Stamp {
   std::string identity;
   std::vector<std::string> kernels, modules;
@@ -88,23 +86,6 @@ std::vector<std::string> built_names(std::string_view conf) {
 
 }  // namespace
 
-ModuleTarget module_target(const DriverSpec& d) {
-  ModuleTarget t;
-  t.name = d.kernel_module ? d.kernel_module->name : "nvidia-p2p";
-  t.version = d.version;
-  t.src_dir = "/usr/src/" + t.name + "-" + t.version;
-  t.stamp = std::string(kStateDir) + "/" + t.name + "-" + t.version + ".json";
-  std::string id(kStampFormat);
-  if (d.kernel_module) {
-    id += "\nsource " + d.kernel_module->artifact.sha256;
-    for (const auto& p : d.kernel_module->patches)
-      id += "\npatch " + (p.builtin ? "builtin:" + *p.builtin + " " + sha256_hex(std::string(builtin_patch(*p.builtin).value_or(""))) : p.sha256);
-    if (!d.kernel_module->nvidia_identity.empty())
-      id += "\nbuilt against " + d.kernel_module->nvidia_src_dir + " " + d.kernel_module->nvidia_identity;
-  }
-  t.identity = sha256_hex(id);
-  return t;
-}
 
 namespace {
 // What a kernel's build depends on besides the source: the headers' configuration and symbols
@@ -151,9 +132,6 @@ bool module_in_place(const sys::SysRoot& root, const ModuleTarget& t, const std:
 
 }  // namespace
 
-std::string failed_log_path(const ModuleTarget& t, const std::string& kernel) {
-  return std::string(kStateDir) + "/failed/" + t.name + "/" + t.version + "/" + kernel + "/make.log";
-}
 
 std::vector<std::string> kernels_with_headers(const sys::SysRoot& root) {
   std::vector<std::string> out;
@@ -222,7 +200,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
 
   // Another build of this package in progress (the kernel hook's, an operator's): wait for it,
   // then look again.
-  const std::string lock_path = build_lock_path(t.name + "-" + t.version);
+  const std::string lock_path = build_lock_path(t.dir_name());
   auto lock = BuildLock::acquire(root, lock_path, [&](const std::string& holder) {
     log("waiting for the build of " + subject + " in progress (" + holder + ", " + lock_path + ")");
   });
@@ -347,7 +325,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     if (!staged->core.reuse) {
       log("core: every kernel's build compiles src/nvidia and src/nvidia-modeset itself: " + staged->core.why_not);
     } else {
-      const std::string core_log = std::string(kStateDir) + "/logs/" + t.name + "-" + t.version + "-core.log";
+      const std::string core_log = std::string(kStateDir) + "/logs/" + t.dir_name() + "-core.log";
       auto core = provide_core(root, run, *staged, src->sha256, core_log);
       if (!core)
         return finish(StepOutcome::failed, "the kernel-independent core of " + subject + ": " + core.error().message +
@@ -382,7 +360,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   bool replacing = false;
   for (const auto& k : kernels) replacing = replacing || installed_for(st_before, t.version, k);
   // Per package: gdrdrv's and the NVIDIA module's trial builds may run at once (hook and daemon).
-  const std::string scratch = std::string(kStateDir) + "/trial/" + t.name + "-" + t.version;
+  const std::string scratch = std::string(kStateDir) + "/trial/" + t.dir_name();
   std::error_code ec;
   if (replacing && source_changed) {  // same source, a new kernel: nothing to prove
     fs::remove_all(root.host_path(scratch), ec);
@@ -396,7 +374,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     progress.reset();
     if (!tr.success()) {
       // Keep make.log where the operator can read it after the scratch tree is gone.
-      const std::string kept = std::string(kStateDir) + "/logs/" + t.name + "-" + t.version + "-" + k + ".make.log";
+      const std::string kept = std::string(kStateDir) + "/logs/" + t.dir_name() + "-" + k + ".make.log";
       (void)root.remove_file(kept);
       if (auto lg = root.read_text(sys::join(scratch, t.name, t.version, "build", "make.log"), 16 << 20)) {
         (void)root.make_dirs(std::string(kStateDir) + "/logs");
@@ -410,7 +388,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   }
 
   // Swap the source: the previous tree is kept beside the state until the install succeeded.
-  const std::string prev = std::string(kStateDir) + "/prev/" + t.name + "-" + t.version;
+  const std::string prev = std::string(kStateDir) + "/prev/" + t.dir_name();
   fs::remove_all(root.host_path(prev), ec);
   if (root.exists(t.src_dir)) {
     (void)root.make_dirs(std::string(kStateDir) + "/prev");

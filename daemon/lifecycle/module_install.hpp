@@ -9,23 +9,12 @@
 
 #include "core/plan.hpp"
 #include "core/profile.hpp"
+#include "lifecycle/module_target.hpp"
+#include "lifecycle/progress.hpp"
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 
 namespace p2pnode::nvidia {
-
-inline constexpr std::string_view kStateDir = "/var/lib/p2pnode/dkms";
-
-struct ModuleTarget {
-  std::string name, version;  // the DKMS package: nvidia-p2p/550.90.07
-  std::string src_dir;        // /usr/src/nvidia-p2p-550.90.07
-  std::string stamp;          // /var/lib/p2pnode/dkms/nvidia-p2p-550.90.07.json
-  std::string identity;       // sha256 over the source's and the patches' sha256 (and this format)
-};
-ModuleTarget module_target(const DriverSpec& d);
-
-// Where a failed build's make.log is kept for a kernel (…/failed/<name>/<version>/<kernel>/make.log).
-std::string failed_log_path(const ModuleTarget& t, const std::string& kernel);
 
 // Kernels DKMS can build for: /lib/modules/<k> with a build/ directory (headers installed).
 std::vector<std::string> kernels_with_headers(const sys::SysRoot& root);
@@ -41,7 +30,6 @@ std::string installed_module_path(const sys::SysRoot& root, const std::string& k
 // nothing when the file is missing, unreadable or has none.
 std::optional<std::string> ko_srcversion(const sys::SysRoot& root, const std::string& ko_path);
 
-using ProgressFn = std::function<void(std::string_view line)>;
 // Called once the source is staged, with the breakage table's source tests on it: what would stop
 // the build (nvidia/forecast.hpp build_stops); non-empty refuses the install before any build.
 using PreflightFn = std::function<std::vector<std::string>(const std::map<std::string, bool>& source_tests)>;

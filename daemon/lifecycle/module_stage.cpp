@@ -74,7 +74,7 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
                      const ModuleTarget& t, const Fetched& src, const std::vector<PatchFile>& patches) {
   Staged s;
   const std::string stage_parent = std::string(kStateDir) + "/stage";
-  s.dir = sys::join(stage_parent, t.name + "-" + t.version);
+  s.dir = sys::join(stage_parent, t.dir_name());
   std::error_code ec;
   fs::remove_all(root.host_path(s.dir), ec);
   if (auto st = root.make_dirs(s.dir); !st) return st.error();

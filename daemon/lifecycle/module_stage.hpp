@@ -10,7 +10,7 @@
 #include "core/result.hpp"
 #include "dkms/conf.hpp"
 #include "lifecycle/artifact.hpp"
-#include "lifecycle/module_install.hpp"
+#include "lifecycle/module_target.hpp"
 #include "nvidia/core.hpp"
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"

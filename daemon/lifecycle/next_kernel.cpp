@@ -230,19 +230,19 @@ Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner&
   const auto conf = root.read_text(sys::join(t.src_dir, "dkms.conf"));
   if (!conf) return Error{t.src_dir + "/dkms.conf is missing: the module is not staged yet (run `p2pnode apply`)"};
   // One build of this package at a time: a running apply or kernel-hook build finishes first.
-  auto lock = BuildLock::acquire(root, build_lock_path(t.name + "-" + t.version),
+  auto lock = BuildLock::acquire(root, build_lock_path(t.dir_name()),
                                  [&](const std::string& holder) { log("waiting for the build lock (" + holder + ")"); });
   if (!lock) return lock.error();
   auto headers = fetch_kernel_headers(root, runner, release, version, log);
   if (!headers) return Error{"fetching the headers of " + release + " (" + version + "): " + headers.error().message};
   const std::string dir = sys::join(std::string(kKernelCacheDir), release);
-  const std::string scratch = sys::join(dir, "build-" + t.name + "-" + t.version);
+  const std::string scratch = sys::join(dir, "build-" + t.dir_name());
   std::error_code ec;
   fs::remove_all(root.host_path(scratch), ec);
   if (auto st = copy_tree(root.host_path(t.src_dir), root.host_path(scratch)); !st)
     return Error{"copying " + t.src_dir + ": " + st.error().message};
   Runner run(runner, log);
-  v.make_log = sys::join(dir, "make-" + t.name + "-" + t.version + ".log");
+  v.make_log = sys::join(dir, "make-" + t.dir_name() + ".log");
   auto finish = [&](bool keeps, std::string summary) {
     v.keeps_p2p = keeps;
     v.summary = std::move(summary);

@@ -1,8 +1,9 @@
 #include "nvidia/forecast.hpp"
 
-#include "nvidia/breakage.hpp"
-
 #include <algorithm>
+
+#include "core/module_package.hpp"
+#include "nvidia/breakage.hpp"
 
 namespace p2pnode::nvidia {
 
@@ -15,13 +16,13 @@ std::vector<std::string> builtin_patches_of(const ModuleSource& km) {
 
 const std::map<std::string, bool>* staged_source_tests(const Inventory& inv, const DriverSpec& d) {
   if (!d.kernel_module) return nullptr;
-  const auto it = inv.nvidia.source_tests.find("/usr/src/" + d.kernel_module->name + "-" + d.version);
+  const auto it = inv.nvidia.source_tests.find(module_package(d).src_dir());
   return it == inv.nvidia.source_tests.end() ? nullptr : &it->second;
 }
 
 TreeSource tree_source_tests(const Inventory& inv, const DriverSpec& d) {
   if (const auto* staged = staged_source_tests(inv, d))
-    return {staged, "/usr/src/" + d.kernel_module->name + "-" + d.version};
+    return {staged, module_package(d).src_dir()};
   if (!d.kernel_module || inv.nvidia.profile_tree.empty()) return {};
   const auto it = inv.nvidia.source_tests.find(inv.nvidia.profile_tree);
   if (it == inv.nvidia.source_tests.end()) return {};

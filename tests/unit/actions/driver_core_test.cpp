@@ -16,6 +16,7 @@
 #include "actions/driver_install.hpp"
 #include "driver_fixture.hpp"
 #include "lifecycle/build_lock.hpp"
+#include "lifecycle/module_install.hpp"
 #include "lifecycle/nvidia_core.hpp"
 #include "nvidia/sha256.hpp"
 
