@@ -1,5 +1,6 @@
 // Someone else's job, for the busy-GPU tests: copies between every ordered pair of GPUs (peer
-// copies when the driver allows them, else through the host) in a loop for --seconds, as a
+// copies when the driver allows them, else through the host; on a one-GPU box, between two
+// buffers of that GPU) in a loop for --seconds, as a
 // training job's all-reduce would, and says what it did. Read-only to the box: it allocates
 // device memory and copies, nothing else.
 //   nvcc -O2 -arch=sm_90 -o p2pnode-copy-load tests/gpu/load/copy_load.cu
@@ -32,8 +33,8 @@ int main(int argc, char** argv) {
   }
   int n = 0;
   CK(cudaGetDeviceCount(&n));
-  if (n < 2) {
-    std::fprintf(stderr, "copy_load: needs two GPUs, found %d\n", n);
+  if (n < 1) {
+    std::fprintf(stderr, "copy_load: no GPU\n");
     return 2;
   }
   const std::size_t bytes = mib << 20;
@@ -49,11 +50,17 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&buf[d], bytes));
     CK(cudaStreamCreate(&stream[d]));
   }
+  void* second = nullptr;  // one GPU: the copies go between two of its buffers
+  if (n == 1) CK(cudaMalloc(&second, bytes));
   const auto t0 = std::chrono::steady_clock::now();
   unsigned long long copies = 0;
   std::printf("copy_load: pid %d, %d GPUs, %zu MiB per copy, %.0f s\n", static_cast<int>(getpid()), n, mib, seconds);
   std::fflush(stdout);
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+    if (n == 1) {
+      CK(cudaMemcpyAsync(second, buf[0], bytes, cudaMemcpyDeviceToDevice, stream[0]));
+      ++copies;
+    }
     for (int d = 0; d < n; ++d)
       for (int p = 0; p < n; ++p)
         if (p != d) {
