@@ -1,5 +1,5 @@
 // Golden tests: `check` on every fixture against the bundled profiles (or a test profile), table
-// and JSON. P2PNODE_TEST_ACCEPT=1 rewrites the golden files.
+// and JSON, and `plan`'s JSON (what apply would do there). P2PNODE_TEST_ACCEPT=1 rewrites the golden files.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -7,7 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "actions/action.hpp"
 #include "checks/check.hpp"
+#include "core/plan.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
 #include "profile/select.hpp"
@@ -51,7 +53,7 @@ class CheckGolden : public ::testing::TestWithParam<Case> {};
 TEST_P(CheckGolden, MatchesGoldenFiles) {
   const Case& c = GetParam();
   const sys::SysRoot root(kSrc / "tests/fixtures" / c.fixture);
-  const Inventory inv = probe::probe_inventory(root);
+  Inventory inv = probe::probe_inventory(root);
   Profile profile;
   if (c.profile.empty()) {
     auto loaded = profile::load_profiles_dir(kSrc / "profiles");
@@ -71,6 +73,10 @@ TEST_P(CheckGolden, MatchesGoldenFiles) {
   expect_golden(dir / "check.txt", render::render_check_table(inv, profile.name, findings));
   expect_golden(dir / "check-verbose.txt", render::render_check_table(inv, profile.name, findings, true));
   expect_golden(dir / "check.json", render::check_report_json(inv, profile.name, findings).dump(2) + "\n");
+  // As `p2pnode plan` builds it (without Secure Boot's modinfo, which these fixtures do not need).
+  probe::use_profile_signing(root, profile, inv);
+  probe::use_profile_tree(root, profile, inv);
+  expect_golden(dir / "plan.json", to_json(actions::plan_all(profile, inv, root)).dump(2) + "\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(
