@@ -10,7 +10,7 @@
 # serves the real root with apply: false; its profile, state and token live in a scratch directory.
 # Into $OUT:
 #   remediation-log.txt        every step and what the daemon answered (PASS/FAIL lines, a count)
-#   remediation-status-*.json  /v1/status's remediation after each scenario
+#   remediation-*-api.json     /v1/status's remediation after each scenario
 #   remediation-metrics.txt    the last scrape; remediation-daemon-log.txt the daemon's log
 # Scenarios (each a fresh daemon and state):
 #   R) one failed self-test: the ladder starts, wait_idle runs on idle GPUs, the self-test after it
@@ -142,7 +142,7 @@ until_status 60 '.state == "ready"' && [ "$(code /readyz)" = 200 ] && pass "R: r
   fail "R: $(get /metrics | grep '^p2pnode_remediation')"
 [ "$(metric 'p2pnode_remediation_rungs_total{rung="wait_idle"}')" = 1 ] && pass "R: rungs_total{rung=wait_idle} 1" ||
   fail "R: $(get /metrics | grep '^p2pnode_remediation_rungs')"
-get /v1/status | jq '.remediation' >"$OUT/remediation-status-R.json"
+get /v1/status | jq '.remediation' >"$OUT/remediation-R-api.json"
 stop
 
 say "S: the fault stays: service required"
@@ -161,7 +161,7 @@ n=$(metric 'p2pnode_remediation_rungs_total{rung="wait_idle"}')
 reconcile; sleep 5; reconcile; sleep 5
 [ "$(metric 'p2pnode_remediation_rungs_total{rung="wait_idle"}')" = "$n" ] && pass "S: no rung again after service required ($n taken)" ||
   fail "S: rungs went on: $(get /metrics | grep '^p2pnode_remediation_rungs')"
-get /v1/status | jq '.remediation' >"$OUT/remediation-status-S.json"
+get /v1/status | jq '.remediation' >"$OUT/remediation-S-api.json"
 stop
 cp "$W/daemon.log" "$OUT/remediation-daemon-log.txt"
 
@@ -182,11 +182,11 @@ until_status 10 '.remediation.why | test("idle|job|process")' && pass "B: the la
   fail "B: a rung under the job: $(get /metrics | grep '^p2pnode_remediation_rungs')"
 wait "$LOAD"
 say "B: the job ended"
-get /v1/status | jq '.remediation' >"$OUT/remediation-status-B.json"
+get /v1/status | jq '.remediation' >"$OUT/remediation-B-api.json"
 until_status 120 '.remediation.ladders.recovered == 1' &&
   pass "B: after the job the ladder ended recovered: '$(get /v1/status | jq -r '.remediation.why')' (rungs: $(get /v1/status | jq -c '.remediation.rungs_taken'))" || fail "B: $(get /v1/status | jq -c '{state, reasons, selftest: .selftest, remediation}')"
 until_status 60 '.state == "ready"' && pass "B: ready again" || fail "B: $(get /v1/status | jq -c '{state, reasons}')"
-get /v1/status | jq '.remediation' >"$OUT/remediation-status-B.json"
+get /v1/status | jq '.remediation' >"$OUT/remediation-B-api.json"
 get /metrics >"$OUT/remediation-metrics.txt"
 stop
 
