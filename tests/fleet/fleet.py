@@ -6,8 +6,9 @@ port per node, with a file_sd target list as ansible/prometheus.yml writes it.
   fleet.py plan --captures DIR --nodes N --base-port P --out DIR
       writes DIR/inventory.yml (for ansible/prometheus.yml), DIR/p2pnode-targets.json (the same
       file_sd the playbook writes), DIR/expected.json (which instances each alert must name)
-  fleet.py serve --captures DIR --nodes N --base-port P [--ready-file F]
-      serves node i's scrape on 127.0.0.1:P+i until killed
+  fleet.py serve --captures DIR --nodes N --base-port P [--ready-file F] [--slice A:B]
+      serves node i's scrape on 127.0.0.1:P+i until killed; --slice: only nodes A to B-1 (a process
+      holds a socket per node and one per scraper's connection: several serve a large fleet)
   --minute S (both): the counters move, a simulated minute lasting S seconds (S=1 for a test whose
       every duration is cut 60 times): every node's reconciles step once in 5 minutes and a replay
       counter once in 7, and the counter roles below come in; without it every counter stands still
@@ -368,8 +369,9 @@ def plan(a):
 async def serve_all(a):
     kinds = load_kinds(a.captures)
     now = time.time()
+    first, last = (int(x) for x in (a.slice or "0:%d" % a.nodes).split(":"))
     nodes = []
-    for i in range(a.nodes):
+    for i in range(first, min(last, a.nodes)):
         text, _, _, _, counters = variant(kinds, i, now, a.minute is not None)
         # The text split at its tokens: [text, token, text, token, ..., text].
         nodes.append((TOKEN.split(text.encode()), counters))
@@ -400,7 +402,7 @@ async def serve_all(a):
                 writer.close()
         return handle
 
-    servers = [await asyncio.start_server(handler(*n), "127.0.0.1", a.base_port + i, backlog=64) for i, n in enumerate(nodes)]
+    servers = [await asyncio.start_server(handler(*n), "127.0.0.1", a.base_port + first + i, backlog=64) for i, n in enumerate(nodes)]
     if a.ready_file:
         open(a.ready_file, "w").write("%d\n" % len(servers))
     await asyncio.gather(*(s.serve_forever() for s in servers))
@@ -414,6 +416,7 @@ def main():
     p.add_argument("--base-port", type=int, required=True)
     p.add_argument("--out")
     p.add_argument("--ready-file")
+    p.add_argument("--slice", help="A:B: serve only nodes A to B-1")
     p.add_argument("--minute", type=float, help="seconds a simulated minute lasts: the counters move (default: they stand still)")
     a = p.parse_args()
     missing = [f for f in KIND_FILES.values() if not os.path.isfile(os.path.join(a.captures, f))]

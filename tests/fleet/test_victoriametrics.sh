@@ -11,9 +11,11 @@
 # stores (tests/fleet/parity.py), a query the two engines answer differently (increase(), which
 # Prometheus extrapolates) is told apart, and the alerts firing in Prometheus, in vmalert and in
 # Alertmanager name exactly the nodes the fleet made faulty, with the same labels and texts.
-# Time runs 60 times fast: a simulated minute lasts a second (the scrape interval), and every
-# duration in the rules and dashboards is cut 60 times (parity.py scale), so 10-minute windows fill
-# in 10 s and a 1-hour one in 60 s. Everything on loopback. Usage: bash tests/fleet/test_victoriametrics.sh path/to/p2pnode
+# With FEEDER=vmagent, vmagent scrapes in place of the agent, with the command line of the
+# playbook's p2pnode-vmagent.service, writing to both stores. Time runs 60 times fast: a simulated
+# minute lasts a second (the scrape interval), and every duration in the rules and dashboards is cut
+# 60 times (parity.py scale), so 10-minute windows fill in 10 s and a 1-hour one in 60 s. Everything
+# on loopback. Usage: [FEEDER=vmagent] bash tests/fleet/test_victoriametrics.sh path/to/p2pnode
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 set -uo pipefail
 BIN=$(readlink -f "${1:?usage: $0 path/to/p2pnode}")
@@ -73,7 +75,7 @@ python3 "$SRC/tests/fleet/parity.py" scale --by 60 --out "$WORK/rules" "$SRC"/pr
 python3 "$SRC/tests/fleet/parity.py" scale --by 60 --out "$WORK/dashboards" "$SRC"/grafana/*.json || { fail "scaling the rules"; exit 1; }
 
 # 3. the stores, the rule engines, Alertmanager, and the agent feeding both stores
-VM_PORT=$(free_port) PROM_PORT=$(free_port) AM_PORT=$(free_port) VMALERT_PORT=$(free_port) AGENT_PORT=$(free_port)
+VM_PORT=$(free_port) PROM_PORT=$(free_port) AM_PORT=$(free_port) VMALERT_PORT=$(free_port) AGENT_PORT=$(free_port) VMAGENT_PORT=$(free_port)
 VM=http://127.0.0.1:$VM_PORT PROM=http://127.0.0.1:$PROM_PORT AM=http://127.0.0.1:$AM_PORT VMALERT=http://127.0.0.1:$VMALERT_PORT
 cat > "$WORK/alertmanager.yml" <<Y
 route: {receiver: log, group_by: [alertname, instance], group_wait: 1s, group_interval: 1s}
@@ -95,7 +97,7 @@ wait_until 30 curl -sf "$VM/health" && wait_until 30 curl -sf "$PROM/-/ready" &&
 # The agent's configuration and vmalert's unit as the playbook writes them for this fleet's inventory.
 ansible-playbook -i "$WORK/fleet/inventory.yml" "$SRC/ansible/victoriametrics.yml" -e p2pnode_prometheus_dir="$WORK/layout" \
   -e p2pnode_victoriametrics_url="$VM" -e p2pnode_alertmanager_url="$AM" -e p2pnode_scrape_interval=1s \
-  -e p2pnode_vmalert_listen="127.0.0.1:$VMALERT_PORT" </dev/null > "$WORK/playbook.log" 2>&1 &&
+  -e p2pnode_vmalert_listen="127.0.0.1:$VMALERT_PORT" -e p2pnode_vmagent_listen="127.0.0.1:$VMAGENT_PORT" </dev/null > "$WORK/playbook.log" 2>&1 &&
   pass "ansible/victoriametrics.yml wrote the agent's configuration and vmalert's unit" ||
   { fail "ansible/victoriametrics.yml"; tail -20 "$WORK/playbook.log"; exit 1; }
 # vmalert with the unit's command line, over the rules cut 60 times; its remote writes each second.
@@ -118,14 +120,26 @@ for w in c["remote_write"]:
     w["queue_config"] = {"batch_send_deadline": "500ms"}
 print(yaml.safe_dump(c))
 PY
-start agent prometheus --enable-feature=agent --config.file="$WORK/agent.yml" --storage.agent.path="$WORK/agent" \
-  --web.listen-address="127.0.0.1:$AGENT_PORT"
+if [ "${FEEDER:-agent}" = vmagent ]; then
+  # vmagent as its unit runs it, writing to Prometheus too, each write within half a second.
+  mapfile -t vmagent < <(python3 - "$WORK/layout/p2pnode-vmagent.service" "$WORK/vmagent" "$PROM" <<'PY'
+import re, shlex, sys
+unit = open(sys.argv[1]).read().replace("\\\n", " ")
+args = [a for a in shlex.split(re.search(r"^ExecStart=(.*)$", unit, re.M).group(1)) if not a.startswith("-remoteWrite.tmpDataPath=")]
+print("\n".join(args + ["-remoteWrite.tmpDataPath=" + sys.argv[2], "-remoteWrite.url=%s/api/v1/write" % sys.argv[3], "-remoteWrite.flushInterval=500ms"]))
+PY
+)
+  start agent "${vmagent[@]}"
+else
+  start agent prometheus --enable-feature=agent --config.file="$WORK/agent.yml" --storage.agent.path="$WORK/agent" \
+    --web.listen-address="127.0.0.1:$AGENT_PORT"
+fi
 q() {  # URL EXPR: the first value
   curl -sf "$1/api/v1/query" --data-urlencode "query=$2" --data-urlencode nocache=1 |
     python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "none")'
 }
 all_up() { [ "$(q "$PROM" 'count(up{job="p2pnode"} == 1)')" = $NODES ] && [ "$(q "$VM" 'count(up{job="p2pnode"} == 1)')" = $NODES ]; }
-wait_until 60 all_up && pass "both stores hold all $NODES nodes' scrapes (through the agent)" ||
+wait_until 60 all_up && pass "both stores hold all $NODES nodes' scrapes (through ${FEEDER:-agent})" ||
   { fail "the stores do not see the fleet: Prometheus $(q "$PROM" 'count(up == 1)'), VictoriaMetrics $(q "$VM" 'count(up == 1)')"; tail -5 "$WORK"/*.log; exit 1; }
 T0=$(date +%s)
 log "waiting until every expected alert fires in Alertmanager and an hour (60 s) of samples is in"
