@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares p2pnode-agent documents with nvbandwidth's JSON output (issue 46).
+"""Compares p2pnode-agent documents with nvbandwidth's JSON output.
 
 Usage: bench_compare.py RUNS.tsv
 RUNS.tsv: one line per process run by bench-4gpu.sh, tab-separated:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A healthy box stays quiet (issue 43), read-only: `p2pnode serve` on the real root with its default
+# A healthy box stays quiet, read-only: `p2pnode serve` on the real root with its default
 # health pass (every 10 s, a 10-minute window, NVLink counters through `p2pnode-agent --health`),
 # three runs of the agent's self-tests while it watches, then IDLE_S seconds of quiet (600 by
 # default; less where the device budget is short). /metrics is scraped every 15 s: the series the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 46, last look on 4x H100 with the committed agent (carried as in bench-4gpu.sh, run from
+# The agent benchmark's last look on 4x H100 with the committed agent (carried as in bench-4gpu.sh, run from
 # that folder): the default suite on a machine just started (the cold first run), serial mode, a
 # time budget, the planted corruption on pair 2->3, three GPUs (odd: one GPU sits out each round)
 # and the table output. Log: tests/gpu/results/bench-h100x4-diag/check-log.txt.

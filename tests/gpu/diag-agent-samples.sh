@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 46, second look on 4x H100: the samples now follow each other in one hold (warm-up once);
+# The agent benchmark's second look on 4x H100: the samples now follow each other in one hold (warm-up once);
 # copies per sample, SM copy launch shapes, host buffer size and the memory and exit knobs, beside
 # nvbandwidth's bandwidth cases on the same boot. Writes diag2-log.txt and diag2.tgz under $OUT.
 # It ran (2026-11-27, tests/gpu/results/bench-h100x4-diag/diag2-log.txt) against a working build

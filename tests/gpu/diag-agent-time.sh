@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 46, first look on 4x H100 (device kind nvidia-h100-x4): where the agent's time and memory
+# The agent benchmark's first look on 4x H100 (device kind nvidia-h100-x4): where the agent's time and memory
 # go at four GPUs, beside nvbandwidth v0.8's seven cases, and the knobs that might take them down.
 # Run from the repository root with build-bench/ carried (p2pnode-agent and nvbandwidth, built
 # here: see bench-4gpu.sh's header). Writes diag-log.txt and diag.tgz (every JSON) under $OUT.
