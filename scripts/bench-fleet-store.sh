@@ -76,23 +76,7 @@ log "$(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 2^20}' /proc/mem
 # connection, two scrapers here: under the 20,000 open files a process may have)
 bash "$SRC/tests/fleet/capture.sh" "$BIN" "$WORK/cap" || exit 1
 # Ports below the kernel's ephemeral range, so the scrapers' own connections never take one.
-BASE=$(python3 - "$MAX" <<'PY'
-import random, socket, sys
-n = int(sys.argv[1])
-low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-for _ in range(50):
-    base, socks = random.randrange(10000, max(10001, low - n)), []
-    try:
-        for p in range(base, base + n):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-)
-[ -n "$BASE" ] || { log "no $MAX free ports in a row below the ephemeral range"; exit 1; }
+BASE=$(python3 "$SRC/tests/fleet/fleet.py" ports --nodes "$MAX") || exit 1
 fleet=(--captures "$WORK/cap" --nodes "$MAX" --base-port "$BASE")
 python3 "$SRC/tests/fleet/fleet.py" plan "${fleet[@]}" --out "$WORK/fleet" >&2 || exit 1
 SLICE=2500

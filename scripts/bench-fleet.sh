@@ -49,21 +49,7 @@ for k, what in (("h2", "2 (the 4x H200 node, two of its GPUs)"), ("h4", "4 (4x H
 PY
 
 # 2. the fleet, its targets through the real playbook, Prometheus
-BASE=$(python3 - "$LARGE" <<'PY'
-import random, socket, sys
-n = int(sys.argv[1])
-for _ in range(50):
-    base, socks = random.randrange(20000, 60000 - n), []
-    try:
-        for p in range(base, base + n):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-)
+BASE=$(python3 "$SRC/tests/fleet/fleet.py" ports --nodes "$LARGE") || exit 1
 python3 "$SRC/tests/fleet/fleet.py" plan --captures "$WORK/cap" --nodes "$LARGE" --base-port "$BASE" --out "$WORK/fleet" >&2 || exit 1
 python3 "$SRC/tests/fleet/fleet.py" serve --captures "$WORK/cap" --nodes "$LARGE" --base-port "$BASE" --ready-file "$WORK/fleet/ready" \
   > "$WORK/fleet.log" 2>&1 &

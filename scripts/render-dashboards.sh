@@ -27,21 +27,7 @@ up() { curl -sf "$PROM/api/v1/query" --data-urlencode 'query=count(up{job="p2pno
 
 # The fleet: real daemons' scrapes, 25 variants on consecutive ports from BASE.
 bash "$SRC/tests/fleet/capture.sh" "$BIN" "$WORK/captures" || exit 1
-BASE=$(python3 - $NODES <<'PY'
-import random, socket, sys  # the first of N consecutive free ports
-n = int(sys.argv[1])
-for _ in range(50):
-    base, socks = random.randrange(20000, 60000 - n), []
-    try:
-        for p in range(base, base + n):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-)
+BASE=$(python3 "$SRC/tests/fleet/fleet.py" ports --nodes $NODES) || exit 1
 python3 "$SRC/tests/fleet/fleet.py" plan --captures "$WORK/captures" --nodes $NODES --base-port "$BASE" --out "$WORK/fleet" || exit 1
 python3 "$SRC/tests/fleet/fleet.py" serve --captures "$WORK/captures" --nodes $NODES --base-port "$BASE" \
   --ready-file "$WORK/fleet/ready" > "$WORK/fleet.log" 2>&1 &

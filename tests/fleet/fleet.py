@@ -9,7 +9,10 @@ port per node, with a file_sd target list as ansible/prometheus.yml writes it.
   fleet.py serve --captures DIR --nodes N --base-port P [--ready-file F] [--slice A:B]
       serves node i's scrape on 127.0.0.1:P+i until killed; --slice: only nodes A to B-1 (a process
       holds a socket per node and one per scraper's connection: several serve a large fleet)
-  --minute S (both): the counters move, a simulated minute lasting S seconds (S=1 for a test whose
+  fleet.py ports --nodes N
+      prints the first of N consecutive free ports on 127.0.0.1, below the kernel's ephemeral range
+      (where the scrapers' own connections would take them)
+  --minute S (plan, serve): the counters move, a simulated minute lasting S seconds (S=1 for a test whose
       every duration is cut 60 times): every node's reconciles step once in 5 minutes and a replay
       counter once in 7, and the counter roles below come in; without it every counter stands still
 
@@ -33,6 +36,7 @@ import os
 import random
 import re
 import resource
+import socket
 import sys
 import time
 import zlib
@@ -408,17 +412,41 @@ async def serve_all(a):
     await asyncio.gather(*(s.serve_forever() for s in servers))
 
 
+def free_ports(n):
+    """The first of n consecutive ports on 127.0.0.1 that bind now, below the ephemeral range."""
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    for _ in range(50):
+        base, socks = random.randrange(10000, max(10001, low - n)), []
+        try:
+            for port in range(base, base + n):
+                s = socket.socket()
+                s.bind(("127.0.0.1", port))
+                socks.append(s)
+            return base
+        except OSError:
+            pass
+        finally:
+            for s in socks:
+                s.close()
+    sys.exit("fleet.py ports: no %d consecutive free ports on 127.0.0.1 in 50 tries" % n)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=["plan", "serve"])
-    p.add_argument("--captures", required=True)
+    p.add_argument("command", choices=["plan", "serve", "ports"])
+    p.add_argument("--captures")
     p.add_argument("--nodes", type=int, required=True)
-    p.add_argument("--base-port", type=int, required=True)
+    p.add_argument("--base-port", type=int)
     p.add_argument("--out")
     p.add_argument("--ready-file")
     p.add_argument("--slice", help="A:B: serve only nodes A to B-1")
     p.add_argument("--minute", type=float, help="seconds a simulated minute lasts: the counters move (default: they stand still)")
     a = p.parse_args()
+    if a.command == "ports":
+        print(free_ports(a.nodes))
+        return
+    if a.captures is None or a.base_port is None:
+        sys.exit("fleet.py %s: --captures and --base-port are required" % a.command)
     missing = [f for f in KIND_FILES.values() if not os.path.isfile(os.path.join(a.captures, f))]
     if missing:
         sys.exit("fleet.py: %s lacks the captured scrapes %s (tests/fleet/capture.sh writes them)" % (a.captures, ", ".join(missing)))

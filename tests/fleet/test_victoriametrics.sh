@@ -50,21 +50,7 @@ start() {  # NAME COMMAND...: in the background, its output in $WORK/NAME.log
 
 # 1. the fleet: 25 variants of real daemons' scrapes, a simulated minute a second
 bash "$SRC/tests/fleet/capture.sh" "$BIN" "$WORK/captures" || { fail "capturing the daemons' scrapes"; exit 1; }
-BASE=$(python3 - $NODES <<'PY'
-import random, socket, sys
-n = int(sys.argv[1])
-for _ in range(50):
-    base, socks = random.randrange(20000, 60000 - n), []
-    try:
-        for p in range(base, base + n):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-)
+BASE=$(python3 "$SRC/tests/fleet/fleet.py" ports --nodes $NODES) || { fail "$NODES consecutive free ports"; exit 1; }
 fleet=(--captures "$WORK/captures" --nodes $NODES --base-port "$BASE" --minute 1)
 planned=$(python3 "$SRC/tests/fleet/fleet.py" plan "${fleet[@]}" --out "$WORK/fleet") && pass "fleet: $planned" || { fail "fleet.py plan"; exit 1; }
 start fleet python3 "$SRC/tests/fleet/fleet.py" serve "${fleet[@]}" --ready-file "$WORK/fleet/ready"

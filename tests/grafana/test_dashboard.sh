@@ -29,23 +29,6 @@ wait_until() {
   until "$@" >/dev/null 2>&1; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.2; done
 }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-# N consecutive free ports on 127.0.0.1 (the fleet's nodes), their first.
-free_range() { python3 - "$1" <<'PY'
-import random, socket, sys
-n = int(sys.argv[1])
-for _ in range(50):
-    base = random.randrange(20000, 60000 - n)
-    socks = []
-    try:
-        for p in range(base, base + n):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-}
 
 # 1. structure, and the queries as recording rules for promtool
 if python3 - "$WORK/rules.yml" "$WORK/queries.tsv" "$SRC"/grafana/*.json > "$WORK/structure.out" 2>&1 <<'PY'
@@ -83,7 +66,7 @@ promtool check rules "$WORK/rules.yml" > "$WORK/promtool.out" 2>&1 && pass "prom
 
 # 2. the fleet: scrapes of real daemons, 25 variants served on consecutive ports
 bash "$SRC/tests/fleet/capture.sh" "$BIN" "$WORK/captures" || { fail "capturing the daemons' scrapes"; exit 1; }
-BASE=$(free_range $NODES)
+BASE=$(python3 "$SRC/tests/fleet/fleet.py" ports --nodes $NODES) || { fail "$NODES consecutive free ports"; exit 1; }
 planned=$(python3 "$SRC/tests/fleet/fleet.py" plan --captures "$WORK/captures" --nodes $NODES --base-port "$BASE" --out "$WORK/fleet") \
   && pass "fleet: $planned" || { fail "fleet.py plan: $planned"; exit 1; }
 python3 "$SRC/tests/fleet/fleet.py" serve --captures "$WORK/captures" --nodes $NODES --base-port "$BASE" --ready-file "$WORK/fleet/ready" \
