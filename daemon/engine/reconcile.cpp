@@ -169,6 +169,71 @@ void skip_selftest(const PassContext& ctx, RecordedState& st, const std::string&
   log(ctx, LogLevel::warning, "self-test skipped: " + reason, "selftest");
 }
 
+// 6. The self-test, when the platform is fit for one (and the remediation ladder's after a rung),
+// then the ladder and what the results raise.
+void selftest_step(const PassContext& ctx, const Profile* profile, Inventory& inv, std::vector<Finding>& findings,
+                   RecordedState& st, Decision& d) {
+  const bool platform_fit = severity_rank(d.state) <= severity_rank(NodeState::degraded);
+  const auto selftest_now = [&](const Inventory& box) {
+    if (!may_run_selftest(ctx, *profile->selftest, host_paths(ctx.config, ctx.root).agent_path.string(), st)) return;
+    run_selftest(ctx, *profile, box, st);
+    run_nvme_doorbell(ctx, *profile, box, st);
+    // A fresh result may say more about the pairs than the last one (NVLink): show it.
+    if (st.selftest && st.selftest->result.is_object()) {
+      const bool had = !inv.interconnects.empty();
+      judge::merge_interconnects(inv, st.selftest->result);
+      if (had || !inv.interconnects.empty()) {
+        findings = checks::run_all_checks(*profile, inv);
+        st.findings = json::array();
+        for (const auto& f : findings) st.findings.push_back(to_json(f));
+        st.findings_table = render::render_check_table(inv, profile->name, findings);
+        record_inventory(st, inv, profile);
+      }
+    }
+  };
+  const bool ladder_wants = profile->remediation &&
+                            remediation::wants_selftest(st.remediation, judged_selftests(st));
+  if (ctx.want_selftest || ladder_wants) {
+    if (!platform_fit)
+      skip_selftest(ctx, st, std::string("the node is ") + to_string(d.state) +
+                                 (d.reasons.empty() ? std::string() : ": " + d.reasons.front()));
+    else
+      selftest_now(inv);
+  }
+  // 6b. the remediation ladder, on a platform fit for its self-tests
+  if (profile->remediation && platform_fit) {
+    LadderHooks hooks{[&] {
+                        Inventory box = discover(ctx);
+                        probe::use_profile_signing(ctx.root, *profile, box);
+                        probe::use_profile_tree(ctx.root, *profile, box);
+                        if (st.selftest) judge::merge_interconnects(box, st.selftest->result);
+                        record_inventory(st, box, profile);
+                        return box;
+                      },
+                      selftest_now};
+    for (auto& [state, reason] : run_ladder(ctx, *profile, inv, st, hooks)) d.raise(state, std::move(reason));
+  }
+  // The self-test's figures beside their expectations, as one more finding (it decides nothing:
+  // the verdict and the regressions below do).
+  if (st.selftest && st.selftest->expectations.is_array() && !st.selftest->expectations.empty()) {
+    findings.push_back(judge::bandwidth_finding(st.selftest->expectations, st.selftest->warnings));
+    st.findings = json::array();
+    for (const auto& f : findings) st.findings.push_back(to_json(f));
+    st.findings_table = render::render_check_table(inv, profile->name, findings);
+  }
+  if (st.nvme_doorbell && (st.nvme_doorbell->verdict == "failed" || st.nvme_doorbell->verdict == "error"))
+    for (const auto& r : st.nvme_doorbell->reasons) d.raise(NodeState::failed, "NVMe doorbell: " + r);
+  // Not yet tested because the GPUs were busy, or by policy, is no fault of the node: the skip
+  // is in /v1/selftest and the stale-self-test alert watches how long it lasts.
+  if (!st.selftest && !st.selftest_skipped && !st.selftest_contended) d.raise(NodeState::degraded, "no self-test has run yet");
+  else if (st.selftest && (st.selftest->verdict == "error" || st.selftest->verdict == "failed"))
+    for (const auto& r : st.selftest->reasons) d.raise(NodeState::failed, "self-test " + st.selftest->verdict + ": " + r);
+  else if (st.selftest && st.selftest->verdict == "below_threshold")
+    for (const auto& r : st.selftest->reasons) d.raise(NodeState::degraded, "self-test: " + r);
+  if (st.selftest)
+    for (const auto& w : st.selftest->warnings) d.raise(NodeState::degraded, "self-test regression: " + w);
+}
+
 }  // namespace
 
 std::optional<std::chrono::nanoseconds> selftest_interval(const DaemonConfig& c, const RecordedState& s) {
@@ -276,67 +341,7 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
     record_inventory(st, inv, profile);
 
     // 6. self-test, when the platform is fit for one (and the remediation ladder's after a rung)
-    if (profile->selftest) {
-      const bool platform_fit = severity_rank(d.state) <= severity_rank(NodeState::degraded);
-      const auto selftest_now = [&](const Inventory& box) {
-        if (!may_run_selftest(ctx, *profile->selftest, host_paths(ctx.config, ctx.root).agent_path.string(), st)) return;
-        run_selftest(ctx, *profile, box, st);
-        run_nvme_doorbell(ctx, *profile, box, st);
-        // A fresh result may say more about the pairs than the last one (NVLink): show it.
-        if (st.selftest && st.selftest->result.is_object()) {
-          const bool had = !inv.interconnects.empty();
-          judge::merge_interconnects(inv, st.selftest->result);
-          if (had || !inv.interconnects.empty()) {
-            findings = checks::run_all_checks(*profile, inv);
-            st.findings = json::array();
-            for (const auto& f : findings) st.findings.push_back(to_json(f));
-            st.findings_table = render::render_check_table(inv, profile->name, findings);
-            record_inventory(st, inv, profile);
-          }
-        }
-      };
-      const bool ladder_wants = profile->remediation &&
-                                remediation::wants_selftest(st.remediation, judged_selftests(st));
-      if (ctx.want_selftest || ladder_wants) {
-        if (!platform_fit)
-          skip_selftest(ctx, st, std::string("the node is ") + to_string(d.state) +
-                                     (d.reasons.empty() ? std::string() : ": " + d.reasons.front()));
-        else
-          selftest_now(inv);
-      }
-      // 6b. the remediation ladder, on a platform fit for its self-tests
-      if (profile->remediation && platform_fit) {
-        LadderHooks hooks{[&] {
-                            Inventory box = discover(ctx);
-                            probe::use_profile_signing(ctx.root, *profile, box);
-                            probe::use_profile_tree(ctx.root, *profile, box);
-                            if (st.selftest) judge::merge_interconnects(box, st.selftest->result);
-                            record_inventory(st, box, profile);
-                            return box;
-                          },
-                          selftest_now};
-        for (auto& [state, reason] : run_ladder(ctx, *profile, inv, st, hooks)) d.raise(state, std::move(reason));
-      }
-      // The self-test's figures beside their expectations, as one more finding (it decides nothing:
-      // the verdict and the regressions below do).
-      if (st.selftest && st.selftest->expectations.is_array() && !st.selftest->expectations.empty()) {
-        findings.push_back(judge::bandwidth_finding(st.selftest->expectations, st.selftest->warnings));
-        st.findings = json::array();
-        for (const auto& f : findings) st.findings.push_back(to_json(f));
-        st.findings_table = render::render_check_table(inv, profile->name, findings);
-      }
-      if (st.nvme_doorbell && (st.nvme_doorbell->verdict == "failed" || st.nvme_doorbell->verdict == "error"))
-        for (const auto& r : st.nvme_doorbell->reasons) d.raise(NodeState::failed, "NVMe doorbell: " + r);
-      // Not yet tested because the GPUs were busy, or by policy, is no fault of the node: the skip
-      // is in /v1/selftest and the stale-self-test alert watches how long it lasts.
-      if (!st.selftest && !st.selftest_skipped && !st.selftest_contended) d.raise(NodeState::degraded, "no self-test has run yet");
-      else if (st.selftest && (st.selftest->verdict == "error" || st.selftest->verdict == "failed"))
-        for (const auto& r : st.selftest->reasons) d.raise(NodeState::failed, "self-test " + st.selftest->verdict + ": " + r);
-      else if (st.selftest && st.selftest->verdict == "below_threshold")
-        for (const auto& r : st.selftest->reasons) d.raise(NodeState::degraded, "self-test: " + r);
-      if (st.selftest)
-        for (const auto& w : st.selftest->warnings) d.raise(NodeState::degraded, "self-test regression: " + w);
-    }
+    if (profile->selftest) selftest_step(ctx, profile, inv, findings, st, d);
   }
 
   // 7. decide and count
