@@ -13,7 +13,10 @@ PIDS=()
 SCHEME=http
 CURL_TLS=()
 
+# The EXIT trap is the main shell's: a subshell killed before it has reset its traps (a
+# background helper stopped at once) would otherwise run it and delete the work dir under the test.
 cleanup() {
+  [ "$BASHPID" = "$$" ] || return 0
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done

@@ -77,6 +77,7 @@ stop() {
 # On exit: the jobs done first, then slurmd, slurmctld and munged in that order (a slurmd stopped
 # after slurmctld or munge hangs on its last step's completion), then lib.sh's cleanup.
 slurm_cleanup() {
+  [ "$BASHPID" = "$$" ] || return 0  # the main shell's only (lib.sh's cleanup says why)
   [ -z "${CTLD:-}" ] || wait_until 30 bash -c '[ -z "$(squeue -h 2>/dev/null)" ]'
   stop "${SLURMD:-}"; stop "${CTLD:-}"; stop "${MUNGED:-}"
   cleanup
