@@ -70,9 +70,9 @@ class DriverModule final : public Action {
   std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot& root) const override {
     std::vector<Step> steps;
     if (!p.driver || !p.driver->kernel_module) return steps;
-    const auto gaps = nvidia::module_gaps(root, *p.driver);
+    const auto gaps = lifecycle::module_gaps(root, *p.driver);
     if (gaps.empty()) return steps;
-    const auto t = nvidia::module_target(*p.driver);
+    const auto t = lifecycle::module_target(*p.driver);
     if (const auto not_driven = nvidia::gpus_not_driven(inv, p.driver->version); !not_driven.empty()) {
       steps.push_back({"driver.module", t.dkms_id(),
                        "refused: " + not_driven.front() + "; name a driver of that branch in the profile (nothing is "
@@ -103,7 +103,7 @@ class DriverModule final : public Action {
                        {{"gaps", gaps}, {"build_stops", stops}}});
       return steps;
     }
-    const auto kernels = nvidia::kernels_with_headers(root);
+    const auto kernels = lifecycle::kernels_with_headers(root);
     if (kernels.empty()) {
       const std::string k = running_kernel(root, inv);
       steps.push_back({"driver.module", t.dkms_id(),
@@ -129,7 +129,7 @@ class DriverModule final : public Action {
 
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
     if (!ctx.profile.driver || !ctx.profile.driver->kernel_module) return {};
-    const auto t = nvidia::module_target(*ctx.profile.driver);
+    const auto t = lifecycle::module_target(*ctx.profile.driver);
     const std::string subject = t.dkms_id();
     // Before any download: a branch that cannot drive these GPUs would build for minutes, then fail at load.
     if (const auto not_driven = nvidia::gpus_not_driven(inv, ctx.profile.driver->version); !not_driven.empty()) {
@@ -196,7 +196,7 @@ class DriverModule final : public Action {
     const auto preflight = [&](const std::map<std::string, bool>& source_tests) {
       return nvidia::build_stops(inv, *ctx.profile.driver, &source_tests);
     };
-    auto r = nvidia::install_module(ctx.root, ctx.runner, *ctx.profile.driver, running_kernel(ctx.root, inv),
+    auto r = lifecycle::install_module(ctx.root, ctx.runner, *ctx.profile.driver, running_kernel(ctx.root, inv),
                                     [&](std::string_view line) { ctx.log("driver.module", subject, line); }, preflight);
     if (!moved->empty()) r.after["moved_aside"] = *moved;
     ctx.log("driver.module", subject, std::string(to_string(r.outcome)) + ": " + r.message);
@@ -208,7 +208,7 @@ class DriverModule final : public Action {
 // driver.userspace: the .run installer of the same version, without its kernel modules.
 
 bool userspace_in_place(const sys::SysRoot& root, const std::string& version) {
-  const auto v = nvidia::userspace_versions(root);
+  const auto v = lifecycle::userspace_versions(root);
   return std::find(v.begin(), v.end(), version) != v.end();
 }
 
@@ -221,14 +221,14 @@ class DriverUserspace final : public Action {
     return {Step{"driver.userspace", p.driver->version,
                  "verify the installer's sha256 and run it with --silent --no-kernel-modules" +
                      (p.driver->installer_flags.empty() ? std::string() : " " + json_text(json(p.driver->installer_flags))),
-                 false, false, {{"installed", nvidia::userspace_versions(root)}, {"wanted", p.driver->version}}}};
+                 false, false, {{"installed", lifecycle::userspace_versions(root)}, {"wanted", p.driver->version}}}};
   }
 
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory&) const override {
     const DriverSpec& d = *ctx.profile.driver;
     StepResult r{"driver.userspace", d.version, StepOutcome::failed, "", json::object(), json::object(), 0};
     const auto w0 = ctx.root.write_count();
-    r.before["installed"] = nvidia::userspace_versions(ctx.root);
+    r.before["installed"] = lifecycle::userspace_versions(ctx.root);
     if (userspace_in_place(ctx.root, d.version)) {
       r.outcome = StepOutcome::unchanged;
       r.message = "libcuda.so." + d.version + " is installed";
@@ -244,7 +244,7 @@ class DriverUserspace final : public Action {
         return {r};
       }
     auto log = [&](std::string_view line) { ctx.log("driver.userspace", d.version, line); };
-    auto inst = nvidia::fetch_artifact(ctx.root, ctx.runner, *d.userspace_installer, "userspace.installer", log);
+    auto inst = lifecycle::fetch_artifact(ctx.root, ctx.runner, *d.userspace_installer, "userspace.installer", log);
     if (!inst) {
       r.outcome = StepOutcome::refused;
       r.message = inst.error().message;
@@ -255,7 +255,7 @@ class DriverUserspace final : public Action {
     argv.insert(argv.end(), d.installer_flags.begin(), d.installer_flags.end());
     const auto res = run_logged(ctx, "driver.userspace", d.version, argv, std::chrono::minutes(30));
     r.writes = ctx.root.write_count() - w0 + 1;
-    r.after["installed"] = nvidia::userspace_versions(ctx.root);
+    r.after["installed"] = lifecycle::userspace_versions(ctx.root);
     r.after["installer_exit"] = res.exited ? res.exit_code : -1;
     if (!res.success()) {
       std::string tail;
@@ -287,31 +287,31 @@ class DriverUserspace final : public Action {
 
 bool manages_nvidia(const Profile& p, const sys::SysRoot& root) {
   if (!p.driver || !p.driver->kernel_module) return false;
-  const auto t = nvidia::module_target(*p.driver);
+  const auto t = lifecycle::module_target(*p.driver);
   return root.is_dir(t.src_dir + "/kernel-open");  // an open-gpu-kernel-modules tree is installed
 }
 
-nvidia::ReloadInputs reload_inputs(const Profile& p, const sys::SysRoot& root, const std::string& kernel,
+lifecycle::ReloadInputs reload_inputs(const Profile& p, const sys::SysRoot& root, const std::string& kernel,
                                    bool force = false) {
-  nvidia::ReloadInputs in;
+  lifecycle::ReloadInputs in;
   in.force = force;
-  for (const auto& m : nvidia::kUnloadOrder)
+  for (const auto& m : lifecycle::kUnloadOrder)
     if (root.is_dir("/sys/module/" + m)) in.loaded.push_back(m);
   if (auto v = root.read_attr("/sys/module/nvidia/version")) in.loaded_version = *v;
   if (auto v = root.read_attr("/sys/module/nvidia/srcversion")) in.loaded_srcversion = *v;
-  const std::string ko = nvidia::installed_module_path(root, kernel, "nvidia");
+  const std::string ko = lifecycle::installed_module_path(root, kernel, "nvidia");
   if (!ko.empty()) {
     in.disk_version = p.driver->version;  // the DKMS copy p2pnode built (module_gaps checked its version)
-    in.disk_srcversion = nvidia::ko_srcversion(root, ko);
+    in.disk_srcversion = lifecycle::ko_srcversion(root, ko);
   }
   in.wanted_version = p.driver->version;
   in.allow_reload = p.driver->allow_reload;
   in.allow_kill_holders = p.driver->allow_kill_holders;
-  in.holders = nvidia::find_holders(root);
+  in.holders = lifecycle::find_holders(root);
   in.running_kernel = kernel;
   in.next_boot_kernel = lifecycle::next_boot_kernel(root).kernel;
   for (const auto& k : lifecycle::installed_kernels(root))
-    if (!nvidia::installed_module_path(root, k, "nvidia").empty()) in.kernels_with_module.push_back(k);
+    if (!lifecycle::installed_module_path(root, k, "nvidia").empty()) in.kernels_with_module.push_back(k);
   return in;
 }
 
@@ -321,18 +321,18 @@ class DriverReload final : public Action {
 
   std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot& root) const override {
     if (!manages_nvidia(p, root)) return {};
-    const auto d = nvidia::decide_reload(reload_inputs(p, root, running_kernel(root, inv)));
-    if (d.kind == nvidia::ReloadKind::not_needed) return {};
+    const auto d = lifecycle::decide_reload(reload_inputs(p, root, running_kernel(root, inv)));
+    if (d.kind == lifecycle::ReloadKind::not_needed) return {};
     // The module's key is only queued for enrolment: nothing loads it before the confirmed reboot.
     if (const auto why = secureboot::load_refusal(inv.secure_boot);
-        why && (d.kind == nvidia::ReloadKind::reload || d.kind == nvidia::ReloadKind::load))
+        why && (d.kind == lifecycle::ReloadKind::reload || d.kind == lifecycle::ReloadKind::load))
       return {Step{"driver.reload", "nvidia", "reboot required, not a reload: " + *why, true, true,
                    {{"decision", "reboot_required"}, {"secure_boot", "queued"}}}};
-    Step s{"driver.reload", "nvidia", d.reason, d.kind == nvidia::ReloadKind::reboot_required, false,
-           {{"decision", nvidia::to_string(d.kind)}, {"unload", d.unload}}};
-    if (d.kind == nvidia::ReloadKind::reload || d.kind == nvidia::ReloadKind::load)
-      s.description = std::string(d.kind == nvidia::ReloadKind::load ? "load" : "reload") + " the NVIDIA modules: " + d.reason;
-    if (d.kind == nvidia::ReloadKind::refused || d.kind == nvidia::ReloadKind::nothing_built) s.needs_operator = true;
+    Step s{"driver.reload", "nvidia", d.reason, d.kind == lifecycle::ReloadKind::reboot_required, false,
+           {{"decision", lifecycle::to_string(d.kind)}, {"unload", d.unload}}};
+    if (d.kind == lifecycle::ReloadKind::reload || d.kind == lifecycle::ReloadKind::load)
+      s.description = std::string(d.kind == lifecycle::ReloadKind::load ? "load" : "reload") + " the NVIDIA modules: " + d.reason;
+    if (d.kind == lifecycle::ReloadKind::refused || d.kind == lifecycle::ReloadKind::nothing_built) s.needs_operator = true;
     return {s};
   }
 
@@ -340,27 +340,27 @@ class DriverReload final : public Action {
     const DriverSpec& d = *ctx.profile.driver;
     const std::string kernel = running_kernel(ctx.root, inv);
     StepResult r{"driver.reload", "nvidia", StepOutcome::failed, "", json::object(), json::object(), 0};
-    auto first = nvidia::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel, ctx.force_reload));
-    r.before = {{"decision", nvidia::to_string(first.kind)}, {"reason", first.reason}};
+    auto first = lifecycle::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel, ctx.force_reload));
+    r.before = {{"decision", lifecycle::to_string(first.kind)}, {"reason", first.reason}};
     if (const auto why = secureboot::load_refusal(inv.secure_boot);
-        why && (first.kind == nvidia::ReloadKind::reload || first.kind == nvidia::ReloadKind::load)) {
+        why && (first.kind == lifecycle::ReloadKind::reload || first.kind == lifecycle::ReloadKind::load)) {
       r.outcome = StepOutcome::reboot_required;
       r.message = "reboot required, not a reload: " + *why;
       ctx.log("driver.reload", "nvidia", r.message);
       return {r};
     }
-    if (first.kind == nvidia::ReloadKind::not_needed) {
+    if (first.kind == lifecycle::ReloadKind::not_needed) {
       r.outcome = StepOutcome::unchanged;
       r.message = first.reason;
       return {r};
     }
-    if (first.kind == nvidia::ReloadKind::nothing_built) {
+    if (first.kind == lifecycle::ReloadKind::nothing_built) {
       r.outcome = StepOutcome::failed;
       r.message = first.reason;
       return {r};
     }
-    if (first.kind == nvidia::ReloadKind::reboot_required || first.kind == nvidia::ReloadKind::refused) {
-      r.outcome = first.kind == nvidia::ReloadKind::refused ? StepOutcome::refused : StepOutcome::reboot_required;
+    if (first.kind == lifecycle::ReloadKind::reboot_required || first.kind == lifecycle::ReloadKind::refused) {
+      r.outcome = first.kind == lifecycle::ReloadKind::refused ? StepOutcome::refused : StepOutcome::reboot_required;
       r.message = first.reason;
       return {r};
     }
@@ -381,9 +381,9 @@ class DriverReload final : public Action {
     auto restart = [&] {
       for (const auto& u : stopped) cmd({"systemctl", "start", "--", u});
     };
-    auto decision = nvidia::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel, ctx.force_reload));
-    r.before["holders"] = nvidia::describe(nvidia::find_holders(ctx.root));
-    if (decision.kind == nvidia::ReloadKind::refused) {
+    auto decision = lifecycle::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel, ctx.force_reload));
+    r.before["holders"] = lifecycle::describe(lifecycle::find_holders(ctx.root));
+    if (decision.kind == lifecycle::ReloadKind::refused) {
       restart();
       r.outcome = StepOutcome::refused;
       r.message = decision.reason;
@@ -393,12 +393,12 @@ class DriverReload final : public Action {
     for (int pid : decision.kill) cmd({"kill", "-TERM", std::to_string(pid)});
     if (!decision.kill.empty()) {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (!nvidia::find_holders(ctx.root).empty() && std::chrono::steady_clock::now() < deadline)
+      while (!lifecycle::find_holders(ctx.root).empty() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (auto h = nvidia::find_holders(ctx.root); !h.empty()) {
+      if (auto h = lifecycle::find_holders(ctx.root); !h.empty()) {
         restart();
         r.outcome = StepOutcome::refused;
-        r.message = "processes still hold /dev/nvidia* after SIGTERM: " + nvidia::describe(h) + "; reboot required";
+        r.message = "processes still hold /dev/nvidia* after SIGTERM: " + lifecycle::describe(h) + "; reboot required";
         r.writes = changes;
         return {r};
       }
@@ -427,7 +427,7 @@ class DriverReload final : public Action {
       }
     }
     restart();
-    const auto v = nvidia::verify_driver(ctx.root, ctx.runner, d.version, d.userspace_installer.has_value());
+    const auto v = lifecycle::verify_driver(ctx.root, ctx.runner, d.version, d.userspace_installer.has_value());
     r.after = v.observed;
     r.after["notes"] = v.notes;
     r.writes = changes;

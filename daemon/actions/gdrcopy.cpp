@@ -26,13 +26,13 @@ class GdrcopyModule final : public Action {
   std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot& root) const override {
     const auto spec = lifecycle::gdrdrv_spec(p);
     if (!spec) return {};
-    const auto gaps = nvidia::module_gaps(root, *spec);
+    const auto gaps = lifecycle::module_gaps(root, *spec);
     if (gaps.empty()) return {};
-    const auto t = nvidia::module_target(*spec);
+    const auto t = lifecycle::module_target(*spec);
     const std::string subject = t.dkms_id();
     if (const auto why = secureboot::build_refusal(inv.secure_boot))
       return {Step{id().data(), subject, "refused: " + *why + " (nothing is built)", false, true, {{"gaps", gaps}}}};
-    const auto kernels = nvidia::kernels_with_headers(root);
+    const auto kernels = lifecycle::kernels_with_headers(root);
     if (kernels.empty())
       return {Step{id().data(), subject, "no kernel in /lib/modules has headers: install linux-headers-" + running_kernel(root, inv) +
                                              ", then apply builds " + subject + " through DKMS",
@@ -48,7 +48,7 @@ class GdrcopyModule final : public Action {
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
     const auto spec = lifecycle::gdrdrv_spec(ctx.profile);
     if (!spec) return {};
-    const auto t = nvidia::module_target(*spec);
+    const auto t = lifecycle::module_target(*spec);
     const std::string subject = t.dkms_id();
     auto refuse = [&](std::string why) {
       StepResult r{std::string(id()), subject, StepOutcome::refused, std::move(why), json::object(), json::object(), 0};
@@ -58,9 +58,9 @@ class GdrcopyModule final : public Action {
     if (const auto why = secureboot::build_refusal(inv.secure_boot)) return refuse("refused before any build: " + *why);
     if (!ctx.root.exists(nv_p2p_header(*spec)))
       return refuse("gdrdrv is built against " + nv_p2p_header(*spec) + ", which is not there: the NVIDIA module " +
-                    nvidia::module_target(*ctx.profile.driver).dkms_id() +
+                    lifecycle::module_target(*ctx.profile.driver).dkms_id() +
                     " is not placed yet (driver.module places it; its step failed or did not run)");
-    auto r = nvidia::install_module(ctx.root, ctx.runner, *spec, running_kernel(ctx.root, inv),
+    auto r = lifecycle::install_module(ctx.root, ctx.runner, *spec, running_kernel(ctx.root, inv),
                                     [&](std::string_view line) { ctx.log(id(), subject, line); });
     r.action = id();
     ctx.log(id(), subject, std::string(to_string(r.outcome)) + ": " + r.message);
@@ -87,7 +87,7 @@ class GdrcopyDevice final : public Action {
     std::string what;
     if (w.load) {
       const std::string k = running_kernel(root, inv);
-      const bool installed = !nvidia::installed_module_path(root, k, "gdrdrv").empty();
+      const bool installed = !lifecycle::installed_module_path(root, k, "gdrdrv").empty();
       what = "modprobe gdrdrv (nvidia first)" + std::string(installed ? "" : ", once gdrcopy.module has installed it for " + k) +
              ", then make /dev/gdrdrv from its major in /proc/devices";
     } else {
@@ -115,10 +115,10 @@ class GdrcopyDevice final : public Action {
     GdrdrvState g = inv.gdrdrv;
     if (w.load) {
       const std::string k = running_kernel(ctx.root, inv);
-      if (nvidia::installed_module_path(ctx.root, k, "gdrdrv").empty()) {
+      if (lifecycle::installed_module_path(ctx.root, k, "gdrdrv").empty()) {
         std::vector<std::string> with;
-        for (const auto& kk : nvidia::kernels_with_headers(ctx.root))
-          if (!nvidia::installed_module_path(ctx.root, kk, "gdrdrv").empty()) with.push_back(kk);
+        for (const auto& kk : lifecycle::kernels_with_headers(ctx.root))
+          if (!lifecycle::installed_module_path(ctx.root, kk, "gdrdrv").empty()) with.push_back(kk);
         if (with.empty()) return fail("gdrdrv is not installed for the running kernel " + k + " (gdrcopy.module builds it; see its step)");
         r.outcome = StepOutcome::reboot_required;
         r.message = "gdrdrv is installed for " + json_text(json(with)) + " but not for the running kernel " + k +

@@ -65,7 +65,7 @@ class GdrcopyLibrary final : public Action {
       ++commands;
       return ctx.runner.run(c);
     };
-    auto src = nvidia::fetch_artifact(ctx.root, ctx.runner, g.source, "gdrcopy.source", log);
+    auto src = lifecycle::fetch_artifact(ctx.root, ctx.runner, g.source, "gdrcopy.source", log);
     if (!src) return fail(src.error().message);
     const fs::path scratch = ctx.root.host_path(kScratch);
     std::error_code ec;
@@ -73,9 +73,9 @@ class GdrcopyLibrary final : public Action {
     if (auto st = ctx.root.make_dirs(kScratch); !st) return fail("making " + std::string(kScratch) + ": " + st.error().message);
     const std::string from = ctx.root.host_path(src->path).string();
     const auto unpack = src->is_dir ? run({"cp", "-a", from + "/.", scratch.string()}, std::chrono::minutes(2))
-                                    : run(nvidia::unpack_argv(from, scratch.string()), std::chrono::minutes(2));
+                                    : run(lifecycle::unpack_argv(from, scratch.string()), std::chrono::minutes(2));
     if (!unpack.success()) return fail("unpacking " + src->path + ": " + unpack.describe() + ": " + unpack.err);
-    if (auto st = nvidia::strip_setid(scratch); !st) return fail("unpacking " + src->path + ": " + st.error().message);
+    if (auto st = lifecycle::strip_setid(scratch); !st) return fail("unpacking " + src->path + ": " + st.error().message);
     // A release tarball has one top directory (gdrcopy-2.6/); a source directory is the top itself.
     fs::path top = scratch;
     if (!fs::exists(top / "src/gdrapi.c"))

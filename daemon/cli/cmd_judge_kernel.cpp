@@ -35,7 +35,7 @@ int run_judge(const JudgeOptions& o) {
     return kUsage;
   }
   if (release.empty()) {
-    auto next = nvidia::find_next_kernel(root, runner);
+    auto next = lifecycle::find_next_kernel(root, runner);
     if (!next) {
       std::cerr << "p2pnode judge-kernel: finding apt's next kernel: " << next.error().message << "\n";
       return kUsage;
@@ -54,29 +54,29 @@ int run_judge(const JudgeOptions& o) {
   }
   // Once per candidate: the same kernel, module and staged patches keep their verdict (--force judges again).
   if (!o.force) {
-    if (auto text = root.read_text(std::string(nvidia::kNextKernelRecord))) {
+    if (auto text = root.read_text(std::string(lifecycle::kNextKernelRecord))) {
       const auto j = nlohmann::json::parse(*text, nullptr, false);
-      if (auto old = j.is_discarded() ? Result<nvidia::KernelVerdict>(Error{"garbled"}) : nvidia::verdict_from_json(j);
+      if (auto old = j.is_discarded() ? Result<lifecycle::KernelVerdict>(Error{"garbled"}) : lifecycle::verdict_from_json(j);
           old && old->release == release && old->package_version == version &&
           old->module == module_package(*profile->driver).dkms_id() &&
-          old->staged_sha256 == nvidia::staged_fingerprint(root, *profile->driver)) {
-        if (o.json) std::cout << json_text(nvidia::to_json(*old), 2) << "\n";
+          old->staged_sha256 == lifecycle::staged_fingerprint(root, *profile->driver)) {
+        if (o.json) std::cout << json_text(lifecycle::to_json(*old), 2) << "\n";
         else std::cout << old->summary << " (judged before; --force judges again)\n";
         return old->keeps_p2p ? kOk : kFindings;
       }
     }
   }
-  nvidia::JudgeOptions jo;
+  lifecycle::JudgeOptions jo;
   jo.modules = o.modules;
-  auto v = nvidia::judge_kernel(root, runner, *profile->driver, release, version, jo,
+  auto v = lifecycle::judge_kernel(root, runner, *profile->driver, release, version, jo,
                                 [](std::string_view line) { std::cerr << "[judge-kernel] " << line << "\n"; });
   if (!v) {
     std::cerr << "p2pnode judge-kernel: " << v.error().message << "\n";
     return kUsage;
   }
-  if (auto st = root.write_file_atomic(std::string(nvidia::kNextKernelRecord), json_text(nvidia::to_json(*v), 2) + "\n"); !st)
+  if (auto st = root.write_file_atomic(std::string(lifecycle::kNextKernelRecord), json_text(lifecycle::to_json(*v), 2) + "\n"); !st)
     std::cerr << "p2pnode judge-kernel: recording the verdict: " << st.error().message << "\n";
-  if (o.json) std::cout << json_text(nvidia::to_json(*v), 2) << "\n";
+  if (o.json) std::cout << json_text(lifecycle::to_json(*v), 2) << "\n";
   else std::cout << v->summary << "\n";
   return v->keeps_p2p ? kOk : kFindings;
 }

@@ -92,7 +92,7 @@ judge::Contention contention_of(const judge::AgentRun& run, const SelftestSpec& 
   judge::Contention c = run.result ? judge::contention_in(run.result->raw, spec.ignore_processes) : judge::Contention{};
   if (c.source == "nvml") return c;
   c.source = "device files";
-  for (const auto& h : nvidia::find_holders(root)) {
+  for (const auto& h : lifecycle::find_holders(root)) {
     if (std::find(spec.ignore_processes.begin(), spec.ignore_processes.end(), h.comm) != spec.ignore_processes.end()) continue;
     GpuUser u{"", h.pid, h.comm, 0, ""};
     for (const auto& f : h.files) u.seen += (u.seen.empty() ? "" : " ") + f;

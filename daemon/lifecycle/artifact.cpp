@@ -19,7 +19,7 @@
 #include "lifecycle/tree_rules.hpp"
 #include "nvidia/sha256.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace fs = std::filesystem;
 namespace {
 
@@ -52,7 +52,7 @@ Result<std::string> hash_host_file(const fs::path& p) {
   if (!S_ISREG(st.st_mode)) return Error{p.string() + " is not a regular file: refusing to read it"};
   if (static_cast<std::uint64_t>(st.st_size) > kMaxArtifactBytes)
     return Error{p.string() + " is " + std::to_string(st.st_size) + " bytes; a file artifact is at most 8 GiB"};
-  Sha256 h;
+  nvidia::Sha256 h;
   std::vector<char> buf(1 << 16);
   std::uint64_t total = 0;
   for (;;) {
@@ -265,7 +265,7 @@ Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir)
   for (const auto& m : *members) {
     if (m.kind == TreeMember::Kind::directory) continue;
     if (m.kind == TreeMember::Kind::link) {
-      lines.push_back(sha256_hex(m.target) + "  " + m.path + "\n");
+      lines.push_back(nvidia::sha256_hex(m.target) + "  " + m.path + "\n");
       continue;
     }
     auto h = hash_host_file(root.host_path(sys::join(dir, m.path.substr(2))));
@@ -283,7 +283,7 @@ Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir)
 Result<std::string> sha256_tree(const sys::SysRoot& root, std::string_view dir) {
   auto l = tree_listing(root, dir);
   if (!l) return l.error();
-  return sha256_hex(*l);
+  return nvidia::sha256_hex(*l);
 }
 
 Result<Fetched> fetch_artifact(const sys::SysRoot& root, sys::CommandRunner& runner, const Artifact& a,
@@ -322,4 +322,4 @@ std::string curl_error_lines(std::string_view err) {
   return out;
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -12,7 +12,7 @@
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 // Where downloads and git checkouts go (in-root).
 inline constexpr std::string_view kArtifactDir = "/var/lib/p2pnode/artifacts";
@@ -62,4 +62,4 @@ std::optional<double> curl_progress_percent(std::string_view line);
 // The "curl: (22) The requested URL returned error: 404" lines among the redraws, joined by "; ".
 std::string curl_error_lines(std::string_view err);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 std::string build_lock_path(const std::string& package) { return "/var/lib/p2pnode/dkms/locks/" + package + ".lock"; }
 
@@ -55,4 +55,4 @@ BuildLock::~BuildLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the flock
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -12,7 +12,7 @@
 #include "core/result.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 // /var/lib/p2pnode/dkms/locks/<package>.lock
 std::string build_lock_path(const std::string& package);
@@ -33,4 +33,4 @@ class BuildLock {
   int fd_ = -1;
 };
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

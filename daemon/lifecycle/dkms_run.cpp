@@ -5,7 +5,7 @@
 
 #include "nvidia/breakage.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 namespace {
@@ -113,7 +113,7 @@ std::string failure_report(const std::string& what, const sys::CommandResult& r,
       details["first_error"] = *err;
     }
     msg += "; make.log: " + make_log;
-    const auto known = match_make_log(builtin_breakages(), *log, driver_version);
+    const auto known = nvidia::match_make_log(nvidia::builtin_breakages(), *log, driver_version);
     if (!known.empty()) {
       json ids = json::array();
       for (const auto& m : known) {
@@ -180,4 +180,4 @@ Status move_tree(const fs::path& from, const fs::path& to) {
   return {};
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -17,7 +17,7 @@
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 std::string seconds(std::chrono::steady_clock::duration d);  // "3.2 s"
 bool contains(const std::vector<std::string>& v, const std::string& s);
@@ -72,4 +72,4 @@ Status strip_setid(const std::filesystem::path& dir);
 // mount) a copy, then the original removed.
 Status move_tree(const std::filesystem::path& from, const std::filesystem::path& to);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -5,7 +5,7 @@
 namespace p2pnode::lifecycle {
 
 std::string gdrdrv_nvidia_src_dir(const DriverSpec& nvidia) {
-  return nvidia::module_target(nvidia).src_dir + "/kernel-open/nvidia";
+  return lifecycle::module_target(nvidia).src_dir + "/kernel-open/nvidia";
 }
 
 std::optional<DriverSpec> gdrdrv_spec(const Profile& p) {
@@ -16,7 +16,7 @@ std::optional<DriverSpec> gdrdrv_spec(const Profile& p) {
   m.name = kGdrdrvPackage;
   m.artifact = p.gdrcopy->source;
   m.nvidia_src_dir = gdrdrv_nvidia_src_dir(*p.driver);
-  m.nvidia_identity = nvidia::module_target(*p.driver).identity;
+  m.nvidia_identity = lifecycle::module_target(*p.driver).identity;
   d.kernel_module = std::move(m);
   d.conflicts = ConflictPolicy::report;
   d.allow_boot_without_module = p.driver->allow_boot_without_module;

@@ -3,7 +3,7 @@
 #include <lzma.h>
 #include <zstd.h>
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 
 bool ends_with(std::string_view s, std::string_view tail) {
@@ -92,4 +92,4 @@ std::optional<std::string> modinfo_field(std::span<const std::uint8_t> elf, std:
   return std::nullopt;
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

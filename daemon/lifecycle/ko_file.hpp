@@ -12,7 +12,7 @@
 
 #include "core/result.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 // The module's ELF bytes: `bytes` decompressed by the format its name ends in (.ko.xz, .ko.zst),
 // as they are for .ko. An error says which file and why (an unknown suffix, a corrupt stream, a
@@ -23,4 +23,4 @@ Result<std::vector<std::uint8_t>> module_elf(std::string_view path, std::span<co
 // A field of the .modinfo section ("srcversion", "version", "vermagic") in a module's ELF bytes.
 std::optional<std::string> modinfo_field(std::span<const std::uint8_t> elf, std::string_view field);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

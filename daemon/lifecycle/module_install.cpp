@@ -26,7 +26,7 @@
 #include "nvidia/forecast.hpp"
 #include "nvidia/sha256.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
@@ -279,10 +279,10 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
   for (std::size_t i = 0; i < d.kernel_module->patches.size(); ++i) {
     const Artifact& a = d.kernel_module->patches[i];
     if (a.builtin) {
-      const auto text = builtin_patch(*a.builtin);
+      const auto text = nvidia::builtin_patch(*a.builtin);
       if (!text) return finish(StepOutcome::refused, "kernel_module.patches[" + std::to_string(i) + "]: no builtin patch '" + *a.builtin + "'");
       PatchFile pf{"", std::string(*text), ""};
-      if (const auto* b = find_breakage(builtin_breakages(), *a.builtin)) pf.match = dkms_patch_match(*b);
+      if (const auto* b = nvidia::find_breakage(nvidia::builtin_breakages(), *a.builtin)) pf.match = nvidia::dkms_patch_match(*b);
       log("builtin patch " + *a.builtin + (pf.match.empty() ? " (every kernel; it tests the headers itself)"
                                                            : " (kernels matching " + pf.match + ")"));
       patches.push_back(std::move(pf));
@@ -312,7 +312,7 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
     return finish(StepOutcome::refused, "refused before any build: " + st.error().message +
                                             "\nnothing in DKMS, /usr/src or /lib/modules was changed");
   if (preflight) {
-    const auto tests = read_source_tests(root, staged->dir);
+    const auto tests = nvidia::read_source_tests(root, staged->dir);
     if (const auto stops = preflight(tests); !stops.empty()) {
       r.before["build_stops"] = stops;
       return finish(StepOutcome::refused, "refused before any build (the staged source read): " + stops.front() +
@@ -556,4 +556,4 @@ StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, 
                 subject + " built and installed through DKMS for " + json_text(json(verified)) + after_reboot + note);
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -14,7 +14,7 @@
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 // Kernels DKMS can build for: /lib/modules/<k> with a build/ directory (headers installed).
 std::vector<std::string> kernels_with_headers(const sys::SysRoot& root);
@@ -39,4 +39,4 @@ using PreflightFn = std::function<std::vector<std::string>(const std::map<std::s
 StepResult install_module(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
                           const std::string& running_kernel, const ProgressFn& log, const PreflightFn& preflight = {});
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -6,7 +6,7 @@
 #include "lifecycle/dkms_run.hpp"
 #include "lifecycle/tree_rules.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace fs = std::filesystem;
 namespace {
 
@@ -123,13 +123,13 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
                    d.version + ": the module and the userspace must be the same version"};
     s.modules = dkms::nvidia_modules(root.list_dir(sys::join(s.dir, "kernel-open")));
         std::vector<std::string> texts(patches.size());
-    std::vector<CorePatch> core_patches;
+    std::vector<nvidia::CorePatch> core_patches;
     for (std::size_t i = 0; i < patches.size(); ++i) {
       texts[i] = patches[i].from.empty() ? patches[i].text : root.read_text(s.patches[i], 64 << 20).value_or("");
       core_patches.push_back({patch_names[i], texts[i], patches[i].match});
     }
-    s.core = decide_core(core_patches);
-    for (const auto& o : kCoreObjects)
+    s.core = nvidia::decide_core(core_patches);
+    for (const auto& o : nvidia::kCoreObjects)
       if (s.core.reuse && !root.is_dir(sys::join(s.dir, std::string(o.dir)))) {
         s.core = {};
         s.core.why_not = "the tree has no " + std::string(o.dir) + "/";
@@ -168,4 +168,4 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
   return s;
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

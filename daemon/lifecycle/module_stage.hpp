@@ -15,7 +15,7 @@
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 // A patch to stage: a verified file, or the text of a builtin one with the kernels it is for.
 struct PatchFile {
@@ -29,7 +29,7 @@ struct Staged {
   dkms::TreeKind kind = dkms::TreeKind::kbuild;
   std::vector<std::string> modules;
   std::vector<std::string> patches;  // in-root paths of the staged patches, in order
-  CoreDecision core;                 // NVIDIA open tree: whether the core is built once (dkms.conf says so)
+  nvidia::CoreDecision core;                 // NVIDIA open tree: whether the core is built once (dkms.conf says so)
   std::string conf_text;
 };
 
@@ -37,4 +37,4 @@ struct Staged {
 Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
                      const ModuleTarget& t, const Fetched& src, const std::vector<PatchFile>& patches);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -3,7 +3,7 @@
 #include "nvidia/breakage.hpp"
 #include "nvidia/sha256.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 ModuleTarget module_target(const DriverSpec& d) {
   ModuleTarget t;
@@ -16,11 +16,11 @@ ModuleTarget module_target(const DriverSpec& d) {
   if (d.kernel_module) {
     id += "\nsource " + d.kernel_module->artifact.sha256;
     for (const auto& p : d.kernel_module->patches)
-      id += "\npatch " + (p.builtin ? "builtin:" + *p.builtin + " " + sha256_hex(std::string(builtin_patch(*p.builtin).value_or(""))) : p.sha256);
+      id += "\npatch " + (p.builtin ? "builtin:" + *p.builtin + " " + nvidia::sha256_hex(std::string(nvidia::builtin_patch(*p.builtin).value_or(""))) : p.sha256);
     if (!d.kernel_module->nvidia_identity.empty())
       id += "\nbuilt against " + d.kernel_module->nvidia_src_dir + " " + d.kernel_module->nvidia_identity;
   }
-  t.identity = sha256_hex(id);
+  t.identity = nvidia::sha256_hex(id);
   return t;
 }
 
@@ -28,4 +28,4 @@ std::string failed_log_path(const ModuleTarget& t, const std::string& kernel) {
   return std::string(kStateDir) + "/failed/" + t.name + "/" + t.version + "/" + kernel + "/make.log";
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -7,7 +7,7 @@
 #include "core/module_package.hpp"
 #include "core/profile.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 inline constexpr std::string_view kStateDir = "/var/lib/p2pnode/dkms";
 // The stamp file's format, part of every identity: a new format rebuilds once.
@@ -28,4 +28,4 @@ ModuleTarget module_target(const DriverSpec& d);
 // Where a failed build's make.log is kept for a kernel (…/failed/<name>/<version>/<kernel>/make.log).
 std::string failed_log_path(const ModuleTarget& t, const std::string& kernel);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -14,7 +14,7 @@
 #include "nvidia/breakage.hpp"
 #include "nvidia/sha256.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
@@ -215,7 +215,7 @@ std::string staged_fingerprint(const sys::SysRoot& root, const DriverSpec& d) {
   std::sort(names.begin(), names.end());
   const std::string sep(1, '\0');
   for (const auto& n : names) all += sep + n + sep + root.read_text(sys::join(t.src_dir, "patches", n), 64 << 20).value_or("");
-  return sha256_hex(all);
+  return nvidia::sha256_hex(all);
 }
 
 Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
@@ -305,7 +305,7 @@ Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner&
     return finish(true, "the next kernel " + release + " (" + version + ") keeps P2P: " + v.module +
                             " builds against its headers" +
                             (v.patches_applied.empty() ? "" : " with the staged patches"));
-  for (const auto& m : match_make_log(builtin_breakages(), text, t.version)) {
+  for (const auto& m : nvidia::match_make_log(nvidia::builtin_breakages(), text, t.version)) {
     v.breakages.push_back(m.breakage->id);
     if (m.breakage->fix_builtin) v.fixes.push_back(*m.breakage->fix_builtin);
   }
@@ -321,4 +321,4 @@ Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner&
   return finish(false, "the next kernel " + release + " (" + version + ") breaks " + v.module + ": " + what);
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

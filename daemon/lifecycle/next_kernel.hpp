@@ -19,7 +19,7 @@
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 inline constexpr std::string_view kKernelCacheDir = "/var/cache/p2pnode/kernels";
 inline constexpr std::string_view kNextKernelRecord = "/var/lib/p2pnode/next-kernel.json";
@@ -91,4 +91,4 @@ Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner&
                                    const std::string& release, const std::string& version, const JudgeOptions& opt,
                                    const ProgressFn& log);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

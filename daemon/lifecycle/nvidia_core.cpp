@@ -15,7 +15,7 @@
 #include "lifecycle/artifact.hpp"
 #include "nvidia/sha256.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 namespace {
@@ -30,8 +30,8 @@ Result<std::string> first_line(Runner& run, const std::vector<std::string>& argv
   return r.out.substr(0, r.out.find('\n'));
 }
 
-Result<CoreInputs> inputs(const sys::SysRoot& root, Runner& run, const Staged& s, const std::string& source_sha256) {
-  CoreInputs in;
+Result<nvidia::CoreInputs> inputs(const sys::SysRoot& root, Runner& run, const Staged& s, const std::string& source_sha256) {
+  nvidia::CoreInputs in;
   in.source_sha256 = source_sha256;
   for (auto i : s.core.apply) {
     auto sha = sha256_file(root, s.patches[i]);
@@ -62,7 +62,7 @@ std::optional<json> cached(const sys::SysRoot& root, const std::string& dir, con
   try {
     json j = json::parse(*text);
     if (j.at("format") != kCoreFormat || j.at("key") != key) return std::nullopt;
-    for (const auto& o : kCoreObjects) {
+    for (const auto& o : nvidia::kCoreObjects) {
       auto sha = sha256_file(root, sys::join(dir, std::string(o.object)));
       if (!sha || *sha != j.at("objects").at(std::string(o.object)).get<std::string>()) return std::nullopt;
     }
@@ -73,7 +73,7 @@ std::optional<json> cached(const sys::SysRoot& root, const std::string& dir, con
 }
 
 Status place(const sys::SysRoot& root, const std::string& cache, const Staged& s) {
-  for (const auto& o : kCoreObjects) {
+  for (const auto& o : nvidia::kCoreObjects) {
     std::error_code ec;
     const auto to = root.host_path(sys::join(s.dir, std::string(o.binary)));
     fs::remove(to, ec);  // a symlink left by an earlier `make modules` in the tree
@@ -120,7 +120,7 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
   auto in = inputs(root, run, s, source_sha256);
   if (!in) return Error{"the core's inputs: " + in.error().message};
   CoreProvided out;
-  out.key = core_key(*in);
+  out.key = nvidia::core_key(*in);
   const std::string cache = sys::join(std::string(kCoreCacheDir), out.key);
   std::error_code ec;
   if (auto j = cached(root, cache, out.key)) {
@@ -163,7 +163,7 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
   const std::string tmp = sys::join(std::string(kCoreCacheDir), "." + out.key + "." + std::to_string(::getpid()) + ".tmp");
   fs::remove_all(root.host_path(tmp), ec);
   fs::create_directories(root.host_path(tmp), ec);
-  for (const auto& o : kCoreObjects) {
+  for (const auto& o : nvidia::kCoreObjects) {
     const std::string step = "core build " + std::string(o.dir);
     auto progress = watch_build(root, log_path, step, run.log());
     auto r = run.run(step, {"make", "-C", root.host_path(sys::join(scratch, std::string(o.dir))).string(), "-j" + jobs},
@@ -208,4 +208,4 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
   return out;
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -11,7 +11,7 @@
 #include "lifecycle/module_stage.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 inline constexpr std::string_view kCoreCacheDir = "/var/cache/p2pnode/nvidia-core";
 inline constexpr std::size_t kCoreCacheKeep = 2;  // cores kept (the newest); each is ~70 MB
@@ -29,4 +29,4 @@ struct CoreProvided {
 Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const Staged& staged,
                                   const std::string& source_sha256, const std::string& log_path);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 
 // What p2pnode builds on purpose, as kernel_module_name gives them.
@@ -94,4 +94,4 @@ Status refuse_kernel_own_modules(const sys::SysRoot& root, const std::vector<std
   return {};
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -12,7 +12,7 @@
 #include "core/result.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 // The name modprobe knows a module file by: "nvme-core.ko.xz" -> "nvme_core" ('-' and '_' are one
 // to the kernel). Pure.
@@ -30,4 +30,4 @@ std::map<std::string, std::string> kernel_own_modules(const sys::SysRoot& root, 
 Status refuse_kernel_own_modules(const sys::SysRoot& root, const std::vector<std::string>& modules,
                                  const std::vector<std::string>& kernels);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -4,7 +4,7 @@
 
 #include "nvidia/patch_report.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace fs = std::filesystem;
 namespace {
 
@@ -46,7 +46,7 @@ Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& 
   for (const auto& p : s.patches) {
     const auto text = root.read_text(p, 64 << 20);
     if (!text) return text.error().with_context("reading " + p);
-    for (const auto& rel : patch_inputs(*text)) {
+    for (const auto& rel : nvidia::patch_inputs(*text)) {
       if (!inside(rel)) return Error{"patch " + p.substr(p.rfind('/') + 1) + " names " + rel + ", outside the tree"};
       const fs::path from = root.host_path(sys::join(s.dir, rel));
       if (!fs::is_regular_file(fs::symlink_status(from, ec)) || fs::exists(host / rel, ec)) continue;
@@ -66,17 +66,17 @@ Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& 
     if (strict) argv.push_back("--fuzz=0");
     for (const auto& a : {std::string("-d"), host.string(), std::string("-i"), root.host_path(p).string()}) argv.push_back(a);
     const auto r = run.quiet(std::move(argv), std::chrono::minutes(5));
-    const auto outcome = read_patch_output(r.out + "\n" + r.err);
+    const auto outcome = nvidia::read_patch_output(r.out + "\n" + r.err);
     if (r.success() && outcome.clean()) {
       fuzzed += outcome.fuzzed;
       continue;
     }
     std::vector<std::string> rejects;
-    if (auto text = root.read_text(scratch + "/.rejects", 1 << 20)) rejects = reject_hunks(*text);
+    if (auto text = root.read_text(scratch + "/.rejects", 1 << 20)) rejects = nvidia::reject_hunks(*text);
     if (outcome.clean())
       return Error{"patch " + name + " does not apply to " + tree + ": patch " + r.describe() + ": " +
                    dkms::tail_lines(r.out + r.err, 5)};
-    std::string why = describe_patch_failure(name, tree, outcome, rejects);
+    std::string why = nvidia::describe_patch_failure(name, tree, outcome, rejects);
     if (strict && !outcome.failed.empty())
       why.insert(why.find('\n') == std::string::npos ? why.size() : why.find('\n'),
                  " (a profile's patch must apply with no fuzz: a hunk whose context moved may land in the wrong function)");
@@ -87,4 +87,4 @@ Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& 
   return {};
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

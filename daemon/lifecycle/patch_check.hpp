@@ -9,7 +9,7 @@
 #include "lifecycle/module_stage.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 // `tree` names the staged source in the message ("NVIDIA 595.45.04"); `listed` is the profile's
 // driver.kernel_module.patches, in the staged order. Every patch is tried, for every kernel (DKMS's
@@ -20,4 +20,4 @@ namespace p2pnode::nvidia {
 Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& s, const std::vector<Artifact>& listed,
                            const std::string& tree);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -4,8 +4,8 @@
 #include <functional>
 #include <string_view>
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 using ProgressFn = std::function<void(std::string_view line)>;
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

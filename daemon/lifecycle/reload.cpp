@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 std::vector<Holder> find_holders(const sys::SysRoot& root, std::string_view prefix) {
   std::vector<std::pair<int, std::string>> pids;
@@ -131,4 +131,4 @@ ReloadDecision decide_reload(const ReloadInputs& in) {
   return d;
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

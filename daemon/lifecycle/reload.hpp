@@ -7,7 +7,7 @@
 
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 // Unload order: users of nvidia first (gdrcopy's gdrdrv, peermem, drm → modeset, uvm), nvidia last.
 // Load is the reverse (gdrdrv by gdrcopy.device, after the reload).
@@ -58,4 +58,4 @@ struct ReloadDecision {
 
 ReloadDecision decide_reload(const ReloadInputs& in);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -3,7 +3,7 @@
 #include <deque>
 #include <map>
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 
 // Linux follows at most 40 links resolving one path (ELOOP beyond).
@@ -181,4 +181,4 @@ std::optional<std::string> special_archive_member(std::string_view listing) {
   return std::nullopt;
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -13,7 +13,7 @@
 #include "core/result.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 struct TreeMember {
   enum class Kind { file, directory, link };
@@ -49,4 +49,4 @@ Status expect_real_dir(const sys::SysRoot& root, std::string_view path, std::str
 // character device"; nullopt when every member is one of those. Pure.
 std::optional<std::string> special_archive_member(std::string_view listing);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -7,7 +7,7 @@
 #include "nvidia/userspace.hpp"
 #include "nvidia/version.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
@@ -39,10 +39,10 @@ std::optional<std::string> api_mismatch_since_load(std::string_view log) {
 
 std::vector<std::string> userspace_versions(const sys::SysRoot& root) {
   std::vector<std::string> out;
-  if (auto u = find_userspace_driver(root); u.version) out.push_back(*u.version);  // what ld.so would load
+  if (auto u = nvidia::find_userspace_driver(root); u.version) out.push_back(*u.version);  // what ld.so would load
   for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"})
     for (const auto& f : root.list_dir(dir))
-      if (f.rfind("libcuda.so.", 0) == 0 && looks_like_version(f.substr(11)) &&
+      if (f.rfind("libcuda.so.", 0) == 0 && nvidia::looks_like_version(f.substr(11)) &&
           std::count(f.begin() + 11, f.end(), '.') >= 1 && std::find(out.begin(), out.end(), f.substr(11)) == out.end())
         out.push_back(f.substr(11));
   std::sort(out.begin(), out.end());
@@ -57,7 +57,7 @@ void check_nvidia_smi(sys::CommandRunner& runner, const std::string& wanted, Dri
     v.notes.push_back("nvidia-smi not run (" + smi.describe() + "): checked libcuda.so only");
     return;
   }
-  const auto rep = parse_smi_driver_versions(smi.out + smi.err);
+  const auto rep = nvidia::parse_smi_driver_versions(smi.out + smi.err);
   v.observed["nvidia_smi"] = rep.versions;
   if (rep.problem.find("version mismatch") != std::string::npos) {
     v.problems.push_back("nvidia-smi: " + rep.problem);
@@ -75,7 +75,7 @@ DriverVerification verify_driver(const sys::SysRoot& root, sys::CommandRunner& r
                                  bool check_userspace) {
   DriverVerification v;
   const auto proc = root.read_text("/proc/driver/nvidia/version");
-  const auto parsed = proc ? parse_proc_version(*proc) : std::nullopt;
+  const auto parsed = proc ? nvidia::parse_proc_version(*proc) : std::nullopt;
   const auto sys_version = root.read_attr("/sys/module/nvidia/version");
   v.observed["proc_version"] = parsed ? parsed->line : "";
   v.observed["sys_module_version"] = sys_version ? *sys_version : "";
@@ -127,4 +127,4 @@ DriverVerification verify_driver(const sys::SysRoot& root, sys::CommandRunner& r
   return v;
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -10,7 +10,7 @@
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 struct DriverVerification {
   std::vector<std::string> problems;  // empty: verified
@@ -28,4 +28,4 @@ std::vector<std::string> userspace_versions(const sys::SysRoot& root);
 DriverVerification verify_driver(const sys::SysRoot& root, sys::CommandRunner& runner, const std::string& wanted,
                                  bool check_userspace);
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -49,7 +49,7 @@ GpuActivityReading probe_gpu_activity(const sys::SysRoot& root, sys::CommandRunn
   cmd.timeout = std::chrono::seconds(20);  // NVML's first init on a cold driver takes seconds
   cmd.max_output_bytes = 1 << 20;
   r.agent = agent_runner.run(cmd);
-  for (const auto& h : nvidia::find_holders(root)) {
+  for (const auto& h : lifecycle::find_holders(root)) {
     GpuUser u;
     u.pid = h.pid;
     u.name = h.comm;

@@ -158,9 +158,9 @@ KernelsState probe_kernels(const sys::SysRoot& root, const std::string& running)
     s.kernels.push_back(std::move(ik));
   }
   // The judged apt candidate, when p2pnode judged one (`p2pnode judge-kernel`, or the daemon).
-  if (auto text = root.read_text(std::string(nvidia::kNextKernelRecord))) {
+  if (auto text = root.read_text(std::string(lifecycle::kNextKernelRecord))) {
     try {
-      if (auto v = nvidia::verdict_from_json(nlohmann::json::parse(*text)))
+      if (auto v = lifecycle::verdict_from_json(nlohmann::json::parse(*text)))
         s.next_candidate = NextKernelJudged{v->release, v->package_version, v->module, v->keeps_p2p, v->summary,
                                             v->first_error, v->make_log, v->breakages, v->fixes};
     } catch (const std::exception&) {  // a garbled record is as good as none: the next judgement rewrites it

@@ -79,7 +79,7 @@ void use_profile_tree(const sys::SysRoot& root, const Profile& p, Inventory& inv
   const Artifact& a = p.driver->kernel_module->artifact;
   std::string dir;
   if (a.path && root.is_dir(*a.path)) dir = *a.path;
-  else if (a.git && root.is_dir(nvidia::git_checkout_dir(a))) dir = nvidia::git_checkout_dir(a);
+  else if (a.git && root.is_dir(lifecycle::git_checkout_dir(a))) dir = lifecycle::git_checkout_dir(a);
   if (dir.empty() || !root.is_dir(join(dir, "kernel-open"))) return;
   if (!inv.nvidia.source_tests.count(dir)) inv.nvidia.source_tests[dir] = nvidia::read_source_tests(root, dir);
   inv.nvidia.profile_tree = dir;

@@ -48,12 +48,12 @@ struct MountTable {
   std::vector<std::pair<std::string, std::string>> by_devnum;  // "259:2" -> mountpoint
   std::vector<std::pair<std::string, std::string>> by_source;  // "/dev/nvme0n1p2" -> mountpoint
   std::set<std::string> swaps;                                 // "/dev/nvme0n1p3"
-  std::vector<nvidia::Holder> open;                            // processes with /dev/nvme* open
+  std::vector<lifecycle::Holder> open;                            // processes with /dev/nvme* open
 };
 
 MountTable read_mount_table(const sys::SysRoot& root) {
   MountTable t;
-  t.open = nvidia::find_holders(root, "/dev/nvme");
+  t.open = lifecycle::find_holders(root, "/dev/nvme");
   if (auto text = root.read_text("/proc/self/mountinfo")) {
     std::istringstream in(*text);
     std::string line;

@@ -107,7 +107,7 @@ struct Bench {
   }
   std::vector<std::string> cache_entries() const {
     std::vector<std::string> out;
-    for (const auto& e : root.list_dir(nvidia::kCoreCacheDir)) out.push_back(e);
+    for (const auto& e : root.list_dir(lifecycle::kCoreCacheDir)) out.push_back(e);
     return out;
   }
   std::vector<std::string> log;
@@ -145,7 +145,7 @@ TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
   EXPECT_EQ(r.after["core"]["from_cache"], false);
   const std::string key = r.after["core"]["key"];
   ASSERT_EQ(key.size(), 64u);
-  const auto info = nlohmann::json::parse(*b.root.read_text(std::string(nvidia::kCoreCacheDir) + "/" + key + "/core.json"));
+  const auto info = nlohmann::json::parse(*b.root.read_text(std::string(lifecycle::kCoreCacheDir) + "/" + key + "/core.json"));
   EXPECT_EQ(info["compiler"], "gcc (Debian 12.2.0-14) 12.2.0; g++ (Debian 12.2.0-14) 12.2.0");
   EXPECT_EQ(info["patch_sha256"], nlohmann::json::array());  // no patch changes the core
   EXPECT_EQ(info["objects"]["nv-kernel.o"], nvidia::sha256_hex("object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n"));
@@ -186,7 +186,7 @@ TEST(DriverCore, ANewCompilerOrADamagedCacheBuildsItAgain) {
   const auto first = b.apply(p);
   ASSERT_EQ(first.outcome, StepOutcome::changed) << first.message;
   const std::string key = first.after["core"]["key"];
-  const std::string cached = std::string(nvidia::kCoreCacheDir) + "/" + key + "/nv-kernel.o";
+  const std::string cached = std::string(lifecycle::kCoreCacheDir) + "/" + key + "/nv-kernel.o";
 
   // A cached object that no longer hashes as recorded is not linked: the core is built again.
   std::ofstream(b.root.host_path(cached)) << "bit rot";
@@ -198,7 +198,7 @@ TEST(DriverCore, ANewCompilerOrADamagedCacheBuildsItAgain) {
   EXPECT_EQ(*b.root.read_text(cached), "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n");
 
   // Another build's work in progress is left alone; a dead build's (a day old) is removed.
-  const std::string cache_dir(nvidia::kCoreCacheDir);
+  const std::string cache_dir(lifecycle::kCoreCacheDir);
   fs::create_directories(b.root.host_path(cache_dir + "/.ab12.999.tmp"));
   fs::create_directories(b.root.host_path(cache_dir + "/.cd34.998.tmp"));
   fs::last_write_time(b.root.host_path(cache_dir + "/.cd34.998.tmp"), fs::file_time_type::clock::now() - std::chrono::hours(48));
@@ -228,14 +228,14 @@ TEST(DriverCore, APatchThatChangesTheCoreIsAppliedBeforeItIsBuilt) {
               "--- a/src/nvidia/core.c\n+++ b/src/nvidia/core.c\n@@ -1 +1 @@\n-int rm;\n+int rm_p2p;\n");
   Artifact patch;
   patch.path = "/srv/0001-rm.patch";
-  patch.sha256 = *nvidia::sha256_file(b.root, "/srv/0001-rm.patch");
+  patch.sha256 = *lifecycle::sha256_file(b.root, "/srv/0001-rm.patch");
   const auto r = b.apply(nvidia_profile(b.box, {patch}));
   ASSERT_EQ(r.outcome, StepOutcome::changed) << r.message;
   EXPECT_EQ(b.dkms.sources_seen.at(0), "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm_p2p;\n");
   // The source DKMS takes is as staged (DKMS applies the patch itself); the cache names the patch.
   EXPECT_EQ(*b.root.read_text("/usr/src/p2ptest-1.5/src/nvidia/core.c"), "int rm;\n");
   const auto info = nlohmann::json::parse(
-      *b.root.read_text(std::string(nvidia::kCoreCacheDir) + "/" + r.after["core"]["key"].get<std::string>() + "/core.json"));
+      *b.root.read_text(std::string(lifecycle::kCoreCacheDir) + "/" + r.after["core"]["key"].get<std::string>() + "/core.json"));
   EXPECT_EQ(info["patch_sha256"], nlohmann::json::array({patch.sha256}));
 }
 
@@ -289,7 +289,7 @@ TEST(DriverCore, ThePreflightReadsTheStagedSourceBeforeAnyBuild) {
                                                     : std::vector<std::string>{};
   };
   auto log = [](std::string_view) {};
-  auto r = nvidia::install_module(b.root, b.runner, *nvidia_profile(b.box).driver, kKernel, log, stop);
+  auto r = lifecycle::install_module(b.root, b.runner, *nvidia_profile(b.box).driver, kKernel, log, stop);
   ASSERT_EQ(r.outcome, StepOutcome::refused) << r.message;
   EXPECT_NE(r.message.find("refused before any build (the staged source read): 6.1.0-55-amd64: known breakage"),
             std::string::npos)
@@ -302,7 +302,7 @@ TEST(DriverCore, ThePreflightReadsTheStagedSourceBeforeAnyBuild) {
   // NVIDIA's own conftest for the argument: the tree carries the fix, the build goes ahead.
   b.box.write("srv/ogkm/kernel-open/nvidia/nv-pci.c",
               "#if defined(NV_PCI_RESIZE_RESOURCE_HAS_EXCLUDE_BARS_ARG)\n    r = pci_resize_resource(pci_dev, 1, s, 0);\n#endif\n");
-  r = nvidia::install_module(b.root, b.runner, *nvidia_profile(b.box).driver, kKernel, log, stop);
+  r = lifecycle::install_module(b.root, b.runner, *nvidia_profile(b.box).driver, kKernel, log, stop);
   EXPECT_FALSE(seen.at("pci-resize-resource-exclude-bars"));
   EXPECT_EQ(r.outcome, StepOutcome::changed) << r.message;
 }
@@ -312,7 +312,7 @@ TEST(DriverCore, ThePreflightReadsTheStagedSourceBeforeAnyBuild) {
 TEST(DriverCore, ASecondBuildOfThePackageWaitsForTheFirst) {
   Bench b;
   const Profile p = nvidia_profile(b.box);
-  const auto lock = b.root.host_path(nvidia::build_lock_path("p2ptest-1.5"));
+  const auto lock = b.root.host_path(lifecycle::build_lock_path("p2ptest-1.5"));
   fs::create_directories(lock.parent_path());
   const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   ASSERT_GE(fd, 0);

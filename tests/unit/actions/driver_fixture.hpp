@@ -125,7 +125,7 @@ inline Profile source_profile(const Box& box, const std::string& src, std::vecto
   ModuleSource ms;
   ms.name = "p2ptest";
   ms.artifact.path = src;
-  ms.artifact.sha256 = *nvidia::sha256_tree(sys::SysRoot(box.dir), src);
+  ms.artifact.sha256 = *lifecycle::sha256_tree(sys::SysRoot(box.dir), src);
   ms.patches = std::move(patches);
   d.kernel_module = ms;
   p.driver = d;
@@ -135,7 +135,7 @@ inline Profile source_profile(const Box& box, const std::string& src, std::vecto
 inline Profile module_profile(const Box& box, const std::string& patch_sha = {}) {
   Artifact patch;
   patch.path = "/srv/0001-mark.patch";
-  patch.sha256 = patch_sha.empty() ? *nvidia::sha256_file(sys::SysRoot(box.dir), "/srv/0001-mark.patch") : patch_sha;
+  patch.sha256 = patch_sha.empty() ? *lifecycle::sha256_file(sys::SysRoot(box.dir), "/srv/0001-mark.patch") : patch_sha;
   return source_profile(box, "/srv/src", {patch});
 }
 

@@ -38,7 +38,7 @@ StepResult apply_hostile(ModuleBench& b, const Profile& p, std::vector<std::stri
 Profile tarball_profile(const Box& box, const std::string& tarball) {
   Profile p = source_profile(box, "/srv/src", {});
   p.driver->kernel_module->artifact.path = tarball;
-  p.driver->kernel_module->artifact.sha256 = *nvidia::sha256_file(sys::SysRoot(box.dir), tarball);
+  p.driver->kernel_module->artifact.sha256 = *lifecycle::sha256_file(sys::SysRoot(box.dir), tarball);
   return p;
 }
 

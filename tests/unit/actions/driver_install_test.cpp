@@ -127,7 +127,7 @@ TEST(DriverModule, FailedRebuildKeepsTheInstallAndReportsTheCompilerError) {
   Profile p2 = p;
   Artifact more;
   more.path = "/srv/0002-more.patch";
-  more.sha256 = *nvidia::sha256_file(root, "/srv/0002-more.patch");
+  more.sha256 = *lifecycle::sha256_file(root, "/srv/0002-more.patch");
   p2.driver->kernel_module->patches.push_back(more);
   dkms.build_exit = 10;
   ApplyContext ctx2{root, runner, p2};
@@ -220,7 +220,7 @@ TEST(DriverModule, UnpacksATarballWithOneTopDirectory) {
   ModuleSource ms;
   ms.name = "p2ptest";
   ms.artifact.path = "/srv/p2ptest-1.5.tar.gz";
-  ms.artifact.sha256 = *nvidia::sha256_file(root, *ms.artifact.path);
+  ms.artifact.sha256 = *lifecycle::sha256_file(root, *ms.artifact.path);
   d.kernel_module = ms;
   p.driver = d;
   Inventory inv;
@@ -326,7 +326,7 @@ TEST(DriverUserspace, RunsTheInstallerOnceWithItsFlags) {
   d.version = "550.90.07";
   Artifact a;
   a.path = "/srv/NVIDIA-Linux-x86_64-550.90.07.run";
-  a.sha256 = *nvidia::sha256_file(root, *a.path);
+  a.sha256 = *lifecycle::sha256_file(root, *a.path);
   d.userspace_installer = a;
   d.installer_flags = {"--no-drm"};
   p.driver = d;
@@ -358,7 +358,7 @@ TEST(DriverUserspace, AnInstallerOfTheWrongVersionFails) {
   d.version = "550.90.07";
   Artifact a;
   a.path = "/srv/x.run";
-  a.sha256 = *nvidia::sha256_file(root, *a.path);
+  a.sha256 = *lifecycle::sha256_file(root, *a.path);
   d.userspace_installer = a;
   p.driver = d;
   ApplyContext ctx{root, runner, p};
@@ -379,7 +379,7 @@ TEST(DriverUserspace, AFlagOutsideTheGrammarIsRefusedBeforeTheInstallerRuns) {
   d.version = "550.90.07";
   Artifact a;
   a.path = "/srv/x.run";
-  a.sha256 = *nvidia::sha256_file(root, *a.path);
+  a.sha256 = *lifecycle::sha256_file(root, *a.path);
   d.userspace_installer = a;
   d.installer_flags = {"--no-drm", "--log-file-name=/etc/shadow"};
   p.driver = d;

@@ -68,7 +68,7 @@ TEST(DriverModule, AProfilePatchThatNeedsFuzzIsRefused) {
             " int e;\n int f;\n");
   Artifact patch;
   patch.path = "/srv/fuzzy.patch";
-  patch.sha256 = *nvidia::sha256_file(root, "/srv/fuzzy.patch");
+  patch.sha256 = *lifecycle::sha256_file(root, "/srv/fuzzy.patch");
   const Profile p = source_profile(box, "/srv/src", {patch});
   Inventory inv;
   inv.kernel.release = kKernel;

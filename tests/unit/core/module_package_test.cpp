@@ -18,7 +18,7 @@ TEST(ModulePackage, NamesDkmsAndTheSourceFolderAlike) {
   EXPECT_EQ(p.dir_name(), "nvidia-p2p-610.57.04");
   EXPECT_EQ(p.src_dir(), "/usr/src/nvidia-p2p-610.57.04");
   // The install's target spells them the same way, and its stamp sits under the state folder.
-  const nvidia::ModuleTarget t = nvidia::module_target(d);
+  const lifecycle::ModuleTarget t = lifecycle::module_target(d);
   EXPECT_EQ(t.dkms_id(), p.dkms_id());
   EXPECT_EQ(t.src_dir, p.src_dir());
   EXPECT_EQ(t.stamp, "/var/lib/p2pnode/dkms/nvidia-p2p-610.57.04.json");

@@ -55,7 +55,7 @@ TEST(Gdrdrv, ItsOwnDkmsPackageBuiltAgainstTheStagedNvidiaTree) {
   EXPECT_EQ(spec->kernel_module->name, "gdrdrv");
   EXPECT_EQ(spec->kernel_module->artifact.path, "/srv/gdrcopy-2.6.tar.xz");
   EXPECT_EQ(spec->kernel_module->nvidia_src_dir, "/usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia");
-  const auto t = nvidia::module_target(*spec);
+  const auto t = lifecycle::module_target(*spec);
   EXPECT_EQ(t.src_dir, "/usr/src/gdrdrv-2.6");
   EXPECT_EQ(t.stamp, "/var/lib/p2pnode/dkms/gdrdrv-2.6.json");
 
@@ -78,7 +78,7 @@ TEST(Gdrdrv, ItsOwnDkmsPackageBuiltAgainstTheStagedNvidiaTree) {
 }
 
 TEST(Gdrdrv, AChangedNvidiaTreeIsAChangedGdrdrv) {
-  const auto id = [](const Profile& p) { return nvidia::module_target(*lifecycle::gdrdrv_spec(p)).identity; };
+  const auto id = [](const Profile& p) { return lifecycle::module_target(*lifecycle::gdrdrv_spec(p)).identity; };
   const Profile p = gdrdrv_profile();
   EXPECT_EQ(id(p), id(gdrdrv_profile())) << "same profile, same identity: nothing rebuilt";
   EXPECT_NE(id(p), id(gdrdrv_profile(std::string(64, 'a')))) << "another NVIDIA source";

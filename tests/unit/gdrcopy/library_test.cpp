@@ -39,7 +39,7 @@ struct GdrBox {
   }
   Profile profile() {
     sys::SysRoot root(dir);
-    const auto sha = nvidia::sha256_tree(root, "/srv/gdr");
+    const auto sha = lifecycle::sha256_tree(root, "/srv/gdr");
     EXPECT_TRUE(sha.ok());
     const std::string text =
         "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: gdr\n"

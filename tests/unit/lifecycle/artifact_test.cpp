@@ -13,7 +13,8 @@
 #include "lifecycle/artifact.hpp"
 #include "nvidia/sha256.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
+using nvidia::sha256_hex;
 namespace {
 namespace fs = std::filesystem;
 
@@ -301,9 +302,9 @@ TEST(Artifact, Basenames) {
 }
 
 }  // namespace
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 
 // A git source pinned by its tree sha256: cloned with --depth 1 --branch, .git left out of the digest.
@@ -338,9 +339,9 @@ TEST(Artifact, GitCheckoutOfABranch) {
 }
 
 }  // namespace
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 
 // curl --progress-bar as recorded (tests/fixtures/_recorded/curl/README.md): redraws split on \r.
 TEST(CurlProgress, RecordedBarGivesEachPercentage) {
@@ -371,4 +372,4 @@ TEST(CurlProgress, ErrorLinesAmongRedraws) {
   EXPECT_EQ(curl_error_lines("\r####   12.0%"), "");
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

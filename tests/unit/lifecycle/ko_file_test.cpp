@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
@@ -81,4 +81,4 @@ TEST(KoFile, OverTheSizeLimitIsAnError) {
 }
 
 }  // namespace
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

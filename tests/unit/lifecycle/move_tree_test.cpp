@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 namespace fs = std::filesystem;
 
@@ -62,4 +62,4 @@ TEST(MoveTree, CopiesAcrossMounts) {
 }
 
 }  // namespace
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -12,7 +12,7 @@
 #include "engine/metrics.hpp"
 #include "probe/probe.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 namespace fs = std::filesystem;
 
@@ -154,4 +154,4 @@ TEST(NextKernel, TheRecordedVerdictIsAFindingAndAMetric) {
 }
 
 }  // namespace
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

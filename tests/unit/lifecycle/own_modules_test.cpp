@@ -7,7 +7,7 @@
 
 #include "lifecycle/own_modules.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 namespace fs = std::filesystem;
 
@@ -67,4 +67,4 @@ TEST(OwnModules, FromTheKernelTreeAndModulesBuiltin) {
 }
 
 }  // namespace
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

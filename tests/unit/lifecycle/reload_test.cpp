@@ -6,7 +6,7 @@
 #include "lifecycle/reload.hpp"
 #include "lifecycle/verify.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 namespace fs = std::filesystem;
 
@@ -170,4 +170,4 @@ TEST(Verify, ApiMismatchOnlySinceTheLastLoad) {
 }
 
 }  // namespace
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -13,7 +13,7 @@
 
 #include "lifecycle/tree_rules.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 namespace fs = std::filesystem;
 
@@ -133,4 +133,4 @@ TEST(TreeRules, TarsOwnListingOfAFifoIsSeen) {
 }
 
 }  // namespace
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -10,7 +10,7 @@
 #include "lifecycle/dkms_run.hpp"
 #include "sys/command_runner.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 namespace fs = std::filesystem;
 
@@ -53,4 +53,4 @@ TEST(Unpack, ATarballWithASetuidFileIsNeutralised) {
 }
 
 }  // namespace
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle

@@ -11,7 +11,7 @@
 
 #include "nvidia/version.hpp"
 
-namespace p2pnode::nvidia {
+namespace p2pnode::lifecycle {
 namespace {
 namespace fs = std::filesystem;
 
@@ -60,29 +60,29 @@ std::string joined(const std::vector<std::string>& v) {
 }  // namespace
 
 TEST(SmiDriverVersions, RecordedH200) {
-  auto r = parse_smi_driver_versions(recorded("query-driver_version.out"));
+  auto r = nvidia::parse_smi_driver_versions(recorded("query-driver_version.out"));
   EXPECT_EQ(r.versions, (std::vector<std::string>{"580.159.04"}));
   EXPECT_EQ(r.problem, "");
-  r = parse_smi_driver_versions(recorded("no-devices.out"));
+  r = nvidia::parse_smi_driver_versions(recorded("no-devices.out"));
   EXPECT_TRUE(r.versions.empty());
   EXPECT_EQ(r.problem, "No devices were found");
 }
 
 TEST(SmiDriverVersions, OneLinePerGpu) {
-  const auto r = parse_smi_driver_versions("550.90.07\n550.90.07\n");
+  const auto r = nvidia::parse_smi_driver_versions("550.90.07\n550.90.07\n");
   EXPECT_EQ(r.versions, (std::vector<std::string>{"550.90.07", "550.90.07"}));
   EXPECT_EQ(r.problem, "");
 }
 
 TEST(SmiDriverVersions, NvmlMismatchNoGpuAndGarbage) {
-  auto r = parse_smi_driver_versions("Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.107\n");
+  auto r = nvidia::parse_smi_driver_versions("Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.107\n");
   EXPECT_TRUE(r.versions.empty());
   EXPECT_EQ(r.problem, "Failed to initialize NVML: Driver/library version mismatch");
-  r = parse_smi_driver_versions("No devices were found\n");
+  r = nvidia::parse_smi_driver_versions("No devices were found\n");
   EXPECT_EQ(r.problem, "No devices were found");
-  r = parse_smi_driver_versions("");
+  r = nvidia::parse_smi_driver_versions("");
   EXPECT_EQ(r.problem, "no output");
-  r = parse_smi_driver_versions("550.90.07\r\n\x01\xff\n");
+  r = nvidia::parse_smi_driver_versions("550.90.07\r\n\x01\xff\n");
   EXPECT_EQ(r.versions.size(), 1u);
   EXPECT_FALSE(r.problem.empty());
 }
@@ -146,4 +146,4 @@ TEST(VerifyDriver, ApiMismatchInTheKernelLogSinceLoad) {
   EXPECT_NE(joined(v.problems).find("API mismatch"), std::string::npos) << joined(v.problems);
 }
 
-}  // namespace p2pnode::nvidia
+}  // namespace p2pnode::lifecycle
