@@ -53,7 +53,7 @@ for n in "${nodes[@]}"; do
   cp tests/serve/agents/replay.sh "$r/usr/local/lib/p2pnode-test/"
   gpus=$("$bin" check --root "$f" --profiles profiles --json | python3 -c 'import json,sys; print(" ".join(g["bdf"] for g in json.load(sys.stdin)["node"]["gpus"]))')
   # shellcheck disable=SC2086
-  python3 tests/serve/synth_agent_result.py tests/gpu/results/h200x4-rounds.json $gpus > "$r/usr/local/lib/p2pnode-test/result.json"
+  python3 tests/serve/synth_agent_result.py tests/fixtures/gpu-runs/h200x4-rounds.json $gpus > "$r/usr/local/lib/p2pnode-test/result.json"
 done
 log "$NODES nodes made: $((SECONDS - t0)) s"
 {

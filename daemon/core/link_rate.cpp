@@ -84,7 +84,7 @@ const char* to_string(CopyKind k) {
 const std::vector<Efficiency>& efficiency_table() {
   static const std::vector<Efficiency> t = {
       {PathKind::nvlink, CopyKind::ce, 0.875,
-       "2x H200 NV18 (NVLink 4, 18 x 25 = 450 GB/s), this project's runs tests/gpu/results/h200x2-default-*.json "
+       "2x H200 NV18 (NVLink 4, 18 x 25 = 450 GB/s), this project's runs tests/fixtures/gpu-runs/h200x2-default-*.json "
        "(2026-11-21): CE write 396.33-396.46, CE read 393.80-393.88 GB/s; the lower direction, 393.8/450"},
       {PathKind::nvlink, CopyKind::sm, 0.82,
        "same runs: SM write 369.49-370.03, SM read 374.11-374.37 GB/s; 369.5/450"},
@@ -103,7 +103,7 @@ const std::vector<Efficiency>& efficiency_table() {
       {PathKind::pcie_p2p_cross_socket, CopyKind::bidirectional, 0.66,
        "seed 001: bidirectional across sockets 38.93-41.93 GB/s, median 41.59, over 2 x 31.51"},
       {PathKind::pcie_host, CopyKind::ce, 0.87,
-       "2x H200 on PCIe Gen5 x16 (63.02 GB/s), tests/gpu/results/h200x2-default-*.json: pinned host to device "
+       "2x H200 on PCIe Gen5 x16 (63.02 GB/s), tests/fixtures/gpu-runs/h200x2-default-*.json: pinned host to device "
        "55.07-55.26, device to host 55.01-55.08 GB/s; 55.0/63.02"},
       {PathKind::pcie_host, CopyKind::bar_write, 0.38,
        "seed 004 (gdrcopy): CPU stores through the write-combined BAR mapping 6-8 GB/s on Ivy Bridge Xeons over "

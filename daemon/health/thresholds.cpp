@@ -18,7 +18,7 @@ namespace p2pnode::health {
 //   2,840 in 60 s idle over 72 links (0.66/s a link), about 5,800 in each 4.3 s self-test
 //   (18.7/s a link, the highest measured) and 4,398 in 5.3 s of nvbandwidth (11.5/s a link);
 //   replay, recovery, crc_flit and crc_data stayed 0. PCIe replay counters 0, 10, 2 and 13.
-// [H200] Healthy 2x H200, same driver (tests/gpu/results/driver-health-h200x2): crc_data rose by
+// [H200] Healthy 2x H200, same driver (tests/gpu/run-driver-health.sh, docs/testing.md): crc_data rose by
 //   1 to 7 a link within about 12 s with ecc_data (at most 0.6/s a link, about 10/s a GPU);
 //   replay and recovery 0.
 const HealthLimits& HealthLimits::defaults() {

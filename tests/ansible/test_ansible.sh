@@ -84,7 +84,7 @@ for n in "${nodes[@]}"; do
   cp tests/serve/agents/replay.sh "$r/usr/local/lib/p2pnode-test/"
   gpus=$("$bin" check --root "$f" --profiles profiles --json | jq -r '.node.gpus[].bdf' | tr '\n' ' ')
   # shellcheck disable=SC2086
-  python3 tests/serve/synth_agent_result.py tests/gpu/results/h200x4-rounds.json $gpus > "$r/usr/local/lib/p2pnode-test/result.json"
+  python3 tests/serve/synth_agent_result.py tests/fixtures/gpu-runs/h200x4-rounds.json $gpus > "$r/usr/local/lib/p2pnode-test/result.json"
 done
 t_nodes=$((SECONDS - t1))
 # The example inventory's groups get the nodes: node1 the canary and an H200 server, node2 a

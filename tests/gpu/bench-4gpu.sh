@@ -13,7 +13,7 @@
 #   mkdir -p build-bench/tests/gpu && cp build/agent/p2pnode-agent NVBANDWIDTH build-bench/ &&
 #   strip --strip-debug build-bench/p2pnode-agent && cp tests/gpu/{bench-4gpu.sh,runone.py,bench_compare.py} build-bench/tests/gpu/
 #   run(kind=nvidia-h100-x4, carry=["build-bench"], command="cd build-bench && B=. bash tests/gpu/bench-4gpu.sh")
-# Writes under $OUT (copied to tests/gpu/results/bench-<box>/ afterwards): bench-log.txt (the box,
+# Writes under $OUT: bench-log.txt (the box,
 # every run, the agent's --timings), runs.tsv, tables.md, agent-*.json (one per GPU count, the
 # planted corruption) and nvbandwidth-*.txt (its JSON, kept out of the agent's schema test).
 set -u

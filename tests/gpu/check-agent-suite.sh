@@ -2,7 +2,7 @@
 # The agent benchmark's last look on 4x H100 with the committed agent (carried as in bench-4gpu.sh, run from
 # that folder): the default suite on a machine just started (the cold first run), serial mode, a
 # time budget, the planted corruption on pair 2->3, three GPUs (odd: one GPU sits out each round)
-# and the table output. Log: tests/gpu/results/bench-h100x4-diag/check-log.txt.
+# and the table output.
 set -u
 A=./p2pnode-agent
 for args in "" "--mode serial --cases latency,integrity" "--time-budget 1" "--cases integrity --inject-corruption 2:3"; do

@@ -2,7 +2,7 @@
 # The agent benchmark's second look on 4x H100: the samples now follow each other in one hold (warm-up once);
 # copies per sample, SM copy launch shapes, host buffer size and the memory and exit knobs, beside
 # nvbandwidth's bandwidth cases on the same boot. Writes diag2-log.txt and diag2.tgz under $OUT.
-# It ran (2026-11-27, tests/gpu/results/bench-h100x4-diag/diag2-log.txt) against a working build
+# It ran (2026-11-27, on 4x H100) against a working build
 # with experiment switches taken out once measured (P2PNODE_SM_COPY_SHAPE, P2PNODE_FAST_EXIT:
 # leaving the teardown to the kernel saved nothing); kept as the record of what was measured.
 set -u

@@ -3,7 +3,7 @@
 # go at four GPUs, beside nvbandwidth v0.8's seven cases, and the knobs that might take them down.
 # Run from the repository root with build-bench/ carried (p2pnode-agent and nvbandwidth, built
 # here: see bench-4gpu.sh's header). Writes diag-log.txt and diag.tgz (every JSON) under $OUT.
-# It ran (2026-11-27, tests/gpu/results/bench-h100x4-diag/diag-log.txt) against a working build
+# It ran (2026-11-27, on 4x H100) against a working build
 # with three experiment switches that were taken out once measured: P2PNODE_SMAPS_OUT (copy of
 # /proc/self/smaps at the fullest), P2PNODE_SM_COPY_SHAPE (blocks per SM:words per thread) and
 # the then default of one sample per hold; kept as the record of what was measured.

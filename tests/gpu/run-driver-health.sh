@@ -10,7 +10,7 @@
 # makes of it: /v1/health's gpus and p2p_status, /readyz, the new metrics.
 # Run from the repository root after `bash tests/gpu/pack-expect.sh` here, carrying build-expect/:
 #   run(kind=nvidia-h200-x2, carry=["build-expect"], command="bash tests/gpu/run-driver-health.sh")
-# Into $OUT (copied to tests/gpu/results/driver-health-<kind>/ afterwards): driver-health-log.txt
+# Into $OUT: driver-health-log.txt
 # (the comparison, the timings), agent-health.json, nvidia-smi-q.txt, topo-p2p.txt,
 # health-api.json, readyz-api.json, health-metrics.txt. Changes nothing on the box.
 set -u

@@ -2,7 +2,7 @@
 # Issue 14 on a 2x H200 box (device kind nvidia-h200-x2; any number of GPUs works). Run from the
 # repository root after `bash tests/gpu/pack-expect.sh` here, carrying build-expect/:
 #   run(kind=nvidia-h200-x2, carry=["build-expect"], command="bash tests/gpu/run-expect.sh")
-# What it shows, into $OUT (8 files, the most a run returns; copied to tests/gpu/results/expect/ afterwards):
+# What it shows, into $OUT (8 files, the most a run returns):
 #   expect-log.txt      the box (nvidia-smi topo -m, topo -p2p r/w, driver), every command and its
 #                       exit status, `p2pnode check` without and with the agent's result (PHB -> NV18)
 #   expect-1..3.json    three default agent runs (each carries `interconnect`, read through NVML)

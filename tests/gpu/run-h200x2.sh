@@ -2,7 +2,7 @@
 # Issue 6 on 2x H200 (device kind nvidia-h200-x2). Run from the repository root with the agent
 # built here and carried in build-agent/:
 #   run(kind=nvidia-h200-x2, carry=["build-agent"], command="bash tests/gpu/run-h200x2.sh")
-# Writes the JSON documents and a log under $OUT (copied to tests/gpu/results/ afterwards).
+# Writes the JSON documents and a log under $OUT.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

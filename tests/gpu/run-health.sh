@@ -4,7 +4,7 @@
 # off, no self-test, a health pass every 2 s, for HEALTH_SECONDS (20 by default). Run from the
 # repository root after `bash tests/gpu/pack-expect.sh` here, carrying build-expect/:
 #   run(kind=nvidia-h200-x2, carry=["build-expect"], command="bash tests/gpu/run-health.sh")
-# Into $OUT (copied to tests/gpu/results/health-<kind>/ afterwards):
+# Into $OUT:
 #   health-log.txt        the box (nvidia-smi -L, topo -m, nvlink -s/-e, AER files of every GPU and
 #                         the bridges above them), each command with its exit status and wall time
 #   agent-health.json     `p2pnode-agent --health --json`, as the daemon reads it

@@ -7,7 +7,7 @@
 # alert), /v1/health at the end (no finding expected), `nvidia-smi nvlink -e` before and after.
 # Run from the repository root after `bash tests/gpu/pack-expect.sh` here, carrying build-expect/:
 #   run(kind=nvidia-h100-x4, carry=["build-expect"], command="IDLE_S=360 bash tests/gpu/run-quiet-box.sh")
-# Into $OUT (copied to tests/gpu/results/quiet-box-<kind>/): quiet-log.txt, health-api.json,
+# Into $OUT: quiet-log.txt, health-api.json,
 # metrics-series.txt, serve-log.txt, nvlink-e.txt. Changes nothing on the box.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

@@ -1,12 +1,12 @@
 # Sourced by scripts/bench-serve.sh, scripts/bench-fleet.sh and tests/grafana/test_dashboard.sh:
 # `p2pnode serve` on a recorded machine (tests/fixtures) holding a self-test result synthesised for
-# its GPUs from a recorded one (tests/gpu/results).
+# its GPUs from a recorded one (tests/fixtures/gpu-runs).
 # start_fixture_node BIN SRC WORK FIXTURE PROFILE [TEMPLATE [CONFIG_EXTRA]]: starts it under WORK
 # (an empty directory) and waits for its first reconcile. PROFILE: a file under profiles/, an absolute path, or "".
 # Sets NODE_ADDR (127.0.0.1:port) and NODE_PID; returns 1 (after saying why on stderr) when the
 # daemon does not listen within 20 s or decide within 60 s.
 start_fixture_node() {
-  local bin=$1 src=$2 work=$3 fixture=$4 profile=$5 template=${6:-$2/tests/gpu/results/h200x4-rounds.json} extra=${7:-}
+  local bin=$1 src=$2 work=$3 fixture=$4 profile=$5 template=${6:-$2/tests/fixtures/gpu-runs/h200x4-rounds.json} extra=${7:-}
   local root=$work/root gpus i
   cp -a "$src/tests/fixtures/$fixture" "$root"
   mkdir -p "$root/etc/p2pnode/profiles" "$root/var/lib/p2pnode"

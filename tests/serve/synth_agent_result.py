@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Synthesises an N-GPU agent result from a recorded one (tests/gpu/results), for GPUs at the
+"""Synthesises an N-GPU agent result from a recorded one (tests/fixtures/gpu-runs), for GPUs at the
 given PCI addresses: every pair cell and matrix is copied from the recorded pair (0, 1) or GPU 0;
 a GPU the recording does not have reports memory_bytes 0 (not known).
 Used by the benchmark to serve a full 8-GPU self-test without 8 GPUs.

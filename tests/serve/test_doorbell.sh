@@ -60,7 +60,7 @@ node() {  # node NAME GPU_STATUS
   printf '{"schema_version": 1, "drives": [{"serial": "%s", "model": "%s", "address": "0000:87:00.0"}]}\n' \
     "$SERIAL" "$MODEL" > "$root/var/lib/p2pnode/nvme-serials.json"
   gpus=$("$BIN" check --root "$root" --json | jq -r '[.node.gpus[].bdf] | join(" ")')
-  python3 "$SRC/tests/serve/synth_agent_result.py" "$SRC/tests/gpu/results/h200x4-rounds.json" $gpus > "$WORK/$1/result.json"
+  python3 "$SRC/tests/serve/synth_agent_result.py" "$SRC/tests/fixtures/gpu-runs/h200x4-rounds.json" $gpus > "$WORK/$1/result.json"
   doorbell_doc "$WORK/$1/doorbell.json" "$2"
   write_config "$1" "$SRC/tests/serve/agents/doorbell.sh" \
     "[\"$WORK/$1/result.json\", \"$WORK/$1/doorbell.json\", \"$WORK/$1/args.log\"]" "apply: false"

@@ -7,7 +7,7 @@
 BIN=${1:?usage: test_faults.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
 require curl jq python3
-RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
+RESULT="$SRC/tests/fixtures/gpu-runs/h200x4-rounds.json"
 AGENTS="$SRC/tests/serve/agents"
 
 # --- a config that does not parse: refused at start, with file:line:col ---
@@ -80,7 +80,7 @@ agent_case crash "$AGENTS/crash.sh" "[]" error "crashed"
 agent_case garbage "$AGENTS/garbage.sh" "[]" error "not valid JSON"
 agent_case liar "$AGENTS/liar.sh" "[\"$RESULT\"]" error "exit"
 agent_case missing "/nonexistent/p2pnode-agent" "[]" error "could not be started"
-agent_case corrupt "$AGENTS/replay.sh" "[\"$SRC/tests/gpu/results/h200x4-inject.json\", \"1\"]" failed "integrity"
+agent_case corrupt "$AGENTS/replay.sh" "[\"$SRC/tests/fixtures/gpu-runs/h200x4-inject.json\", \"1\"]" failed "integrity"
 
 # --- SIGTERM while a self-test runs: the agent is killed, the daemon exits at once ---
 make_node stopdur h200-4gpu "$SRC/profiles/h200-nvlink.yaml"

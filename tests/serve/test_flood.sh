@@ -17,7 +17,7 @@ python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev
 SECONDS_MEASURED=${FLOOD_SECONDS:-30}
 MIN_ANSWERS=$((SECONDS_MEASURED * 10 * 8 / 30))
 RSS_LIMIT_KIB=$((64 * 1024))
-RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
+RESULT="$SRC/tests/fixtures/gpu-runs/h200x4-rounds.json"
 
 # rss PID: VmRSS of the daemon and its HTTP process together (KiB).
 rss() {

@@ -44,7 +44,7 @@ JSON
   mv "$P2PNODE_TEST_HEALTH_DOC.new" "$P2PNODE_TEST_HEALTH_DOC"
 }
 nvlink 5
-write_config h200 "$SRC/tests/serve/agents/health.sh" "[\"$SRC/tests/gpu/results/h200x4-rounds.json\"]" \
+write_config h200 "$SRC/tests/serve/agents/health.sh" "[\"$SRC/tests/fixtures/gpu-runs/h200x4-rounds.json\"]" \
   "health: {interval: 1s, window: 10m, agent_time_limit: 5s, nvlink_interval: 1s}"
 start_daemon h200 || exit 1
 

@@ -9,7 +9,7 @@
 BIN=${1:?usage: test_hostile_http.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
 require curl jq python3
-RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
+RESULT="$SRC/tests/fixtures/gpu-runs/h200x4-rounds.json"
 
 make_node hh h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
 write_config hh "$SRC/tests/serve/agents/replay.sh" "[\"$RESULT\"]"

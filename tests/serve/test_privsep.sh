@@ -10,7 +10,7 @@
 BIN=${1:?usage: test_privsep.sh PATH-TO-p2pnode}
 source "$(dirname "$0")/lib.sh"
 require curl jq
-RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
+RESULT="$SRC/tests/fixtures/gpu-runs/h200x4-rounds.json"
 
 make_node ps h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
 write_config ps "$SRC/tests/serve/agents/replay.sh" "[\"$RESULT\"]"

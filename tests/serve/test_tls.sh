@@ -24,7 +24,7 @@ served_fingerprint() {
 }
 file_fingerprint() { openssl x509 -in "$1" -noout -fingerprint -sha256; }
 
-RESULT="$SRC/tests/gpu/results/h200x4-rounds.json"
+RESULT="$SRC/tests/fixtures/gpu-runs/h200x4-rounds.json"
 make_node h200 h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
 ROOT="$WORK/h200/root"
 TLS="$ROOT/etc/p2pnode/tls"

@@ -101,7 +101,7 @@ wait_until 10 test -S "$WORK/syslog.sock" || { fail "the syslog stand-in did not
 make_node h200 h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
 sed "s|^selftest:|selftest:\n  scheduler: {busy_file: /run/p2pnode-busy}|" "$SRC/profiles/h200-nvlink.yaml" \
   > "$WORK/h200/root/etc/p2pnode/profiles/h200-nvlink.yaml"
-write_config h200 "$SRC/tests/serve/agents/replay.sh" "[\"$SRC/tests/gpu/results/h200x4-rounds.json\"]"
+write_config h200 "$SRC/tests/serve/agents/replay.sh" "[\"$SRC/tests/fixtures/gpu-runs/h200x4-rounds.json\"]"
 start_daemon h200 || exit 1
 cat > "$WORK/defaults" <<EOF
 P2PNODE_URL=$URL

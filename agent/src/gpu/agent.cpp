@@ -434,7 +434,7 @@ int run_agent(int argc, char** argv) {
   // Before the driver starts (the caller's own settings win):
   // - one hardware work queue per GPU: each GPU runs one timed stream at a time here, and every
   //   extra queue costs about 7 MB of pinned host memory per GPU (94 -> 45 MB per GPU on H200,
-  //   bandwidth unchanged; tests/gpu/results/h200x4-diag);
+  //   bandwidth unchanged; agent/README.md, "Where the time goes");
   // - load kernels lazily;
   // - a quarter of the driver's default launch queue per context: the agent queues at most a few
   //   dozen operations per stream, and it saves about 2 MB of host memory per GPU (issue 46);

@@ -212,7 +212,7 @@ cudaError_t launch_verify(const VerifySpec& spec, VerifyResult* result, int sm_c
 cudaError_t launch_sm_copy(void* dst, const void* src, std::size_t bytes, int sm_count, cudaStream_t s, int loops) {
   // Four blocks of 512 threads per SM (full occupancy on Hopper and Ampere), four 16-byte words
   // in flight per thread: measured on 4x H100 against 2x4, 1x12 (nvbandwidth's shape) and 2x8,
-  // the fastest to ramp up, so the least lost per launch (tests/gpu/results/bench-h100x4).
+  // the fastest to ramp up, so the least lost per launch (tests/gpu/bench-4gpu.sh; figures in docs/benchmarks.md).
   // GPUs with fewer threads per SM (1536 on sm_86/sm_89) get as many blocks as fit at once, so
   // that no block waits for a second wave.
   int per_sm = 0;

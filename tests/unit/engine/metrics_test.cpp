@@ -26,7 +26,7 @@ RecordedState h200_state() {
   s.topology = topology_view(inv);
   s.driver = driver_view(inv, nullptr);
   s.node = {{"iommu", "off"}};
-  std::ifstream in(kSrc / "tests/gpu/results/h200x4-rounds.json");
+  std::ifstream in(kSrc / "tests/fixtures/gpu-runs/h200x4-rounds.json");
   std::ostringstream text;
   text << in.rdbuf();
   s.selftest = SelftestRecord{"passed", {}, "start", 1700000000, 61.25, nlohmann::json::parse(text.str())};

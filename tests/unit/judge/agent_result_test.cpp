@@ -1,5 +1,5 @@
 // The agent's documents as the daemon reads them: recorded outputs from real H200 runs
-// (tests/gpu/results), and the ways an agent can lie, hang, crash or print garbage.
+// (tests/fixtures/gpu-runs), and the ways an agent can lie, hang, crash or print garbage.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -24,7 +24,7 @@ namespace {
 using p2pnode::test_files::kSrc;
 using p2pnode::test_files::slurp;
 
-std::string recorded(const char* name) { return slurp(kSrc / "tests/gpu/results" / name); }
+std::string recorded(const char* name) { return slurp(kSrc / "tests/fixtures/gpu-runs" / name); }
 
 const Inventory& h200_inventory() {
   static const Inventory inv = probe::probe_inventory(sys::SysRoot(kSrc / "tests/fixtures/h200-4gpu"));
@@ -45,7 +45,7 @@ AgentRun run_and_judge(sys::CommandRunner& runner, const std::string& path, std:
 
 TEST(AgentParse, RecordedOutputsParse) {
   int n = 0;
-  for (const auto& f : fs::recursive_directory_iterator(kSrc / "tests/gpu/results")) {
+  for (const auto& f : fs::recursive_directory_iterator(kSrc / "tests/fixtures/gpu-runs")) {
     if (f.path().extension() != ".json") continue;
     const std::string name = f.path().filename().string();
     if (name.size() > 9 && name.compare(name.size() - 9, 9, "-api.json") == 0) continue;  // a daemon's API body

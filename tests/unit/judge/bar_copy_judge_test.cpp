@@ -108,7 +108,7 @@ TEST(BarCopyJudge, RecordedDocumentsParse) {
   EXPECT_TRUE(s->cases[0].cells[0].bar_write_gbps.has_value());
   EXPECT_EQ(s->integrity_bad_bytes, 0u);
   // The lent H100 (driver 580, CUDA 13.0, no gdrdrv): waived with the reason, which the judge keeps.
-  auto h = parse_agent_result(slurp(kSrc / "tests/gpu/results/bar-h100/bar-lib.json"));
+  auto h = parse_agent_result(slurp(kSrc / "tests/fixtures/gpu-runs/h100-bar-lib.json"));
   ASSERT_TRUE(h.ok()) << h.error().message;
   EXPECT_EQ(h->cases[0].status, "waived");
   EXPECT_NE(h->cases[0].reason.find("the driver is CUDA 13.0"), std::string::npos) << h->cases[0].reason;

@@ -130,7 +130,7 @@ TEST(Expectations, EveryRecordedH200RunPassesWithoutHandSetThresholds) {
   int n = 0;
   for (const char* f : {"h200x2-default-1.json", "h200x2-default-2.json", "h200x2-default-3.json", "h200x2-rounds.json",
                         "h200x4-serial.json", "h200x4-serial-2.json", "h200x4-rounds.json", "h200x4-rounds-2.json"}) {
-    auto r = parse_agent_result(with_nv18(kSrc / "tests/gpu/results" / f));
+    auto r = parse_agent_result(with_nv18(kSrc / "tests/fixtures/gpu-runs" / f));
     ASSERT_TRUE(r.ok()) << f << ": " << r.error().message;
     const auto j = judge_agent_result(*r, no_thresholds(), h200());
     EXPECT_EQ(j.verdict, "passed") << f << ": " << (j.reasons.empty() ? "" : j.reasons.front());

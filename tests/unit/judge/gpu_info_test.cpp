@@ -65,7 +65,7 @@ TEST(GpuInfo, MetricOnTheRecordedH200Node) {
   RecordedState s;
   s.devices = devices_view(inv);
   s.node = {{"hostname", "h200-a"}};
-  const json result = read_json(kSrc / "tests/gpu/results/h200x4-rounds.json");
+  const json result = read_json(kSrc / "tests/fixtures/gpu-runs/h200x4-rounds.json");
   s.selftest = SelftestRecord{"passed", {}, "start", 1700000000, 61.25, result};
   const std::string m = render_metrics(s, Runtime{});
   for (const auto& d : result["devices"]) {
