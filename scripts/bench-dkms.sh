@@ -1,5 +1,5 @@
 #!/bin/bash
-# Benchmark and proof (issue 16): tinygrad's real 550.90.07-p2p tree
+# Benchmark and proof: tinygrad's real 550.90.07-p2p tree
 # (shared/trees/ogkm-550.90.07-p2p.tar.xz) built by `p2pnode apply` through this machine's real
 # DKMS, with the builtin patches `pci-resize-resource-exclude-bars` (applied on every kernel: it tests
 # the headers itself) and `io-memory-pfn` (DKMS PATCH_MATCH, kernels >= 6.10 only: skipped on 6.1),

@@ -109,7 +109,7 @@ SelftestRecord selftest_from_json(const json& t, const std::string& name) {
   r.duration_s = at(t, "duration_s", json::value_t::number_float).get<double>();
   if (!t.contains("result")) throw Bad{"missing '" + name + ".result'"};
   r.result = t["result"];
-  // Optional: states written before issue 14 have neither, nor contention before the busy-GPU work.
+  // Optional: states written by older versions have neither, nor contention before the busy-GPU work.
   if (t.contains("expectations")) r.expectations = at(t, "expectations", json::value_t::array);
   if (t.contains("warnings")) r.warnings = strs(t, "warnings");
   if (t.contains("notes")) r.notes = strs(t, "notes");

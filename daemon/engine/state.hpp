@@ -74,7 +74,7 @@ struct RecordedState {
   double selftest_last_success_duration_s = 0;
   std::map<std::string, std::uint64_t> reconcile_runs;  // by resulting node state
   std::map<std::string, std::uint64_t> selftest_runs;   // by verdict
-  std::optional<judge::DoorbellRecord> nvme_doorbell;        // the last NVMe doorbell test (issue 13)
+  std::optional<judge::DoorbellRecord> nvme_doorbell;        // the last NVMe doorbell test
   judge::Baselines baselines;                          // per pair and case, the last runs' figures
   remediation::LadderRecord remediation;               // where the remediation ladder stands
   std::map<std::string, std::uint64_t> remediation_rungs;    // rungs taken, by rung

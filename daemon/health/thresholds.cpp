@@ -14,7 +14,7 @@ namespace p2pnode::health {
 //   rates of 100+ per second"), which DCGM applies to the GPU's total; PCIe replays fail at 8 per
 //   minute (DCGM_LIMIT_MAX_PCIREPLAY_RATE 8, "the maximum recommended by RM"). DCGM's health watch
 //   does not read NVLink's ECC data counter at all.
-// [H100] Healthy 4x H100 SXM, driver 580.159.04 (issue 43, docs FACTS): NVML's ecc_data rose by
+// [H100] Healthy 4x H100 SXM, driver 580.159.04 (docs FACTS): NVML's ecc_data rose by
 //   2,840 in 60 s idle over 72 links (0.66/s a link), about 5,800 in each 4.3 s self-test
 //   (18.7/s a link, the highest measured) and 4,398 in 5.3 s of nvbandwidth (11.5/s a link);
 //   replay, recovery, crc_flit and crc_data stayed 0. PCIe replay counters 0, 10, 2 and 13.

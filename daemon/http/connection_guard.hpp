@@ -1,5 +1,5 @@
 #pragma once
-// What keeps hostile clients from starving the API (issue 15). The server asks it at accept
+// What keeps hostile clients from starving the API. The server asks it at accept
 // (admit: shed beyond http.max_connections in all, or http.max_connections_per_client from one
 // address) and tells it when a connection opens, finishes a request and closes. A sweeper thread
 // shuts down (shutdown(2); the server then closes it as usual) a connection that has not delivered

@@ -62,7 +62,7 @@ struct AgentResult {
   int exit_code = 0;
   double duration_s = 0;
   std::vector<AgentDevice> devices;
-  std::string interconnect_source;  // nvml, none; empty: an agent before issue 14
+  std::string interconnect_source;  // nvml, none; empty: an older agent
   std::string interconnect_reason;  // source none: why
   std::vector<AgentPairLink> interconnect;
   std::vector<AgentCase> cases;

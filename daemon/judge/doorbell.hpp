@@ -1,5 +1,5 @@
 #pragma once
-// The NVMe doorbell self-test as the daemon runs it (issue 13): for every profile drive bound to
+// The NVMe doorbell self-test as the daemon runs it: for every profile drive bound to
 // vfio-pci that names a pair_gpu, `p2pnode-agent --cases nvme_doorbell --writer both --nvme …`
 // (the GPU writes the admin SQ tail doorbell, then the host does, so a failure says which side is
 // broken), with the serial and model p2pnode recorded before the bind. The result is kept per

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The real DKMS round trip of issue 5, on this machine's /usr/src, /var/lib/dkms and /lib/modules:
+# The real DKMS round trip, on this machine's /usr/src, /var/lib/dkms and /lib/modules:
 # `p2pnode apply` builds and installs a small test module with a patch through DKMS; then
 #  - dkms status says installed, and the patch is visible in the built .ko (modinfo);
 #  - a second apply runs no dkms build (a dkms wrapper on PATH counts the calls);

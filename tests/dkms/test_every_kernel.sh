@@ -1,5 +1,5 @@
 #!/bin/bash
-# driver.kernels with real DKMS and two real kernels' headers (issue 16): the newest two kernels in
+# driver.kernels with real DKMS and two real kernels' headers: the newest two kernels in
 # /lib/modules with headers (a second linux-headers-6.1.0-N from Debian's archive is installed with
 # apt when there is only one). p2pnode apply builds a small test module for both; the module is then
 # removed by DKMS for the older kernel (as if that kernel had come without it): `p2pnode check --only

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The kernel-install hook (issue 16), run as a kernel package's postinst runs
+# The kernel-install hook, run as a kernel package's postinst runs
 # /etc/kernel/postinst.d/*: `z50-p2pnode <version> <image>`. In a scratch root with a DKMS stand-in
 # on PATH (it writes what dkms build/install write, and fails the way the real build of
 # 550.90.07-p2p fails on 6.1.192 headers for the kernels named in FAKE_DKMS_FAIL, with the

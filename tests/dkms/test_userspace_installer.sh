@@ -1,5 +1,5 @@
 #!/bin/bash
-# The userspace half of issue 5 with a fake .run installer (a shell script made here), in a temp
+# The userspace half of the driver install with a fake .run installer (a shell script made here), in a temp
 # root: p2pnode runs it with --silent --no-kernel-modules and the profile's flags only when
 # libcuda.so.<version> is missing; a wrong-version installer fails; a corrupted sha256 refuses;
 # the modprobe.d file is written once and a wrong RMForceP2PType is refused; an installer URL is

@@ -7,15 +7,13 @@
 # exist, each of which must fail it: a check that cannot fail proves nothing. Costs well under 1 s.
 # Argument (unused): the p2pnode binary, as every script test gets it.
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 python3 -c 'import yaml' 2>/dev/null || { echo "FAIL: python3-yaml is missing (scripts/install-deps.sh test installs it)"; exit 1; }
-fail=0
-ok()  { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
 
-if out=$(python3 "$here/check_docs.py" "$repo" 2>&1); then ok "README.md and docs/ pass the docs check"
-else echo "$out"; bad "README.md and docs/ fail the docs check"; fi
+if out=$(python3 "$here/check_docs.py" "$repo" 2>&1); then pass "README.md and docs/ pass the docs check"
+else echo "$out"; fail "README.md and docs/ fail the docs check"; fi
 
 tmp=$(mktemp -d /tmp/p2pnode-docs.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -30,13 +28,13 @@ copy() {
 }
 # must_fail WHAT EXPECTED: the check on the copy fails and names EXPECTED
 must_fail() {
-  if out=$(python3 "$here/check_docs.py" "$tmp/r" 2>&1); then bad "$1: the docs check passed"
-  elif grep -qF -- "$2" <<<"$out"; then ok "$1: the docs check fails ($(grep -F -- "$2" <<<"$out" | head -1))"
-  else echo "$out"; bad "$1: the docs check failed without naming $2"; fi
+  if out=$(python3 "$here/check_docs.py" "$tmp/r" 2>&1); then fail "$1: the docs check passed"
+  elif grep -qF -- "$2" <<<"$out"; then pass "$1: the docs check fails ($(grep -F -- "$2" <<<"$out" | head -1))"
+  else echo "$out"; fail "$1: the docs check failed without naming $2"; fi
 }
 
 copy
-python3 "$here/check_docs.py" "$tmp/r" >/dev/null 2>&1 && ok "the copy passes" || bad "the unmodified copy fails"
+python3 "$here/check_docs.py" "$tmp/r" >/dev/null 2>&1 && pass "the copy passes" || fail "the unmodified copy fails"
 
 copy
 echo "See [the install guide](docs/instal.md)." >> "$tmp/r/README.md"
@@ -66,5 +64,4 @@ copy
 echo "Measured on seed 004's box." >> "$tmp/r/docs/benchmarks.md"
 must_fail "an internal word" "internal word 'seed'"
 
-[ "$fail" -eq 0 ] && echo "docs: ok"
-exit "$fail"
+finish

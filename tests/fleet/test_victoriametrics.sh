@@ -17,6 +17,7 @@
 # 60 times (parity.py scale), so 10-minute windows fill in 10 s and a 1-hour one in 60 s. Everything
 # on loopback. Usage: [FEEDER=vmagent] bash tests/fleet/test_victoriametrics.sh path/to/p2pnode
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
 BIN=$(readlink -f "${1:?usage: $0 path/to/p2pnode}")
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,9 +34,6 @@ stop_all() {
   rm -rf "$WORK"
 }
 trap stop_all EXIT
-FAILS=0
-pass() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 wait_until() {  # SECONDS COMMAND...: polls until COMMAND succeeds
   local deadline=$(( $(date +%s) + $1 )); shift
@@ -153,5 +151,4 @@ python3 "$SRC/tests/fleet/parity.py" alerts --prometheus "$PROM" --vmalert "$VMA
   --expected "$WORK/fleet/expected.json" && pass "alerts: the same from both rule engines, in Alertmanager, naming exactly the faulty nodes" \
   || fail "alerts"
 grep -iE 'level=error|"level":"error"|\berror\b' "$WORK/vmalert.log" | head -5
-echo "$FAILS failure(s)"
-[ "$FAILS" -eq 0 ]
+finish

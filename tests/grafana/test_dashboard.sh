@@ -11,6 +11,7 @@
 # dashboards from the fleet, every query answered, each PNG under 300 KB.
 # Usage: bash tests/grafana/test_dashboard.sh path/to/p2pnode
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
 BIN=$(readlink -f "${1:?usage: $0 path/to/p2pnode}")
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,9 +22,6 @@ require prometheus promtool curl python3
 WORK=$(mktemp -d /tmp/p2pnode-grafana.XXXXXX)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-FAILS=0
-pass() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
 wait_until() {
   local deadline=$(( $(date +%s) + $1 )); shift
   until "$@" >/dev/null 2>&1; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.2; done
@@ -180,5 +178,4 @@ for name in sorted(set(got) | set(expected)):
 sys.exit(1 if bad else 0)
 PY
 then pass "every alert names the right nodes"; else fail "alerts"; fi
-echo "$FAILS failure(s)"
-[ "$FAILS" -eq 0 ]
+finish

@@ -6,6 +6,7 @@
 # The JSON schema must refuse each as well. Run from the repository root:
 #   bash tests/profiles/test_hostile.sh <p2pnode-binary>
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 cd "$(dirname "$0")/../.." || exit 1
 bin=${1:-build/daemon/p2pnode}
 [ -x "$bin" ] || { echo "FAIL: no p2pnode binary at $bin"; exit 1; }
@@ -13,8 +14,6 @@ canary=/tmp/p2pnode-hostile-ran
 work=$(mktemp -d /tmp/p2pnode-hostile.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 rm -f "$canary"
-passed=0 failed=0
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
 for f in tests/profiles/hostile/*.yaml; do
   name=$(basename "$f" .yaml)
   field=$(sed -n 's/^# field: //p' "$f")
@@ -27,8 +26,7 @@ for f in tests/profiles/hostile/*.yaml; do
   if [ -e "$canary" ]; then fail "$name" "$canary exists: something the profile carries ran"; rm -f "$canary"; continue; fi
   # The error is one line per problem: no raw control character from the profile reaches the output.
   if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$work/$name.err"; then fail "$name" "a control character reached stderr"; continue; fi
-  echo "ok   $name: $(grep -F ": $field" "$work/$name.err" | head -1 | sed "s|$work/||")"
-  passed=$((passed + 1))
+  pass "$name: $(grep -F ": $field" "$work/$name.err" | head -1 | sed "s|$work/||")"
 done
 # The schema mirrors the loader: it refuses every one of them too.
 if ! /usr/bin/python3 -c 'import jsonschema, yaml' 2>/dev/null; then
@@ -46,7 +44,6 @@ PY
 )
   echo "$out"
   n=$(grep -c '^ACCEPTED' <<<"$out")
-  if [ "$n" -eq 0 ]; then passed=$((passed + 1)); else fail schema "the schema accepts $n hostile profile(s)"; fi
+  if [ "$n" -eq 0 ]; then pass "the schema refuses every hostile profile"; else fail schema "the schema accepts $n hostile profile(s)"; fi
 fi
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+finish

@@ -6,21 +6,19 @@
 # P2pnodeNodeNotReady beside its warning, info and critical alerts and another node's warning:
 # only the first node's warning and info are inhibited. About 3 s.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
 require amtool prometheus-alertmanager python3 curl jq
 config=prometheus/alertmanager.example.yml
 rules=prometheus/p2pnode-alerts.yml
-fail=0
-bad() { echo "FAIL $*"; fail=1; }
-good() { echo "ok   $*"; }
 work=$(mktemp -d /tmp/p2pnode-am.XXXXXX)
 am=
 trap '[ -z "$am" ] || { kill "$am"; wait "$am"; } 2>/dev/null; rm -rf "$work"' EXIT
 
-amtool check-config "$config" > "$work/check" 2>&1 && good "amtool check-config" || { cat "$work/check"; bad "amtool check-config"; }
+amtool check-config "$config" > "$work/check" 2>&1 && pass "amtool check-config" || { cat "$work/check"; fail "amtool check-config"; }
 
 # Each alert's severity decides its receiver; the labels are those a firing alert carries.
-python3 - "$rules" > "$work/alerts" <<'PY' || bad "reading $rules"
+python3 - "$rules" > "$work/alerts" <<'PY' || fail "reading $rules"
 import sys, yaml
 for g in yaml.safe_load(open(sys.argv[1]))["groups"]:
     for r in g["rules"]:
@@ -31,17 +29,17 @@ while read -r alert severity; do
   want=${receiver[$severity]:-none}
   if amtool config routes test --config.file="$config" --verify.receivers="$want" \
        alertname="$alert" severity="$severity" job=p2pnode instance=n1:9470 node=n1 cluster=c1 > "$work/route" 2>&1; then
-    good "$alert ($severity) goes to $want"
+    pass "$alert ($severity) goes to $want"
   else
-    bad "$alert ($severity) goes to $(cat "$work/route"), not $want"
+    fail "$alert ($severity) goes to $(cat "$work/route"), not $want"
   fi
 done < "$work/alerts"
-[ "$(wc -l < "$work/alerts")" -ge 20 ] || bad "only $(wc -l < "$work/alerts") alerts read from $rules"
+[ "$(wc -l < "$work/alerts")" -ge 20 ] || fail "only $(wc -l < "$work/alerts") alerts read from $rules"
 
 # An aggregation that dropped node or cluster would put its alerts in no node's group.
-grep -n 'by *(' "$rules" | grep -v 'node' | grep . && bad "the aggregations above drop node (group_by and equal use it)"
-grep -n 'by *(' "$rules" | grep -v 'cluster' | grep . && bad "the aggregations above drop cluster"
-[ "$fail" -eq 0 ] && good "every aggregation in the rules keeps node and cluster"
+grep -n 'by *(' "$rules" | grep -v 'node' | grep . && fail "the aggregations above drop node (group_by and equal use it)"
+grep -n 'by *(' "$rules" | grep -v 'cluster' | grep . && fail "the aggregations above drop cluster"
+[ "$FAILS" -eq 0 ] && pass "every aggregation in the rules keeps node and cluster"
 
 # --- the inhibition, in a real Alertmanager (receivers on a closed loopback port: nothing leaves) ---
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -51,7 +49,7 @@ prometheus-alertmanager --config.file="$work/am.yml" --storage.path="$work/data"
 am=$!
 url=http://127.0.0.1:$port
 for _ in $(seq 200); do curl -sf "$url/-/ready" > /dev/null && break; sleep 0.05; done
-curl -sf "$url/-/ready" > /dev/null || { cat "$work/am.log"; bad "Alertmanager did not start"; exit 1; }
+curl -sf "$url/-/ready" > /dev/null || { cat "$work/am.log"; fail "Alertmanager did not start"; exit 1; }
 alert() {  # alert NAME SEVERITY NODE [LABEL=VALUE]
   printf '{"labels": {"alertname": "%s", "severity": "%s", "job": "p2pnode", "instance": "%s:9470", "node": "%s", "cluster": "c1"%s}}' \
     "$1" "$2" "$3" "$3" "${4:+, \"${4%%=*}\": \"${4#*=}\"}"
@@ -60,13 +58,13 @@ printf '[%s,%s,%s,%s,%s]' "$(alert P2pnodeNodeNotReady warning n1)" "$(alert P2p
   "$(alert P2pnodeSelftestBusy info n1)" "$(alert P2pnodeGpuXid critical n1 gpu=0000:00:06.0)" \
   "$(alert P2pnodePairBelowThreshold warning n2 gpu=0000:00:06.0)" > "$work/alerts.json"
 curl -sf -X POST -H 'Content-Type: application/json' --data-binary @"$work/alerts.json" "$url/api/v2/alerts" > /dev/null ||
-  bad "POST /api/v2/alerts"
+  fail "POST /api/v2/alerts"
 state() {  # state NAME NODE: active or suppressed
   curl -s "$url/api/v2/alerts" | jq -r --arg a "$1" --arg n "$2" '.[] | select(.labels.alertname == $a and .labels.node == $n) | .status.state'
 }
 check_state() {  # check_state NAME NODE WANT WHY
   local got; got=$(state "$1" "$2")
-  [ "$got" = "$3" ] && good "$1 on $2: $3 ($4)" || bad "$1 on $2: $got, not $3 ($4)"
+  [ "$got" = "$3" ] && pass "$1 on $2: $3 ($4)" || fail "$1 on $2: $got, not $3 ($4)"
 }
 check_state P2pnodeNodeNotReady n1 active "sent: an alert does not inhibit itself"
 check_state P2pnodePairBelowThreshold n1 suppressed "a warning of the not-ready node"
@@ -74,5 +72,4 @@ check_state P2pnodeSelftestBusy n1 suppressed "info of the not-ready node"
 check_state P2pnodeGpuXid n1 active "critical still pages"
 check_state P2pnodePairBelowThreshold n2 active "another node's warning"
 
-[ "$fail" -eq 0 ] && echo "alertmanager example: ok"
-exit "$fail"
+finish

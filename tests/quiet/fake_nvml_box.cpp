@@ -1,4 +1,4 @@
-// A stand-in for libnvidia-ml.so.1 shaped like the healthy 4x H100 SXM box of issue 43: GPUs
+// A stand-in for libnvidia-ml.so.1 shaped like a healthy 4x H100 SXM box (docs FACTS): GPUs
 // 0000:00:06.0 to 0000:00:09.0, 18 NVLinks each, 6 to each peer (NV18 every pair). Its counters rise
 // as that box's did: NVML's ecc_data at 0.66 a second a link at rest (2,840 in 60 s over 72 links)
 // and 18.7 a second a link during a self-test (about 5,800 in 4.3 s over 72 links), spread unevenly
@@ -43,8 +43,8 @@ struct nvmlFieldValue_t {
 namespace {
 constexpr int kGpus = 4;
 constexpr unsigned kLinks = 18;
-constexpr double kIdlePerLink = 2840.0 / 60 / 72;       // issue 43, idle
-constexpr double kSelftestPerLink = 5800.0 / 4.3 / 72;  // issue 43, one self-test
+constexpr double kIdlePerLink = 2840.0 / 60 / 72;       // the healthy 4x H100 box, idle
+constexpr double kSelftestPerLink = 5800.0 / 4.3 / 72;  // the same box, one self-test
 nvmlDevice_st g_dev[kGpus] = {{0}, {1}, {2}, {3}};
 const char* g_ids[kGpus] = {"00000000:00:06.0", "00000000:00:07.0", "00000000:00:08.0", "00000000:00:09.0"};
 const unsigned g_pcie_replays[kGpus] = {10, 2, 13, 0};

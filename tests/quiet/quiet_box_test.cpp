@@ -1,4 +1,4 @@
-// A healthy box stays quiet (issue 43): the agent reads a stand-in NVML (fake_nvml_box.cpp: 4x H100,
+// A healthy box stays quiet: the agent reads a stand-in NVML (fake_nvml_box.cpp: 4x H100,
 // 72 NVLinks, counters rising at the rates measured on a healthy box) through its real NVML code,
 // prints its real health document, and the daemon decodes and judges it pass after pass, as
 // `p2pnode serve` does every 10 s. Idle and through three self-tests: no finding. One link that

@@ -4,17 +4,14 @@
 # and that symlinks leading out of the root are not followed. Run from anywhere; no arguments.
 # Prints "N passed, N failed" last; exits 1 on any failure.
 set -u -o pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 
 REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
 REC="$REPO/scripts/record-node.sh"
 FIX="$REPO/tests/fixtures"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/p2pnode-roundtrip.XXXXXX")
 trap 'rm -rf -- "$TMP"' EXIT
-pass=0
-fail=0
 
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 
 # manifest ROOT: one line per file or symlink that the recorder is meant to capture:
 # "path L target" for symlinks, "path F sha256" for files (normalised where the recorder normalises)
@@ -63,20 +60,20 @@ for fx in "$FIX"/*/; do
     before=$(fingerprint "$fx")
     out="$TMP/$name"
     if ! bash "$REC" --from "$fx" --to "$out" 2>"$TMP/$name.log"; then
-        bad "$name: recorder failed: $(tail -3 "$TMP/$name.log")"
+        fail "$name: recorder failed: $(tail -3 "$TMP/$name.log")"
         continue
     fi
     if grep -v '^record-node: recorded ' "$TMP/$name.log" | grep -q .; then
-        bad "$name: recorder warned: $(grep -v '^record-node: recorded ' "$TMP/$name.log" | head -3)"
+        fail "$name: recorder warned: $(grep -v '^record-node: recorded ' "$TMP/$name.log" | head -3)"
         continue
     fi
-    [ "$(fingerprint "$fx")" = "$before" ] || { bad "$name: the source tree changed"; continue; }
+    [ "$(fingerprint "$fx")" = "$before" ] || { fail "$name: the source tree changed"; continue; }
     manifest "$fx" | LC_ALL=C sort >"$TMP/$name.want"
     manifest "$out" | LC_ALL=C sort >"$TMP/$name.got"
     if diff -u "$TMP/$name.want" "$TMP/$name.got" >"$TMP/$name.diff"; then
-        ok "$name: $(wc -l <"$TMP/$name.want") paths identical"
+        pass "$name: $(wc -l <"$TMP/$name.want") paths identical"
     else
-        bad "$name: recorded tree differs (- fixture, + recorded):"
+        fail "$name: recorded tree differs (- fixture, + recorded):"
         grep '^[-+][^-+]' "$TMP/$name.diff" | head -20 | sed 's/^/     /'
     fi
 done
@@ -104,24 +101,23 @@ if bash "$REC" --from "$esc" --to "$TMP/escape-out" 2>"$TMP/escape.log" &&
     [ ! -e "$TMP/escape-out/etc/hostname" ] &&
     [ ! -e "$TMP/escape-out/sys/devices/pci0000:00/0000:00:01.0/driver" ] &&
     ! grep -rqs 'secret\|0x1234' "$TMP/escape-out"; then
-    ok "escape: links out of the root were not followed"
+    pass "escape: links out of the root were not followed"
 else
-    bad "escape: the recorder followed a link out of the root: $(cat "$TMP/escape.log")"
+    fail "escape: the recorder followed a link out of the root: $(cat "$TMP/escape.log")"
 fi
 
 # refusals: destination inside the source, non-empty destination, bad usage
 if bash "$REC" --from "$esc" --to "$esc/rec" 2>/dev/null || [ -e "$esc/rec" ]; then
-    bad "refuse: --to inside --from was accepted"
+    fail "refuse: --to inside --from was accepted"
 else
-    ok "refuse: --to inside --from"
+    pass "refuse: --to inside --from"
 fi
 if bash "$REC" --from "$FIX/h100-1gpu" --to "$TMP/h100-1gpu" 2>/dev/null; then
-    bad "refuse: a non-empty --to was accepted"
+    fail "refuse: a non-empty --to was accepted"
 else
-    ok "refuse: non-empty --to"
+    pass "refuse: non-empty --to"
 fi
 bash "$REC" >/dev/null 2>&1
-[ $? -eq 2 ] && ok "usage: no arguments exits 2" || bad "usage: no arguments did not exit 2"
+[ $? -eq 2 ] && pass "usage: no arguments exits 2" || fail "usage: no arguments did not exit 2"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -2,12 +2,12 @@
 # copy of a fixture root, poll with deadlines (never sleep-to-wait), record responses for the
 # OpenAPI validator. Source it after setting BIN (the p2pnode binary).
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/p2pnode-serve.XXXXXX")
 RESP="$WORK/responses"
 mkdir -p "$RESP"
 TOKEN=0123456789abcdef0123456789abcdef
-FAILS=0
 PIDS=()
 # HTTPS (test_tls.sh): SCHEME=https and CURL_TLS=(--cacert CERT) before start_daemon.
 SCHEME=http
@@ -25,8 +25,6 @@ cleanup() {
 trap cleanup EXIT
 
 skip() { echo "SKIP: $*"; exit 77; }
-pass() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
 check() {  # check "what" command...
   local what=$1; shift
   if "$@" >/dev/null; then pass "$what"; else fail "$what"; fi

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The API under a hostile client (issue 15): from 127.0.0.1, 1,000 connections that send nothing
+# The API under a hostile client: from 127.0.0.1, 1,000 connections that send nothing
 # and 100 that trickle a request head one byte a second (tests/serve/flood.py; each one the daemon
 # closes is opened again a second later). After 15 s (past TCP_DEFER_ACCEPT and every accept,
 # handshake and request-head limit), for 30 s, a second client bound to 127.0.0.2 asks for /livez,

@@ -12,7 +12,7 @@ echo "vm: kernel $VM_KV, initramfs $(du -h "$VM_INITRD" | cut -f1), work dir $VM
 
 iommu="-device intel-iommu,intremap=off"
 start=$(date +%s)
-# One boot per scenario; the IOMMU-on boot carries scenarios 1, 4 and 5 in order; `acs` is issue 3's.
+# One boot per scenario; the IOMMU-on boot carries scenarios 1, 4 and 5 in order; `acs` has its own boot.
 vm_boot iommu "intel_iommu=on" $iommu $(vm_drive a P2PVM-A)
 vm_boot refuse "intel_iommu=on" $iommu $(vm_drive d P2PVM-DATA) $(vm_drive f P2PVM-FREE)
 vm_boot noiommu "" $(vm_drive a P2PVM-A)

@@ -437,7 +437,7 @@ int run_agent(int argc, char** argv) {
   //   bandwidth unchanged; agent/README.md, "Where the time goes");
   // - load kernels lazily;
   // - a quarter of the driver's default launch queue per context: the agent queues at most a few
-  //   dozen operations per stream, and it saves about 2 MB of host memory per GPU (issue 46);
+  //   dozen operations per stream, and it saves about 2 MB of host memory per GPU;
   // - one malloc arena: the per-GPU set-up threads would each get an arena of their own that the
   //   driver's allocations then fragment (2.5 MB less on 4 GPUs).
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0);

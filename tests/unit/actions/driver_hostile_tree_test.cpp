@@ -1,4 +1,4 @@
-// The hostile trees of issue 52 through driver.module's apply: a tarball whose one entry is a link
+// Hostile trees through driver.module's apply: a tarball whose one entry is a link
 // to a directory, special files in a tarball, links that stay inside a tree by their text but leave
 // it once followed, `patches` as a link, a kbuild tree naming one of the kernel's own modules, and a
 // git source whose URL carries a password. Each is refused before anything reaches /usr/src or DKMS.

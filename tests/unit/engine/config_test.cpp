@@ -290,7 +290,7 @@ TEST(DaemonConfig, HostPathsWithoutTlsLeaveTheTlsFilesEmpty) {
   EXPECT_TRUE(h.key_file.empty());
 }
 
-// The API server's limits against hostile clients (issue 15): safe defaults, each settable, bad
+// The API server's limits against hostile clients: safe defaults, each settable, bad
 // values named with file:line:column.
 TEST(DaemonConfig, HttpLimitsHaveSafeDefaultsAndAreChecked) {
   const auto d = *load_config_text("", "d.yaml").config;

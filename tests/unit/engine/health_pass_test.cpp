@@ -184,7 +184,7 @@ TEST(HealthPass, XidFromTheRecordedKmsgAndALinkDowngrade) {
   EXPECT_EQ(h["xid"]["counts"][0]["count"], 1) << "a recording read again is not counted again";
 }
 
-// The driver's words only (issue 43), through the real read: a kernel segfault record whose file
+// The driver's words only, through the real read: a kernel segfault record whose file
 // name carries the Xid text and a user-facility record with the same text give no finding; the
 // driver's own Xid record gives an error finding.
 TEST(HealthPass, OnlyTheDriversXidRecordIsAFinding) {

@@ -136,7 +136,7 @@ TEST(KernelLog, TheMonitorNamesTheDeviceAndItsPairs) {
   for (const auto& f : m.findings()) EXPECT_NE(f.check, "health.kernel");
 }
 
-// The driver's words only (issue 43): a segfault report whose file name carries the fall-off or AER
+// The driver's words only: a segfault report whose file name carries the fall-off or AER
 // text (with an escaped newline too), and user-facility records with the same text, give no event;
 // the driver's and the kernel's own records do.
 TEST(KernelLogDriverWordsOnly, QuotedAndUserTextIsNotAnEvent) {

@@ -124,7 +124,7 @@ TEST(XidTable, TheXidsThatMatterToP2P) {
   }
 }
 
-// The driver's words only (issue 43). The kernel's segfault report names the faulting file, which
+// The driver's words only. The kernel's segfault report names the faulting file, which
 // any local user chooses (arch/x86/mm/fault.c show_signal_msg: "%s[%d]: segfault at … in %s[…]"),
 // and a process may write any text to /dev/kmsg (facility "user" unless it names another; printk
 // never lets it take the kernel's, 0). Neither is the driver's Xid; the driver's own line is.

@@ -70,7 +70,7 @@ TEST(Breakages, RecordedMakeLogIsThePciResizeBreakage) {
 }
 
 TEST(Breakages, SameBreakageOn565AndNotOnAnUnlistedBranch) {
-  // The line measured with 565.57.01-p2p on the same headers (issue 16; GCC 12 quotes with ‘’ in a
+  // The line measured with 565.57.01-p2p on the same headers (GCC 12 quotes with ‘’ in a
   // UTF-8 locale, ' in C).
   const std::string log =
       "  CC [M]  /var/lib/dkms/nvidia-p2p/565.57.01/build/kernel-open/nvidia/nv-pci.o\n"

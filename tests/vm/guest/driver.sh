@@ -1,4 +1,4 @@
-# The driver scenario (issue 5), sourced by /init after scenarios.sh. The host built the miniature
+# The driver scenario, sourced by /init after scenarios.sh. The host built the miniature
 # open-gpu-kernel-modules tree (tests/vm/nvidia-mini) through real DKMS with `p2pnode apply` and
 # copied the result in: /usr/src, /var/lib/dkms, p2pnode's stamp, the .ko files under
 # /lib/modules/<kernel>/updates/dkms, the profiles in /guest/drv/, and a "stock" build of another

@@ -1,4 +1,4 @@
-# The serve scenario (issue 7), sourced by /init after scenarios.sh: `p2pnode serve` under a real
+# The serve scenario, sourced by /init after scenarios.sh: `p2pnode serve` under a real
 # journald and a real udevd (neither needs systemd as PID 1), its sd-device monitor driven by a
 # real remove + rescan and a real unbind + bind of an emulated NVMe drive, its log read back with
 # journalctl -o json. The host put systemd-journald, systemd-udevd (udevadm), journalctl,
