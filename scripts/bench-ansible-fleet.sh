@@ -1,6 +1,6 @@
 #!/bin/bash
 # The roll-out at fleet scale, on this machine: the real ansible-playbook runs ansible/site.yml
-# against NODES fresh Debian 12 nodes (copies of the debootstrap root tests/package/debian_root.sh
+# against NODES fresh Debian 12 nodes (copies of the debootstrap root tests/lib/debian_root.sh
 # caches, plus python3) through Ansible's chroot connection, as tests/ansible/test_ansible.sh does:
 # each node holds a recorded machine (the 4x H200 or the 8x RTX 4090, alternately), its daemon runs
 # without systemd on its own 127.0.2.N, a stand-in agent replays a passing self-test. Every line of
@@ -15,7 +15,7 @@ NODES=${2:-20}
 FORKS=${FORKS:-5}
 SERIAL=${SERIAL:-'[1, 5, "100%"]'}
 cd "$(dirname "$0")/.." || exit 1
-source tests/package/debian_root.sh
+source tests/lib/debian_root.sh
 command -v ansible-playbook >/dev/null || { echo "ansible-playbook is not installed (scripts/install-deps.sh test)"; exit 1; }
 why=$(debian_root_skip_reason); [ -z "$why" ] || { echo "cannot make nodes: $why"; exit 1; }
 build=$(cd "$(dirname "$bin")/.." && pwd)

@@ -8,7 +8,7 @@ BIN=${1:?usage: test_check_userspace.sh PATH-TO-p2pnode}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 require jq
 [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ] && { echo "SKIP: this machine has a libcuda.so.1; the files would answer first"; exit 77; }
-W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+W=$(temp_dir userspace); trap 'rm -rf "$W"' EXIT
 printf '#!/bin/sh\necho ran >> %s/ldconfig.calls\nexit 1\n' "$W" > "$W/ldconfig"
 printf '#!/bin/sh\necho ran >> %s/smi.calls\necho 550.90.07\n' "$W" > "$W/nvidia-smi"
 chmod +x "$W/ldconfig" "$W/nvidia-smi"

@@ -3,7 +3,7 @@
 # it). The release's build root (debootstrap minbase + what scripts/install-deps.sh deb installs
 # there, run inside the root as a new user would) is cached as $P2PNODE_TEST_CACHE/SUITE-build.tar.
 here_dist=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here_dist/../package/debian_root.sh"
+. "$here_dist/../lib/debian_root.sh"
 
 # _build_root DIR: the release's minbase root with the build and packaging dependencies.
 _build_root() {

@@ -11,6 +11,7 @@
 # Exit 77 only where Debian roots cannot be made (no root, no debootstrap, no archive).
 # Usage: bash tests/dist/test_release_build.sh path/to/build/daemon/p2pnode
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
 bin=${1:?usage: test_release_build.sh path/to/p2pnode}
 bin=$(readlink -f "$bin")  # absolute: the script changes directory
@@ -22,9 +23,6 @@ why=$(debian_root_skip_reason); [ -z "$why" ] || { echo "SKIP: $why"; exit 77; }
 require unshare
 DEBIAN_SUITE=${P2PNODE_RELEASE:-$(other_suite)}
 out=$(release_dir "$build" "$DEBIAN_SUITE")
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
 t0=$SECONDS
 # `make test` builds it beside its own build and its first tests (tests/dist/prebuild.sh, which holds
 # the lock while it runs): what it left is checked here when it was made from this very source; else
@@ -35,20 +33,20 @@ if [ -e "$build/dist/.prebuild.lock" ]; then
   [ $((SECONDS - t0)) -lt 2 ] || echo "waited $((SECONDS - t0)) s for the build beside make test (tests/dist/prebuild.sh)"
 fi
 if [ -s "$out/source.stamp" ] && [ "$(cat "$out/source.stamp")" = "$(source_stamp "$PWD")" ]; then
-  ok "built for $(suite_name "$DEBIAN_SUITE") with warnings as errors from this source, beside make test's build: $(grep -m1 '^compiler: ' "$out/build.log" | cut -c11-)"
+  pass "built for $(suite_name "$DEBIAN_SUITE") with warnings as errors from this source, beside make test's build: $(grep -m1 '^compiler: ' "$out/build.log" | cut -c11-)"
 elif release_build "$PWD" "$out"; then
-  ok "built for $(suite_name "$DEBIAN_SUITE") with warnings as errors ($((SECONDS - t0)) s): $(grep -m1 '^compiler: ' "$out/build.log" | cut -c11-)"
+  pass "built for $(suite_name "$DEBIAN_SUITE") with warnings as errors ($((SECONDS - t0)) s): $(grep -m1 '^compiler: ' "$out/build.log" | cut -c11-)"
 else
   grep -E "error|warning" "$out/build.log" | head -40
   tail -20 "$out/build.log"
-  bad "building for $(suite_name "$DEBIAN_SUITE") (log: $out/build.log)"
+  fail "building for $(suite_name "$DEBIAN_SUITE") (log: $out/build.log)"
   exit 1
 fi
 version=$(sed -n 's/^project(p2pnode VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 deb=$(ls "$out"/p2pnode_"$version"_*.deb 2>/dev/null | head -1)
-[ -n "$deb" ] && ok "package $(basename "$deb")" || bad "no p2pnode_${version}_*.deb in $out"
+[ -n "$deb" ] && pass "package $(basename "$deb")" || fail "no p2pnode_${version}_*.deb in $out"
 for p in p2pnode p2pnode-serve; do
-  [ -x "$out/$p" ] && ok "$p built" || bad "$p missing"
+  [ -x "$out/$p" ] && pass "$p built" || fail "$p missing"
 done
 # Linked against that release's libraries: the package's Depends say which (dpkg-shlibdeps).
 case $DEBIAN_SUITE in
@@ -57,9 +55,8 @@ case $DEBIAN_SUITE in
   *) want="" ;;
 esac
 if [ -n "$want" ] && [ -n "$deb" ]; then
-  dpkg-deb -f "$deb" Depends | grep -q "$want" && ok "Depends names $want" || bad "Depends lacks $want: $(dpkg-deb -f "$deb" Depends)"
+  dpkg-deb -f "$deb" Depends | grep -q "$want" && pass "Depends names $want" || fail "Depends lacks $want: $(dpkg-deb -f "$deb" Depends)"
 fi
 echo "lintian ($(suite_name "$DEBIAN_SUITE")), exit $(cat "$out/lintian.rc" 2>/dev/null):"
 cat "$out/lintian.txt" 2>/dev/null
-echo "$fails failure(s)"
-[ "$fails" -eq 0 ]
+finish

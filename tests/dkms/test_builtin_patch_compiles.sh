@@ -8,11 +8,11 @@
 # Exit 77 without the trees, make/gcc, or kernel headers (none in /lib/modules/*/build).
 # Usage: bash tests/dkms/test_builtin_patch_compiles.sh <path-to-p2pnode>
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
 . tests/dkms/trees.sh
 find_trees "$REPO"
 require make gcc patch
@@ -24,7 +24,7 @@ done
 SRC=/lib/modules/$K/source
 [ -d "$SRC" ] || SRC=/lib/modules/$K/build
 
-TMP=$(mktemp -d /tmp/p2pnode-patchbuild.XXXXXX)
+TMP=$(temp_dir patchbuild)
 trap 'rm -rf "$TMP"' EXIT
 tar -xf "$TREES/ogkm-550.90.07-p2p.tar.xz" -C "$TMP"
 dir=$(find "$TMP" -maxdepth 1 -mindepth 1 -type d)
@@ -32,16 +32,16 @@ dir=$(find "$TMP" -maxdepth 1 -mindepth 1 -type d)
 t0=$SECONDS
 if ! build_nv_object "$dir" "$SRC" "/lib/modules/$K/build" nvidia/nv-pci.o "$TMP/make.log"; then
   grep -m3 "error:" "$TMP/make.log" >&2 || tail -20 "$TMP/make.log" >&2
-  fail "nv-pci.o does not build with the patch against $K's headers"
+  die "nv-pci.o does not build with the patch against $K's headers"
 fi
-[ -s "$dir/kernel-open/nvidia/nv-pci.o" ] || fail "no nv-pci.o"
+[ -s "$dir/kernel-open/nvidia/nv-pci.o" ] || die "no nv-pci.o"
 if grep -q "exclude_bars" "$SRC/include/linux/pci.h" "/lib/modules/$K/build/include/linux/pci.h" 2>/dev/null; then
   grep -q "^#define NV_PCI_RESIZE_RESOURCE_HAS_EXCLUDE_BARS_ARG" "$dir/kernel-open/conftest/types.h" ||
-    fail "$K's pci.h has exclude_bars but the conftest did not find it"
+    die "$K's pci.h has exclude_bars but the conftest did not find it"
   echo "ok: $K has the exclude_bars argument; the conftest found it and nv-pci.o built with the 4-argument call"
 else
   grep -q "^#undef NV_PCI_RESIZE_RESOURCE_HAS_EXCLUDE_BARS_ARG" "$dir/kernel-open/conftest/types.h" ||
-    fail "$K's pci.h has no exclude_bars but the conftest says it does"
+    die "$K's pci.h has no exclude_bars but the conftest says it does"
   echo "ok: $K has no exclude_bars argument; nv-pci.o built with the 3-argument call"
 fi
 echo "PASS in $((SECONDS - t0)) s"

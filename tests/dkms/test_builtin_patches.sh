@@ -10,23 +10,23 @@
 # beside the checkout); exit 77 when they are absent.
 # Usage: bash tests/dkms/test_builtin_patches.sh <path-to-p2pnode>
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 . tests/dkms/trees.sh
 find_trees "$PWD"
 require patch
 
-TMP=$(mktemp -d /tmp/p2pnode-patches.XXXXXX)
+TMP=$(temp_dir patches)
 trap 'rm -rf "$TMP"' EXIT
 PATCHES=daemon/nvidia/patches
 P2PNODE=$(realpath "${1:?usage: $0 <path-to-p2pnode>}")
 KB=src/nvidia/src/kernel/gpu/bus/arch/hopper/kern_bus_gh100.c
 checks=0
 for tree in ogkm-550.90.07-p2p ogkm-565.57.01-p2p; do
-  [ -f "$TREES/$tree.tar.xz" ] || fail "$TREES/$tree.tar.xz is missing"
+  [ -f "$TREES/$tree.tar.xz" ] || die "$TREES/$tree.tar.xz is missing"
   tar -xf "$TREES/$tree.tar.xz" -C "$TMP"
   dir=$(find "$TMP" -maxdepth 1 -mindepth 1 -type d -name "*${tree#ogkm-}")
   # Before any patch: the real source refuses (p2pnode reads it where apply stages it).
@@ -45,24 +45,24 @@ for tree in ogkm-550.90.07-p2p ogkm-565.57.01-p2p; do
     *) fail "$tree unpatched: expected the refusal to be found in its source, got: $out" ;; esac
   echo "ok: p2pnode reads the 512 MiB refusal in $tree's source"
   for p in pci-resize-resource-exclude-bars io-memory-pfn peer-address-alignment; do
-    out=$(cd "$dir" && patch -p1 --dry-run < "$OLDPWD/$PATCHES/$p.patch" 2>&1) || fail "$p does not apply to $tree: $out"
-    echo "$out" | grep -qi "fail\|reject" && fail "$p applies to $tree only in part: $out"
-    (cd "$dir" && patch -p1 -s < "$OLDPWD/$PATCHES/$p.patch") || fail "$p: applying for real to $tree failed"
+    out=$(cd "$dir" && patch -p1 --dry-run < "$OLDPWD/$PATCHES/$p.patch" 2>&1) || die "$p does not apply to $tree: $out"
+    echo "$out" | grep -qi "fail\|reject" && die "$p applies to $tree only in part: $out"
+    (cd "$dir" && patch -p1 -s < "$OLDPWD/$PATCHES/$p.patch") || die "$p: applying for real to $tree failed"
     echo "ok: $p applies to $tree"
     checks=$((checks + 1))
   done
   grep -q 'pci_resize_resource(pci_dev, NV_GPU_BAR1, requested_size, 0);' "$dir/kernel-open/nvidia/nv-pci.c" ||
-    fail "$tree: the 4-argument call is not in nv-pci.c"
+    die "$tree: the 4-argument call is not in nv-pci.c"
   grep -q '^NV_CONFTEST_TYPE_COMPILE_TESTS += pci_resize_resource_has_exclude_bars_arg$' "$dir/kernel-open/nvidia/nvidia.Kbuild" ||
-    fail "$tree: the conftest is not listed in nvidia.Kbuild"
-  grep -q '^        pci_resize_resource_has_exclude_bars_arg)$' "$dir/kernel-open/conftest.sh" || fail "$tree: no conftest case"
-  bash -n "$dir/kernel-open/conftest.sh" || fail "$tree: conftest.sh is no longer valid shell"
+    die "$tree: the conftest is not listed in nvidia.Kbuild"
+  grep -q '^        pci_resize_resource_has_exclude_bars_arg)$' "$dir/kernel-open/conftest.sh" || die "$tree: no conftest case"
+  bash -n "$dir/kernel-open/conftest.sh" || die "$tree: conftest.sh is no longer valid shell"
   grep -q 'vma->vm_pgoff + ((address - vma->vm_start) >> PAGE_SHIFT)' "$dir/kernel-open/nvidia/os-mlock.c" ||
-    fail "$tree: the vm_pgoff fallback is not in os-mlock.c"
+    die "$tree: the vm_pgoff fallback is not in os-mlock.c"
   grep -q 'NV_PRINTF(LEVEL_WARNING, "The peer DMA address 0x%llx is not aligned at 0x%llx (accepted)' "$dir/$KB" ||
-    fail "$tree: the alignment check does not report the accepted address"
+    die "$tree: the alignment check does not report the accepted address"
   sed -n '/NV_IS_ALIGNED64(peerDmaAddr, RM_PAGE_SIZE_512M)/,/^    }/p' "$dir/$KB" | grep -q 'return' &&
-    fail "$tree: the alignment check still returns an error"
+    die "$tree: the alignment check still returns an error"
   out=$(align_check)
   case "$out" in "ok False /usr/src/nvidia-p2p-$ver accepts peer DMA addresses"*) ;;
     *) fail "$tree patched: expected p2pnode to read the source as accepting, got: $out" ;; esac
@@ -70,7 +70,7 @@ for tree in ogkm-550.90.07-p2p ogkm-565.57.01-p2p; do
   checks=$((checks + 1))
   # Applying twice must fail (DKMS would report exit 6): the patch is not silently a no-op.
   if (cd "$dir" && patch -p1 --dry-run -N < "$OLDPWD/$PATCHES/io-memory-pfn.patch" >/dev/null 2>&1); then
-    fail "$tree: io-memory-pfn applies a second time"
+    die "$tree: io-memory-pfn applies a second time"
   fi
   rm -rf "$dir"
 done

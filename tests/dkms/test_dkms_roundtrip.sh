@@ -10,10 +10,10 @@
 # p2pnode load a DKMS-built tree in the VM.
 # Usage: bash tests/dkms/test_dkms_roundtrip.sh <path-to-p2pnode>     (root; exit 77 = skipped)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
 say() { echo "== $*"; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
@@ -29,10 +29,10 @@ for k in $(ls /lib/modules | sort -V -r); do
     KV=$k; break
   fi
 done
-[ -n "$KV" ] || fail "no kernel in /lib/modules has headers and apt-get could not install linux-headers for any"
+[ -n "$KV" ] || die "no kernel in /lib/modules has headers and apt-get could not install linux-headers for any"
 say "building against $KV"
 
-TMP=$(mktemp -d /tmp/p2pnode-dkms.XXXXXX)
+TMP=$(temp_dir dkms)
 RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 NAME=p2ptest-$RND
 KO=p2ptest_$RND
@@ -146,19 +146,19 @@ t0=$(date +%s.%N)
 rc=$(apply "$TMP/good.yaml" "$TMP/1.json")
 t1=$(date +%s.%N)
 s=$(step "$TMP/1.json" driver.module)
-[ "$rc" = 0 ] || { cat "$TMP/1.json.log"; fail "first apply exited $rc: $s"; }
-[ "$(jq -r .outcome <<<"$s")" = changed ] || fail "first apply: driver.module is not 'changed': $s"
-"$DKMS_BIN" status -m "$NAME" | grep -q "$NAME/$VER, $KV, .*: installed" || fail "dkms status does not say installed: $("$DKMS_BIN" status -m "$NAME")"
+[ "$rc" = 0 ] || { cat "$TMP/1.json.log"; die "first apply exited $rc: $s"; }
+[ "$(jq -r .outcome <<<"$s")" = changed ] || die "first apply: driver.module is not 'changed': $s"
+"$DKMS_BIN" status -m "$NAME" | grep -q "$NAME/$VER, $KV, .*: installed" || die "dkms status does not say installed: $("$DKMS_BIN" status -m "$NAME")"
 KOFILE=$(ls /lib/modules/"$KV"/updates/dkms/"$KO".ko* | head -1)
-[ "$(modinfo -F p2pnode_patch "$KOFILE")" = applied-by-dkms ] || fail "the patch is not in the built module: $(modinfo "$KOFILE")"
+[ "$(modinfo -F p2pnode_patch "$KOFILE")" = applied-by-dkms ] || die "the patch is not in the built module: $(modinfo "$KOFILE")"
 # MAKE[0] as DKMS reads it (dkms.conf sourced by bash): the make command quoted, so no alias or
 # function of that name in DKMS's shell runs instead.
-[[ "$(bash -c '. "$1"; printf %s "${MAKE[0]}"' _ "/usr/src/$NAME-$VER/dkms.conf")" == "'make' "* ]] || fail "MAKE is not quoted in dkms.conf"
-[ -f "/usr/src/$NAME-$VER/patches/01-0001-mark.patch" ] || fail "the patch is not in /usr/src/$NAME-$VER/patches/"
+[[ "$(bash -c '. "$1"; printf %s "${MAKE[0]}"' _ "/usr/src/$NAME-$VER/dkms.conf")" == "'make' "* ]] || die "MAKE is not quoted in dkms.conf"
+[ -f "/usr/src/$NAME-$VER/patches/01-0001-mark.patch" ] || die "the patch is not in /usr/src/$NAME-$VER/patches/"
 # With --json the document is stdout and the progress lines stderr (an operator sees the build move).
 grep -q "^\[driver.module $NAME/$VER\] \[dkms build $KV\] exit 0 after" "$TMP/1.json.log" ||
-  fail "apply --json printed no progress on stderr: $(head -5 "$TMP/1.json.log")"
-jq -e .steps "$TMP/1.json" >/dev/null || fail "apply --json: stdout is not the JSON document"
+  die "apply --json printed no progress on stderr: $(head -5 "$TMP/1.json.log")"
+jq -e .steps "$TMP/1.json" >/dev/null || die "apply --json: stdout is not the JSON document"
 awk -v a="$t0" -v b="$t1" 'BEGIN { printf "   first apply (fetch, stage, dkms add/build/install): %.1f s wall\n", b - a }'
 echo "   built module: $KOFILE"
 
@@ -167,50 +167,50 @@ before_builds=$(builds)
 LOG=$(ls /var/lib/dkms/"$NAME"/"$VER"/"$KV"/*/log/make.log)
 log_mtime=$(stat -c %Y "$LOG")
 rc=$(apply "$TMP/good.yaml" "$TMP/2.json")
-[ "$rc" = 0 ] || fail "second apply exited $rc"
-[ "$(builds)" = "$before_builds" ] || fail "second apply ran dkms build: $(cat "$TMP/dkms.calls")"
-[ "$(stat -c %Y "$LOG")" = "$log_mtime" ] || fail "second apply wrote a new make.log"
-[ "$(jq '.writes' "$TMP/2.json")" = 0 ] || fail "second apply wrote something: $(cat "$TMP/2.json")"
+[ "$rc" = 0 ] || die "second apply exited $rc"
+[ "$(builds)" = "$before_builds" ] || die "second apply ran dkms build: $(cat "$TMP/dkms.calls")"
+[ "$(stat -c %Y "$LOG")" = "$log_mtime" ] || die "second apply wrote a new make.log"
+[ "$(jq '.writes' "$TMP/2.json")" = 0 ] || die "second apply wrote something: $(cat "$TMP/2.json")"
 p=$(PATH="$TMP/bin:$PATH" "$P2PNODE" plan --root / --profile "$TMP/good.yaml" --json | jq '[.steps[] | select(.action == "driver.module")] | length')
-[ "$p" = 0 ] || fail "plan still has a driver.module step after the install"
+[ "$p" = 0 ] || die "plan still has a driver.module step after the install"
 
 say "3. a corrupted sha256 refuses and changes nothing"
 before=$(state); before_calls=$(wc -l < "$TMP/dkms.calls")
 rc=$(apply "$TMP/corrupt.yaml" "$TMP/3.json")
 s=$(step "$TMP/3.json" driver.module)
-[ "$rc" != 0 ] || fail "apply with a corrupted sha256 succeeded: $s"
-[ "$(jq -r .outcome <<<"$s")" = refused ] || fail "corrupted sha256: not refused: $s"
-jq -r .message <<<"$s" | grep -q "sha256 mismatch" || fail "corrupted sha256: the message does not say so: $s"
-[ "$(state)" = "$before" ] || fail "corrupted sha256 changed the machine"
-grep -v '^status' <(tail -n +$((before_calls + 1)) "$TMP/dkms.calls") | grep -q . && fail "corrupted sha256 ran dkms: $(tail -n +$((before_calls + 1)) "$TMP/dkms.calls")"
+[ "$rc" != 0 ] || die "apply with a corrupted sha256 succeeded: $s"
+[ "$(jq -r .outcome <<<"$s")" = refused ] || die "corrupted sha256: not refused: $s"
+jq -r .message <<<"$s" | grep -q "sha256 mismatch" || die "corrupted sha256: the message does not say so: $s"
+[ "$(state)" = "$before" ] || die "corrupted sha256 changed the machine"
+grep -v '^status' <(tail -n +$((before_calls + 1)) "$TMP/dkms.calls") | grep -q . && die "corrupted sha256 ran dkms: $(tail -n +$((before_calls + 1)) "$TMP/dkms.calls")"
 echo "   $(jq -r .message <<<"$s" | cut -c1-160)"
 
 say "4. a patch that does not apply is refused before any build, naming the hunk; the install stays"
 before=$(state); before_calls=$(wc -l < "$TMP/dkms.calls")
 rc=$(apply "$TMP/broken.yaml" "$TMP/4.json")
 s=$(step "$TMP/4.json" driver.module)
-[ "$rc" != 0 ] || fail "apply with a broken patch succeeded: $s"
-[ "$(jq -r .outcome <<<"$s")" = refused ] || fail "broken patch: not refused: $s"
+[ "$rc" != 0 ] || die "apply with a broken patch succeeded: $s"
+[ "$(jq -r .outcome <<<"$s")" = refused ] || die "broken patch: not refused: $s"
 jq -r .message <<<"$s" | grep -q "refused before any build: patch 02-0002-broken.patch does not apply to the staged tree of $NAME/$VER: hunk #1 of $KO.c FAILED at line 1" ||
-  fail "broken patch: the message does not name the patch and its hunk: $s"
-jq -r .message <<<"$s" | grep -q "^  -int nothing_here;" || fail "broken patch: the failed hunk is not shown: $s"
-grep -v '^status' <(tail -n +$((before_calls + 1)) "$TMP/dkms.calls") | grep -q . && fail "a broken patch ran dkms: $(tail -n +$((before_calls + 1)) "$TMP/dkms.calls")"
-[ "$(state)" = "$before" ] || fail "the refused patch changed the installed module: before: $before after: $(state)"
+  die "broken patch: the message does not name the patch and its hunk: $s"
+jq -r .message <<<"$s" | grep -q "^  -int nothing_here;" || die "broken patch: the failed hunk is not shown: $s"
+grep -v '^status' <(tail -n +$((before_calls + 1)) "$TMP/dkms.calls") | grep -q . && die "a broken patch ran dkms: $(tail -n +$((before_calls + 1)) "$TMP/dkms.calls")"
+[ "$(state)" = "$before" ] || die "the refused patch changed the installed module: before: $before after: $(state)"
 echo "   $(jq -r .message <<<"$s" | cut -c1-200)"
 
 say "5. a patch that does not compile fails with exit 10, names the compiler error, keeps the install"
 before=$(state)
 rc=$(apply "$TMP/nocompile.yaml" "$TMP/5c.json")
 s=$(step "$TMP/5c.json" driver.module)
-[ "$rc" != 0 ] && [ "$(jq -r .outcome <<<"$s")" = failed ] || fail "a compile error did not fail: $s"
-[ "$(jq -r .after.dkms_exit_code <<<"$s")" = 10 ] || fail "compile error: DKMS exit code is not 10: $s"
-jq -r .after.first_error <<<"$s" | grep -q "error:" || fail "compile error: no first compiler error in the report: $s"
-[ "$(jq -r '.after.make_log_tail | length' <<<"$s")" -gt 0 ] || fail "compile error: no make.log tail: $s"
-[ "$(state)" = "$before" ] || fail "the failed build changed the installed module"
+[ "$rc" != 0 ] && [ "$(jq -r .outcome <<<"$s")" = failed ] || die "a compile error did not fail: $s"
+[ "$(jq -r .after.dkms_exit_code <<<"$s")" = 10 ] || die "compile error: DKMS exit code is not 10: $s"
+jq -r .after.first_error <<<"$s" | grep -q "error:" || die "compile error: no first compiler error in the report: $s"
+[ "$(jq -r '.after.make_log_tail | length' <<<"$s")" -gt 0 ] || die "compile error: no make.log tail: $s"
+[ "$(state)" = "$before" ] || die "the failed build changed the installed module"
 echo "   $(jq -r .after.first_error <<<"$s" | tail -1 | cut -c1-200)"
 
 say "6. back to the good profile: nothing to do"
 rc=$(apply "$TMP/good.yaml" "$TMP/5.json")
-[ "$rc" = 0 ] && [ "$(jq '.writes' "$TMP/5.json")" = 0 ] || fail "after the failed update, the good profile is not in place: $(cat "$TMP/5.json")"
+[ "$rc" = 0 ] && [ "$(jq '.writes' "$TMP/5.json")" = 0 ] || die "after the failed update, the good profile is not in place: $(cat "$TMP/5.json")"
 
 echo "PASS: DKMS round trip ($NAME/$VER on $KV)"

@@ -9,19 +9,19 @@
 # (scripts/install-deps.sh test installs them) fails.
 # Usage: bash tests/dkms/test_every_kernel.sh <path-to-p2pnode>
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
 . "$(dirname "$0")/../lib/require.sh"
 require dkms jq
 with_headers() { for k in $(ls /lib/modules | sort -V -r); do [ -d "/lib/modules/$k/build" ] && echo "$k"; done; }
 mapfile -t KS < <(with_headers | head -2)
-[ "${#KS[@]}" -ge 2 ] || fail "fewer than two kernels with headers in /lib/modules: scripts/install-deps.sh test installs a second linux-headers of the distribution's series"
+[ "${#KS[@]}" -ge 2 ] || die "fewer than two kernels with headers in /lib/modules: scripts/install-deps.sh test installs a second linux-headers of the distribution's series"
 NEW=${KS[0]} OLD=${KS[1]}
 echo "== kernels: $NEW and $OLD"
 
-TMP=$(mktemp -d /tmp/p2pnode-kernels.XXXXXX)
+TMP=$(temp_dir kernels)
 RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 NAME=p2pkern-$RND KO=p2pkern_$RND VER=1.${RND:0:4}
 HOOK=/etc/kernel/postinst.d/z50-p2pnode HEADER_HOOK=/etc/kernel/header_postinst.d/z50-p2pnode
@@ -63,26 +63,26 @@ state_of() {
 }
 
 t0=$SECONDS
-run apply --only driver.module > "$TMP/apply1.out" 2>&1 || { cat "$TMP/apply1.out"; fail "the first apply failed"; }
+run apply --only driver.module > "$TMP/apply1.out" 2>&1 || { cat "$TMP/apply1.out"; die "the first apply failed"; }
 echo "   first apply (both kernels): $((SECONDS - t0)) s"
-run check --only driver.kernels --json > "$TMP/check.json" || { jq '.findings' "$TMP/check.json"; fail "driver.kernels fails after the first apply"; }
+run check --only driver.kernels --json > "$TMP/check.json" || { jq '.findings' "$TMP/check.json"; die "driver.kernels fails after the first apply"; }
 for k in "$NEW" "$OLD"; do
-  case $(state_of "$k") in ok|info|warning) ;; *) jq '.findings' "$TMP/check.json"; fail "driver.kernels is not passing for $k";; esac
+  case $(state_of "$k") in ok|info|warning) ;; *) jq '.findings' "$TMP/check.json"; die "driver.kernels is not passing for $k";; esac
 done
 
 echo "== $OLD loses the module (dkms remove -k $OLD)"
 dkms remove -m "$NAME" -v "$VER" -k "$OLD" >/dev/null
-run check --only driver.kernels --json > "$TMP/check.json" && fail "driver.kernels passes with no module for $OLD"
-[ "$(state_of "$OLD")" = error ] || { jq '.findings' "$TMP/check.json"; fail "driver.kernels does not fail for $OLD"; }
+run check --only driver.kernels --json > "$TMP/check.json" && die "driver.kernels passes with no module for $OLD"
+[ "$(state_of "$OLD")" = error ] || { jq '.findings' "$TMP/check.json"; die "driver.kernels does not fail for $OLD"; }
 case $(state_of "$NEW") in ok|info|warning) ;; *) fail "driver.kernels no longer passes for $NEW";; esac
 jq -r --arg k "$OLD" '.findings[] | select(.subject == $k) | .summary + " | " + .remediation' "$TMP/check.json"
 run plan --json | jq -e --arg k "$OLD" '[.steps[] | select(.action == "driver.module") | .details.gaps[]? | select(contains($k))] | length > 0' >/dev/null ||
-  fail "plan has no driver.module step naming $OLD"
+  die "plan has no driver.module step naming $OLD"
 
 t0=$SECONDS
-run apply --only driver.module > "$TMP/apply2.out" 2>&1 || { cat "$TMP/apply2.out"; fail "the second apply failed"; }
+run apply --only driver.module > "$TMP/apply2.out" 2>&1 || { cat "$TMP/apply2.out"; die "the second apply failed"; }
 echo "   apply for $OLD only: $((SECONDS - t0)) s"
-grep -q "dkms build -m $NAME -v $VER -k $OLD" "$TMP/apply2.out" || fail "the apply did not build for $OLD"
-if grep -q "dkms build -m $NAME -v $VER -k $NEW" "$TMP/apply2.out"; then fail "the apply rebuilt $NEW, which had the module"; fi
-run check --only driver.kernels --json > "$TMP/check.json" || { jq '.findings' "$TMP/check.json"; fail "driver.kernels fails after apply"; }
+grep -q "dkms build -m $NAME -v $VER -k $OLD" "$TMP/apply2.out" || die "the apply did not build for $OLD"
+if grep -q "dkms build -m $NAME -v $VER -k $NEW" "$TMP/apply2.out"; then die "the apply rebuilt $NEW, which had the module"; fi
+run check --only driver.kernels --json > "$TMP/check.json" || { jq '.findings' "$TMP/check.json"; die "driver.kernels fails after apply"; }
 echo "PASS: driver.kernels failed for $OLD without the module and passes for $NEW and $OLD after apply"

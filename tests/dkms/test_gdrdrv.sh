@@ -20,14 +20,12 @@
 # kernels with headers (scripts/install-deps.sh test installs a second).
 # Usage: bash tests/dkms/test_gdrdrv.sh path/to/p2pnode
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 path/to/p2pnode}")
 cd "$(dirname "$0")/../.."
 REPO=$PWD
 skip() { echo "SKIP: $*"; exit 77; }
-FAILS=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 die() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
 require dkms jq modinfo tar xz
@@ -42,7 +40,7 @@ mapfile -t KS < <(for k in $(ls /lib/modules | sort -V -r); do [ -d "/lib/module
 NEW=${KS[0]} OLD=${KS[1]}
 echo "== kernels: $NEW and $OLD"
 
-TMP=$(mktemp -d /tmp/p2pnode-gdrdrv.XXXXXX)
+TMP=$(temp_dir gdrdrv)
 RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 NV=p2pgdrnv-$RND KO=p2pgdrnv_$RND NVVER=550.90.07
 cleanup() {
@@ -96,33 +94,33 @@ t0=$SECONDS
 run apply --only driver.module --only gdrcopy.module > "$TMP/apply1.log" 2>&1 || { tail -30 "$TMP/apply1.log"; die "the first apply failed"; }
 echo "   first apply: $((SECONDS - t0)) s"
 for k in "$NEW" "$OLD"; do
-  dkms status -m gdrdrv -v 2.6 -k "$k" 2>/dev/null | grep -q installed && ok "DKMS: gdrdrv/2.6 installed for $k" || bad "dkms status for $k: $(dkms status -m gdrdrv 2>&1)"
+  dkms status -m gdrdrv -v 2.6 -k "$k" 2>/dev/null | grep -q installed && pass "DKMS: gdrdrv/2.6 installed for $k" || fail "dkms status for $k: $(dkms status -m gdrdrv 2>&1)"
   ko=$(ls /lib/modules/"$k"/updates/dkms/gdrdrv.ko* 2>/dev/null | head -1)
-  [ -n "$ko" ] || { bad "no gdrdrv.ko in /lib/modules/$k/updates/dkms"; continue; }
+  [ -n "$ko" ] || { fail "no gdrdrv.ko in /lib/modules/$k/updates/dkms"; continue; }
   desc=$(modinfo -F description "$ko"); vm=$(modinfo -F vermagic "$ko")
   [[ "$desc" == *"built for opensource NVIDIA driver"* ]] && [[ "$vm" == "$k "* ]] &&
-    ok "$k: $(basename "$ko"): '$desc', vermagic $k" || bad "$k: modinfo says '$desc', vermagic '$vm'"
+    pass "$k: $(basename "$ko"): '$desc', vermagic $k" || fail "$k: modinfo says '$desc', vermagic '$vm'"
 done
 # MAKE[0] as DKMS reads it (the file sourced by bash): the directory single-quoted for DKMS's eval.
 make0=$(bash -c '. /usr/src/gdrdrv-2.6/dkms.conf; printf %s "${MAKE[0]}"')
 [[ "$make0" == *"NVIDIA_SRC_DIR='/usr/src/$NV-$NVVER/kernel-open/nvidia' NVIDIA_IS_OPENSOURCE=y" ]] &&
-  ok "dkms.conf builds it against /usr/src/$NV-$NVVER/kernel-open/nvidia, the open flavour" || bad "dkms.conf: $(grep MAKE /usr/src/gdrdrv-2.6/dkms.conf)"
-grep -q "^AUTOINSTALL" /usr/src/gdrdrv-2.6/dkms.conf && bad "dkms.conf has AUTOINSTALL" || ok "no AUTOINSTALL: p2pnode's kernel hook builds new kernels"
+  pass "dkms.conf builds it against /usr/src/$NV-$NVVER/kernel-open/nvidia, the open flavour" || fail "dkms.conf: $(grep MAKE /usr/src/gdrdrv-2.6/dkms.conf)"
+grep -q "^AUTOINSTALL" /usr/src/gdrdrv-2.6/dkms.conf && fail "dkms.conf has AUTOINSTALL" || pass "no AUTOINSTALL: p2pnode's kernel hook builds new kernels"
 run check --only gdrcopy.kernels --json > "$TMP/check.json"
-[ "$(state_of "$NEW")" = ok ] && [ "$(state_of "$OLD")" = ok ] && ok "gdrcopy.kernels ok for both kernels" || bad "gdrcopy.kernels: $(jq -c '.findings' "$TMP/check.json")"
-run apply --only driver.module --only gdrcopy.module > "$TMP/apply2.log" 2>&1 || bad "the second apply failed: $(tail -5 "$TMP/apply2.log")"
-grep -q "dkms build" "$TMP/apply2.log" && bad "the second apply built something: $(grep 'dkms build' "$TMP/apply2.log" | head -2)" || ok "a second apply builds nothing"
+[ "$(state_of "$NEW")" = ok ] && [ "$(state_of "$OLD")" = ok ] && pass "gdrcopy.kernels ok for both kernels" || fail "gdrcopy.kernels: $(jq -c '.findings' "$TMP/check.json")"
+run apply --only driver.module --only gdrcopy.module > "$TMP/apply2.log" 2>&1 || fail "the second apply failed: $(tail -5 "$TMP/apply2.log")"
+grep -q "dkms build" "$TMP/apply2.log" && fail "the second apply built something: $(grep 'dkms build' "$TMP/apply2.log" | head -2)" || pass "a second apply builds nothing"
 
 echo "== 4. libgdrapi from the same source (gdrcopy.library)"
 LIB=/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2
 lib_step() { jq -r '[.steps[] | select(.action == "gdrcopy.library") | .outcome][0]' "$1"; }
 t0=$SECONDS
 run apply --only gdrcopy.library --json > "$TMP/lib1.json" 2> "$TMP/lib1.err"
-[ "$(lib_step "$TMP/lib1.json")" = changed ] && ok "gdrcopy.library built it in $((SECONDS - t0)) s: $(jq -r '.steps[0].message' "$TMP/lib1.json")" ||
-  bad "gdrcopy.library: $(cat "$TMP/lib1.json") $(tail -5 "$TMP/lib1.err")"
+[ "$(lib_step "$TMP/lib1.json")" = changed ] && pass "gdrcopy.library built it in $((SECONDS - t0)) s: $(jq -r '.steps[0].message' "$TMP/lib1.json")" ||
+  fail "gdrcopy.library: $(cat "$TMP/lib1.json") $(tail -5 "$TMP/lib1.err")"
 soname=$(readelf -d "$LIB" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-[ "$soname" = libgdrapi.so.2 ] && ok "$LIB: soname $soname" || bad "$LIB: soname '$soname'"
-[ "$(cat /var/lib/p2pnode/gdrcopy/2.6/source.sha256)" = "$(sha256sum "$GDR_TAR" | cut -d' ' -f1)" ] && ok "its source's sha256 recorded beside it" || bad "source.sha256: $(cat /var/lib/p2pnode/gdrcopy/2.6/source.sha256)"
+[ "$soname" = libgdrapi.so.2 ] && pass "$LIB: soname $soname" || fail "$LIB: soname '$soname'"
+[ "$(cat /var/lib/p2pnode/gdrcopy/2.6/source.sha256)" = "$(sha256sum "$GDR_TAR" | cut -d' ' -f1)" ] && pass "its source's sha256 recorded beside it" || fail "source.sha256: $(cat /var/lib/p2pnode/gdrcopy/2.6/source.sha256)"
 said=$(python3 - "$LIB" <<'PY' 2>&1
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
@@ -132,19 +130,19 @@ lib.gdr_open.restype = ctypes.c_void_p
 print("version %d.%d, gdr_open %s" % (major.value, minor.value, "a handle" if lib.gdr_open() else "NULL"))
 PY
 )
-[ "$said" = "version 2.6, gdr_open NULL" ] && ok "the library loads: $said (no gdrdrv, no CUDA driver here)" || bad "the library says: $said"
+[ "$said" = "version 2.6, gdr_open NULL" ] && pass "the library loads: $said (no gdrdrv, no CUDA driver here)" || fail "the library says: $said"
 run apply --only gdrcopy.library --json > "$TMP/lib2.json" 2>/dev/null
-[ "$(jq '[.steps[] | select(.action == "gdrcopy.library")] | length' "$TMP/lib2.json")" = 0 ] && ok "a second apply builds no library" || bad "second apply: $(cat "$TMP/lib2.json")"
+[ "$(jq '[.steps[] | select(.action == "gdrcopy.library")] | length' "$TMP/lib2.json")" = 0 ] && pass "a second apply builds no library" || fail "second apply: $(cat "$TMP/lib2.json")"
 
 echo "== 2. a changed NVIDIA tree rebuilds gdrdrv"
 nv_tree "$TMP/nv2" two
 profile "$TMP/nv2" "$GDR_TAR" "$(sha256sum "$GDR_TAR" | cut -d' ' -f1)"
 t0=$SECONDS
-run apply --only driver.module --only gdrcopy.module > "$TMP/apply3.log" 2>&1 || { tail -30 "$TMP/apply3.log"; bad "the apply after the NVIDIA tree changed failed"; }
+run apply --only driver.module --only gdrcopy.module > "$TMP/apply3.log" 2>&1 || { tail -30 "$TMP/apply3.log"; fail "the apply after the NVIDIA tree changed failed"; }
 echo "   apply after the change: $((SECONDS - t0)) s"
 [ "$(builds_of "$NEW" "$TMP/apply3.log")" -ge 1 ] && [ "$(builds_of "$OLD" "$TMP/apply3.log")" -ge 1 ] &&
-  ok "gdrdrv rebuilt for $NEW and $OLD: its identity carries the NVIDIA tree's" || bad "gdrdrv not rebuilt for both: $(grep -E 'gdrcopy.module|gdrdrv' "$TMP/apply3.log" | tail -5)"
-grep -q "dkms build -m $NV -v $NVVER" "$TMP/apply3.log" && ok "the NVIDIA module rebuilt first" || bad "the NVIDIA module was not rebuilt"
+  pass "gdrdrv rebuilt for $NEW and $OLD: its identity carries the NVIDIA tree's" || fail "gdrdrv not rebuilt for both: $(grep -E 'gdrcopy.module|gdrdrv' "$TMP/apply3.log" | tail -5)"
+grep -q "dkms build -m $NV -v $NVVER" "$TMP/apply3.log" && pass "the NVIDIA module rebuilt first" || fail "the NVIDIA module was not rebuilt"
 
 echo "== 3. gdrdrv fails to build for $NEW: the boot guard holds $OLD"
 dkms remove -m gdrdrv -v 2.6 --all >/dev/null 2>&1
@@ -154,19 +152,19 @@ mkdir -p "$TMP/gdr" && tar -xJf "$GDR_TAR" -C "$TMP/gdr" --strip-components=1
 { printf 'ifeq ($(KERNELRELEASE),%s)\n$(error planted: gdrdrv does not build for %s)\nendif\n' "$NEW" "$NEW"
   cat "$TMP/gdr/src/gdrdrv/Makefile"; } > "$TMP/Makefile.planted" && mv "$TMP/Makefile.planted" "$TMP/gdr/src/gdrdrv/Makefile"
 profile "$TMP/nv2" "$TMP/gdr" "$(tree_sha "$TMP/gdr")"
-run apply --only driver.module --only gdrcopy.module > "$TMP/apply4.log" 2>&1 && bad "the apply with a gdrdrv that fails for $NEW exited 0"
+run apply --only driver.module --only gdrcopy.module > "$TMP/apply4.log" 2>&1 && fail "the apply with a gdrdrv that fails for $NEW exited 0"
 dkms status -m gdrdrv -v 2.6 -k "$OLD" 2>/dev/null | grep -q installed && ! dkms status -m gdrdrv -v 2.6 -k "$NEW" 2>/dev/null | grep -q installed &&
-  ok "gdrdrv installed for $OLD only" || bad "dkms status: $(dkms status -m gdrdrv 2>&1)"
+  pass "gdrdrv installed for $OLD only" || fail "dkms status: $(dkms status -m gdrdrv 2>&1)"
 run check --only gdrcopy.kernels --json > "$TMP/check.json"
 sum=$(jq -r --arg k "$NEW" '[.findings[] | select(.check == "gdrcopy.kernels" and .subject == $k) | .summary][0]' "$TMP/check.json")
-[ "$(state_of "$NEW")" = error ] && [[ "$sum" == *"its DKMS build failed"* ]] && ok "gdrcopy.kernels: $sum" || bad "gdrcopy.kernels for $NEW: $sum"
-[ "$(state_of "$OLD")" = ok ] || bad "gdrcopy.kernels not ok for $OLD"
+[ "$(state_of "$NEW")" = error ] && [[ "$sum" == *"its DKMS build failed"* ]] && pass "gdrcopy.kernels: $sum" || fail "gdrcopy.kernels for $NEW: $sum"
+[ "$(state_of "$OLD")" = ok ] || fail "gdrcopy.kernels not ok for $OLD"
 guard=$(run plan --json | jq -r '[.steps[] | select(.action == "driver.boot_guard") | .description][0]')
-[[ "$guard" == "hold GRUB's default on $OLD"*"$NEW has no module (gdrdrv/2.6)"* ]] && ok "plan: $guard" || bad "plan's boot guard: $guard"
+[[ "$guard" == "hold GRUB's default on $OLD"*"$NEW has no module (gdrdrv/2.6)"* ]] && pass "plan: $guard" || fail "plan's boot guard: $guard"
 
 run apply --only gdrcopy.library --json > "$TMP/lib3.json" 2>/dev/null
 [ "$(lib_step "$TMP/lib3.json")" = changed ] && [ "$(cat /var/lib/p2pnode/gdrcopy/2.6/source.sha256)" = "$(tree_sha "$TMP/gdr")" ] &&
-  ok "step 3's changed source: libgdrapi built again from it" || bad "library after the source changed: $(cat "$TMP/lib3.json")"
+  pass "step 3's changed source: libgdrapi built again from it" || fail "library after the source changed: $(cat "$TMP/lib3.json")"
 
-[ "$FAILS" -eq 0 ] || { echo "$FAILS failure(s)"; exit 1; }
+finish || exit 1
 echo "PASS: gdrdrv through p2pnode and DKMS for $NEW and $OLD, rebuilt with the NVIDIA tree, a failed build held by the boot guard; libgdrapi from the same source"

@@ -37,6 +37,7 @@
 # Exit 77 only without root, debootstrap, Debian's archive, QEMU or the trees.
 # Usage: bash tests/dkms/test_trees_612.sh path/to/build/daemon/p2pnode
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
 bin=${1:?usage: test_trees_612.sh path/to/p2pnode}
 bin=$(readlink -f "$bin")  # absolute: the script changes directory
@@ -44,9 +45,6 @@ cd "$(dirname "$0")/../.."
 REPO=$PWD
 build=$(cd "$(dirname "$bin")/.." && pwd)
 skip() { echo "SKIP: $*"; exit 77; }
-FAILS=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 die() { echo "FAIL: $*"; exit 1; }
 . tests/dist/release.sh
 . tests/dkms/trees.sh
@@ -57,7 +55,7 @@ require unshare qemu-system-x86_64 dpkg-deb
 DEBIAN_SUITE=trixie
 t_start=$SECONDS
 
-TMP=$(mktemp -d /tmp/p2pnode-trees612.XXXXXX)
+TMP=$(temp_dir trees612)
 trap 'rm -rf "$TMP"' EXIT
 ROOT=$TMP/root
 tar=$(kernel_root_tarball) || die "making the Debian 13 kernel root"
@@ -65,8 +63,8 @@ root_with_package "$ROOT" "$tar" "$build" "$TMP" || die "p2pnode's Debian 13 pac
 KV=$(ls "$ROOT/lib/modules" | sort -V | tail -1)
 HDR=$(chroot "$ROOT" dpkg-query -W -f='${Package} ${Version}' "linux-headers-$KV")
 echo "== Debian 13 root: $HDR, $(chroot "$ROOT" dkms --version), $(chroot "$ROOT" gcc --version | head -1), p2pnode $(chroot "$ROOT" p2pnode --version)"
-grep -q "exclude_bars" "$ROOT/lib/modules/$KV/source/include/linux/pci.h" && ok "$KV's pci.h declares pci_resize_resource with exclude_bars" ||
-  bad "$KV's pci.h has no exclude_bars (the breakage table's header test would not fire)"
+grep -q "exclude_bars" "$ROOT/lib/modules/$KV/source/include/linux/pci.h" && pass "$KV's pci.h declares pci_resize_resource with exclude_bars" ||
+  fail "$KV's pci.h has no exclude_bars (the breakage table's header test would not fire)"
 
 # tree VERSION: the tarball of that P2P tree, copied into the root's artifacts.
 tree() {
@@ -111,21 +109,21 @@ for spec in "570.86.16 pci-resize-resource-exclude-bars io-memory-pfn" "565.57.0
   missing=""; for w in $want; do [[ " $got " == *" $w "* ]] || missing="$missing $w"; done
   extra=""; for g in $got; do [[ " $want " == *" $g "* ]] || extra="$extra $g"; done
   [ "$rc" = 1 ] && [ -z "$missing" ] && [ -z "$extra" ] &&
-    ok "check, $ver without patches: exit 1, predicts $want ($summary)" ||
-    bad "check, $ver without patches: exit $rc, predicted '$got', expected '$want': $(head -c 600 "$TMP/check-$ver.json") $(cat "$TMP/check-$ver.err")"
+    pass "check, $ver without patches: exit 1, predicts $want ($summary)" ||
+    fail "check, $ver without patches: exit $rc, predicted '$got', expected '$want': $(head -c 600 "$TMP/check-$ver.json") $(cat "$TMP/check-$ver.err")"
 done
 prof=$(profile 570.86.16 bare-570)
 plan=$(run_in p2pnode plan --root / --profile "$prof" --json 2>&1)
 # The tree is not staged yet: the forecast is from its version (plan says so), and apply reads the
 # source once it is staged and refuses then, before any build.
 echo "$plan" | jq -e '.steps[] | select(.action == "driver.module") | .description | contains("forecast from the version: '"$KV"': known breakage pci-resize-resource-exclude-bars")' >/dev/null &&
-  ok "plan forecasts the breakage for 570.86.16 without the patch (from the version: the source is not staged)" || bad "plan: $(echo "$plan" | head -c 800)"
+  pass "plan forecasts the breakage for 570.86.16 without the patch (from the version: the source is not staged)" || fail "plan: $(echo "$plan" | head -c 800)"
 run_in p2pnode apply --root / --profile "$prof" --only driver.module > "$TMP/refused.log" 2>&1; rc=$?
 grep -q "refused before any build (the staged source read): $KV: known breakage pci-resize-resource-exclude-bars" "$TMP/refused.log" &&
-  ok "apply reads the staged source and refuses before any build (exit $rc)" || bad "apply without the patch: $(tail -5 "$TMP/refused.log")"
-grep -q "core build\|dkms build" "$TMP/refused.log" && bad "the refused apply built something" || ok "nothing was built"
+  pass "apply reads the staged source and refuses before any build (exit $rc)" || fail "apply without the patch: $(tail -5 "$TMP/refused.log")"
+grep -q "core build\|dkms build" "$TMP/refused.log" && fail "the refused apply built something" || pass "nothing was built"
 [ -z "$(run_in dkms status 2>/dev/null)" ] && [ ! -e "$ROOT/usr/src/nvidia-p2p-570.86.16" ] &&
-  ok "nothing staged, DKMS knows no module" || bad "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
+  pass "nothing staged, DKMS knows no module" || fail "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
 
 echo "== 2. each builtin patch compiled for real against $KV's headers (conftest and the object it fixes)"
 # obj_build VERSION MODULE OBJECT PATCH|-: the tree unpacked (and patched), NVIDIA's conftest and one object.
@@ -147,18 +145,18 @@ for spec in "570.86.16 nvidia nv-pci.o pci-resize-resource-exclude-bars step3" "
   sig=$(signature_of "$id")
   t0=$SECONDS
   if obj_build "$ver" "$mod" "$obj" -; then
-    bad "$ver $mod/$obj built without $id on $KV (the table says it breaks)"
+    fail "$ver $mod/$obj built without $id on $KV (the table says it breaks)"
   else
     line=$(grep -m1 -E "error:" "$TMP/make-$ver--.log")
-    grep -qE -- "$sig" "$TMP/make-$ver--.log" && ok "$ver without $id: $(echo "$line" | sed 's|.*/kernel-open/|kernel-open/|') (matches the table's signature; $((SECONDS - t0)) s)" ||
-      bad "$ver without $id failed, but not with the table's signature '$sig': $line"
+    grep -qE -- "$sig" "$TMP/make-$ver--.log" && pass "$ver without $id: $(echo "$line" | sed 's|.*/kernel-open/|kernel-open/|') (matches the table's signature; $((SECONDS - t0)) s)" ||
+      fail "$ver without $id failed, but not with the table's signature '$sig': $line"
   fi
   [ "$with" = step3 ] && { echo "   $ver with {builtin: $id}: compiled in step 3 (the whole tree through DKMS)"; continue; }
   t0=$SECONDS
   if obj_build "$ver" "$mod" "$obj" "$id" && [ -s "$ROOT/tmp/obj/t/kernel-open/$mod/$obj" ]; then
-    ok "$ver with {builtin: $id}: $mod/$obj builds on $KV ($((SECONDS - t0)) s)"
+    pass "$ver with {builtin: $id}: $mod/$obj builds on $KV ($((SECONDS - t0)) s)"
   else
-    bad "$ver with {builtin: $id}: $(grep -m3 -E 'error' "$TMP/make-$ver-$id.log")"
+    fail "$ver with {builtin: $id}: $(grep -m3 -E 'error' "$TMP/make-$ver-$id.log")"
   fi
 done
 rm -rf "$ROOT/tmp/obj"
@@ -174,9 +172,9 @@ apply_tree() {
   read -r wall user sys rss < "$ROOT/tmp/apply.time"
   status=$(run_in dkms status -m nvidia-p2p -v "$ver" 2>&1)
   if [ "$rc" = 0 ] && grep -q "nvidia-p2p/$ver, $KV, x86_64: installed" <<<"$status"; then
-    ok "$ver through p2pnode apply and DKMS 3.2: installed for $KV (${wall} s wall, ${user} s user + ${sys} s sys, peak RSS $((rss / 1024)) MiB): $(grep -oE '\[core build src/nvidia\] exit 0 after [0-9.]+ s|\[dkms build [^]]*\] exit 0 after [0-9.]+ s' "$TMP/apply-$ver.log" | paste -sd';')"
+    pass "$ver through p2pnode apply and DKMS 3.2: installed for $KV (${wall} s wall, ${user} s user + ${sys} s sys, peak RSS $((rss / 1024)) MiB): $(grep -oE '\[core build src/nvidia\] exit 0 after [0-9.]+ s|\[dkms build [^]]*\] exit 0 after [0-9.]+ s' "$TMP/apply-$ver.log" | paste -sd';')"
   else
-    bad "$ver: apply exit $rc, dkms status '$status'"
+    fail "$ver: apply exit $rc, dkms status '$status'"
     grep -E "error|refused|failed" "$TMP/apply-$ver.log" | head -10
     for f in "$ROOT"/var/lib/p2pnode/dkms/failed/nvidia-p2p/"$ver"/*/make.log; do [ -f "$f" ] && grep -m5 "error:" "$f"; done
     return 1
@@ -184,19 +182,19 @@ apply_tree() {
   # DKMS applies each PATCH[] whose PATCH_MATCH takes this kernel (io-memory-pfn: 6.10 and later).
   local pt
   for pt in "$@"; do
-    grep -qiE "applying patch [0-9]+-$pt\.patch" "$TMP/apply-$ver.log" && ok "$ver: DKMS 3.2 applied $pt on $KV" ||
-      bad "$ver: DKMS did not say it applied $pt on $KV: $(grep -i 'patch' "$TMP/apply-$ver.log" | head -3)"
+    grep -qiE "applying patch [0-9]+-$pt\.patch" "$TMP/apply-$ver.log" && pass "$ver: DKMS 3.2 applied $pt on $KV" ||
+      fail "$ver: DKMS did not say it applied $pt on $KV: $(grep -i 'patch' "$TMP/apply-$ver.log" | head -3)"
   done
   KO=$(ls "$ROOT/lib/modules/$KV/updates/dkms/"nvidia.ko* 2>/dev/null | head -1)
-  [ -n "$KO" ] || { bad "$ver: no nvidia.ko in /lib/modules/$KV/updates/dkms"; return 1; }
+  [ -n "$KO" ] || { fail "$ver: no nvidia.ko in /lib/modules/$KV/updates/dkms"; return 1; }
   local mi; mi=$(run_in modinfo -F version "${KO#"$ROOT"}"; run_in modinfo -F vermagic "${KO#"$ROOT"}")
-  [[ "$mi" == "$ver"*"$KV "* ]] && ok "$ver: modinfo: version $ver, vermagic $KV ($(ls "$ROOT/lib/modules/$KV/updates/dkms" | tr '\n' ' '))" ||
-    bad "$ver: modinfo says '$mi'"
+  [[ "$mi" == "$ver"*"$KV "* ]] && pass "$ver: modinfo: version $ver, vermagic $KV ($(ls "$ROOT/lib/modules/$KV/updates/dkms" | tr '\n' ' '))" ||
+    fail "$ver: modinfo says '$mi'"
   echo "   DKMS 3.2 on signing: $(grep -iE 'sign|mok' "$TMP/apply-$ver.log" | head -2 | tr '\n' ' ')$(run_in modinfo -F signer "${KO#"$ROOT"}" | sed 's/^/signer: /')"
   t0=$SECONDS
-  run_in p2pnode apply --root / --profile "$prof" --only driver.module > "$TMP/apply2-$ver.log" 2>&1 || bad "$ver: the second apply failed"
-  grep -q "dkms build" "$TMP/apply2-$ver.log" && bad "$ver: the second apply built again" ||
-    ok "$ver: a second apply builds nothing ($((SECONDS - t0)) s)"
+  run_in p2pnode apply --root / --profile "$prof" --only driver.module > "$TMP/apply2-$ver.log" 2>&1 || fail "$ver: the second apply failed"
+  grep -q "dkms build" "$TMP/apply2-$ver.log" && fail "$ver: the second apply built again" ||
+    pass "$ver: a second apply builds nothing ($((SECONDS - t0)) s)"
 }
 
 echo "== 3. the trees through p2pnode apply and DKMS 3.2 on $KV"
@@ -216,20 +214,20 @@ run_in p2pnode apply --root / --profile "$gprof" --only driver.module --only gdr
   > "$TMP/gdr.json" 2> "$TMP/gdr.err"; rc=$?
 gstatus=$(run_in dkms status -m gdrdrv -v 2.6 2>&1)
 [ "$rc" = 0 ] && grep -q "gdrdrv/2.6, $KV, x86_64: installed" <<<"$gstatus" &&
-  ok "gdrdrv/2.6 built by DKMS 3.2 for $KV against /usr/src/nvidia-p2p-570.86.16/kernel-open/nvidia ($((SECONDS - t0)) s, with libgdrapi)" ||
-  { bad "gdrdrv on $KV: apply exit $rc, dkms status '$gstatus'"; grep -iE "error|failed" "$TMP/gdr.err" | head -5
+  pass "gdrdrv/2.6 built by DKMS 3.2 for $KV against /usr/src/nvidia-p2p-570.86.16/kernel-open/nvidia ($((SECONDS - t0)) s, with libgdrapi)" ||
+  { fail "gdrdrv on $KV: apply exit $rc, dkms status '$gstatus'"; grep -iE "error|failed" "$TMP/gdr.err" | head -5
     for f in "$ROOT"/var/lib/p2pnode/dkms/failed/gdrdrv/2.6/*/make.log; do [ -f "$f" ] && grep -m5 "error" "$f"; done; }
 gko=$(ls "$ROOT/lib/modules/$KV/updates/dkms/"gdrdrv.ko* 2>/dev/null | head -1)
 gmi=$( [ -n "$gko" ] && { run_in modinfo -F description "${gko#"$ROOT"}"; run_in modinfo -F vermagic "${gko#"$ROOT"}"; } | paste -sd'|')
-[[ "$gmi" == *"built for opensource NVIDIA driver|$KV "* ]] && ok "gdrdrv.ko: $gmi" || bad "gdrdrv.ko modinfo: '$gmi'"
+[[ "$gmi" == *"built for opensource NVIDIA driver|$KV "* ]] && pass "gdrdrv.ko: $gmi" || fail "gdrdrv.ko modinfo: '$gmi'"
 [ "$(jq -r '[.steps[] | select(.action == "gdrcopy.library") | .outcome][0]' "$TMP/gdr.json")" = changed ] &&
-  [ -f "$ROOT/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2" ] && ok "libgdrapi built with Debian 13's gcc: $(readelf -d "$ROOT/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2" | grep -o "soname: .*")" ||
-  bad "gdrcopy.library on Debian 13: $(jq -c '[.steps[] | select(.action == "gdrcopy.library")]' "$TMP/gdr.json")"
+  [ -f "$ROOT/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2" ] && pass "libgdrapi built with Debian 13's gcc: $(readelf -d "$ROOT/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2" | grep -o "soname: .*")" ||
+  fail "gdrcopy.library on Debian 13: $(jq -c '[.steps[] | select(.action == "gdrcopy.library")]' "$TMP/gdr.json")"
 run_in p2pnode check --root / --profile "$gprof" --only gdrcopy.kernels --json > "$TMP/gdrk.json" 2>/dev/null
-[ "$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k) | .severity][0]' "$TMP/gdrk.json")" = ok ] && ok "gdrcopy.kernels ok for $KV" ||
-  bad "gdrcopy.kernels: $(jq -c '.findings' "$TMP/gdrk.json")"
+[ "$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k) | .severity][0]' "$TMP/gdrk.json")" = ok ] && pass "gdrcopy.kernels ok for $KV" ||
+  fail "gdrcopy.kernels: $(jq -c '.findings' "$TMP/gdrk.json")"
 run_in p2pnode apply --root / --profile "$gprof" --only driver.module --only gdrcopy.module --only gdrcopy.library --json > "$TMP/gdr2.json" 2>/dev/null
-[ "$(jq '.steps | length' "$TMP/gdr2.json")" = 0 ] && ok "a second apply does nothing" || bad "second apply: $(jq -c '.steps' "$TMP/gdr2.json")"
+[ "$(jq '.steps | length' "$TMP/gdr2.json")" = 0 ] && pass "a second apply does nothing" || fail "second apply: $(jq -c '.steps' "$TMP/gdr2.json")"
 
 echo "== 4. the 570.86.16 nvidia.ko loaded in QEMU on $KV"
 VM_SYSROOT=$ROOT
@@ -237,14 +235,14 @@ VM_SYSROOT=$ROOT
 vm_prepare "$bin"
 [ "$VM_KV" = "$KV" ] || die "the VM would boot $VM_KV, not $KV"
 if vm_load_nvidia trees612 nvidia; then
-  ok "nvidia.ko 570.86.16 (+$VM_MODULES_ADDED) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($VM_LOAD_S s)"
+  pass "nvidia.ko 570.86.16 (+$VM_MODULES_ADDED) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($VM_LOAD_S s)"
 else
-  bad "the VM load of the 570 nvidia.ko"
+  fail "the VM load of the 570 nvidia.ko"
 fi
 
 echo "== 5. the next kernel: judge-kernel against trixie-security's candidate"
 echo "deb http://deb.debian.org/debian-security trixie-security main" > "$ROOT/etc/apt/sources.list.d/security.list"
-run_in apt-get update -qq > "$TMP/update.log" 2>&1 || bad "apt-get update with trixie-security: $(tail -2 "$TMP/update.log")"
+run_in apt-get update -qq > "$TMP/update.log" 2>&1 || fail "apt-get update with trixie-security: $(tail -2 "$TMP/update.log")"
 CAND=$(run_in apt-cache policy linux-image-amd64 | sed -n 's/^ *Candidate: //p')
 INST=$(run_in apt-cache policy linux-image-amd64 | sed -n 's/^ *Installed: //p')
 echo "   linux-image-amd64: installed $INST, candidate $CAND"
@@ -256,73 +254,73 @@ run_in p2pnode judge-kernel --root / --profile /etc/p2pnode/profiles/p2p-570.yam
 jf() { jq -r "$1" "$TMP/judge.json" 2>/dev/null; }
 NEXT=$(jf .release)
 if [ "$CAND" = "$INST" ]; then
-  bad "trixie-security offers no newer linux-image-amd64 than $INST: nothing to judge"
+  fail "trixie-security offers no newer linux-image-amd64 than $INST: nothing to judge"
 elif [ "$rc" = 0 ] && [ "$(jf .keeps_p2p)" = true ] && [ -n "$NEXT" ] && [ "$NEXT" != "$KV" ]; then
-  ok "judge-kernel: the next kernel $NEXT ($(jf .package_version), trixie-security) keeps P2P with the staged tree's builtin patches ($((SECONDS - t0)) s): $(jf .summary)"
+  pass "judge-kernel: the next kernel $NEXT ($(jf .package_version), trixie-security) keeps P2P with the staged tree's builtin patches ($((SECONDS - t0)) s): $(jf .summary)"
 else
-  bad "judge-kernel: exit $rc: $(head -c 600 "$TMP/judge.json") $(tail -5 "$TMP/judge.err")"
+  fail "judge-kernel: exit $rc: $(head -c 600 "$TMP/judge.json") $(tail -5 "$TMP/judge.err")"
 fi
 [ -n "$NEXT" ] && [ -f "$ROOT/var/cache/p2pnode/kernels/$NEXT/root/usr/src/linux-headers-$NEXT/.config" ] &&
-  ok "its headers were downloaded into p2pnode's cache (/var/cache/p2pnode/kernels/$NEXT)" || bad "no headers for '$NEXT' in p2pnode's cache"
+  pass "its headers were downloaded into p2pnode's cache (/var/cache/p2pnode/kernels/$NEXT)" || fail "no headers for '$NEXT' in p2pnode's cache"
 [ "$(md5sum < "$ROOT/var/lib/dpkg/status")" = "$dpkg_before" ] && [ ! -d "$ROOT/lib/modules/$NEXT" ] &&
-  ok "nothing was installed (dpkg's status and /lib/modules as before)" || bad "judge-kernel installed something"
+  pass "nothing was installed (dpkg's status and /lib/modules as before)" || fail "judge-kernel installed something"
 run_in p2pnode check --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --only driver.kernels --json > "$TMP/check-next.json" 2>/dev/null
 jq -e --arg k "$NEXT" '.findings[] | select(.subject == $k and .observed.candidate == true and .severity == "ok")' "$TMP/check-next.json" >/dev/null &&
-  ok "check shows the judged candidate $NEXT as keeping P2P" || bad "check does not show the candidate: $(head -c 400 "$TMP/check-next.json")"
+  pass "check shows the judged candidate $NEXT as keeping P2P" || fail "check does not show the candidate: $(head -c 400 "$TMP/check-next.json")"
 
 echo "== 6. a node that follows trixie-backports: its candidate judged, then held off GRUB's default"
 # The node's own apt configuration decides the candidate: backports in the sources, and the pin
 # (tests/dist/release.sh's KERNEL_BPO_PIN) that takes the kernel packages from there.
 echo "deb $DEBIAN_MIRROR trixie-backports main" > "$ROOT/etc/apt/sources.list.d/trixie-backports.list"
 echo "$KERNEL_BPO_PIN" > "$ROOT/etc/apt/preferences.d/p2pnode-kernel-bpo"
-run_in apt-get update -qq > "$TMP/update-bpo.log" 2>&1 || bad "apt-get update with trixie-backports: $(tail -2 "$TMP/update-bpo.log")"
+run_in apt-get update -qq > "$TMP/update-bpo.log" 2>&1 || fail "apt-get update with trixie-backports: $(tail -2 "$TMP/update-bpo.log")"
 pol=$(run_in apt-cache policy linux-image-amd64)
 BCAND=$(sed -n 's/^ *Candidate: //p' <<<"$pol")
 # The version table: the candidate's line (marked *** only once installed), then its sources.
 awk -v c="$BCAND" '($1 == c || ($1 == "***" && $2 == c)) { getline; print; exit }' <<<"$pol" | grep -q trixie-backports &&
-  ok "the pin makes linux-image-amd64's candidate trixie-backports' $BCAND" ||
-  bad "linux-image-amd64's candidate under the pin: $pol"
+  pass "the pin makes linux-image-amd64's candidate trixie-backports' $BCAND" ||
+  fail "linux-image-amd64's candidate under the pin: $pol"
 dpkg_before=$(md5sum < "$ROOT/var/lib/dpkg/status")
 t0=$SECONDS
 run_in p2pnode judge-kernel --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --modules nvidia --json \
   > "$TMP/judge.json" 2> "$TMP/judge.err"; rc=$?
 BKV=$(jf .release)
 [ "$rc" = 1 ] && [ "$(jf .package_version)" = "$BCAND" ] && [ "$(jf .keeps_p2p)" = false ] && [ "$(jf '.breakages[0]')" = extra-cflags-ignored ] &&
-  ok "judge-kernel: the pinned candidate $BKV ($BCAND) breaks 570.86.16 ($((SECONDS - t0)) s): $(jf .summary | cut -c1-200)" ||
-  bad "judge-kernel on backports' candidate: exit $rc: $(head -c 600 "$TMP/judge.json") $(tail -5 "$TMP/judge.err")"
-[ "$(md5sum < "$ROOT/var/lib/dpkg/status")" = "$dpkg_before" ] && ok "nothing was installed by the judgement" || bad "judge-kernel installed something"
+  pass "judge-kernel: the pinned candidate $BKV ($BCAND) breaks 570.86.16 ($((SECONDS - t0)) s): $(jf .summary | cut -c1-200)" ||
+  fail "judge-kernel on backports' candidate: exit $rc: $(head -c 600 "$TMP/judge.json") $(tail -5 "$TMP/judge.err")"
+[ "$(md5sum < "$ROOT/var/lib/dpkg/status")" = "$dpkg_before" ] && pass "nothing was installed by the judgement" || fail "judge-kernel installed something"
 # apt installs it anyway (an unattended upgrade): the boot guard must keep GRUB on $KV. The root has
 # GRUB's tools but no grub.cfg yet: update-grub makes the one a node has.
 mkdir -p "$ROOT/boot/grub"
-run_in update-grub > "$TMP/grub.log" 2>&1 || bad "update-grub: $(tail -3 "$TMP/grub.log")"
+run_in update-grub > "$TMP/grub.log" 2>&1 || fail "update-grub: $(tail -3 "$TMP/grub.log")"
 t0=$SECONDS
 run_in env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-image-amd64 linux-headers-amd64 \
-  > "$TMP/apt-bpo.log" 2>&1 || bad "installing backports' kernel: $(tail -5 "$TMP/apt-bpo.log")"
-[ -d "$ROOT/lib/modules/$BKV" ] && [ -e "$ROOT/lib/modules/$BKV/build" ] && ok "apt installed $BKV and its headers from trixie-backports ($((SECONDS - t0)) s)" ||
-  bad "$BKV is not installed: $(tail -5 "$TMP/apt-bpo.log")"
+  > "$TMP/apt-bpo.log" 2>&1 || fail "installing backports' kernel: $(tail -5 "$TMP/apt-bpo.log")"
+[ -d "$ROOT/lib/modules/$BKV" ] && [ -e "$ROOT/lib/modules/$BKV/build" ] && pass "apt installed $BKV and its headers from trixie-backports ($((SECONDS - t0)) s)" ||
+  fail "$BKV is not installed: $(tail -5 "$TMP/apt-bpo.log")"
 run_in p2pnode apply --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --only driver.module --only driver.boot_guard \
   > "$TMP/guard.log" 2>&1; rc=$?
 # fixed strings: the release has a "+", a quantifier to grep -E
 grep -q "refused before any download or build" "$TMP/guard.log" && grep -Fq "$BKV: known breakage extra-cflags-ignored" "$TMP/guard.log" &&
-  ok "apply refuses 570.86.16 on $BKV before any build (extra-cflags-ignored)" || bad "apply on $BKV: exit $rc: $(head -c 800 "$TMP/guard.log")"
-grep -q "dkms build $BKV\|\[core build" "$TMP/guard.log" && bad "apply built something for $BKV" || true
-grep -q "GRUB held on $KV" "$TMP/guard.log" && ok "the boot guard: $(grep -o "GRUB held on $KV.*" "$TMP/guard.log" | head -1 | cut -c1-200)" ||
-  bad "no GRUB hold on $KV: $(grep -i "boot_guard\|grub" "$TMP/guard.log" | head -5)"
-grep -q "saved_entry=.*$KV" "$ROOT/boot/grub/grubenv" 2>/dev/null && ok "grubenv: $(grep saved_entry "$ROOT/boot/grub/grubenv")" ||
-  bad "grubenv does not name $KV: $(cat "$ROOT/boot/grub/grubenv" 2>/dev/null | grep -v '^#')"
+  pass "apply refuses 570.86.16 on $BKV before any build (extra-cflags-ignored)" || fail "apply on $BKV: exit $rc: $(head -c 800 "$TMP/guard.log")"
+grep -q "dkms build $BKV\|\[core build" "$TMP/guard.log" && fail "apply built something for $BKV" || true
+grep -q "GRUB held on $KV" "$TMP/guard.log" && pass "the boot guard: $(grep -o "GRUB held on $KV.*" "$TMP/guard.log" | head -1 | cut -c1-200)" ||
+  fail "no GRUB hold on $KV: $(grep -i "boot_guard\|grub" "$TMP/guard.log" | head -5)"
+grep -q "saved_entry=.*$KV" "$ROOT/boot/grub/grubenv" 2>/dev/null && pass "grubenv: $(grep saved_entry "$ROOT/boot/grub/grubenv")" ||
+  fail "grubenv does not name $KV: $(cat "$ROOT/boot/grub/grubenv" 2>/dev/null | grep -v '^#')"
 run_in p2pnode check --root / --profile /etc/p2pnode/profiles/p2p-570.yaml --only driver.boot_guard --only driver.kernels --json \
   > "$TMP/check-bpo.json" 2>/dev/null
 jq -e --arg k "$BKV" '.findings[] | select(.check == "driver.kernels" and .subject == $k and .severity == "error") | .observed.build_stops | index("extra-cflags-ignored")' "$TMP/check-bpo.json" >/dev/null &&
-  ok "check: $BKV is an error naming extra-cflags-ignored" || bad "check on $BKV: $(jq -c --arg k "$BKV" '[.findings[] | select(.subject == $k)]' "$TMP/check-bpo.json" | head -c 600)"
+  pass "check: $BKV is an error naming extra-cflags-ignored" || fail "check on $BKV: $(jq -c --arg k "$BKV" '[.findings[] | select(.subject == $k)]' "$TMP/check-bpo.json" | head -c 600)"
 jq -e --arg k "$KV" '.findings[] | select(.check == "driver.boot_guard" and .severity == "warning" and (.summary | contains($k)))' "$TMP/check-bpo.json" >/dev/null &&
-  ok "check: driver.boot_guard warns that GRUB is held on $KV" || bad "driver.boot_guard: $(jq -c '[.findings[] | select(.check == "driver.boot_guard")]' "$TMP/check-bpo.json" | head -c 600)"
+  pass "check: driver.boot_guard warns that GRUB is held on $KV" || fail "driver.boot_guard: $(jq -c '[.findings[] | select(.check == "driver.boot_guard")]' "$TMP/check-bpo.json" | head -c 600)"
 
 # unstage VERSION: the tree taken out of DKMS and /usr/src (and p2pnode's stamp), so the next tree's
 # modules (the same names) are the only ones.
 unstage() {
   run_in dkms remove -m nvidia-p2p -v "$1" --all >/dev/null 2>&1
   rm -rf "$ROOT/usr/src/nvidia-p2p-$1" "$ROOT/var/lib/p2pnode/dkms/nvidia-p2p-$1.json"
-  [ -z "$(run_in dkms status -m nvidia-p2p 2>/dev/null)" ] || bad "nvidia-p2p/$1 still in DKMS after dkms remove"
+  [ -z "$(run_in dkms status -m nvidia-p2p 2>/dev/null)" ] || fail "nvidia-p2p/$1 still in DKMS after dkms remove"
 }
 if [ "${P2PNODE_ALL_TREES:-0}" = 1 ]; then
   echo "== 3 (all trees). 565.57.01 and 550.90.07 through p2pnode apply and DKMS 3.2 on $KV"
@@ -333,5 +331,4 @@ if [ "${P2PNODE_ALL_TREES:-0}" = 1 ]; then
 fi
 
 echo "figures: whole test $((SECONDS - t_start)) s"
-echo "$FAILS failure(s)"
-[ "$FAILS" -eq 0 ]
+finish

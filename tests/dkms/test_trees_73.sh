@@ -28,6 +28,7 @@
 # Exit 77 only without root, debootstrap, Debian's archive or the trees.
 # Usage: bash tests/dkms/test_trees_73.sh path/to/build/daemon/p2pnode
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
 bin=${1:?usage: test_trees_73.sh path/to/p2pnode}
 bin=$(readlink -f "$bin")
@@ -35,9 +36,6 @@ cd "$(dirname "$0")/../.."
 REPO=$PWD
 build=$(cd "$(dirname "$bin")/.." && pwd)
 skip() { echo "SKIP: $*"; exit 77; }
-FAILS=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 die() { echo "FAIL: $*"; exit 1; }
 . tests/dist/release.sh
 . tests/dkms/trees.sh
@@ -55,7 +53,7 @@ P2P=$PDIR/$VER-p2p.patch
 BUILTINS="of-gpio-h-removed strncpy-removed drm-atomic-state-renamed"   # the compile fixes
 LINK=pahole-awk-gen-btf                                              # the link's
 
-TMP=$(mktemp -d /tmp/p2pnode-trees73.XXXXXX)
+TMP=$(temp_dir trees73)
 trap 'rm -rf "$TMP"' EXIT
 ROOT=$TMP/root
 tar=$(kernel_bpo_root_tarball) || die "making the Debian 13 root with trixie-backports' kernel"
@@ -107,14 +105,14 @@ bare=$(profile bare-595)
 run_in p2pnode check --root / --profile "$bare" --only driver.kernels --json > "$TMP/check-bare.json" 2>"$TMP/check-bare.err"; rc=$?
 got=$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k and .severity == "error") | .observed.build_stops[]?] | join(" ")' "$TMP/check-bare.json" 2>/dev/null)
 [ "$rc" = 1 ] && [ "$got" = "$BUILTINS $LINK" ] &&
-  ok "check without the builtins: exit 1, $KV's headers stop $VER on: $got ($(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k and .severity == "error")][0].summary' "$TMP/check-bare.json" | cut -c1-160)…)" ||
-  bad "check without the builtins: exit $rc, build stops '$got', expected '$BUILTINS $LINK': $(head -c 800 "$TMP/check-bare.json") $(cat "$TMP/check-bare.err")"
+  pass "check without the builtins: exit 1, $KV's headers stop $VER on: $got ($(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k and .severity == "error")][0].summary' "$TMP/check-bare.json" | cut -c1-160)…)" ||
+  fail "check without the builtins: exit $rc, build stops '$got', expected '$BUILTINS $LINK': $(head -c 800 "$TMP/check-bare.json") $(cat "$TMP/check-bare.err")"
 prof=$(profile p2p-595 $BUILTINS)
 run_in p2pnode check --root / --profile "$prof" --only driver.kernels --json > "$TMP/check.json" 2>/dev/null
 got=$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k) | .observed.build_stops[]?] | join(" ")' "$TMP/check.json" 2>/dev/null)
-[ "$got" = "$LINK" ] && ok "check with {builtin: …} for the three compile fixes: only $LINK stops the build on $KV" || bad "check with three builtins forecasts '$got', expected '$LINK'"
+[ "$got" = "$LINK" ] && pass "check with {builtin: …} for the three compile fixes: only $LINK stops the build on $KV" || fail "check with three builtins forecasts '$got', expected '$LINK'"
 jq -r --arg k "$KV" '.findings[] | select(.subject == $k) | .remediation' "$TMP/check.json" 2>/dev/null | grep -q "builtin: $LINK" &&
-  ok "its remediation names {builtin: $LINK}" || bad "the remediation does not name {builtin: $LINK}: $(jq -c --arg k "$KV" '[.findings[] | select(.subject == $k)]' "$TMP/check.json" | head -c 600)"
+  pass "its remediation names {builtin: $LINK}" || fail "the remediation does not name {builtin: $LINK}: $(jq -c --arg k "$KV" '[.findings[] | select(.subject == $k)]' "$TMP/check.json" | head -c 600)"
 full=$(profile p2p-595-full $BUILTINS $LINK)
 run_in p2pnode check --root / --profile "$full" --only driver.kernels --json > "$TMP/check-full.json" 2>/dev/null; rc=$?
 got=$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k) | .observed.build_stops[]?] | join(" ")' "$TMP/check-full.json" 2>/dev/null)
@@ -122,34 +120,34 @@ fixed=$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k) | .observed.f
 summ=$(jq -r --arg k "$KV" '[.findings[] | select(.subject == $k) | .summary] | join(" ")' "$TMP/check-full.json" 2>/dev/null)
 # Still an error: nothing is built for 7.3.4 yet (apply would build it); but no breakage stops it.
 [ "$rc" -le 1 ] && [ -z "$got" ] && [ "$fixed" = "$BUILTINS $LINK" ] && ! grep -q "known breakage" <<<"$summ" &&
-  ok "check with all four builtins: nothing stops $VER on $KV, all four fixed by the profile ($(cut -c1-160 <<<"$summ"))" ||
-  bad "check with all four builtins: exit $rc, stops '$got', fixed '$fixed': $(head -c 800 "$TMP/check-full.json")"
-[ -z "$(run_in dkms status 2>/dev/null)" ] && ok "nothing built or registered by check" || bad "check touched DKMS"
+  pass "check with all four builtins: nothing stops $VER on $KV, all four fixed by the profile ($(cut -c1-160 <<<"$summ"))" ||
+  fail "check with all four builtins: exit $rc, stops '$got', fixed '$fixed': $(head -c 800 "$TMP/check-full.json")"
+[ -z "$(run_in dkms status 2>/dev/null)" ] && pass "nothing built or registered by check" || fail "check touched DKMS"
 
 echo "== 2. apt's candidate follows the node's pin"
 pol=$(run_in apt-cache policy linux-image-amd64)
 cand=$(sed -n 's/^ *Candidate: //p' <<<"$pol")
 grep -A1 -F "*** $cand" <<<"$pol" | grep -q "trixie-backports" &&
-  ok "linux-image-amd64's candidate $cand comes from trixie-backports ($(cat "$ROOT/etc/apt/preferences.d/p2pnode-test-kernel-bpo" | paste -sd' '))" ||
-  bad "linux-image-amd64's candidate is not backports': $pol"
+  pass "linux-image-amd64's candidate $cand comes from trixie-backports ($(cat "$ROOT/etc/apt/preferences.d/p2pnode-test-kernel-bpo" | paste -sd' '))" ||
+  fail "linux-image-amd64's candidate is not backports': $pol"
 out=$(run_in p2pnode judge-kernel --root / --profile "$prof" 2>&1); rc=$?
 [ "$rc" = 0 ] && grep -q "apt's next kernel $KV (linux-image-amd64 $cand) is installed already" <<<"$out" &&
-  ok "judge-kernel takes apt's (pinned) candidate: $out" || bad "judge-kernel: exit $rc: $out"
+  pass "judge-kernel takes apt's (pinned) candidate: $out" || fail "judge-kernel: exit $rc: $out"
 
 echo "== 3. $VER through p2pnode apply on $KV without the link's builtin: refused before any build"
 run_in p2pnode apply --root / --profile "$prof" --only driver.module > "$TMP/apply.log" 2>&1; rc=$?
 grep -q "refused before any build.*$KV: known breakage $LINK" "$TMP/apply.log" && grep -q "builtin: $LINK" "$TMP/apply.log" &&
-  ok "apply refuses $VER on $KV before any build (exit $rc): $(grep -m1 -o "known breakage $LINK.*" "$TMP/apply.log" | cut -c1-200)" ||
-  bad "apply with three of the builtins: exit $rc: $(tail -5 "$TMP/apply.log")"
-grep -q "core build\|dkms build" "$TMP/apply.log" && bad "the refused apply built something" || ok "nothing was built"
+  pass "apply refuses $VER on $KV before any build (exit $rc): $(grep -m1 -o "known breakage $LINK.*" "$TMP/apply.log" | cut -c1-200)" ||
+  fail "apply with three of the builtins: exit $rc: $(tail -5 "$TMP/apply.log")"
+grep -q "core build\|dkms build" "$TMP/apply.log" && fail "the refused apply built something" || pass "nothing was built"
 [ -z "$(run_in dkms status 2>/dev/null)" ] && [ ! -e "$ROOT/usr/src/nvidia-p2p-$VER" ] &&
-  ok "DKMS knows no module, /usr/src untouched" || bad "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
+  pass "DKMS knows no module, /usr/src untouched" || fail "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
 
 run_in p2pnode plan --root / --profile "$full" --json > "$TMP/plan-full.json" 2>&1
 desc=$(jq -r '.steps[] | select(.action == "driver.module") | .description' "$TMP/plan-full.json" 2>/dev/null)
 [ -n "$desc" ] && ! grep -qi "known breakage\|refuse" <<<"$desc" &&
-  ok "plan with all four builtins builds the module on $KV: $(cut -c1-200 <<<"$desc")" ||
-  bad "plan with all four builtins: $(head -c 800 "$TMP/plan-full.json")"
+  pass "plan with all four builtins builds the module on $KV: $(cut -c1-200 <<<"$desc")" ||
+  fail "plan with all four builtins: $(head -c 800 "$TMP/plan-full.json")"
 
 echo "== 4. a P2P patch made for another release: 570.86.16's on $VER, refused naming the hunk"
 OLDP=$PDIR/570.86.16-p2p.patch
@@ -161,14 +159,14 @@ if [ -f "$OLDP" ] && [ -n "$P2PSHA" ]; then
   run_in p2pnode apply --root / --profile /etc/p2pnode/profiles/old-patch-595.yaml --only driver.module > "$TMP/apply-old.log" 2>&1; rc=$?
   grep -q "refused before any build: patch 01-570.86.16-p2p.patch does not apply to the staged tree of nvidia-p2p/$VER: hunk #[0-9]* of src/nvidia/[^ ]* FAILED at line [0-9]*" "$TMP/apply-old.log" &&
     grep -q "the hunk that failed:" "$TMP/apply-old.log" &&
-    ok "apply refuses 570.86.16's patch on $VER (exit $rc): $(grep -m1 -o "hunk #[0-9]* of [^ ]* FAILED at line [0-9]*" "$TMP/apply-old.log"), the hunk shown" ||
-    bad "apply with 570.86.16's patch on $VER: exit $rc: $(head -c 1500 "$TMP/apply-old.log")"
+    pass "apply refuses 570.86.16's patch on $VER (exit $rc): $(grep -m1 -o "hunk #[0-9]* of [^ ]* FAILED at line [0-9]*" "$TMP/apply-old.log"), the hunk shown" ||
+    fail "apply with 570.86.16's patch on $VER: exit $rc: $(head -c 1500 "$TMP/apply-old.log")"
   [ -z "$(run_in dkms status 2>/dev/null)" ] && [ ! -e "$ROOT/usr/src/nvidia-p2p-$VER" ] &&
-    ok "DKMS knows no module, /usr/src untouched" || bad "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
+    pass "DKMS knows no module, /usr/src untouched" || fail "the refused apply left: $(run_in dkms status 2>&1) $(ls "$ROOT/usr/src")"
   grep -q "patches: 4 apply to the staged tree of nvidia-p2p/$VER in order" "$TMP/apply.log" &&
-    ok "step 3's port and builtins all fit the tree (patch -p1, the port with no fuzz)" || bad "step 3 did not say its patches fit: $(grep -m3 patch "$TMP/apply.log")"
+    pass "step 3's port and builtins all fit the tree (patch -p1, the port with no fuzz)" || fail "step 3 did not say its patches fit: $(grep -m3 patch "$TMP/apply.log")"
 else
-  bad "no $OLDP or no port: the refusal of a patch for another release is not tested"
+  fail "no $OLDP or no port: the refusal of a patch for another release is not tested"
 fi
 
 # The whole tree through apply and DKMS, and its nvidia.ko in QEMU on 7.3.4: only when asked (the
@@ -180,22 +178,21 @@ if [ "${P2PNODE_73_BUILD:-0}" = 1 ]; then
   run_in p2pnode apply --root / --profile "$full" --only driver.module > "$TMP/apply-full.log" 2>&1; rc=$?
   st=$(run_in dkms status -m nvidia-p2p -v "$VER" 2>&1)
   [ "$rc" = 0 ] && grep -q "$KV.*installed" <<<"$st" &&
-    ok "apply built and installed $VER for $KV through DKMS ($((SECONDS - t0)) s): $st; $(grep -o '\[core build[^]]*\] exit 0 after [0-9.]* s\|\[dkms build[^]]*\] exit 0 after [0-9.]* s' "$TMP/apply-full.log" | paste -sd';')" ||
-    { bad "apply with all four builtins: exit $rc, dkms: $st"; grep -E "error|Error|refused" "$TMP/apply-full.log" | head -20; }
-  grep -q "awk: [0-9]*: unexpected character" "$ROOT"/var/lib/dkms/nvidia-p2p/"$VER"/build/make.log 2>/dev/null && bad "the link met the awk error"
+    pass "apply built and installed $VER for $KV through DKMS ($((SECONDS - t0)) s): $st; $(grep -o '\[core build[^]]*\] exit 0 after [0-9.]* s\|\[dkms build[^]]*\] exit 0 after [0-9.]* s' "$TMP/apply-full.log" | paste -sd';')" ||
+    { fail "apply with all four builtins: exit $rc, dkms: $st"; grep -E "error|Error|refused" "$TMP/apply-full.log" | head -20; }
+  grep -q "awk: [0-9]*: unexpected character" "$ROOT"/var/lib/dkms/nvidia-p2p/"$VER"/build/make.log 2>/dev/null && fail "the link met the awk error"
   mods=$(ls "$ROOT/lib/modules/$KV/updates/dkms/" 2>/dev/null | paste -sd' ')
-  [ -n "$mods" ] && ok "installed for $KV: $mods" || bad "no module in /lib/modules/$KV/updates/dkms"
+  [ -n "$mods" ] && pass "installed for $KV: $mods" || fail "no module in /lib/modules/$KV/updates/dkms"
   VM_SYSROOT=$ROOT
   . tests/vm/lib.sh
   vm_prepare "$bin"
   [ "$VM_KV" = "$KV" ] || die "the VM would boot $VM_KV, not $KV"
   if vm_load_nvidia trees73 nvidia; then
-    ok "nvidia.ko $VER (+$VM_MODULES_ADDED) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($VM_LOAD_S s)"
+    pass "nvidia.ko $VER (+$VM_MODULES_ADDED) loads on $KV in QEMU to 'NVRM: No NVIDIA GPU found.' ($VM_LOAD_S s)"
   else
-    bad "the VM load of the $VER nvidia.ko on $KV"
+    fail "the VM load of the $VER nvidia.ko on $KV"
   fi
 fi
 
 echo "figures: whole test $((SECONDS - t_start)) s"
-echo "$FAILS failure(s)"
-[ "$FAILS" -eq 0 ]
+finish

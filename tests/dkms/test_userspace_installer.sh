@@ -7,14 +7,14 @@
 # apply fails and keeps the part, the next one resumes it with a Range request, with progress lines.
 # Usage: bash tests/dkms/test_userspace_installer.sh <path-to-p2pnode>
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
 say() { echo "== $*"; }
 require jq
 
-TMP=$(mktemp -d /tmp/p2pnode-userspace.XXXXXX)
+TMP=$(temp_dir userspace)
 trap 'rm -rf "$TMP"' EXIT
 VER=550.90.07
 
@@ -79,25 +79,25 @@ say "1. the installer runs once, with --silent --no-kernel-modules and the profi
 mkdir -p "$TMP/root"
 profile "$TMP/good.yaml" "$TMP/NVIDIA-Linux-x86_64-$VER.run" "$GOOD_SHA" "$TMP/root" 2
 rc=$(apply "$TMP/root" "$TMP/good.yaml" "$TMP/1.json")
-[ "$rc" = 0 ] || fail "apply exited $rc: $(cat "$TMP/1.json" "$TMP/1.json.log")"
-[ "$(step "$TMP/1.json" driver.userspace | jq -r .outcome)" = changed ] || fail "userspace not changed: $(cat "$TMP/1.json")"
-[ -e "$TMP/root/usr/lib/x86_64-linux-gnu/libcuda.so.$VER" ] || fail "libcuda.so.$VER was not installed"
-grep -q -- "--silent --no-kernel-modules --no-drm --no-x-check" "$TMP/installer.calls" || fail "installer argv: $(cat "$TMP/installer.calls")"
+[ "$rc" = 0 ] || die "apply exited $rc: $(cat "$TMP/1.json" "$TMP/1.json.log")"
+[ "$(step "$TMP/1.json" driver.userspace | jq -r .outcome)" = changed ] || die "userspace not changed: $(cat "$TMP/1.json")"
+[ -e "$TMP/root/usr/lib/x86_64-linux-gnu/libcuda.so.$VER" ] || die "libcuda.so.$VER was not installed"
+grep -q -- "--silent --no-kernel-modules --no-drm --no-x-check" "$TMP/installer.calls" || die "installer argv: $(cat "$TMP/installer.calls")"
 conf="$TMP/root/etc/modprobe.d/p2pnode-nvidia.conf"
-grep -qx 'options nvidia NVreg_EnableResizableBar=1 NVreg_RegistryDwords="ForceP2P=17;RMForceP2PType=2"' "$conf" || fail "modprobe.d: $(cat "$conf")"
+grep -qx 'options nvidia NVreg_EnableResizableBar=1 NVreg_RegistryDwords="ForceP2P=17;RMForceP2PType=2"' "$conf" || die "modprobe.d: $(cat "$conf")"
 
 say "2. a second apply runs nothing"
 n=$(calls)
 rc=$(apply "$TMP/root" "$TMP/good.yaml" "$TMP/2.json")
-[ "$rc" = 0 ] && [ "$(calls)" = "$n" ] && [ "$(jq .writes "$TMP/2.json")" = 0 ] || fail "second apply did something: $(cat "$TMP/2.json")"
+[ "$rc" = 0 ] && [ "$(calls)" = "$n" ] && [ "$(jq .writes "$TMP/2.json")" = 0 ] || die "second apply did something: $(cat "$TMP/2.json")"
 
 say "3. an installer of another version fails the version check"
 mkdir -p "$TMP/root2"
 profile "$TMP/wrong.yaml" "$TMP/NVIDIA-Linux-x86_64-wrong.run" "$WRONG_SHA" "$TMP/root2" 2
 rc=$(apply "$TMP/root2" "$TMP/wrong.yaml" "$TMP/3.json")
 s=$(step "$TMP/3.json" driver.userspace)
-[ "$rc" != 0 ] && [ "$(jq -r .outcome <<<"$s")" = failed ] || fail "wrong-version installer not failed: $s"
-jq -r .message <<<"$s" | grep -q "no libcuda.so.$VER appeared" || fail "wrong-version message: $s"
+[ "$rc" != 0 ] && [ "$(jq -r .outcome <<<"$s")" = failed ] || die "wrong-version installer not failed: $s"
+jq -r .message <<<"$s" | grep -q "no libcuda.so.$VER appeared" || die "wrong-version message: $s"
 
 say "4. a corrupted sha256 refuses and runs nothing"
 mkdir -p "$TMP/root3"
@@ -105,16 +105,16 @@ n=$(calls)
 profile "$TMP/corrupt.yaml" "$TMP/NVIDIA-Linux-x86_64-$VER.run" "$(echo "$GOOD_SHA" | tr '0-9a-f' '1-9a-f0')" "$TMP/root3" 2
 rc=$(apply "$TMP/root3" "$TMP/corrupt.yaml" "$TMP/4.json")
 s=$(step "$TMP/4.json" driver.userspace)
-[ "$rc" != 0 ] && [ "$(jq -r .outcome <<<"$s")" = refused ] && [ "$(calls)" = "$n" ] || fail "corrupted sha256: $s"
-[ ! -e "$TMP/root3/usr/lib/x86_64-linux-gnu" ] || fail "corrupted sha256 installed something"
+[ "$rc" != 0 ] && [ "$(jq -r .outcome <<<"$s")" = refused ] && [ "$(calls)" = "$n" ] || die "corrupted sha256: $s"
+[ ! -e "$TMP/root3/usr/lib/x86_64-linux-gnu" ] || die "corrupted sha256 installed something"
 
 say "5. RMForceP2PType=1 on the 550 branch is refused (it would disable BAR1 P2P)"
 mkdir -p "$TMP/root4"
 profile "$TMP/p2ptype.yaml" "$TMP/NVIDIA-Linux-x86_64-$VER.run" "$GOOD_SHA" "$TMP/root4" 1
 rc=$(apply "$TMP/root4" "$TMP/p2ptype.yaml" "$TMP/5.json")
 s=$(step "$TMP/5.json" driver.options)
-[ "$rc" != 0 ] && [ "$(jq -r .outcome <<<"$s")" = refused ] || fail "RMForceP2PType=1 not refused: $s"
-[ ! -e "$TMP/root4/etc/modprobe.d/p2pnode-nvidia.conf" ] || fail "refused options were written"
+[ "$rc" != 0 ] && [ "$(jq -r .outcome <<<"$s")" = refused ] || die "RMForceP2PType=1 not refused: $s"
+[ ! -e "$TMP/root4/etc/modprobe.d/p2pnode-nvidia.conf" ] || die "refused options were written"
 
 say "6. a download cut half-way is kept, resumed with a Range request, verified, then installed"
 require curl
@@ -177,25 +177,25 @@ url_profile "$TMP/url.yaml" "$URL"
 n=$(calls)
 rc=0; "$P2PNODE" apply --root "$TMP/root6" --profile "$TMP/url.yaml" > "$TMP/6a.out" 2> "$TMP/6a.err" || rc=$?
 PART="$TMP/root6/var/lib/p2pnode/artifacts/NVIDIA-Linux-x86_64-$VER.run.part"
-[ "$rc" != 0 ] || fail "a cut download did not fail the apply: $(cat "$TMP/6a.out")"
-grep -q "refused  driver.userspace .*curl: (18)" "$TMP/6a.out" || fail "the cut download's message lacks curl's own error: $(cat "$TMP/6a.out")"
-grep -q "is kept for a resume" "$TMP/6a.out" || fail "the message does not say the part is kept: $(cat "$TMP/6a.out")"
-grep -q '#####' "$TMP/6a.out" && fail "progress-bar redraws leaked into the message: $(cat "$TMP/6a.out")"
-[ "$(stat -c %s "$PART")" = 1048576 ] || fail "the part file is not the 1 MiB received: $(stat -c %s "$PART" 2>&1)"
-[ "$(calls)" = "$n" ] || fail "the installer ran after a failed download"
+[ "$rc" != 0 ] || die "a cut download did not fail the apply: $(cat "$TMP/6a.out")"
+grep -q "refused  driver.userspace .*curl: (18)" "$TMP/6a.out" || die "the cut download's message lacks curl's own error: $(cat "$TMP/6a.out")"
+grep -q "is kept for a resume" "$TMP/6a.out" || die "the message does not say the part is kept: $(cat "$TMP/6a.out")"
+grep -q '#####' "$TMP/6a.out" && die "progress-bar redraws leaked into the message: $(cat "$TMP/6a.out")"
+[ "$(stat -c %s "$PART")" = 1048576 ] || die "the part file is not the 1 MiB received: $(stat -c %s "$PART" 2>&1)"
+[ "$(calls)" = "$n" ] || die "the installer ran after a failed download"
 rc=0; "$P2PNODE" apply --root "$TMP/root6" --profile "$TMP/url.yaml" > "$TMP/6b.out" 2> "$TMP/6b.err" || rc=$?
-[ "$rc" = 0 ] || fail "the resumed apply exited $rc: $(cat "$TMP/6b.out" "$TMP/6b.err")"
-grep -q "bytes=1048576-" "$TMP/requests.log" || fail "no Range request for the rest: $(cat "$TMP/requests.log")"
-grep -q "resuming at 1048576 bytes" "$TMP/6b.err" || fail "the log does not say it resumed: $(cat "$TMP/6b.err")"
-grep -q "NVIDIA-Linux-x86_64-$VER.run: 100.0 % (resumed)" "$TMP/6b.err" || fail "no progress line: $(cat "$TMP/6b.err")"
-[ "$(sha256sum "$TMP/root6/var/lib/p2pnode/artifacts/NVIDIA-Linux-x86_64-$VER.run" | cut -d' ' -f1)" = "$BIG_SHA" ] || fail "the resumed file's digest"
-[ ! -e "$PART" ] || fail "the part file was left behind"
-[ -e "$TMP/root6/usr/lib/x86_64-linux-gnu/libcuda.so.$VER" ] || fail "the downloaded installer did not install"
+[ "$rc" = 0 ] || die "the resumed apply exited $rc: $(cat "$TMP/6b.out" "$TMP/6b.err")"
+grep -q "bytes=1048576-" "$TMP/requests.log" || die "no Range request for the rest: $(cat "$TMP/requests.log")"
+grep -q "resuming at 1048576 bytes" "$TMP/6b.err" || die "the log does not say it resumed: $(cat "$TMP/6b.err")"
+grep -q "NVIDIA-Linux-x86_64-$VER.run: 100.0 % (resumed)" "$TMP/6b.err" || die "no progress line: $(cat "$TMP/6b.err")"
+[ "$(sha256sum "$TMP/root6/var/lib/p2pnode/artifacts/NVIDIA-Linux-x86_64-$VER.run" | cut -d' ' -f1)" = "$BIG_SHA" ] || die "the resumed file's digest"
+[ ! -e "$PART" ] || die "the part file was left behind"
+[ -e "$TMP/root6/usr/lib/x86_64-linux-gnu/libcuda.so.$VER" ] || die "the downloaded installer did not install"
 echo "   $(grep -c . "$TMP/requests.log") requests: $(tr '\n' ' ' < "$TMP/requests.log")"
 url_profile "$TMP/404.yaml" "${URL%/*}/NVIDIA-Linux-x86_64-999.99.99.run"
 mkdir -p "$TMP/root7"  # a box without the userspace yet
 rc=0; "$P2PNODE" apply --root "$TMP/root7" --profile "$TMP/404.yaml" > "$TMP/6c.out" 2>&1 || rc=$?
 [ "$rc" != 0 ] && grep -q "curl: (22) The requested URL returned error: 404" "$TMP/6c.out" ||
-  fail "a 404 is not reported as such: $(cat "$TMP/6c.out")"
+  die "a 404 is not reported as such: $(cat "$TMP/6c.out")"
 
 echo "PASS: userspace installer and modprobe options"

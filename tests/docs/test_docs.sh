@@ -15,7 +15,7 @@ python3 -c 'import yaml' 2>/dev/null || { echo "FAIL: python3-yaml is missing (s
 if out=$(python3 "$here/check_docs.py" "$repo" 2>&1); then pass "README.md and docs/ pass the docs check"
 else echo "$out"; fail "README.md and docs/ fail the docs check"; fi
 
-tmp=$(mktemp -d /tmp/p2pnode-docs.XXXXXX)
+tmp=$(temp_dir docs)
 trap 'rm -rf "$tmp"' EXIT
 # copy: the files the check reads, copied (the cases change them); every other top-level entry of
 # the repository linked, so that links into tests/, api/, … resolve as they do in the repository

@@ -24,7 +24,7 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 NODES=25
 require prometheus victoria-metrics vmalert prometheus-alertmanager ansible-playbook curl python3
 python3 -c "import yaml" 2>/dev/null || { echo "FAIL: python3-yaml is missing (scripts/install-deps.sh test installs it)"; exit 1; }
-WORK=$(mktemp -d /tmp/p2pnode-vm.XXXXXX)
+WORK=$(temp_dir vm)
 PIDS=()
 # Stopped last first, each waited for: the agent and vmalert flush their remote writes to stores
 # still running (to a stopped one they would retry for a minute).
@@ -35,10 +35,6 @@ stop_all() {
 }
 trap stop_all EXIT
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
-wait_until() {  # SECONDS COMMAND...: polls until COMMAND succeeds
-  local deadline=$(( $(date +%s) + $1 )); shift
-  until "$@" >/dev/null 2>&1; do [ "$(date +%s)" -lt "$deadline" ] || return 1; sleep 0.5; done
-}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start() {  # NAME COMMAND...: in the background, its output in $WORK/NAME.log
   local name=$1; shift

@@ -19,7 +19,7 @@ NODES=25
 require prometheus promtool curl python3
 # Debian's interpreter, which python3-matplotlib is installed for (another python3 may come first on PATH).
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || { echo "FAIL: python3-matplotlib is not installed (scripts/install-deps.sh test)"; exit 1; }
-WORK=$(mktemp -d /tmp/p2pnode-grafana.XXXXXX)
+WORK=$(temp_dir grafana)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 wait_until() {

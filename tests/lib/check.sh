@@ -3,9 +3,12 @@
 #   fail WHAT     a check that did not; counted, and the script goes on to the next
 #   die WHAT      a failure after which nothing else can be checked: exits 1 at once
 #   finish        the last line of a script: "N passed, M failed", and its status (1 if any failed)
-#   wait_until SECONDS COMMAND...   polls COMMAND (every 0.2 s) until it succeeds; 1 if it did not
-#                 within SECONDS: a deadline, never a fixed sleep that is too short on a loaded machine
-#   temp_dir      a new directory under ${TMPDIR:-/tmp}, its path on stdout (the caller removes it)
+#   check WHAT COMMAND...   pass WHAT when COMMAND succeeds (its stdout dropped), else fail WHAT
+#   wait_until SECONDS COMMAND...   polls COMMAND (every 50 ms, its output dropped) until it succeeds;
+#                 1 if it did not within SECONDS: a deadline, never a fixed sleep that is too short on
+#                 a loaded machine and too long on an idle one
+#   temp_dir NAME a new directory ${TMPDIR:-/tmp}/p2pnode-NAME.XXXXXX, its path on stdout (the caller
+#                 removes it)
 PASSES=0
 FAILS=0
 pass() { echo "ok   $*"; PASSES=$((PASSES + 1)); }
@@ -15,12 +18,17 @@ finish() {
   echo "$PASSES passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]
 }
-wait_until() {
-  local limit=$1 start=$SECONDS
+check() {
+  local what=$1
   shift
-  until "$@"; do
-    [ $((SECONDS - start)) -lt "$limit" ] || return 1
-    sleep 0.2
+  if "$@" >/dev/null; then pass "$what"; else fail "$what"; fi
+}
+wait_until() {
+  local deadline=$(($(date +%s%N) + $1 * 1000000000))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s%N)" -lt "$deadline" ] || return 1
+    sleep 0.05
   done
 }
-temp_dir() { mktemp -d "${TMPDIR:-/tmp}/p2pnode-test.XXXXXX"; }
+temp_dir() { mktemp -d "${TMPDIR:-/tmp}/p2pnode-${1:-test}.XXXXXX"; }

@@ -64,7 +64,7 @@ stamp() { local s=$SECONDS l; while IFS= read -r l; do printf '%4d %s\n' $((SECO
 case_kernel() {
   local old new kdir sha hdr t=$SECONDS
   old=$(in_node uname -r)
-  kdir=$(node_kernel_debs "$NODE_DIR/root" "$old") || { echo "FAIL: case 4 (a kernel through apt) cannot run: see above"; fails=$((fails+1)); return 0; }
+  kdir=$(node_kernel_debs "$NODE_DIR/root" "$old") || { fail "case 4 (a kernel through apt) cannot run: see above"; return 0; }
   new=$(cat "$kdir/release")
   echo "node: case 4: running $old; kernel $new arrives through apt"
   # The initramfs of every kernel is made in the VM from here on: only the drivers this VM needs
@@ -86,7 +86,7 @@ case_kernel() {
   # 2. NEW arrives with broken headers.
   hdr=$(ls "$kdir"/linux-headers-"$new"_*.deb)
   mkdir -p "$NODE_DIR/broken"
-  node_break_headers "$hdr" "$NODE_DIR/broken/$(basename "$hdr")" || { echo "FAIL: planting the breakage"; fails=$((fails+1)); return; }
+  node_break_headers "$hdr" "$NODE_DIR/broken/$(basename "$hdr")" || { fail "planting the breakage"; return; }
   in_node "mkdir -p /var/cache/p2pnode-test/debs /var/cache/p2pnode-test/fixed"
   local f
   for f in "$kdir"/*.deb; do
@@ -118,7 +118,7 @@ case_kernel() {
   check "case 4: /metrics: p2pnode_kernel_module_installed 0 for $new" sh -c "echo '$line' | grep -q ' 0\$'"
   check "case 4: the alert P2pnodeKernelWithoutModule fires for $new (promtool over the scraped series)" case_kernel_alert_fires "$line" "$new"
   check "case 4: GRUB's saved default is $old" in_node "grub-editenv list | grep -q 'saved_entry=.*$old'"
-  node_reboot && node_wait_ssh || { echo "FAIL: reboot with $new installed and broken"; fails=$((fails+1)); return; }
+  node_reboot && node_wait_ssh || { fail "reboot with $new installed and broken"; return; }
   in_node systemctl is-system-running --wait >/dev/null
   [ -n "${free:-}" ] && drive_ok
   check "case 4: held: the node came back in $old, not in $new" test "$(in_node uname -r)" = "$old"
@@ -153,7 +153,7 @@ except urllib.error.HTTPError as e: print(e.code, e.read().decode())'" > "$NODE_
   in_node p2pnode check --only driver.boot_guard --json > "$NODE_DIR/check-fixed.json" 2>/dev/null
   check "case 4: fixed: GRUB boots $new next (driver.boot_guard reads it back)" python3 -c \
     'import json,sys; d=json.load(open(sys.argv[1])); f=d["findings"][0]; print(f); sys.exit(f["observed"]["next_boot"] != sys.argv[2] or f["severity"] != "ok")' "$NODE_DIR/check-fixed.json" "$new"
-  node_reboot && node_wait_ssh || { echo "FAIL: reboot into $new"; fails=$((fails+1)); return; }
+  node_reboot && node_wait_ssh || { fail "reboot into $new"; return; }
   in_node systemctl is-system-running --wait >/dev/null
   [ -n "${free:-}" ] && drive_ok
   check "case 4: the node booted $new through GRUB" test "$(in_node uname -r)" = "$new"

@@ -5,7 +5,7 @@
 # mkfs.ext4 -d fills the root file system from the directory, an MBR is written by hand and GRUB's
 # boot.img + core.img (grub-mkimage from the root's own grub-pc-bin) go in with dd.
 here_node=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here_node/../package/debian_root.sh"
+. "$here_node/../lib/debian_root.sh"
 . "$here_node/kernels.sh"
 
 NODE_ROOT_UUID=5b0d2c3a-6f1e-4a57-9c1d-0de5e0a1b2c3

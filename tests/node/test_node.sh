@@ -7,13 +7,14 @@
 # Usage: bash tests/node/test_node.sh path/to/p2pnode
 # Exit 0 all passed, 1 a check failed, 77 skipped (the reason is printed).
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -u
 # stdin from /dev/null: ansible-playbook refuses a non-blocking stdin ("Ansible requires blocking IO"),
 # which another program sharing ctest's stdin may leave behind.
 exec </dev/null
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-. "$repo/tests/package/debian_root.sh"
+. "$repo/tests/lib/debian_root.sh"
 DEBIAN_SUITE=${P2PNODE_RELEASE:-$(host_suite)}
 case $DEBIAN_SUITE in
   trixie) default_cases="1 6 4" ;;  # the current stable: first boot, the kernel through apt (GRUB 2.12, DKMS 3.2)
@@ -32,11 +33,9 @@ reason=$(node_image_skip_reason); [ -z "$reason" ] || { echo "SKIP: $reason"; ex
 [ -x "$bin" ] || { echo "FAIL: p2pnode binary '$bin' is missing (build it first)"; exit 1; }
 build=$(cd "$(dirname "$bin")/.." && pwd)
 
-NODE_DIR=$(mktemp -d /tmp/p2pnode-node.XXXXXX)
+NODE_DIR=$(temp_dir node)
 trap '[ -n "${NODE_QEMU_PID:-}" ] && { [ -n "${P2P_NODE_KEEP:-}" ] && node_flush_journal; kill -9 $NODE_QEMU_PID; wait $NODE_QEMU_PID; } 2>/dev/null; [ -n "${P2P_NODE_KEEP:-}" ] && echo "kept $NODE_DIR" || rm -rf "$NODE_DIR"' EXIT
 NODE_PORT=$(node_free_port)
-fails=0 passes=0
-check() { local what=$1; shift; if "$@" >/dev/null 2>&1; then echo "ok: $what"; passes=$((passes+1)); else echo "FAIL: $what"; fails=$((fails+1)); fi; }
 in_node() { node_ssh "$@"; }
 
 t0=$SECONDS
@@ -66,8 +65,8 @@ except Exception as e: print(e)'"; }
 # Developers: P2P_NODE_ONLY=kernel runs the kernel case alone.
 if [ "${P2P_NODE_ONLY:-}" = kernel ]; then
   case_kernel
-  echo "node: total $((SECONDS - t0)) s; $passes passed, $fails failed"
-  [ $fails -eq 0 ]; exit
+  echo "node: total $((SECONDS - t0)) s"
+  finish; exit
 fi
 
 # Case 1: the first boot with the profile: the boot-time apply binds the free drive before
@@ -131,7 +130,9 @@ echo "node: case 1 done at $((SECONDS - t0)) s"
 if has_case 3; then
 pid1=$(in_node systemctl show -P MainPID p2pnode)
 in_node kill -9 "$pid1"
-sleep 12
+# Restarted (a new main PID) and ready: polled, for systemd's RestartSec and the daemon's start.
+restarted_ready() { local p; p=$(in_node systemctl show -P MainPID p2pnode); [ "$p" != 0 ] && [ "$p" != "$1" ] && [ "$(readyz)" = 200 ]; }
+wait_until 90 restarted_ready "$pid1" || echo "node: not restarted and ready within 90 s of kill -9"
 pid2=$(in_node systemctl show -P MainPID p2pnode)
 check "kill -9: p2pnode restarted (pid $pid1 -> $pid2)" sh -c "[ '$pid2' != 0 ] && [ '$pid2' != '$pid1' ]"
 check "kill -9: active again" test "$(in_node systemctl is-active p2pnode)" = active
@@ -140,7 +141,7 @@ check "kill -9: /readyz 200 again" test "$(readyz)" = 200
 in_node 'mkdir -p /run/systemd/system/p2pnode.service.d && printf "[Service]\nWatchdogSec=10s\n" > /run/systemd/system/p2pnode.service.d/watchdog.conf && systemctl daemon-reload && systemctl restart p2pnode'
 pid1=$(in_node systemctl show -P MainPID p2pnode)
 in_node kill -STOP "$pid1"
-sleep 25
+wait_until 120 restarted_ready "$pid1" || echo "node: not restarted by the watchdog and ready within 120 s of SIGSTOP"
 pid2=$(in_node systemctl show -P MainPID p2pnode)
 check "SIGSTOP: the watchdog killed it (journal says so)" in_node "journalctl -b -u p2pnode | grep -qi watchdog"
 check "SIGSTOP: restarted (pid $pid1 -> $pid2)" sh -c "[ '$pid2' != 0 ] && [ '$pid2' != '$pid1' ]"
@@ -233,10 +234,10 @@ INV
   check "ansible upgrade: /var/lib/p2pnode kept" test "$(in_node cat /var/lib/p2pnode/upgrade-marker)" = kept
   check "ansible upgrade: /readyz 200" test "$(readyz)" = 200
 else
-  echo "FAIL: ansible-playbook is not installed: the Ansible case cannot run (scripts/install-deps.sh test)"; fails=$((fails+1))
+  fail "ansible-playbook is not installed: the Ansible case cannot run (scripts/install-deps.sh test)"
 fi
 
 # Case 4 (last: it changes the profile and the kernel): a kernel through apt, broken then fixed.
 has_case 4 && case_kernel
-echo "node: total $((SECONDS - t0)) s; $passes passed, $fails failed"
-[ $fails -eq 0 ]
+echo "node: total $((SECONDS - t0)) s"
+finish

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.." || exit 1
 bin=${1:-build/daemon/p2pnode}
 [ -x "$bin" ] || { echo "FAIL: no p2pnode binary at $bin"; exit 1; }
 canary=/tmp/p2pnode-hostile-ran
-work=$(mktemp -d /tmp/p2pnode-hostile.XXXXXX)
+work=$(temp_dir hostile)
 trap 'rm -rf "$work"' EXIT
 rm -f "$canary"
 for f in tests/profiles/hostile/*.yaml; do

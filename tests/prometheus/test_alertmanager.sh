@@ -11,7 +11,7 @@ set -uo pipefail
 require amtool prometheus-alertmanager python3 curl jq
 config=prometheus/alertmanager.example.yml
 rules=prometheus/p2pnode-alerts.yml
-work=$(mktemp -d /tmp/p2pnode-am.XXXXXX)
+work=$(temp_dir am)
 am=
 trap '[ -z "$am" ] || { kill "$am"; wait "$am"; } 2>/dev/null; rm -rf "$work"' EXIT
 

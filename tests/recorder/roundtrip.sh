@@ -9,7 +9,7 @@ set -u -o pipefail
 REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
 REC="$REPO/scripts/record-node.sh"
 FIX="$REPO/tests/fixtures"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/p2pnode-roundtrip.XXXXXX")
+TMP=$(temp_dir roundtrip)
 trap 'rm -rf -- "$TMP"' EXIT
 
 

@@ -17,6 +17,7 @@
 # Exit 77 only without root, debootstrap, Debian's archive, QEMU or the trees' helpers.
 # Usage: bash tests/secureboot/test_secureboot_vm.sh path/to/build/daemon/p2pnode
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
 bin=${1:?usage: test_secureboot_vm.sh path/to/p2pnode}
 bin=$(readlink -f "$bin")  # absolute: the script changes directory
@@ -24,9 +25,6 @@ cd "$(dirname "$0")/../.."
 REPO=$PWD
 build=$(cd "$(dirname "$bin")/.." && pwd)
 skip() { echo "SKIP: $*"; exit 77; }
-FAILS=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 die() { echo "FAIL: $*"; exit 1; }
 . tests/dist/release.sh
 require debootstrap chroot
@@ -35,7 +33,7 @@ require unshare qemu-system-x86_64 busybox cpio gzip
 DEBIAN_SUITE=trixie
 t_start=$SECONDS
 
-TMP=$(mktemp -d /tmp/p2pnode-secureboot.XXXXXX)
+TMP=$(temp_dir secureboot)
 trap 'rm -rf "$TMP"' EXIT
 ROOT=$TMP/root
 tar=$(kernel_root_tarball) || die "making the Debian 13 kernel root (tests/dist/release.sh)"
@@ -62,9 +60,9 @@ run_in p2pnode apply --root / --profile /etc/p2pnode/profiles/sb.yaml --only dri
 KO=$(ls "$ROOT/lib/modules/$KV/updates/dkms/"nvidia.ko* 2>/dev/null | head -1)
 [ -n "$KO" ] || die "no nvidia.ko from DKMS"
 signer=$(run_in modinfo -F signer "${KO#"$ROOT"}")
-[ -n "$signer" ] && ok "DKMS 3.2 signed the module p2pnode built: signer '$signer' ($(grep -o 'Signing key: [^ ]*' "$TMP/apply.log" | head -1))" ||
-  bad "DKMS did not sign the module: $(grep -iE 'sign|mok|openssl' "$TMP/apply.log" | head -3)"
-[ -f "$ROOT/var/lib/dkms/mok.pub" ] && ok "DKMS made its key pair (/var/lib/dkms/mok.key, mok.pub)" || bad "no /var/lib/dkms/mok.pub"
+[ -n "$signer" ] && pass "DKMS 3.2 signed the module p2pnode built: signer '$signer' ($(grep -o 'Signing key: [^ ]*' "$TMP/apply.log" | head -1))" ||
+  fail "DKMS did not sign the module: $(grep -iE 'sign|mok|openssl' "$TMP/apply.log" | head -3)"
+[ -f "$ROOT/var/lib/dkms/mok.pub" ] && pass "DKMS made its key pair (/var/lib/dkms/mok.key, mok.pub)" || fail "no /var/lib/dkms/mok.pub"
 # An unsigned copy of the same module: the signature is appended, after the ELF; Kbuild's own
 # build of the tree (no signing key in the headers) leaves modules unsigned.
 run_in make -C /opt/p2pnode-test/nvidia-mini modules KERNEL_UNAME="$KV" > "$TMP/unsigned.log" 2>&1 ||
@@ -173,22 +171,22 @@ sb_boot() {  # sb_boot NAME VARS: one boot, the console into $TMP/NAME.log
     -drive file=fat:"$E",format=raw,if=virtio,readonly=on </dev/null > "$TMP/$name.log" 2>&1
   echo "== boot '$name': $((SECONDS - t0)) s (QEMU exit $?)"
   grep -a '^SB-' "$TMP/$name.log" | tr -d '\r' | cut -c1-400 | sed 's/^/   /'
-  grep -aq "^SB-END $name" "$TMP/$name.log" || { tail -40 "$TMP/$name.log"; bad "boot '$name' did not finish"; return 1; }
+  grep -aq "^SB-END $name" "$TMP/$name.log" || { tail -40 "$TMP/$name.log"; fail "boot '$name' did not finish"; return 1; }
 }
 field() { grep -a "^SB-$2 " "$TMP/$1.log" | head -1 | tr -d '\r' | cut -d' ' -f2-; }
 
 echo "== 1. Secure Boot on, DKMS's key not enrolled"
 if sb_boot untrusted "$VARS_MS"; then
-  field untrusted LOCKDOWN | grep -q '\[integrity\]' && ok "the kernel is locked down: $(field untrusted LOCKDOWN)" || bad "lockdown: $(field untrusted LOCKDOWN)"
+  field untrusted LOCKDOWN | grep -q '\[integrity\]' && pass "the kernel is locked down: $(field untrusted LOCKDOWN)" || fail "lockdown: $(field untrusted LOCKDOWN)"
   field untrusted CHECK | python3 -c 'import json,sys; f=json.loads(sys.stdin.read())["findings"][0]; print(f["summary"]); sys.exit(not (f["severity"]=="error" and f["observed"]["trust"]=="untrusted" and f["observed"]["secure_boot"] is True))' \
-    > "$TMP/c1" 2>&1 && ok "check before the build: $(cat "$TMP/c1")" || bad "check on the Secure Boot node: $(cat "$TMP/c1") $(field untrusted CHECK | cut -c1-300)"
+    > "$TMP/c1" 2>&1 && pass "check before the build: $(cat "$TMP/c1")" || fail "check on the Secure Boot node: $(cat "$TMP/c1") $(field untrusted CHECK | cut -c1-300)"
   field untrusted PLAN | python3 -c 'import json,sys; s=[s for s in json.loads(sys.stdin.read())["steps"] if s["action"]=="driver.module"]; print(s[0]["description"][:160] if s else "no driver.module step"); sys.exit(not (s and s[0]["description"].startswith("refused: Secure Boot is on")))' \
-    > "$TMP/p1" 2>&1 && ok "plan refuses the build: $(cat "$TMP/p1")" || bad "plan on the Secure Boot node: $(cat "$TMP/p1")"
-  field untrusted SIGNED | grep -q "Key was rejected by service" && ok "the kernel refuses the DKMS-signed module: $(field untrusted SIGNED)" ||
-    bad "the signed module without its key enrolled: $(field untrusted SIGNED)"
-  field untrusted UNSIGNED | grep -qiE "Key was rejected|not permitted|Operation not permitted" && ok "and the unsigned one: $(field untrusted UNSIGNED)" ||
-    bad "the unsigned module: $(field untrusted UNSIGNED)"
-  grep -aq '^SB-LOADED' "$TMP/untrusted.log" && bad "a module loaded with its key not enrolled"
+    > "$TMP/p1" 2>&1 && pass "plan refuses the build: $(cat "$TMP/p1")" || fail "plan on the Secure Boot node: $(cat "$TMP/p1")"
+  field untrusted SIGNED | grep -q "Key was rejected by service" && pass "the kernel refuses the DKMS-signed module: $(field untrusted SIGNED)" ||
+    fail "the signed module without its key enrolled: $(field untrusted SIGNED)"
+  field untrusted UNSIGNED | grep -qiE "Key was rejected|not permitted|Operation not permitted" && pass "and the unsigned one: $(field untrusted UNSIGNED)" ||
+    fail "the unsigned module: $(field untrusted UNSIGNED)"
+  grep -aq '^SB-LOADED' "$TMP/untrusted.log" && fail "a module loaded with its key not enrolled"
 fi
 
 echo "== 2. DKMS's certificate enrolled as a Machine Owner Key"
@@ -199,15 +197,14 @@ run_in virt-fw-vars --input /tmp/vars.fd --output /tmp/vars-mok.fd --add-mok 605
   > "$TMP/fwvars.log" 2>&1 || { cat "$TMP/fwvars.log"; die "virt-fw-vars --add-mok"; }
 if sb_boot trusted "$ROOT/tmp/vars-mok.fd"; then
   field trusted CHECK | python3 -c 'import json,sys; f=json.loads(sys.stdin.read())["findings"][0]; print(f["summary"]); sys.exit(not (f["severity"]=="ok" and f["observed"]["trust"]=="trusted"))' \
-    > "$TMP/c2" 2>&1 && ok "check: $(cat "$TMP/c2")" || bad "check with the key enrolled: $(cat "$TMP/c2")"
-  grep -aq '^SB-LOADED signed' "$TMP/trusted.log" && ok "the module p2pnode built loads: $(field trusted PROC)" || bad "the signed module did not load: $(field trusted SIGNED)"
-  [ "$(field trusted SIGNER)" = "DKMS module signing key" ] && ok "modinfo names its signer: $(field trusted SIGNER)" ||
-    bad "modinfo's signer: '$(field trusted SIGNER)'"
-  field trusted UNSIGNED | grep -qiE "Key was rejected|not permitted" && ok "an unsigned module is still refused" || bad "the unsigned module with the key enrolled: $(field trusted UNSIGNED)"
+    > "$TMP/c2" 2>&1 && pass "check: $(cat "$TMP/c2")" || fail "check with the key enrolled: $(cat "$TMP/c2")"
+  grep -aq '^SB-LOADED signed' "$TMP/trusted.log" && pass "the module p2pnode built loads: $(field trusted PROC)" || fail "the signed module did not load: $(field trusted SIGNED)"
+  [ "$(field trusted SIGNER)" = "DKMS module signing key" ] && pass "modinfo names its signer: $(field trusted SIGNER)" ||
+    fail "modinfo's signer: '$(field trusted SIGNER)'"
+  field trusted UNSIGNED | grep -qiE "Key was rejected|not permitted" && pass "an unsigned module is still refused" || fail "the unsigned module with the key enrolled: $(field trusted UNSIGNED)"
   field trusted PLAN | python3 -c 'import json,sys; s=[s for s in json.loads(sys.stdin.read())["steps"] if s["action"]=="driver.boot_guard"]; print(s[0]["description"] if s else "no driver.boot_guard step"); sys.exit(not (s and s[0]["description"].startswith("hold GRUB'"'"'s default on '"$KOLD"'") and "unsigned" in s[0]["description"]))' \
-    > "$TMP/g2" 2>&1 && ok "the boot guard counts the unsigned module as none (modinfo): $(cat "$TMP/g2")" || bad "boot guard with an unsigned module: $(cat "$TMP/g2")"
+    > "$TMP/g2" 2>&1 && pass "the boot guard counts the unsigned module as none (modinfo): $(cat "$TMP/g2")" || fail "boot guard with an unsigned module: $(cat "$TMP/g2")"
 fi
 
 echo "figures: whole test $((SECONDS - t_start)) s"
-echo "$FAILS failure(s)"
-[ "$FAILS" -eq 0 ]
+finish

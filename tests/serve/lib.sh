@@ -4,7 +4,7 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/p2pnode-serve.XXXXXX")
+WORK=$(temp_dir serve)
 RESP="$WORK/responses"
 mkdir -p "$RESP"
 TOKEN=0123456789abcdef0123456789abcdef
@@ -25,19 +25,6 @@ cleanup() {
 trap cleanup EXIT
 
 skip() { echo "SKIP: $*"; exit 77; }
-check() {  # check "what" command...
-  local what=$1; shift
-  if "$@" >/dev/null; then pass "$what"; else fail "$what"; fi
-}
-
-# wait_until SECONDS command...: polls every 50 ms until the command succeeds.
-wait_until() {
-  local deadline=$(( $(date +%s%N) + $1 * 1000000000 )); shift
-  while ! "$@" 2>/dev/null; do
-    [ "$(date +%s%N)" -lt "$deadline" ] || return 1
-    sleep 0.05
-  done
-}
 
 # make_node NAME FIXTURE PROFILE...: a root at $WORK/NAME/root with the profiles installed.
 make_node() {

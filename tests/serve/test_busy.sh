@@ -170,5 +170,4 @@ if ensure_validator; then
 else
   skip_note="npm could not install the validator"; echo "note: $skip_note; responses not validated"; fail "$skip_note"
 fi
-echo "$FAILS failure(s)"
-[ "$FAILS" -eq 0 ]
+finish

@@ -109,5 +109,4 @@ if ensure_validator; then
 else
   fail "OpenAPI validation: npm could not install openapi-response-validator and swagger-parser (npm is installed by scripts/install-deps.sh test; its output is above)"
 fi
-echo "$FAILS failure(s)"
-[ "$FAILS" -eq 0 ]
+finish

@@ -84,5 +84,4 @@ check "still serving after the corpus" curl -sf "$URL/livez" -o /dev/null
 check "the daemon logged no error" bash -c "! grep -E '^p2pnode(-http)?\[error\]' '$WORK/hh/log'"
 grep -E '^p2pnode(-http)?\[error\]' "$WORK/hh/log"
 
-echo "$FAILS failure(s)"
-[ "$FAILS" -eq 0 ]
+finish

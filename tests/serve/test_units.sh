@@ -62,5 +62,4 @@ keeps_setuid() {
 check "p2pnode.service keeps CAP_SETUID and CAP_SETGID (the HTTP process drops root)" keeps_setuid
 check "p2pnode.service leaves @setuid system calls allowed" bash -c "! grep -E '^SystemCallFilter=~.*@(setuid|privileged)' '$SRC/systemd/p2pnode.service'"
 check "the apply unit runs before the daemon" grep -q '^Before=p2pnode.service' "$SRC/systemd/p2pnode-apply.service"
-echo "$FAILS failure(s)"
-[ "$FAILS" -eq 0 ]
+finish

@@ -14,6 +14,7 @@
 # loaded here.
 # Usage: bash tests/vm/test_driver_reload.sh path/to/p2pnode   (root; exit 77 = skipped, reason printed)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -43,7 +44,7 @@ RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 NAME=nvidia-p2ptest-$RND
 VER=$(sed -n 's/^NVIDIA_VERSION *= *//p' "$here/nvidia-mini/version.mk")
 STOCK=535.183.01
-TMP=$(mktemp -d /tmp/p2pnode-drv.XXXXXX)
+TMP=$(temp_dir drv)
 # apply writes the kernel-install hook (driver.kernel_hook): take it away again unless it was there.
 HOOK=/etc/kernel/postinst.d/z50-p2pnode HEADER_HOOK=/etc/kernel/header_postinst.d/z50-p2pnode
 HOOK_WAS_THERE=0 HEADER_HOOK_WAS_THERE=0
@@ -72,15 +73,14 @@ cleanup() {
   depmod "$KV" 2>/dev/null
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 # The source, and a stock build of another version (plain Kbuild, outside DKMS) for the VM to start from.
 cp -r "$here/nvidia-mini" "$TMP/src"
 tar -xJf "$TREES/ogkm-550.90.07-p2p.tar.xz" -O --wildcards '*/kernel-open/nvidia/nv-p2p.h' > "$TMP/src/kernel-open/nvidia/nv-p2p.h"
-[ -s "$TMP/src/kernel-open/nvidia/nv-p2p.h" ] || fail "no kernel-open/nvidia/nv-p2p.h in ogkm-550.90.07-p2p.tar.xz"
+[ -s "$TMP/src/kernel-open/nvidia/nv-p2p.h" ] || die "no kernel-open/nvidia/nv-p2p.h in ogkm-550.90.07-p2p.tar.xz"
 cp -r "$here/nvidia-mini" "$TMP/stock"
 sed -i "s/^NVIDIA_VERSION.*/NVIDIA_VERSION = $STOCK/" "$TMP/stock/version.mk"
-make -s -C "$TMP/stock" modules KERNEL_UNAME="$KV" >"$TMP/stock.log" 2>&1 || { tail -20 "$TMP/stock.log"; fail "building the stock modules"; }
+make -s -C "$TMP/stock" modules KERNEL_UNAME="$KV" >"$TMP/stock.log" 2>&1 || { tail -20 "$TMP/stock.log"; die "building the stock modules"; }
 SRC_SHA=$(cd "$TMP/src" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 
 profile() {  # profile FILE ALLOW-RELOAD
@@ -112,18 +112,18 @@ t0=$(date +%s)
 "$P2PNODE" apply --root / --profile "$TMP/noreload.yaml" --json >"$TMP/host.json" 2>"$TMP/host.err"
 rc=$?
 step() { jq -r --arg a "$2" '[.steps[] | select(.action == $a)][0].outcome' "$1"; }
-[ $rc = 0 ] || { cat "$TMP/host.err"; fail "host apply exited $rc: $(cat "$TMP/host.json")"; }
-[ "$(step "$TMP/host.json" driver.module)" = changed ] || fail "host: driver.module not changed: $(cat "$TMP/host.json")"
-[ "$(step "$TMP/host.json" driver.reload)" = reboot_required ] || fail "host: driver.reload is not reboot_required: $(cat "$TMP/host.json")"
-"$DKMS_BIN" status -m "$NAME" | grep -q "$NAME/$VER, $KV, .*: installed" || fail "dkms status: $("$DKMS_BIN" status -m "$NAME")"
+[ $rc = 0 ] || { cat "$TMP/host.err"; die "host apply exited $rc: $(cat "$TMP/host.json")"; }
+[ "$(step "$TMP/host.json" driver.module)" = changed ] || die "host: driver.module not changed: $(cat "$TMP/host.json")"
+[ "$(step "$TMP/host.json" driver.reload)" = reboot_required ] || die "host: driver.reload is not reboot_required: $(cat "$TMP/host.json")"
+"$DKMS_BIN" status -m "$NAME" | grep -q "$NAME/$VER, $KV, .*: installed" || die "dkms status: $("$DKMS_BIN" status -m "$NAME")"
 echo "   built and installed in $(( $(date +%s) - t0 )) s; five modules: $(ls /lib/modules/$KV/updates/dkms/ | grep -c '^nvidia')"
 echo "== host: p2pnode apply builds gdrdrv/2.6 through DKMS for $KV against /usr/src/$NAME-$VER/kernel-open/nvidia, and libgdrapi"
 t0=$(date +%s)
 "$P2PNODE" apply --root / --profile "$TMP/gdr.yaml" --only gdrcopy.module --only gdrcopy.library --json >"$TMP/gdr-host.json" 2>"$TMP/gdr-host.err" ||
-  { tail -20 "$TMP/gdr-host.err"; fail "host apply of gdrcopy.module: $(cat "$TMP/gdr-host.json")"; }
-[ "$(step "$TMP/gdr-host.json" gdrcopy.module)" = changed ] || fail "host: gdrcopy.module not changed: $(cat "$TMP/gdr-host.json")"
-[ "$(step "$TMP/gdr-host.json" gdrcopy.library)" = changed ] || fail "host: gdrcopy.library not changed: $(cat "$TMP/gdr-host.json")"
-ls /lib/modules/$KV/updates/dkms/gdrdrv.ko* >/dev/null 2>&1 || fail "no gdrdrv.ko for $KV"
+  { tail -20 "$TMP/gdr-host.err"; die "host apply of gdrcopy.module: $(cat "$TMP/gdr-host.json")"; }
+[ "$(step "$TMP/gdr-host.json" gdrcopy.module)" = changed ] || die "host: gdrcopy.module not changed: $(cat "$TMP/gdr-host.json")"
+[ "$(step "$TMP/gdr-host.json" gdrcopy.library)" = changed ] || die "host: gdrcopy.library not changed: $(cat "$TMP/gdr-host.json")"
+ls /lib/modules/$KV/updates/dkms/gdrdrv.ko* >/dev/null 2>&1 || die "no gdrdrv.ko for $KV"
 echo "   built and installed in $(( $(date +%s) - t0 )) s"
 
 # Into the initramfs: DKMS's state, p2pnode's stamp, the installed modules, the stock build,
