@@ -216,6 +216,15 @@ class Agent {
                       const std::function<std::vector<Cell>(const Round&, int)>& fn);
 
  private:
+  // main's steps, in the order it takes them.
+  bool find_gpus(Report& rep);
+  std::string set_up_beside_nvml(Report& rep);
+  void read_nvml(Report& rep);
+  void choose_schedule(Report& rep);
+  bool case_selected(const CaseDef& c) const;
+  CaseResult run_case(const CaseDef& c);
+  int emit_report(Report& rep);
+
   std::string setup();
   void release();
   void mark(const char* name);
