@@ -226,6 +226,12 @@ class Agent {
   int emit_report(Report& rep);
 
   std::string setup();
+  // setup's steps, in order.
+  std::string take_run_settings();
+  std::string set_up_gpus();
+  void set_up_gpu(Gpu& g);
+  void enable_all_peers();
+
   void release();
   void mark(const char* name);
   void enable_peers(int a);
