@@ -165,89 +165,196 @@ http::ServerOptions server_options(const engine::DaemonConfig& c) {
   return h;
 }
 
-int run_serve(const ServeOptions& o) {
-  const sys::SysRoot root(o.root);
-  const engine::LogFn log = service::make_logger(o.verbose);
+// Says on stderr and in the log why the daemon does not start; `code` is what it exits with.
+int serve_refuse(int code, const std::string& message, const char* topic, const engine::LogFn& log) {
+  std::cerr << "p2pnode serve: " << message << "\n";
+  log({engine::LogLevel::error, message, "", topic, ""});
+  return code;
+}
+
+// The configuration to serve, --listen applied; nullopt (said on stderr and in the log) when it
+// is not valid or would listen beyond this host without leave.
+std::optional<LoadedConfig> serve_checked_config(const ServeOptions& o, const sys::SysRoot& root, const engine::LogFn& log) {
   std::string problem;
   auto loaded = load_config(o, root, log, &problem);
   if (!loaded) {
     std::cerr << "p2pnode serve: " << problem;
     log({engine::LogLevel::error, problem, "", "config", ""});
-    return kUsage;
+    return std::nullopt;
   }
-  std::optional<engine::DaemonConfig> config = loaded->config;
-  apply_listen_override(o, *config);
-  if (!config->listen.is_loopback() && !config->allow_non_loopback) {
-    std::cerr << "p2pnode serve: " << config->listen.display()
+  apply_listen_override(o, loaded->config);
+  const engine::DaemonConfig& config = loaded->config;
+  if (!config.listen.is_loopback() && !config.allow_non_loopback) {
+    std::cerr << "p2pnode serve: " << config.listen.display()
               << " is not a loopback address; set allow_non_loopback: true in the configuration to listen beyond this host\n";
-    return kUsage;
+    return std::nullopt;
   }
-  if (auto why = engine::plaintext_refusal(*config)) {  // --listen may have moved it beyond loopback
-    std::cerr << "p2pnode serve: " << *why << "\n";
-    log({engine::LogLevel::error, *why, "", "config", ""});
-    return kUsage;
+  if (auto why = engine::plaintext_refusal(config)) {  // --listen may have moved it beyond loopback
+    serve_refuse(kUsage, *why, "config", log);
+    return std::nullopt;
   }
-  if (o.check_config) {
-    // The daemon would start with a bad token file, but with every POST disabled: say so here.
-    const auto token = engine::host_paths(*config, root).token_file;
-    std::error_code ec;
-    if (!std::filesystem::exists(token, ec)) {
-      std::cerr << "p2pnode serve: " << (o.strict ? "" : "warning: ") << "the token file " << token.string()
-                << " does not exist: POST /v1/reconcile and /v1/selftest would answer 503. Create it (root only, at least "
-                   "16 characters), e.g. umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > "
-                << token.string() << "\n";
-      if (o.strict) return kUsage;
-    } else if (auto t = http::read_token_file(token); !t) {
-      std::cerr << "p2pnode serve: " << t.error().message << ": POST /v1/reconcile and /v1/selftest would answer 503\n";
-      return kUsage;
-    }
-    // The file that was read (config.source_file), or the built-in defaults when there was none.
-    std::cout << "p2pnode serve: the configuration "
-              << (config->source_file.empty() ? std::string("(built-in defaults: no configuration file)")
-                                              : config->source_file)
-              << " is valid\n";
-    return kOk;
-  }
+  return loaded;
+}
 
-  // Signals go to this thread only: block them before any other thread (or the HTTP process) starts.
+// --check-config, once the configuration itself is valid: the token file, then the verdict.
+int serve_check_config(const ServeOptions& o, const sys::SysRoot& root, const engine::DaemonConfig& config) {
+  // The daemon would start with a bad token file, but with every POST disabled: say so here.
+  const auto token = engine::host_paths(config, root).token_file;
+  std::error_code ec;
+  if (!std::filesystem::exists(token, ec)) {
+    std::cerr << "p2pnode serve: " << (o.strict ? "" : "warning: ") << "the token file " << token.string()
+              << " does not exist: POST /v1/reconcile and /v1/selftest would answer 503. Create it (root only, at least "
+                 "16 characters), e.g. umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > "
+              << token.string() << "\n";
+    if (o.strict) return kUsage;
+  } else if (auto t = http::read_token_file(token); !t) {
+    std::cerr << "p2pnode serve: " << t.error().message << ": POST /v1/reconcile and /v1/selftest would answer 503\n";
+    return kUsage;
+  }
+  // The file that was read (config.source_file), or the built-in defaults when there was none.
+  std::cout << "p2pnode serve: the configuration "
+            << (config.source_file.empty() ? std::string("(built-in defaults: no configuration file)") : config.source_file)
+            << " is valid\n";
+  return kOk;
+}
+
+// Signals go to this thread only: block them before any other thread (or the HTTP process) starts.
+sigset_t serve_block_signals() {
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGHUP, SIGTERM, SIGINT, SIGCHLD}) sigaddset(&mask, s);
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  return mask;
+}
 
+// Once the HTTP process runs: the port file, and where the daemon listens and how.
+void serve_announce(const ServeOptions& o, const http::ServerOptions& hopt, const engine::ListenAddress& bound,
+                    const engine::DaemonConfig& config, const tls::Identity* identity, const engine::LogFn& log) {
+  if (!o.port_file.empty()) std::ofstream(o.port_file) << bound.port << "\n";
+  log({engine::LogLevel::notice, std::string("listening on ") + (hopt.tls ? "https://" : "http://") + bound.display() +
+                                     " (profiles " + config.profiles_dir + ", state " + config.state_file() + ")", "", "http", ""});
+  if (identity) log({engine::LogLevel::notice, "TLS certificate: " + identity->describe(), "", "tls", ""});
+  else if (!bound.is_loopback())
+    log({engine::LogLevel::warning, "serving plain HTTP beyond this host (allow_plaintext_beyond_loopback: true): the bearer "
+                                    "token and every answer cross the network unencrypted", "", "http", ""});
+}
+
+// A recorded machine is a copy someone may want unchanged (a checkout's fixture).
+void serve_warn_apply_into_tree(const ServeOptions& o, const engine::LogFn& log) {
+  log({engine::LogLevel::warning,
+       "--root " + o.root + " with apply: true: the daemon's fixes write into that tree (ACS bytes, resized BARs, "
+       "modprobe.d, GRUB's drop-in; no program is run); set apply: false in the configuration to only read it",
+       "", "config", ""});
+}
+
+// What the engine calls after each pass: READY=1 after the first, then the status line alone.
+std::function<void(const engine::Snapshot&)> serve_systemd_notifier() {
+  auto ready_sent = std::make_shared<std::atomic<bool>>(false);
+  return [ready_sent](const engine::Snapshot& s) {
+    if (!ready_sent->exchange(true)) service::notify_ready(status_line(s));
+    else service::notify_status(status_line(s));
+  };
+}
+
+// The PCI hotplug monitor, on a real machine when the configuration asks for it; null otherwise
+// or when it could not start (logged).
+std::unique_ptr<service::DeviceMonitor> serve_start_monitor(const engine::DaemonConfig& config, bool real_root,
+                                                            engine::Engine& engine, const engine::LogFn& log) {
+  std::unique_ptr<service::DeviceMonitor> monitor;
+  if (config.device_monitor && real_root) {
+    monitor = std::make_unique<service::DeviceMonitor>(engine, log);
+    if (auto st = monitor->start(); !st) {
+      log({engine::LogLevel::warning, "PCI hotplug monitor not started: " + st.error().message, "", "monitor", ""});
+      monitor.reset();
+    }
+  }
+  return monitor;
+}
+
+// What the main thread tends while the daemon serves.
+struct ServeRunning {
+  const ServeOptions& o;
+  const sys::SysRoot& root;
+  const engine::LogFn& log;
+  privsep::HttpSupervisor& http_side;
+  http::Router& router;
+  engine::Engine& engine;
+  bool serves_tls;  // what the HTTP process started with: a reload cannot turn TLS on or off
+};
+
+// SIGHUP: the configuration read again and handed to the HTTP process, the router and the engine;
+// a configuration that is not valid is refused and the running one kept.
+void serve_reload(const ServeRunning& s, std::optional<engine::DaemonConfig>& config) {
+  service::notify_reloading();
+  std::string why;
+  auto reloaded = load_config(s.o, s.root, s.log, &why);
+  if (reloaded) {
+    std::optional<engine::DaemonConfig> fresh = reloaded->config;
+    try {
+      apply_listen_override(s.o, *fresh);
+    } catch (const CLI::Error&) {
+    }
+    if (fresh->listen.display() != config->listen.display() && s.o.listen.empty())
+      s.log({engine::LogLevel::warning, "the listen address changed to " + fresh->listen.display() +
+                                            "; it takes effect on restart", "", "config", ""});
+    const http::ServerOptions fresh_options = server_options(*fresh);
+    reload_http(*reloaded, fresh_options, s.serves_tls, s.http_side, s.log);
+    s.router.set_max_headers(fresh_options.max_headers);
+    s.router.set_server_names(fresh_options.server_names);
+    config = fresh;
+    s.engine.set_config(*config);
+    load_token(s.root, *config, s.router, s.log);
+    s.log({engine::LogLevel::notice, "configuration reloaded", "", "reload", ""});
+  } else {
+    s.log({engine::LogLevel::error, "reload refused, keeping the running configuration: " + why, "", "reload", ""});
+    s.engine.set_config_problem("reload refused, the previous configuration is in use: " + why);
+  }
+  s.engine.request("reload", false);
+  service::notify_ready(status_line(*s.engine.snapshot()));
+}
+
+// The main thread's loop, until SIGTERM or SIGINT: the watchdog, the HTTP process, SIGHUP.
+void serve_until_stopped(const ServeRunning& s, const sigset_t& mask, std::optional<engine::DaemonConfig>& config) {
+  const auto ping = service::watchdog_ping_interval();
+  // Wake only to ping the watchdog (none without one): an idle daemon uses no CPU.
+  const std::chrono::microseconds tick = ping ? *ping : std::chrono::hours(1);
+  for (;;) {
+    const int sig = wait_for_signal(mask, tick, s.http_side);
+    if (ping && !s.engine.wedged()) service::notify_watchdog();  // a wedged pass: let systemd restart us
+    if (sig == SIGTERM || sig == SIGINT) {
+      s.log({engine::LogLevel::notice, std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"), "", "signal", ""});
+      return;
+    }
+    s.http_side.tend();  // SIGCHLD: it died; or its next start is due
+    if (sig == SIGHUP) serve_reload(s, config);
+  }
+}
+
+int run_serve(const ServeOptions& o) {
+  const sys::SysRoot root(o.root);
+  const engine::LogFn log = service::make_logger(o.verbose);
+  auto loaded = serve_checked_config(o, root, log);
+  if (!loaded) return kUsage;
+  std::optional<engine::DaemonConfig> config = loaded->config;
+  if (o.check_config) return serve_check_config(o, root, *config);
+
+  const sigset_t mask = serve_block_signals();
   http::ServerOptions hopt = server_options(*config);
   hopt.tls = pem_of(loaded->tls);
   auto listener = http::bind_listener(config->listen);
-  if (!listener) {
-    std::cerr << "p2pnode serve: " << listener.error().message << "\n";
-    log({engine::LogLevel::error, listener.error().message, "", "http", ""});
-    return 1;
-  }
+  if (!listener) return serve_refuse(1, listener.error().message, "http", log);
   engine::ListenAddress bound = config->listen;
   bound.port = listener->port;
   // Started now, before the token or the state is read; the daemon holds the socket for the next one.
   auto account = privsep::http_account(log);
   if (!account) {
     ::close(listener->fd);
-    std::cerr << "p2pnode serve: " << account.error().message << "\n";
-    log({engine::LogLevel::error, account.error().message, "", "privsep", ""});
-    return 1;
+    return serve_refuse(1, account.error().message, "privsep", log);
   }
   privsep::HttpSupervisor http_supervisor(listener->fd, first_http_settings(hopt, loaded->tls), *account, o.verbose, log);
-  if (auto st = http_supervisor.start(); !st) {
-    std::cerr << "p2pnode serve: " << st.error().message << "\n";
-    log({engine::LogLevel::error, st.error().message, "", "privsep", ""});
-    return 1;
-  }
-  if (!o.port_file.empty()) std::ofstream(o.port_file) << bound.port << "\n";
-  log({engine::LogLevel::notice, std::string("listening on ") + (hopt.tls ? "https://" : "http://") + bound.display() +
-                                     " (profiles " + config->profiles_dir + ", state " + config->state_file() + ")", "", "http", ""});
-  if (loaded->tls) log({engine::LogLevel::notice, "TLS certificate: " + loaded->tls->describe(), "", "tls", ""});
-  else if (!bound.is_loopback())
-    log({engine::LogLevel::warning, "serving plain HTTP beyond this host (allow_plaintext_beyond_loopback: true): the bearer "
-                                    "token and every answer cross the network unencrypted", "", "http", ""});
-  const bool serves_tls = hopt.tls != nullptr;
+  if (auto st = http_supervisor.start(); !st) return serve_refuse(1, st.error().message, "privsep", log);
+  serve_announce(o, hopt, bound, *config, loaded->tls.get(), log);
 
   sys::ProcessRunner agent_runner;
   sys::ProcessRunner host_runner;
@@ -255,18 +362,8 @@ int run_serve(const ServeOptions& o) {
   RefusingRunner refusing;
   const bool real_root = std::filesystem::weakly_canonical(o.root) == "/";
   sys::CommandRunner& action_runner = real_root ? static_cast<sys::CommandRunner&>(host_runner) : refusing;
-  if (!real_root && config->apply)  // a recorded machine is a copy someone may want unchanged (a checkout's fixture)
-    log({engine::LogLevel::warning,
-         "--root " + o.root + " with apply: true: the daemon's fixes write into that tree (ACS bytes, resized BARs, "
-         "modprobe.d, GRUB's drop-in; no program is run); set apply: false in the configuration to only read it",
-         "", "config", ""});
-
-  auto ready_sent = std::make_shared<std::atomic<bool>>(false);
-  engine::EngineDeps deps{root, action_runner, agent_runner, log, [ready_sent](const engine::Snapshot& s) {
-                            if (!ready_sent->exchange(true)) service::notify_ready(status_line(s));
-                            else service::notify_status(status_line(s));
-                          },
-                          &health_runner};
+  if (!real_root && config->apply) serve_warn_apply_into_tree(o, log);
+  engine::EngineDeps deps{root, action_runner, agent_runner, log, serve_systemd_notifier(), &health_runner};
   engine::Engine engine(deps, *config, P2PNODE_VERSION);
   http::Router router(engine, hopt.max_headers);
   router.set_server_names(hopt.server_names);
@@ -276,54 +373,9 @@ int run_serve(const ServeOptions& o) {
   http_supervisor.serve([&router](const http::Request& req) { return router.handle(req); });
   service::notify_status("reconciling: the first pass since start");
   engine.start();
-  std::unique_ptr<service::DeviceMonitor> monitor;
-  if (config->device_monitor && real_root) {
-    monitor = std::make_unique<service::DeviceMonitor>(engine, log);
-    if (auto st = monitor->start(); !st) {
-      log({engine::LogLevel::warning, "PCI hotplug monitor not started: " + st.error().message, "", "monitor", ""});
-      monitor.reset();
-    }
-  }
+  const auto monitor = serve_start_monitor(*config, real_root, engine, log);
 
-  const auto ping = service::watchdog_ping_interval();
-  // Wake only to ping the watchdog (none without one): an idle daemon uses no CPU.
-  const std::chrono::microseconds tick = ping ? *ping : std::chrono::hours(1);
-  for (;;) {
-    const int sig = wait_for_signal(mask, tick, http_supervisor);
-    if (ping && !engine.wedged()) service::notify_watchdog();  // a wedged pass: let systemd restart us
-    if (sig == SIGTERM || sig == SIGINT) {
-      log({engine::LogLevel::notice, std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"), "", "signal", ""});
-      break;
-    }
-    http_supervisor.tend();  // SIGCHLD: it died; or its next start is due
-    if (sig != SIGHUP) continue;
-    service::notify_reloading();
-    std::string why;
-    auto reloaded = load_config(o, root, log, &why);
-    if (reloaded) {
-      std::optional<engine::DaemonConfig> fresh = reloaded->config;
-      try {
-        apply_listen_override(o, *fresh);
-      } catch (const CLI::Error&) {
-      }
-      if (fresh->listen.display() != config->listen.display() && o.listen.empty())
-        log({engine::LogLevel::warning, "the listen address changed to " + fresh->listen.display() +
-                                            "; it takes effect on restart", "", "config", ""});
-      const http::ServerOptions fresh_options = server_options(*fresh);
-      reload_http(*reloaded, fresh_options, serves_tls, http_supervisor, log);
-      router.set_max_headers(fresh_options.max_headers);
-      router.set_server_names(fresh_options.server_names);
-      config = fresh;
-      engine.set_config(*config);
-      load_token(root, *config, router, log);
-      log({engine::LogLevel::notice, "configuration reloaded", "", "reload", ""});
-    } else {
-      log({engine::LogLevel::error, "reload refused, keeping the running configuration: " + why, "", "reload", ""});
-      engine.set_config_problem("reload refused, the previous configuration is in use: " + why);
-    }
-    engine.request("reload", false);
-    service::notify_ready(status_line(*engine.snapshot()));
-  }
+  serve_until_stopped({o, root, log, http_supervisor, router, engine, hopt.tls != nullptr}, mask, config);
   service::notify_stopping();
   if (monitor) monitor->stop();
   http_supervisor.stop();

@@ -133,6 +133,117 @@ void read_health(MapReader& root, DaemonConfig& c) {
                   "expected at least the interval: a rise is seen by comparing two passes within the window");
   read_health_limits(*h, c.health.limits);
 }
+
+// apiVersion and kind, where given, must name this format.
+void read_config_kind(MapReader& root, profile::Diagnostics& diag) {
+  if (auto v = root.string("apiVersion"); v && *v != "p2pnode/v1")
+    diag.add(root.get("apiVersion"), "apiVersion", "expected 'p2pnode/v1', found '" + *v + "'");
+  if (auto v = root.string("kind"); v && *v != "DaemonConfig")
+    diag.add(root.get("kind"), "kind", "expected 'DaemonConfig', found '" + *v + "'");
+}
+
+// listen, and the leave to listen beyond loopback (read first: it decides whether listen is valid).
+void read_config_listen(MapReader& root, profile::Diagnostics& diag, DaemonConfig& c) {
+  if (auto v = root.boolean("allow_non_loopback")) c.allow_non_loopback = *v;
+  if (auto v = root.boolean("allow_plaintext_beyond_loopback")) c.allow_plaintext_beyond_loopback = *v;
+  if (auto v = root.string("listen")) {
+    std::string why;
+    if (auto a = parse_listen(*v, &why)) c.listen = *a;
+    else diag.add(root.get("listen"), "listen", why);
+    if (!c.listen.is_loopback() && !c.allow_non_loopback)
+      diag.add(root.get("listen"), "listen",
+               "'" + *v + "' is not a loopback address (127.0.0.0/8 or ::1 written as an address; a name is "
+               "not taken as loopback); set allow_non_loopback: true to listen beyond this host");
+  }
+}
+
+void read_config_agent(MapReader& root, DaemonConfig& c) {
+  if (auto a = root.map("agent", {"path", "args"})) {
+    absolute_path(*a, "path", c.agent_path);
+    c.agent_args = a->string_list("args");
+  }
+}
+
+void read_config_reconcile(MapReader& root, DaemonConfig& c) {
+  if (auto r = root.map("reconcile", {"time_limit"})) {
+    if (auto v = r->duration("time_limit")) {
+      if (*v < std::chrono::seconds(1)) r->diag().add(r->get("time_limit"), r->child_path("time_limit"), "expected at least 1s");
+      else c.reconcile_time_limit = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+    }
+  }
+}
+
+void read_config_selftest(MapReader& root, DaemonConfig& c) {
+  if (auto s = root.map("selftest", {"schedule", "time_limit", "on_start"})) {
+    if (auto v = s->duration("schedule")) {
+      if (*v < std::chrono::minutes(1)) s->diag().add(s->get("schedule"), s->child_path("schedule"), "expected at least 1m between self-tests");
+      else c.selftest_schedule = *v;
+    }
+    if (auto v = s->duration("time_limit")) {
+      if (v->count() <= 0) s->diag().add(s->get("time_limit"), s->child_path("time_limit"), "expected a duration above zero");
+      else c.selftest_time_limit = *v;
+    }
+    if (auto v = s->boolean("on_start")) c.selftest_on_start = *v;
+  }
+}
+
+void read_config_metrics(MapReader& root, DaemonConfig& c) {
+  if (auto m = root.map("metrics", {"detail"})) {
+    if (auto v = m->string("detail")) {
+      if (*v == "full") c.metrics_full_detail = true;
+      else if (*v != "compact")
+        m->diag().add(m->get("detail"), m->child_path("detail"), "expected 'compact' or 'full', found '" + *v + "'");
+    }
+  }
+}
+
+// http.server_names: DNS names, with at most a leading "*." wildcard.
+void read_config_server_names(MapReader& h, DaemonConfig& c) {
+  c.http_server_names = h.string_list("server_names");
+  for (std::size_t i = 0; i < c.http_server_names.size(); ++i) {
+    const auto& n = c.http_server_names[i];
+    const bool ok = !n.empty() && n.size() <= 253 && n.front() != '-' && n.front() != '.' &&
+                    n.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*") == std::string::npos &&
+                    (n.find('*') == std::string::npos || (n.rfind("*.", 0) == 0 && n.find('*', 1) == std::string::npos));
+    if (!ok)
+      h.diag().add(h.get("server_names")[i], h.child_path("server_names") + "[" + std::to_string(i) + "]",
+                   "expected a DNS name such as node1.example.org or *.example.org, found '" + n + "'");
+  }
+}
+
+void read_config_http(MapReader& root, DaemonConfig& c) {
+  auto h = root.map("http", {"threads", "max_body", "max_connection_time", "max_connections",
+                             "max_connections_per_client", "request_timeout", "idle_timeout", "server_names"});
+  if (!h) return;
+  read_config_server_names(*h, c);
+  if (auto v = h->integer("threads", 1, 64)) c.http_threads = static_cast<int>(*v);
+  if (auto v = h->size("max_body")) {
+    if (*v < 1024 || *v > (16u << 20)) h->diag().add(h->get("max_body"), h->child_path("max_body"), "expected 1KiB to 16MiB");
+    else c.http_max_body = *v;
+  }
+  if (auto v = h->duration("max_connection_time")) {
+    if (*v < std::chrono::seconds(5) || *v > std::chrono::hours(1))
+      h->diag().add(h->get("max_connection_time"), h->child_path("max_connection_time"), "expected 5s to 1h");
+    else c.http_max_connection_time = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+  }
+  if (auto v = h->integer("max_connections", 16, 100000)) c.http_max_connections = static_cast<std::uint64_t>(*v);
+  if (auto v = h->integer("max_connections_per_client", 1, 100000)) c.http_max_connections_per_client = static_cast<std::uint64_t>(*v);
+  if (c.http_max_connections_per_client > c.http_max_connections)
+    h->diag().add(h->get("max_connections_per_client"), h->child_path("max_connections_per_client"),
+                  "expected at most max_connections (" + std::to_string(c.http_max_connections) +
+                      "): one client cannot hold more than all of them");
+  auto seconds = [&](const char* key, std::chrono::milliseconds lo, std::chrono::milliseconds hi, const char* range,
+                     std::chrono::milliseconds& dest) {
+    if (auto v = h->duration(key)) {
+      if (*v < lo || *v > hi) h->diag().add(h->get(key), h->child_path(key), std::string("expected ") + range);
+      else dest = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+    }
+  };
+  seconds("request_timeout", std::chrono::seconds(1), std::chrono::minutes(1), "1s to 1m", c.http_request_timeout);
+  seconds("idle_timeout", std::chrono::seconds(1), std::chrono::minutes(10), "1s to 10m", c.http_idle_timeout);
+  if (c.http_request_timeout >= c.http_max_connection_time && h->has("request_timeout"))
+    h->diag().add(h->get("request_timeout"), h->child_path("request_timeout"), "expected less than max_connection_time");
+}
 }  // namespace
 
 std::optional<std::string> plaintext_refusal(const DaemonConfig& c) {
@@ -165,98 +276,22 @@ ConfigLoad load_config_text(std::string_view text, const std::string& file_name)
                  {"apiVersion", "kind", "listen", "allow_non_loopback", "allow_plaintext_beyond_loopback", "token_file", "profiles_dir", "state_dir",
                   "agent", "selftest", "apply", "reconcile", "http", "device_monitor", "tls", "health", "metrics"});
   if (!root.valid()) return out;
-  if (auto v = root.string("apiVersion"); v && *v != "p2pnode/v1")
-    out.diagnostics.add(root.get("apiVersion"), "apiVersion", "expected 'p2pnode/v1', found '" + *v + "'");
-  if (auto v = root.string("kind"); v && *v != "DaemonConfig")
-    out.diagnostics.add(root.get("kind"), "kind", "expected 'DaemonConfig', found '" + *v + "'");
-  if (auto v = root.boolean("allow_non_loopback")) c.allow_non_loopback = *v;
-  if (auto v = root.boolean("allow_plaintext_beyond_loopback")) c.allow_plaintext_beyond_loopback = *v;
-  if (auto v = root.string("listen")) {
-    std::string why;
-    if (auto a = parse_listen(*v, &why)) c.listen = *a;
-    else out.diagnostics.add(root.get("listen"), "listen", why);
-    if (!c.listen.is_loopback() && !c.allow_non_loopback)
-      out.diagnostics.add(root.get("listen"), "listen",
-                          "'" + *v + "' is not a loopback address (127.0.0.0/8 or ::1 written as an address; a name is "
-                          "not taken as loopback); set allow_non_loopback: true to listen beyond this host");
-  }
+  read_config_kind(root, out.diagnostics);
+  read_config_listen(root, out.diagnostics, c);
   absolute_path(root, "token_file", c.token_file);
   absolute_path(root, "profiles_dir", c.profiles_dir);
   absolute_path(root, "state_dir", c.state_dir);
   if (auto v = root.boolean("apply")) c.apply = *v;
   if (auto v = root.boolean("device_monitor")) c.device_monitor = *v;
-  if (auto a = root.map("agent", {"path", "args"})) {
-    absolute_path(*a, "path", c.agent_path);
-    c.agent_args = a->string_list("args");
-  }
-  if (auto r = root.map("reconcile", {"time_limit"})) {
-    if (auto v = r->duration("time_limit")) {
-      if (*v < std::chrono::seconds(1)) r->diag().add(r->get("time_limit"), r->child_path("time_limit"), "expected at least 1s");
-      else c.reconcile_time_limit = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
-    }
-  }
-  if (auto s = root.map("selftest", {"schedule", "time_limit", "on_start"})) {
-    if (auto v = s->duration("schedule")) {
-      if (*v < std::chrono::minutes(1)) s->diag().add(s->get("schedule"), s->child_path("schedule"), "expected at least 1m between self-tests");
-      else c.selftest_schedule = *v;
-    }
-    if (auto v = s->duration("time_limit")) {
-      if (v->count() <= 0) s->diag().add(s->get("time_limit"), s->child_path("time_limit"), "expected a duration above zero");
-      else c.selftest_time_limit = *v;
-    }
-    if (auto v = s->boolean("on_start")) c.selftest_on_start = *v;
-  }
+  read_config_agent(root, c);
+  read_config_reconcile(root, c);
+  read_config_selftest(root, c);
   read_tls(root, c);
   if (auto why = plaintext_refusal(c); why && out.diagnostics.empty())
     out.diagnostics.add(root.get("listen"), "listen", *why);
   read_health(root, c);
-  if (auto m = root.map("metrics", {"detail"})) {
-    if (auto v = m->string("detail")) {
-      if (*v == "full") c.metrics_full_detail = true;
-      else if (*v != "compact")
-        m->diag().add(m->get("detail"), m->child_path("detail"), "expected 'compact' or 'full', found '" + *v + "'");
-    }
-  }
-  if (auto h = root.map("http", {"threads", "max_body", "max_connection_time", "max_connections",
-                                 "max_connections_per_client", "request_timeout", "idle_timeout", "server_names"})) {
-    c.http_server_names = h->string_list("server_names");
-    for (std::size_t i = 0; i < c.http_server_names.size(); ++i) {
-      const auto& n = c.http_server_names[i];
-      const bool ok = !n.empty() && n.size() <= 253 && n.front() != '-' && n.front() != '.' &&
-                      n.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*") == std::string::npos &&
-                      (n.find('*') == std::string::npos || (n.rfind("*.", 0) == 0 && n.find('*', 1) == std::string::npos));
-      if (!ok)
-        h->diag().add(h->get("server_names")[i], h->child_path("server_names") + "[" + std::to_string(i) + "]",
-                      "expected a DNS name such as node1.example.org or *.example.org, found '" + n + "'");
-    }
-    if (auto v = h->integer("threads", 1, 64)) c.http_threads = static_cast<int>(*v);
-    if (auto v = h->size("max_body")) {
-      if (*v < 1024 || *v > (16u << 20)) h->diag().add(h->get("max_body"), h->child_path("max_body"), "expected 1KiB to 16MiB");
-      else c.http_max_body = *v;
-    }
-    if (auto v = h->duration("max_connection_time")) {
-      if (*v < std::chrono::seconds(5) || *v > std::chrono::hours(1))
-        h->diag().add(h->get("max_connection_time"), h->child_path("max_connection_time"), "expected 5s to 1h");
-      else c.http_max_connection_time = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
-    }
-    if (auto v = h->integer("max_connections", 16, 100000)) c.http_max_connections = static_cast<std::uint64_t>(*v);
-    if (auto v = h->integer("max_connections_per_client", 1, 100000)) c.http_max_connections_per_client = static_cast<std::uint64_t>(*v);
-    if (c.http_max_connections_per_client > c.http_max_connections)
-      h->diag().add(h->get("max_connections_per_client"), h->child_path("max_connections_per_client"),
-                    "expected at most max_connections (" + std::to_string(c.http_max_connections) +
-                        "): one client cannot hold more than all of them");
-    auto seconds = [&](const char* key, std::chrono::milliseconds lo, std::chrono::milliseconds hi, const char* range,
-                       std::chrono::milliseconds& dest) {
-      if (auto v = h->duration(key)) {
-        if (*v < lo || *v > hi) h->diag().add(h->get(key), h->child_path(key), std::string("expected ") + range);
-        else dest = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
-      }
-    };
-    seconds("request_timeout", std::chrono::seconds(1), std::chrono::minutes(1), "1s to 1m", c.http_request_timeout);
-    seconds("idle_timeout", std::chrono::seconds(1), std::chrono::minutes(10), "1s to 10m", c.http_idle_timeout);
-    if (c.http_request_timeout >= c.http_max_connection_time && h->has("request_timeout"))
-      h->diag().add(h->get("request_timeout"), h->child_path("request_timeout"), "expected less than max_connection_time");
-  }
+  read_config_metrics(root, c);
+  read_config_http(root, c);
   if (out.diagnostics.empty()) out.config = std::move(c);
   return out;
 }

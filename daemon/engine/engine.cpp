@@ -200,104 +200,137 @@ void Engine::publish() {
   snapshot_ = std::move(s);
 }
 
+// One reconcile pass as the worker takes it, under mu_: what was asked, the configuration and
+// state it starts from, and what the health pass knew then.
+struct Engine::PassWork {
+  std::string trigger;
+  bool selftest = false;
+  bool force = false;
+  DaemonConfig config;
+  RecordedState state;  // a copy of state_: the pass updates it, record_pass publishes it
+  std::vector<std::string> untrusted_memory;
+  std::vector<std::string> lost_p2p;
+  std::int64_t health_read_unix = 0;
+};
+
+// No pass pending: one is queued when the next scheduled self-test or ladder pass is due (true);
+// otherwise sleeps until then or a request, and returns false to look again.
+bool Engine::schedule_due_pass_locked(std::unique_lock<std::mutex>& lk) {
+  // Sleep until a request or the next scheduled self-test: an idle daemon uses no CPU.
+  auto next = decided_ ? next_selftest_locked() : std::nullopt;
+  const auto ladder = decided_ ? next_ladder_pass_locked() : std::nullopt;
+  if (next && *next <= std::chrono::system_clock::now()) {
+    pending_ = true;
+    pending_trigger_ = "schedule";
+    pending_selftest_ = true;
+    return true;
+  }
+  if (ladder && *ladder <= std::chrono::system_clock::now()) {
+    pending_ = true;
+    pending_trigger_ = "remediation";
+    return true;
+  }
+  if (ladder && (!next || *ladder < *next)) next = ladder;
+  // Bounded, so a wall-clock jump cannot push the schedule out by more than an hour.
+  auto wake = std::chrono::system_clock::now() + std::chrono::hours(1);
+  if (next && *next < wake) wake = *next;
+  cv_.wait_until(lk, wake);
+  return false;
+}
+
+// Takes the pending request off the queue and starts the deadline's clock.
+Engine::PassWork Engine::begin_pass_locked() {
+  PassWork w;
+  w.trigger = pending_trigger_;
+  w.selftest = pending_selftest_;
+  w.force = pending_force_;
+  if (w.selftest) last_selftest_request_unix_ = static_cast<std::int64_t>(std::time(nullptr));
+  pending_ = false;
+  pending_selftest_ = false;
+  pending_force_ = false;
+  running_ = true;
+  w.config = config_;
+  pass_started_ = std::chrono::steady_clock::now();
+  pass_limit_ = w.config.reconcile_time_limit;
+  pass_overdue_ = false;
+  ++pass_id_;
+  pass_cancel_ = cancel_.load();
+  deadline_cv_.notify_all();
+  w.state = state_;
+  // Memory the health pass says cannot be trusted: the self-test's integrity verdict names it.
+  for (const auto& f : health_body_.value("findings", nlohmann::json::array()))
+    if (f.is_object() && f.value("check", "") == "health.memory" && f.value("severity", "") == "error")
+      w.untrusted_memory.push_back(f.value("summary", ""));
+  w.lost_p2p = lost_p2p_paths(health_body_);
+  if (const auto at = health_body_.find("last_pass_unix"); at != health_body_.end() && at->is_number_integer())
+    w.health_read_unix = at->get<std::int64_t>();
+  return w;
+}
+
+// The pass itself, outside mu_ and apart from a health agent run; a pass that ran past
+// reconcile.time_limit (the deadline worker cancelled it) fails, whatever it found.
+void Engine::run_pass(PassWork& w) {
+  sys::CancellingRunner actions(deps_.action_runner, &pass_cancel_), agents(deps_.agent_runner, &pass_cancel_);
+  PassContext ctx{deps_.root, actions, agents, w.config, deps_.log, w.trigger, w.selftest, w.force, &pass_cancel_};
+  ctx.untrusted_memory = std::move(w.untrusted_memory);
+  ctx.lost_p2p = std::move(w.lost_p2p);
+  ctx.health_watching = w.config.health.enabled;
+  ctx.health_read_unix = w.health_read_unix;
+  ctx.persist = [&](const RecordedState& mid) {
+    const Status ok = StateStore(deps_.root, w.config.state_file()).save(mid);
+    if (!ok && deps_.log) deps_.log({LogLevel::error, ok.error().message, "", "record", ""});
+  };
+  std::unique_lock agent_guard(agent_mu_);  // waits out a health agent run (its time limit at most)
+  try {
+    reconcile_pass(ctx, w.state);
+  } catch (const std::exception& e) {  // a bug in a step must not take the daemon down
+    w.state.state = NodeState::failed;
+    w.state.reasons = {std::string("reconcile aborted: ") + e.what()};
+    w.state.reconcile_runs["failed"]++;
+    if (deps_.log) deps_.log({LogLevel::error, w.state.reasons.front(), "", "reconcile", ""});
+  }
+  agent_guard.unlock();
+  std::lock_guard overdue_lk(mu_);
+  if (pass_overdue_) {
+    w.state.state = NodeState::failed;
+    w.state.reasons.insert(w.state.reasons.begin(), "the reconcile pass ran past reconcile.time_limit (" +
+                                                        format_duration(w.config.reconcile_time_limit) +
+                                                        ") and was cancelled; the next pass starts over");
+  }
+}
+
+// Saves the pass's state to the state file, then makes it the engine's and publishes it; returns
+// the new snapshot with lk held again.
+std::shared_ptr<const Snapshot> Engine::record_pass(PassWork& w, std::unique_lock<std::mutex>& lk) {
+  StateStore store(deps_.root, w.config.state_file());
+  const Status saved = store.save(w.state);
+  if (!saved && deps_.log) deps_.log({LogLevel::error, saved.error().message, "", "record", ""});
+
+  bool changed_box = false;
+  for (const auto& step : w.state.applied) changed_box = changed_box || step.value("writes", 0) > 0;
+  lk.lock();
+  device_guard_.after_pass(w.trigger, changed_box);
+  state_ = std::move(w.state);
+  runtime_.state_file = w.config.state_file();
+  if (!saved) runtime_.state_problem = saved.error().message;
+  else if (runtime_.state_problem.rfind("writing", 0) == 0) runtime_.state_problem.clear();
+  decided_ = true;
+  running_ = false;
+  deadline_cv_.notify_all();
+  publish();
+  return snapshot_;
+}
+
 void Engine::worker() {
   std::unique_lock lk(mu_);
   for (;;) {
     if (stopping_) return;
-    if (!pending_) {
-      // Sleep until a request or the next scheduled self-test: an idle daemon uses no CPU.
-      auto next = decided_ ? next_selftest_locked() : std::nullopt;
-      const auto ladder = decided_ ? next_ladder_pass_locked() : std::nullopt;
-      if (next && *next <= std::chrono::system_clock::now()) {
-        pending_ = true;
-        pending_trigger_ = "schedule";
-        pending_selftest_ = true;
-      } else if (ladder && *ladder <= std::chrono::system_clock::now()) {
-        pending_ = true;
-        pending_trigger_ = "remediation";
-      } else {
-        if (ladder && (!next || *ladder < *next)) next = ladder;
-        // Bounded, so a wall-clock jump cannot push the schedule out by more than an hour.
-        auto wake = std::chrono::system_clock::now() + std::chrono::hours(1);
-        if (next && *next < wake) wake = *next;
-        cv_.wait_until(lk, wake);
-        continue;
-      }
-    }
-    const std::string trigger = pending_trigger_;
-    const bool selftest = pending_selftest_;
-    const bool force = pending_force_;
-    if (selftest) last_selftest_request_unix_ = static_cast<std::int64_t>(std::time(nullptr));
-    pending_ = false;
-    pending_selftest_ = false;
-    pending_force_ = false;
-    running_ = true;
-    const DaemonConfig config = config_;
-    pass_started_ = std::chrono::steady_clock::now();
-    pass_limit_ = config.reconcile_time_limit;
-    pass_overdue_ = false;
-    ++pass_id_;
-    pass_cancel_ = cancel_.load();
-    deadline_cv_.notify_all();
-    RecordedState working = state_;
-    // Memory the health pass says cannot be trusted: the self-test's integrity verdict names it.
-    std::vector<std::string> memory;
-    for (const auto& f : health_body_.value("findings", nlohmann::json::array()))
-      if (f.is_object() && f.value("check", "") == "health.memory" && f.value("severity", "") == "error")
-        memory.push_back(f.value("summary", ""));
-    std::vector<std::string> lost = lost_p2p_paths(health_body_);
-    std::int64_t health_read = 0;
-    if (const auto at = health_body_.find("last_pass_unix"); at != health_body_.end() && at->is_number_integer())
-      health_read = at->get<std::int64_t>();
+    if (!pending_ && !schedule_due_pass_locked(lk)) continue;
+    PassWork work = begin_pass_locked();
     publish();
     lk.unlock();
-
-    sys::CancellingRunner actions(deps_.action_runner, &pass_cancel_), agents(deps_.agent_runner, &pass_cancel_);
-    PassContext ctx{deps_.root, actions, agents, config, deps_.log, trigger, selftest, force, &pass_cancel_};
-    ctx.untrusted_memory = std::move(memory);
-    ctx.lost_p2p = std::move(lost);
-    ctx.health_watching = config.health.enabled;
-    ctx.health_read_unix = health_read;
-    ctx.persist = [&](const RecordedState& mid) {
-      const Status ok = StateStore(deps_.root, config.state_file()).save(mid);
-      if (!ok && deps_.log) deps_.log({LogLevel::error, ok.error().message, "", "record", ""});
-    };
-    std::unique_lock agent_guard(agent_mu_);  // waits out a health agent run (its time limit at most)
-    try {
-      reconcile_pass(ctx, working);
-    } catch (const std::exception& e) {  // a bug in a step must not take the daemon down
-      working.state = NodeState::failed;
-      working.reasons = {std::string("reconcile aborted: ") + e.what()};
-      working.reconcile_runs["failed"]++;
-      if (deps_.log) deps_.log({LogLevel::error, working.reasons.front(), "", "reconcile", ""});
-    }
-    agent_guard.unlock();
-    {
-      std::lock_guard overdue_lk(mu_);
-      if (pass_overdue_) {
-        working.state = NodeState::failed;
-        working.reasons.insert(working.reasons.begin(), "the reconcile pass ran past reconcile.time_limit (" +
-                                                            format_duration(config.reconcile_time_limit) +
-                                                            ") and was cancelled; the next pass starts over");
-      }
-    }
-    StateStore store(deps_.root, config.state_file());
-    const Status saved = store.save(working);
-    if (!saved && deps_.log) deps_.log({LogLevel::error, saved.error().message, "", "record", ""});
-
-    bool changed_box = false;
-    for (const auto& step : working.applied) changed_box = changed_box || step.value("writes", 0) > 0;
-    lk.lock();
-    device_guard_.after_pass(trigger, changed_box);
-    state_ = std::move(working);
-    runtime_.state_file = config.state_file();
-    if (!saved) runtime_.state_problem = saved.error().message;
-    else if (runtime_.state_problem.rfind("writing", 0) == 0) runtime_.state_problem.clear();
-    decided_ = true;
-    running_ = false;
-    deadline_cv_.notify_all();
-    publish();
-    auto snap = snapshot_;
+    run_pass(work);
+    const auto snap = record_pass(work, lk);
     lk.unlock();
     if (deps_.on_record) deps_.on_record(*snap);
     lk.lock();

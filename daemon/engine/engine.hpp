@@ -72,6 +72,12 @@ class Engine {
 
  private:
   void worker();
+  // The worker's steps (engine.cpp): wait for a pass, take it under mu_, run it, record it.
+  struct PassWork;
+  bool schedule_due_pass_locked(std::unique_lock<std::mutex>& lk);
+  PassWork begin_pass_locked();
+  void run_pass(PassWork& work);
+  std::shared_ptr<const Snapshot> record_pass(PassWork& work, std::unique_lock<std::mutex>& lk);
   void health_worker();    // one passive health pass every config_.health.interval
   void deadline_worker();  // cancels a pass that runs past config_.reconcile_time_limit
   void publish();  // builds a Snapshot from state_ and the runtime, under mu_

@@ -362,8 +362,9 @@ void secure_boot_metrics(Registry& reg, const RecordedState& s) {
   }
 }
 
-std::string render_metrics(const RecordedState& s, const Runtime& rt) {
-  Registry reg;
+namespace {
+// What p2pnode is and where the node stands: version and profile, state, reasons, findings.
+void node_state_metrics(Registry& reg, const RecordedState& s, const Runtime& rt) {
   gauge(reg, "p2pnode_info", "p2pnode version and the profile that applies to this node")
       .Add({{"version", rt.version}, {"profile", s.profile}})
       .Set(1);
@@ -377,8 +378,10 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
   std::map<std::string, double> sev = {{"ok", 0}, {"warning", 0}, {"error", 0}};
   for (const auto& f : s.findings) sev[str_or(f, "severity", "error")]++;
   for (const auto& [k, v] : sev) findings.Add({{"severity", k}}).Set(v);
-  kernel_metrics(reg, s);
-  secure_boot_metrics(reg, s);
+}
+
+// The passes: steps left, passes and self-tests counted, when the last pass ran and the daemon started.
+void reconcile_metrics(Registry& reg, const RecordedState& s, const Runtime& rt) {
   gauge(reg, "p2pnode_plan_steps", "Steps left in the plan after the last reconcile")
       .Add({})
       .Set(static_cast<double>(s.plan.value("steps", json::array()).size()));
@@ -393,6 +396,10 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
     gauge(reg, "p2pnode_reconcile_duration_seconds", "How long the last reconcile took").Add({}).Set(s.reconcile_duration_s);
   }
   gauge(reg, "p2pnode_start_time_seconds", "When the daemon started (Unix time)").Add({}).Set(static_cast<double>(rt.started_unix));
+}
+
+// The last passing self-test and how often one runs.
+void selftest_schedule_metrics(Registry& reg, const RecordedState& s, const Runtime& rt) {
   if (s.selftest_last_success_unix) {
     gauge(reg, "p2pnode_selftest_last_success_timestamp_seconds", "When the last passing self-test finished (Unix time)")
         .Add({})
@@ -405,46 +412,67 @@ std::string render_metrics(const RecordedState& s, const Runtime& rt) {
     gauge(reg, "p2pnode_selftest_schedule_seconds", "How often the self-test runs (the config's schedule, else the profile's)")
         .Add({})
         .Set(*rt.selftest_schedule_s);
+}
+
+// The last self-test: when, whether it passed, its pairs' figures beside their expectations.
+void selftest_result_metrics(Registry& reg, const RecordedState& s, const Runtime& rt) {
+  if (!s.selftest) return;
+  gauge(reg, "p2pnode_selftest_last_run_timestamp_seconds", "When the last self-test started (Unix time)")
+      .Add({})
+      .Set(static_cast<double>(s.selftest->started_unix));
+  gauge(reg, "p2pnode_selftest_passed", "1 when the last self-test passed").Add({}).Set(s.selftest->verdict == "passed" ? 1 : 0);
+  const PathClasses paths = path_classes(s.selftest->expectations, false),
+                    host_paths = path_classes(s.selftest->expectations, true);
+  if (s.selftest->result.is_object())
+    if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r, paths, host_paths, rt.metrics_full_detail);
+  expectation_metrics(reg, *s.selftest, paths, host_paths, rt.metrics_full_detail);
+}
+
+void nvme_doorbell_metrics(Registry& reg, const RecordedState& s) {
+  if (!s.nvme_doorbell) return;
+  // 1: the writer rang the drive's admin SQ tail doorbell and the drive answered Identify with the
+  // recorded serial; 0: it failed or could not be tested (the reason is in /v1/selftest).
+  auto& ok = gauge(reg, "p2pnode_nvme_doorbell_ok",
+                   "1 when the writer (gpu or host) rang the NVMe drive's doorbell and Identify came back right");
+  for (const auto& d : s.nvme_doorbell->results)
+    if (d.writer == "host" || d.writer == "gpu") ok.Add({{"nvme", d.nvme}, {"gpu", d.gpu}, {"writer", d.writer}}).Set(d.ok ? 1 : 0);
+}
+
+// The remediation ladder, where the profile has one: under way, waiting on a person, the rungs
+// taken and how ladders ended.
+void remediation_metrics(Registry& reg, const RecordedState& s) {
+  if (!s.profile_remediation) return;
+  gauge(reg, "p2pnode_remediation_active", "1 while the remediation ladder is under way (P2P lost, a rung taken or waiting)")
+      .Add({})
+      .Set(s.remediation.active ? 1 : 0);
+  gauge(reg, "p2pnode_remediation_service_required",
+        "1 when every rung the profile allows was taken (or a wait ran out) and P2P is still lost: a person's turn")
+      .Add({})
+      .Set(s.remediation.service_required ? 1 : 0);
+  auto& rungs = BuildCounter().Name("p2pnode_remediation_rungs_total").Help("Remediation rungs taken, by rung").Register(reg);
+  for (const char* r : {"wait_idle", "reset_gpu", "reload_module", "reboot"}) {
+    const auto it = s.remediation_rungs.find(r);
+    rungs.Add({{"rung", r}}).Increment(it == s.remediation_rungs.end() ? 0.0 : static_cast<double>(it->second));
+  }
+  auto& ladders = BuildCounter().Name("p2pnode_remediation_ladders_total").Help("Remediation ladders ended, by outcome").Register(reg);
+  for (const char* o : {"recovered", "service_required"}) {
+    const auto it = s.remediation_ladders.find(o);
+    ladders.Add({{"outcome", o}}).Increment(it == s.remediation_ladders.end() ? 0.0 : static_cast<double>(it->second));
+  }
+}
+}  // namespace
+
+std::string render_metrics(const RecordedState& s, const Runtime& rt) {
+  Registry reg;
+  node_state_metrics(reg, s, rt);
+  kernel_metrics(reg, s);
+  secure_boot_metrics(reg, s);
+  reconcile_metrics(reg, s, rt);
+  selftest_schedule_metrics(reg, s, rt);
   selftest_sharing_metrics(reg, s);
-  if (s.selftest) {
-    gauge(reg, "p2pnode_selftest_last_run_timestamp_seconds", "When the last self-test started (Unix time)")
-        .Add({})
-        .Set(static_cast<double>(s.selftest->started_unix));
-    gauge(reg, "p2pnode_selftest_passed", "1 when the last self-test passed").Add({}).Set(s.selftest->verdict == "passed" ? 1 : 0);
-    const PathClasses paths = path_classes(s.selftest->expectations, false),
-                      host_paths = path_classes(s.selftest->expectations, true);
-    if (s.selftest->result.is_object())
-      if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r, paths, host_paths, rt.metrics_full_detail);
-    expectation_metrics(reg, *s.selftest, paths, host_paths, rt.metrics_full_detail);
-  }
-  if (s.nvme_doorbell) {
-    // 1: the writer rang the drive's admin SQ tail doorbell and the drive answered Identify with the
-    // recorded serial; 0: it failed or could not be tested (the reason is in /v1/selftest).
-    auto& ok = gauge(reg, "p2pnode_nvme_doorbell_ok",
-                     "1 when the writer (gpu or host) rang the NVMe drive's doorbell and Identify came back right");
-    for (const auto& d : s.nvme_doorbell->results)
-      if (d.writer == "host" || d.writer == "gpu") ok.Add({{"nvme", d.nvme}, {"gpu", d.gpu}, {"writer", d.writer}}).Set(d.ok ? 1 : 0);
-  }
-  if (s.profile_remediation) {
-    // The remediation ladder: under way, waiting on a person, the rungs taken and how ladders ended.
-    gauge(reg, "p2pnode_remediation_active", "1 while the remediation ladder is under way (P2P lost, a rung taken or waiting)")
-        .Add({})
-        .Set(s.remediation.active ? 1 : 0);
-    gauge(reg, "p2pnode_remediation_service_required",
-          "1 when every rung the profile allows was taken (or a wait ran out) and P2P is still lost: a person's turn")
-        .Add({})
-        .Set(s.remediation.service_required ? 1 : 0);
-    auto& rungs = BuildCounter().Name("p2pnode_remediation_rungs_total").Help("Remediation rungs taken, by rung").Register(reg);
-    for (const char* r : {"wait_idle", "reset_gpu", "reload_module", "reboot"}) {
-      const auto it = s.remediation_rungs.find(r);
-      rungs.Add({{"rung", r}}).Increment(it == s.remediation_rungs.end() ? 0.0 : static_cast<double>(it->second));
-    }
-    auto& ladders = BuildCounter().Name("p2pnode_remediation_ladders_total").Help("Remediation ladders ended, by outcome").Register(reg);
-    for (const char* o : {"recovered", "service_required"}) {
-      const auto it = s.remediation_ladders.find(o);
-      ladders.Add({{"outcome", o}}).Increment(it == s.remediation_ladders.end() ? 0.0 : static_cast<double>(it->second));
-    }
-  }
+  selftest_result_metrics(reg, s, rt);
+  nvme_doorbell_metrics(reg, s);
+  remediation_metrics(reg, s);
   link_metrics(reg, s);
   device_metrics(reg, s);
   gpu_info_metric(reg, s);

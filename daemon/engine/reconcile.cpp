@@ -234,6 +234,134 @@ void selftest_step(const PassContext& ctx, const Profile* profile, Inventory& in
     for (const auto& w : st.selftest->warnings) d.raise(NodeState::degraded, "self-test regression: " + w);
 }
 
+// 1. The box as it is, with the driver's view of the pairs (NVLink) from the last self-test: NV<n>
+// in check and topology.
+Inventory pass_discover(const PassContext& ctx, const RecordedState& st) {
+  log(ctx, LogLevel::info, "reconcile (" + ctx.trigger + "): discovering the box", "discover");
+  Inventory inv = discover(ctx);
+  if (st.selftest) judge::merge_interconnects(inv, st.selftest->result);
+  for (const auto& p : inv.problems) log(ctx, LogLevel::warning, "discovery: " + p, "discover");
+  return inv;
+}
+
+// 2. The profile that matches this box, among those loaded; null (and the node failed) when none does.
+const Profile* pass_choose_profile(const PassContext& ctx, const profile::DirLoadResult& loaded, const Inventory& inv,
+                                   Decision& d) {
+  for (const auto& f : loaded.failures)
+    log(ctx, LogLevel::warning, "skipping an invalid profile: " + f.format(), "profile");
+  if (!loaded.error.empty()) {
+    d.raise(NodeState::failed, "profiles: " + loaded.error);
+  } else if (auto chosen = profile::select_profile(loaded.profiles, inv); !chosen) {
+    d.raise(NodeState::failed, "no profile applies to this box: " + chosen.error().message);
+  } else {
+    return *chosen;
+  }
+  return nullptr;
+}
+
+// No profile: nothing to check, plan or test; the state says so.
+void pass_without_profile(const PassContext& ctx, const Inventory& inv, RecordedState& st, const Decision& d) {
+  for (const auto& r : d.reasons) log(ctx, LogLevel::error, r, "profile");
+  if (ctx.want_selftest) skip_selftest(ctx, st, d.reasons.front());
+  st.profile.clear();
+  st.findings = json::array();
+  st.plan = json::object({{"steps", json::array()}, {"reboot_required", false}, {"needs_operator", false}});
+  st.findings_table = "p2pnode: no profile applies to this box\n";
+  record_inventory(st, inv, nullptr);
+}
+
+// What the state keeps of the profile: its name, its remediation, its self-test schedule.
+void pass_adopt_profile(const Profile& profile, RecordedState& st) {
+  st.profile = profile.name;
+  st.profile_remediation = profile.remediation.has_value();
+  // selftest.when never: no schedule (a forced request still runs one).
+  if (profile.selftest && profile.selftest->when != SelftestWhen::never) {
+    st.profile_selftest_schedule = profile.selftest->schedule;
+    st.profile_selftest_retry = profile.selftest->retry_busy;
+  }
+}
+
+// 5. Apply the plan, then check and plan again against a fresh look at the box.
+void pass_apply(const PassContext& ctx, const Profile& profile, Inventory& inv, std::vector<Finding>& findings, Plan& plan,
+                RecordedState& st, Decision& d) {
+  log(ctx, LogLevel::notice, "applying " + std::to_string(plan.steps.size()) + " step(s)", "apply");
+  actions::ApplyContext actx{ctx.root, ctx.action_runner, profile};
+  actx.log = [&](std::string_view action, std::string_view subject, std::string_view line) {
+    log(ctx, LogLevel::info, std::string(line), std::string(action), std::string(subject));
+  };
+  const auto results = actions::apply_all(actx);
+  for (const auto& r : results) {
+    st.applied.push_back(to_json(r));
+    const bool bad = r.outcome == StepOutcome::failed || r.outcome == StepOutcome::refused;
+    log(ctx, bad ? LogLevel::error : LogLevel::notice,
+        std::string(to_string(r.outcome)) + ": " + r.message, r.action, r.subject);
+    if (bad) d.raise(NodeState::failed, "apply " + r.action + " " + r.subject + ": " + r.message);
+    if (r.outcome == StepOutcome::reboot_required)
+      d.raise(NodeState::reboot_required, r.action + " " + r.subject + ": takes effect after a reboot");
+  }
+  inv = discover(ctx);
+  probe::use_profile_signing(ctx.root, profile, inv);
+  probe::use_profile_tree(ctx.root, profile, inv);
+  if (st.selftest) judge::merge_interconnects(inv, st.selftest->result);
+  findings = checks::run_all_checks(profile, inv);
+  plan = actions::plan_all(profile, inv, ctx.root);
+}
+
+// What is left to do after apply, and what the checks still find, raised into the decision.
+void pass_raise_open_work(const PassContext& ctx, const Plan& plan, const std::vector<Finding>& findings, Decision& d) {
+  for (const auto& s : plan.steps) {
+    if (s.needs_operator) d.raise(NodeState::blocked, s.action + " " + s.subject + ": " + s.description);
+    else if (s.reboot_required) d.raise(NodeState::reboot_required, s.action + " " + s.subject + ": " + s.description);
+    else if (!ctx.config.apply) d.raise(NodeState::degraded, "not applied (apply: false): " + s.action + " " + s.subject + ": " + s.description);
+    else d.raise(NodeState::failed, "still planned after apply: " + s.action + " " + s.subject + ": " + s.description);
+  }
+  for (const auto& f : findings) {
+    if (f.severity == Severity::ok) continue;
+    const bool error = f.severity == Severity::error;
+    log(ctx, error ? LogLevel::error : LogLevel::warning, f.summary, "check", f.subject, f.check);
+    // An error no step of the plan closes needs a person; a warning degrades the node.
+    bool planned = false;
+    for (const auto& s : plan.steps) planned |= s.subject == f.subject && !s.needs_operator;
+    if (!planned) d.raise(error ? NodeState::blocked : NodeState::degraded, f.check + " " + f.subject + ": " + f.summary);
+  }
+}
+
+// 3.-6. With a profile: check, plan, apply and verify, record, then the self-test.
+void pass_with_profile(const PassContext& ctx, const Profile* profile, Inventory& inv, RecordedState& st, Decision& d) {
+  pass_adopt_profile(*profile, st);
+  probe::use_profile_signing(ctx.root, *profile, inv);  // the key the profile signs with, if it names one
+  probe::use_profile_tree(ctx.root, *profile, inv);
+  // 3. check, 4. plan
+  auto findings = checks::run_all_checks(*profile, inv);
+  Plan plan = actions::plan_all(*profile, inv, ctx.root);
+  bool actionable = false;
+  for (const auto& s : plan.steps) actionable |= !s.needs_operator;
+  // 5. apply, then verify against a fresh look at the box
+  if (actionable && ctx.config.apply) pass_apply(ctx, *profile, inv, findings, plan, st, d);
+  pass_raise_open_work(ctx, plan, findings, d);
+  st.findings = json::array();
+  for (const auto& f : findings) st.findings.push_back(to_json(f));
+  st.plan = to_json(plan);
+  st.findings_table = render::render_check_table(inv, profile->name, findings);
+  record_inventory(st, inv, profile);
+
+  // 6. self-test, when the platform is fit for one (and the remediation ladder's after a rung)
+  if (profile->selftest) selftest_step(ctx, profile, inv, findings, st, d);
+}
+
+// 7. The decision into the state, counted and logged.
+void pass_decide(const PassContext& ctx, const Decision& d, std::chrono::steady_clock::time_point t0, RecordedState& st) {
+  st.state = d.state;
+  st.reasons = d.reasons;
+  st.reconciled_unix = now_unix();
+  st.reconcile_duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  st.reconcile_runs[to_string(st.state)]++;
+  log(ctx, st.state == NodeState::ready ? LogLevel::notice : LogLevel::warning,
+      std::string("reconcile done: node ") + to_string(st.state) +
+          (d.reasons.empty() ? "" : " (" + std::to_string(d.reasons.size()) + " reason(s): " + d.reasons.front() + ")"),
+      "record");
+}
+
 }  // namespace
 
 std::optional<std::chrono::nanoseconds> selftest_interval(const DaemonConfig& c, const RecordedState& s) {
@@ -251,109 +379,15 @@ void reconcile_pass(const PassContext& ctx, RecordedState& st) {
   st.profile_remediation = false;
 
   // 1. discover
-  log(ctx, LogLevel::info, "reconcile (" + ctx.trigger + "): discovering the box", "discover");
-  Inventory inv = discover(ctx);
-  // The driver's view of the pairs (NVLink), from the last self-test: NV<n> in check and topology.
-  if (st.selftest) judge::merge_interconnects(inv, st.selftest->result);
-  for (const auto& p : inv.problems) log(ctx, LogLevel::warning, "discovery: " + p, "discover");
-
+  Inventory inv = pass_discover(ctx, st);
   // 2. the profile that matches this box
-  const auto dir = host_paths(ctx.config, ctx.root).profiles_dir;
-  auto loaded = profile::load_profiles_dir(dir);
-  for (const auto& f : loaded.failures)
-    log(ctx, LogLevel::warning, "skipping an invalid profile: " + f.format(), "profile");
-  const Profile* profile = nullptr;
-  if (!loaded.error.empty()) {
-    d.raise(NodeState::failed, "profiles: " + loaded.error);
-  } else if (auto chosen = profile::select_profile(loaded.profiles, inv); !chosen) {
-    d.raise(NodeState::failed, "no profile applies to this box: " + chosen.error().message);
-  } else {
-    profile = *chosen;
-  }
-  if (!profile) {
-    for (const auto& r : d.reasons) log(ctx, LogLevel::error, r, "profile");
-    if (ctx.want_selftest) skip_selftest(ctx, st, d.reasons.front());
-    st.profile.clear();
-    st.findings = json::array();
-    st.plan = json::object({{"steps", json::array()}, {"reboot_required", false}, {"needs_operator", false}});
-    st.findings_table = "p2pnode: no profile applies to this box\n";
-    record_inventory(st, inv, nullptr);
-  } else {
-    st.profile = profile->name;
-    st.profile_remediation = profile->remediation.has_value();
-    // selftest.when never: no schedule (a forced request still runs one).
-    if (profile->selftest && profile->selftest->when != SelftestWhen::never) {
-      st.profile_selftest_schedule = profile->selftest->schedule;
-      st.profile_selftest_retry = profile->selftest->retry_busy;
-    }
-
-    probe::use_profile_signing(ctx.root, *profile, inv);  // the key the profile signs with, if it names one
-    probe::use_profile_tree(ctx.root, *profile, inv);
-    // 3. check, 4. plan
-    auto findings = checks::run_all_checks(*profile, inv);
-    Plan plan = actions::plan_all(*profile, inv, ctx.root);
-    bool actionable = false;
-    for (const auto& s : plan.steps) actionable |= !s.needs_operator;
-
-    // 5. apply, then verify against a fresh look at the box
-    if (actionable && ctx.config.apply) {
-      log(ctx, LogLevel::notice, "applying " + std::to_string(plan.steps.size()) + " step(s)", "apply");
-      actions::ApplyContext actx{ctx.root, ctx.action_runner, *profile};
-      actx.log = [&](std::string_view action, std::string_view subject, std::string_view line) {
-        log(ctx, LogLevel::info, std::string(line), std::string(action), std::string(subject));
-      };
-      const auto results = actions::apply_all(actx);
-      for (const auto& r : results) {
-        st.applied.push_back(to_json(r));
-        const bool bad = r.outcome == StepOutcome::failed || r.outcome == StepOutcome::refused;
-        log(ctx, bad ? LogLevel::error : LogLevel::notice,
-            std::string(to_string(r.outcome)) + ": " + r.message, r.action, r.subject);
-        if (bad) d.raise(NodeState::failed, "apply " + r.action + " " + r.subject + ": " + r.message);
-        if (r.outcome == StepOutcome::reboot_required)
-          d.raise(NodeState::reboot_required, r.action + " " + r.subject + ": takes effect after a reboot");
-      }
-      inv = discover(ctx);
-      probe::use_profile_signing(ctx.root, *profile, inv);
-      probe::use_profile_tree(ctx.root, *profile, inv);
-      if (st.selftest) judge::merge_interconnects(inv, st.selftest->result);
-      findings = checks::run_all_checks(*profile, inv);
-      plan = actions::plan_all(*profile, inv, ctx.root);
-    }
-    for (const auto& s : plan.steps) {
-      if (s.needs_operator) d.raise(NodeState::blocked, s.action + " " + s.subject + ": " + s.description);
-      else if (s.reboot_required) d.raise(NodeState::reboot_required, s.action + " " + s.subject + ": " + s.description);
-      else if (!ctx.config.apply) d.raise(NodeState::degraded, "not applied (apply: false): " + s.action + " " + s.subject + ": " + s.description);
-      else d.raise(NodeState::failed, "still planned after apply: " + s.action + " " + s.subject + ": " + s.description);
-    }
-    for (const auto& f : findings) {
-      if (f.severity == Severity::ok) continue;
-      const bool error = f.severity == Severity::error;
-      log(ctx, error ? LogLevel::error : LogLevel::warning, f.summary, "check", f.subject, f.check);
-      // An error no step of the plan closes needs a person; a warning degrades the node.
-      bool planned = false;
-      for (const auto& s : plan.steps) planned |= s.subject == f.subject && !s.needs_operator;
-      if (!planned) d.raise(error ? NodeState::blocked : NodeState::degraded, f.check + " " + f.subject + ": " + f.summary);
-    }
-    st.findings = json::array();
-    for (const auto& f : findings) st.findings.push_back(to_json(f));
-    st.plan = to_json(plan);
-    st.findings_table = render::render_check_table(inv, profile->name, findings);
-    record_inventory(st, inv, profile);
-
-    // 6. self-test, when the platform is fit for one (and the remediation ladder's after a rung)
-    if (profile->selftest) selftest_step(ctx, profile, inv, findings, st, d);
-  }
-
+  const auto loaded = profile::load_profiles_dir(host_paths(ctx.config, ctx.root).profiles_dir);
+  const Profile* profile = pass_choose_profile(ctx, loaded, inv, d);
+  // 3. check, 4. plan, 5. apply, 6. self-test
+  if (!profile) pass_without_profile(ctx, inv, st, d);
+  else pass_with_profile(ctx, profile, inv, st, d);
   // 7. decide and count
-  st.state = d.state;
-  st.reasons = d.reasons;
-  st.reconciled_unix = now_unix();
-  st.reconcile_duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  st.reconcile_runs[to_string(st.state)]++;
-  log(ctx, st.state == NodeState::ready ? LogLevel::notice : LogLevel::warning,
-      std::string("reconcile done: node ") + to_string(st.state) +
-          (d.reasons.empty() ? "" : " (" + std::to_string(d.reasons.size()) + " reason(s): " + d.reasons.front() + ")"),
-      "record");
+  pass_decide(ctx, d, t0, st);
 }
 
 }  // namespace p2pnode::engine

@@ -227,47 +227,69 @@ std::uint64_t peak_rss_bytes() {
   return static_cast<std::uint64_t>(ru.ru_maxrss) * 1024ULL;
 }
 
-}  // namespace
-
-int Agent::main(const std::vector<CaseDef>& cases) {
+// The report as the run starts: the clock, the options it took and the CUDA settings in effect.
+Report report_at_agent_start(const Options& opt) {
   Report rep;
   rep.agent_version = P2PNODE_AGENT_VERSION;
   rep.started_at = rfc3339_utc(std::chrono::duration_cast<std::chrono::seconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count());
-  rep.mode = opt_.mode;
-  rep.iterations = opt_.iterations;
-  rep.copies = opt_.copies;
-  rep.warmup = opt_.warmup;
-  rep.latency_accesses = opt_.latency_accesses;
-  rep.latency_sms = opt_.latency_sms;
-  rep.time_budget_s = opt_.time_budget_s;
-  rep.inject_corruption = opt_.inject_corruption;
+  rep.mode = opt.mode;
+  rep.iterations = opt.iterations;
+  rep.copies = opt.copies;
+  rep.warmup = opt.warmup;
+  rep.latency_accesses = opt.latency_accesses;
+  rep.latency_sms = opt.latency_sms;
+  rep.time_budget_s = opt.time_budget_s;
+  rep.inject_corruption = opt.inject_corruption;
   for (const char* var :
        {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MODULE_LOADING", "CUDA_SCALE_LAUNCH_QUEUES"}) {
     if (const char* v = std::getenv(var)) {
       rep.environment.emplace_back(var, v);
     }
   }
+  return rep;
+}
 
-  auto emit = [&]() {
-    rep.duration_s = std::chrono::duration<double>(Clock::now() - t0_).count();
-    rep.peak_rss_bytes = peak_rss_bytes();
-    rep.phases = phases_;
-    finalize(rep);
-    if (opt_.timings) {
-      std::cerr << render_timings(rep);
-    }
-    if (opt_.format == Format::table) {
-      std::cout << render_table(rep);
-    } else {
-      std::cout << to_json(rep).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    }
-    std::cout.flush();
-    return rep.exit_code;
-  };
+// What the report says about CUDA device i (its PCIe link read from sysfs).
+DeviceInfo device_info_of_gpu(int i, const cudaDeviceProp& prop) {
+  DeviceInfo d;
+  d.index = i;
+  d.cuda_ordinal = i;
+  d.name = prop.name;
+  d.uuid = uuid_string(prop.uuid);
+  d.pci_bus_id = bdf_string(prop);
+  d.memory_bytes = prop.totalGlobalMem;
+  d.compute_capability_major = prop.major;
+  d.compute_capability_minor = prop.minor;
+  d.multiprocessor_count = prop.multiProcessorCount;
+  d.pcie_link = read_link_info("/sys", d.pci_bus_id);
+  return d;
+}
 
-  mark("start");
+}  // namespace
+
+// The end of every run: the totals, then the document (and the breakdown with --timings).
+int Agent::emit_report(Report& rep) {
+  rep.duration_s = std::chrono::duration<double>(Clock::now() - t0_).count();
+  rep.peak_rss_bytes = peak_rss_bytes();
+  rep.phases = phases_;
+  finalize(rep);
+  if (opt_.timings) {
+    std::cerr << render_timings(rep);
+  }
+  if (opt_.format == Format::table) {
+    std::cout << render_table(rep);
+  } else {
+    std::cout << to_json(rep).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  std::cout.flush();
+  return rep.exit_code;
+}
+
+// The driver and every GPU it shows, into rep.devices and gpus_; false, with rep.error, when
+// there is no driver or GPU or a GPU's properties cannot be read.
+bool Agent::find_gpus(Report& rep) {
   int count = 0;
   const cudaError_t ce = cudaGetDeviceCount(&count);
   mark("driver_initialized");
@@ -277,7 +299,7 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     rep.error = ce != cudaSuccess ? std::string("no usable GPU or driver: ") + cudaGetErrorName(ce) + " (" +
                                         cudaGetErrorString(ce) + ")"
                                   : std::string("no GPU found");
-    return emit();
+    return false;
   }
   for (int i = 0; i < count; ++i) {
     Gpu g;
@@ -285,38 +307,34 @@ int Agent::main(const std::vector<CaseDef>& cases) {
     g.ordinal = i;
     if (cudaGetDeviceProperties(&g.prop, i) != cudaSuccess) {
       rep.error = "cudaGetDeviceProperties failed for device " + std::to_string(i);
-      return emit();
+      return false;
     }
-    DeviceInfo d;
-    d.index = i;
-    d.cuda_ordinal = i;
-    d.name = g.prop.name;
-    d.uuid = uuid_string(g.prop.uuid);
-    d.pci_bus_id = bdf_string(g.prop);
-    d.memory_bytes = g.prop.totalGlobalMem;
-    d.compute_capability_major = g.prop.major;
-    d.compute_capability_minor = g.prop.minor;
-    d.multiprocessor_count = g.prop.multiProcessorCount;
-    d.pcie_link = read_link_info("/sys", d.pci_bus_id);
-    rep.devices.push_back(std::move(d));
+    rep.devices.push_back(device_info_of_gpu(i, g.prop));
     gpus_.push_back(std::move(g));
   }
-  // NVML (how the pairs are connected, who else uses the GPUs) in a thread of its own beside the
-  // contexts: opening it takes a while and needs nothing of CUDA.
-  std::thread nvml_thread([this, &rep] {
-    const auto t = Clock::now();
-    std::vector<std::string> bus_ids;
-    for (const auto& d : rep.devices) {
-      bus_ids.push_back(d.pci_bus_id);
-    }
-    rep.interconnect = read_interconnect(bus_ids);
-    watch_ = std::make_unique<ProcessWatch>(bus_ids, static_cast<unsigned>(::getpid()));
-    rep.contention.emplace();
-    rep.contention->source = watch_->available() ? "nvml" : "none";
-    rep.contention->reason = watch_->reason();
-    rep.contention->before = watch_->sample();
-    rep.nvml_s = seconds_since(t);
-  });
+  return true;
+}
+
+// NVML: how the pairs are connected and who else uses the GPUs (runs in a thread of its own).
+void Agent::read_nvml(Report& rep) {
+  const auto t = Clock::now();
+  std::vector<std::string> bus_ids;
+  for (const auto& d : rep.devices) {
+    bus_ids.push_back(d.pci_bus_id);
+  }
+  rep.interconnect = read_interconnect(bus_ids);
+  watch_ = std::make_unique<ProcessWatch>(bus_ids, static_cast<unsigned>(::getpid()));
+  rep.contention.emplace();
+  rep.contention->source = watch_->available() ? "nvml" : "none";
+  rep.contention->reason = watch_->reason();
+  rep.contention->before = watch_->sample();
+  rep.nvml_s = seconds_since(t);
+}
+
+// The GPUs set up while NVML is read: opening it takes a while and needs nothing of CUDA.
+// Returns the set-up error, or empty.
+std::string Agent::set_up_beside_nvml(Report& rep) {
+  std::thread nvml_thread([this, &rep] { read_nvml(rep); });
   std::string setup_error;
   try {
     setup_error = setup();
@@ -336,18 +354,11 @@ int Agent::main(const std::vector<CaseDef>& cases) {
       }
     }
   }
-  rep.gpu_setup = gpu_setup_;
-  if (!setup_error.empty()) {
-    rep.error = setup_error;
-    rep.seed = seed_;
-    return emit();
-  }
-  rep.seed = seed_;
-  rep.setup_s = std::chrono::duration<double>(Clock::now() - t0_).count();
-  rep.size_bytes = size_;
-  rep.host_size_bytes = host_size_;
-  rep.integrity_size_bytes = integrity_size_;
-  rep.bar_size_bytes = opt_.bar_size_bytes;
+  return setup_error;
+}
+
+// --mode auto: rounds or serial from NVML's links; in rounds mode, the rounds of the selected pairs.
+void Agent::choose_schedule(Report& rep) {
   if (opt_.mode_auto) {
     const auto choice = choose_mode(selected_, [&](int a, int b) -> std::optional<int> {
       if (!rep.interconnect || rep.interconnect->source != "nvml") {
@@ -369,45 +380,78 @@ int Agent::main(const std::vector<CaseDef>& cases) {
       return std::find(selected_.begin(), selected_.end(), Pair{a, b}) != selected_.end();
     });
   }
+}
+
+// Whether --cases (or, without it, the default set) takes case c.
+bool Agent::case_selected(const CaseDef& c) const {
+  if (!opt_.cases.empty() && std::find(opt_.cases.begin(), opt_.cases.end(), c.key) == opt_.cases.end()) {
+    return false;
+  }
+  return !(opt_.cases.empty() && c.opt_in);
+}
+
+// One case: waived (its filter, or the time budget), or run; failed with the error's text when
+// it throws. Then who else was on the GPUs meanwhile.
+CaseResult Agent::run_case(const CaseDef& c) {
+  CaseResult cr;
+  cr.key = c.key;
+  cr.description = c.description;
+  const auto t = Clock::now();
+  times_ = &cr.timings;
+  std::string why = c.filter(*this);
+  if (why.empty() && budget_spent()) {
+    why = budget_reason(opt_.time_budget_s);
+  }
+  if (!why.empty()) {
+    cr.status = Status::waived;
+    cr.reason = why;
+  } else {
+    try {
+      c.run(*this, cr);
+    } catch (const std::exception& e) {
+      cr.status = Status::failed;
+      cr.reason = e.what();
+      cudaGetLastError();
+    }
+  }
+  times_ = nullptr;
+  cr.duration_s = std::chrono::duration<double>(Clock::now() - t).count();
+  if (watch_) cr.foreign_processes = watch_->sample();
+  return cr;
+}
+
+int Agent::main(const std::vector<CaseDef>& cases) {
+  Report rep = report_at_agent_start(opt_);
+  mark("start");
+  if (!find_gpus(rep)) {
+    return emit_report(rep);
+  }
+  const std::string setup_error = set_up_beside_nvml(rep);
+  rep.gpu_setup = gpu_setup_;
+  if (!setup_error.empty()) {
+    rep.error = setup_error;
+    rep.seed = seed_;
+    return emit_report(rep);
+  }
+  rep.seed = seed_;
+  rep.setup_s = std::chrono::duration<double>(Clock::now() - t0_).count();
+  rep.size_bytes = size_;
+  rep.host_size_bytes = host_size_;
+  rep.integrity_size_bytes = integrity_size_;
+  rep.bar_size_bytes = opt_.bar_size_bytes;
+  choose_schedule(rep);
 
   for (const auto& c : cases) {
-    if (!opt_.cases.empty() && std::find(opt_.cases.begin(), opt_.cases.end(), c.key) == opt_.cases.end()) {
+    if (!case_selected(c)) {
       continue;
     }
-    if (opt_.cases.empty() && c.opt_in) {
-      continue;
-    }
-    CaseResult cr;
-    cr.key = c.key;
-    cr.description = c.description;
-    const auto t = Clock::now();
-    times_ = &cr.timings;
-    std::string why = c.filter(*this);
-    if (why.empty() && budget_spent()) {
-      why = budget_reason(opt_.time_budget_s);
-    }
-    if (!why.empty()) {
-      cr.status = Status::waived;
-      cr.reason = why;
-    } else {
-      try {
-        c.run(*this, cr);
-      } catch (const std::exception& e) {
-        cr.status = Status::failed;
-        cr.reason = e.what();
-        cudaGetLastError();
-      }
-    }
-    times_ = nullptr;
-    cr.duration_s = std::chrono::duration<double>(Clock::now() - t).count();
-    if (watch_) cr.foreign_processes = watch_->sample();
-    rep.cases.push_back(std::move(cr));
+    rep.cases.push_back(run_case(c));
     mark(("after_" + std::string(c.key)).c_str());
   }
   if (watch_) rep.contention->after = watch_->sample();
   release();
   mark("released");
-  return emit();
+  return emit_report(rep);
 }
 
 int run_agent(int argc, char** argv) {

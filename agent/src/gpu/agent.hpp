@@ -216,7 +216,22 @@ class Agent {
                       const std::function<std::vector<Cell>(const Round&, int)>& fn);
 
  private:
+  // main's steps, in the order it takes them.
+  bool find_gpus(Report& rep);
+  std::string set_up_beside_nvml(Report& rep);
+  void read_nvml(Report& rep);
+  void choose_schedule(Report& rep);
+  bool case_selected(const CaseDef& c) const;
+  CaseResult run_case(const CaseDef& c);
+  int emit_report(Report& rep);
+
   std::string setup();
+  // setup's steps, in order.
+  std::string take_run_settings();
+  std::string set_up_gpus();
+  void set_up_gpu(Gpu& g);
+  void enable_all_peers();
+
   void release();
   void mark(const char* name);
   void enable_peers(int a);

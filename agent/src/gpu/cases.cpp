@@ -353,6 +353,134 @@ void run_host_device(Agent& a, CaseResult& cr) {
   });
 }
 
+// The integrity case's engines: which copy, and whether the source or the destination issues it.
+struct IntegrityEngine {
+  const char* name;
+  Engine engine;
+  bool issuer_is_src;
+};
+constexpr std::array<IntegrityEngine, 4> kIntegrityEngines{{{"ce_write", Engine::ce, true},
+                                                            {"ce_read", Engine::ce, false},
+                                                            {"sm_write", Engine::sm, true},
+                                                            {"sm_read", Engine::sm, false}}};
+
+// One pass of one engine over buffers of `size` bytes: its name and where the copy goes.
+struct IntegrityPass {
+  std::size_t e = 0;  // index into kIntegrityEngines
+  int pass = 0;       // 0 address_seed, 1 stale, 2 partial_offset
+  const char* name = "";
+  std::size_t src_off = 0;
+  std::size_t dst_off = 0;
+  std::size_t len = 0;
+  std::vector<std::uint32_t> seeds;    // per pair of the step
+  std::vector<std::uint32_t> poisons;  // per pair of the step
+};
+
+IntegrityPass integrity_pass_geometry(std::size_t e, int pass, std::size_t size) {
+  const Engine engine = kIntegrityEngines[e].engine;
+  IntegrityPass ip;
+  ip.e = e;
+  ip.pass = pass;
+  ip.name = pass == 0 ? "address_seed" : (pass == 1 ? "stale" : "partial_offset");
+  // Offsets: CE takes any byte offset; the SM copy moves 16-byte words.
+  ip.src_off = pass == 2 ? (engine == Engine::ce ? 12 : 16) : 0;
+  ip.dst_off = pass == 2 ? (engine == Engine::ce ? 4096 + 7 : 4096 + 32) : 0;
+  ip.len = pass == 2 ? (engine == Engine::ce ? size - 8192 - 13 : size - 8192) : size;
+  return ip;
+}
+
+// Each pair's source filled with the pass's seed, its destination (but in the stale pass) with poison.
+void fill_integrity_pass(Agent& a, const Round& pairs, IntegrityPass& ip, std::size_t size) {
+  ip.seeds.assign(pairs.size(), 0);
+  ip.poisons.assign(pairs.size(), 0);
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const Pair& p = pairs[k];
+    ip.seeds[k] = mix32(a.seed(), static_cast<std::uint64_t>(p.src * 1000 + p.dst), 100 + ip.e, ip.pass);
+    // The stale pass does not poison: the destination still holds the previous pass's
+    // data, and the whole buffer must now match the new seed.
+    ip.poisons[k] = mix32(a.seed(), static_cast<std::uint64_t>(p.src * 1000 + p.dst), 200 + ip.e, ip.pass);
+    a.fill(p.src, a.gpu(p.src).buf_a, size, ip.seeds[k]);
+    if (ip.pass != 1) {
+      a.fill(p.dst, a.gpu(p.dst).buf_b, size, ip.poisons[k]);
+    }
+  }
+}
+
+void sync_integrity_pairs(Agent& a, const Round& pairs) {
+  for (const auto& p : pairs) {
+    a.sync(p.src);
+    a.sync(p.dst);
+  }
+}
+
+// Each pair's copy, queued by the engine's issuer (and, TEST ONLY, the injected corruption).
+void copy_integrity_pass(Agent& a, const Round& pairs, const IntegrityPass& ip, std::size_t size) {
+  const IntegrityEngine& eng = kIntegrityEngines[ip.e];
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const Pair& p = pairs[k];
+    const int issuer = eng.issuer_is_src ? p.src : p.dst;
+    a.set_device(issuer);
+    cudaStream_t s = a.gpu(issuer).stream[0];
+    char* dst = a.gpu(p.dst).buf_b;
+    const char* src = a.gpu(p.src).buf_a;
+    if (eng.engine == Engine::ce) {
+      CK(cudaMemcpyAsync(dst + ip.dst_off, src + ip.src_off, ip.len, cudaMemcpyDeviceToDevice, s));
+    } else {
+      CK(gpu::launch_sm_copy(dst + ip.dst_off, src + ip.src_off, ip.len, a.gpu(issuer).prop.multiProcessorCount, s));
+    }
+    if (a.inject() && *a.inject() == p && ip.e == 0 && ip.pass == 0) {
+      // TEST ONLY: skew one region of this copy by 64 bytes (a wrong-address copy).
+      const std::size_t off = std::min<std::size_t>(1024 * 1024, size / 2);
+      CK(cudaMemcpyAsync(dst + off, src + off + 64, kInjectBytes, cudaMemcpyDeviceToDevice, s));
+    }
+  }
+}
+
+// Every byte of each pair's destination buffer checked on the destination GPU.
+void verify_integrity_pass(Agent& a, const Round& pairs, const IntegrityPass& ip, std::size_t size,
+                           std::vector<Cell>& cells) {
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const Pair& p = pairs[k];
+    gpu::VerifySpec spec;
+    spec.dst = a.gpu(p.dst).buf_b;
+    spec.dst_bytes = size;
+    spec.region_off = ip.dst_off;
+    spec.region_len = ip.len;
+    spec.src_off = ip.src_off;
+    spec.seed = ip.seeds[k];
+    spec.poison_seed = ip.poisons[k];
+    cells[k].integrity.push_back(a.verify(p.dst, spec, std::string(kIntegrityEngines[ip.e].name) + "/" + ip.name));
+  }
+}
+
+// One step's pairs through every engine and pass; a cell per pair with its bad bytes.
+std::vector<Cell> run_integrity_step(Agent& a, const Round& pairs, std::size_t size) {
+  std::vector<Cell> cells(pairs.size());
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    cells[k].src = pairs[k].src;
+    cells[k].dst = pairs[k].dst;
+  }
+  for (std::size_t e = 0; e < kIntegrityEngines.size(); ++e) {
+    for (int pass = 0; pass < 3; ++pass) {
+      IntegrityPass ip = integrity_pass_geometry(e, pass, size);
+      fill_integrity_pass(a, pairs, ip, size);
+      sync_integrity_pairs(a, pairs);
+      copy_integrity_pass(a, pairs, ip, size);
+      sync_integrity_pairs(a, pairs);
+      verify_integrity_pass(a, pairs, ip, size, cells);
+    }
+  }
+  for (auto& c : cells) {
+    std::uint64_t bad = 0;
+    for (const auto& ic : c.integrity) {
+      bad += ic.bad_bytes;
+    }
+    c.numbers.emplace_back("bad_bytes", static_cast<double>(bad));
+    mark_integrity(c);
+  }
+  return cells;
+}
+
 // Data integrity: for every ordered pair and each engine (copy engine issued by the source or by
 // the destination; SM stores by the source; SM loads by the destination), three passes:
 //   address_seed:   poisoned destination, address-derived words mixed with a per-run seed
@@ -365,92 +493,7 @@ void run_integrity(Agent& a, CaseResult& cr) {
   cr.matrix_keys = {"bad_bytes"};
   const auto steps = unidirectional_steps(a.gpu_count(), a.opt().mode, a.selected());
   const std::size_t size = a.integrity_size();
-  struct EngineDef {
-    const char* name;
-    Engine engine;
-    bool issuer_is_src;
-  };
-  const std::array<EngineDef, 4> engines{{{"ce_write", Engine::ce, true},
-                                          {"ce_read", Engine::ce, false},
-                                          {"sm_write", Engine::sm, true},
-                                          {"sm_read", Engine::sm, false}}};
-  a.run_pair_steps(cr, steps, true, [&](const Round& pairs, int) {
-    std::vector<Cell> cells(pairs.size());
-    for (std::size_t k = 0; k < pairs.size(); ++k) {
-      cells[k].src = pairs[k].src;
-      cells[k].dst = pairs[k].dst;
-    }
-    for (std::size_t e = 0; e < engines.size(); ++e) {
-      const EngineDef& eng = engines[e];
-      for (int pass = 0; pass < 3; ++pass) {
-        const char* pass_name = pass == 0 ? "address_seed" : (pass == 1 ? "stale" : "partial_offset");
-        // Offsets: CE takes any byte offset; the SM copy moves 16-byte words.
-        const std::size_t src_off = pass == 2 ? (eng.engine == Engine::ce ? 12 : 16) : 0;
-        const std::size_t dst_off = pass == 2 ? (eng.engine == Engine::ce ? 4096 + 7 : 4096 + 32) : 0;
-        const std::size_t len = pass == 2 ? (eng.engine == Engine::ce ? size - 8192 - 13 : size - 8192) : size;
-        std::vector<std::uint32_t> seeds(pairs.size());
-        std::vector<std::uint32_t> poisons(pairs.size());
-        for (std::size_t k = 0; k < pairs.size(); ++k) {
-          const Pair& p = pairs[k];
-          seeds[k] = mix32(a.seed(), static_cast<std::uint64_t>(p.src * 1000 + p.dst), 100 + e, pass);
-          // The stale pass does not poison: the destination still holds the previous pass's
-          // data, and the whole buffer must now match the new seed.
-          poisons[k] = mix32(a.seed(), static_cast<std::uint64_t>(p.src * 1000 + p.dst), 200 + e, pass);
-          a.fill(p.src, a.gpu(p.src).buf_a, size, seeds[k]);
-          if (pass != 1) {
-            a.fill(p.dst, a.gpu(p.dst).buf_b, size, poisons[k]);
-          }
-        }
-        for (const auto& p : pairs) {
-          a.sync(p.src);
-          a.sync(p.dst);
-        }
-        for (std::size_t k = 0; k < pairs.size(); ++k) {
-          const Pair& p = pairs[k];
-          const int issuer = eng.issuer_is_src ? p.src : p.dst;
-          a.set_device(issuer);
-          cudaStream_t s = a.gpu(issuer).stream[0];
-          char* dst = a.gpu(p.dst).buf_b;
-          const char* src = a.gpu(p.src).buf_a;
-          if (eng.engine == Engine::ce) {
-            CK(cudaMemcpyAsync(dst + dst_off, src + src_off, len, cudaMemcpyDeviceToDevice, s));
-          } else {
-            CK(gpu::launch_sm_copy(dst + dst_off, src + src_off, len, a.gpu(issuer).prop.multiProcessorCount, s));
-          }
-          if (a.inject() && *a.inject() == p && e == 0 && pass == 0) {
-            // TEST ONLY: skew one region of this copy by 64 bytes (a wrong-address copy).
-            const std::size_t off = std::min<std::size_t>(1024 * 1024, size / 2);
-            CK(cudaMemcpyAsync(dst + off, src + off + 64, kInjectBytes, cudaMemcpyDeviceToDevice, s));
-          }
-        }
-        for (const auto& p : pairs) {
-          a.sync(p.src);
-          a.sync(p.dst);
-        }
-        for (std::size_t k = 0; k < pairs.size(); ++k) {
-          const Pair& p = pairs[k];
-          gpu::VerifySpec spec;
-          spec.dst = a.gpu(p.dst).buf_b;
-          spec.dst_bytes = size;
-          spec.region_off = dst_off;
-          spec.region_len = len;
-          spec.src_off = src_off;
-          spec.seed = seeds[k];
-          spec.poison_seed = poisons[k];
-          cells[k].integrity.push_back(a.verify(p.dst, spec, std::string(eng.name) + "/" + pass_name));
-        }
-      }
-    }
-    for (auto& c : cells) {
-      std::uint64_t bad = 0;
-      for (const auto& ic : c.integrity) {
-        bad += ic.bad_bytes;
-      }
-      c.numbers.emplace_back("bad_bytes", static_cast<double>(bad));
-      mark_integrity(c);
-    }
-    return cells;
-  });
+  a.run_pair_steps(cr, steps, true, [&](const Round& pairs, int) { return run_integrity_step(a, pairs, size); });
 }
 
 }  // namespace

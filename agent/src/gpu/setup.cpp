@@ -19,7 +19,8 @@ std::uint64_t device_used_bytes() {
 std::uint64_t grew(std::uint64_t before, std::uint64_t after) { return after > before ? after - before : 0; }
 }  // namespace
 
-std::string Agent::setup() {
+// The run's sizes, seed, selected pairs and injected pair from the options; else what is wrong.
+std::string Agent::take_run_settings() {
   size_ = std::max<std::size_t>(round_down(opt_.size_bytes, 4096), 4096);
   host_size_ = std::max<std::size_t>(round_down(opt_.host_size_bytes, 4096), 4096);
   integrity_size_ = std::max<std::size_t>(round_down(opt_.integrity_size_bytes, 4096), 64 * 1024);
@@ -40,41 +41,48 @@ std::string Agent::setup() {
     }
     inject_ = p->front();
   }
+  return {};
+}
 
-  // Contexts, streams and buffers, one thread per GPU (context creation dominates start-up);
-  // each thread times its steps and reads the device memory they took.
+// GPU g's context, stream and buffers (in its own thread), each step timed with the device
+// memory it took; an error goes to g.setup_error.
+void Agent::set_up_gpu(Gpu& g) {
+  GpuSetup& gs = gpu_setup_[static_cast<std::size_t>(g.index)];
+  gs.gpu = g.index;
+  try {
+    auto t = Clock::now();
+    CK(cudaSetDevice(g.ordinal));
+    CK(cudaFree(nullptr));
+    gs.context_s = seconds_since(t);
+    const std::uint64_t after_context = device_used_bytes();
+    t = Clock::now();
+    CK(cudaStreamCreateWithFlags(&g.stream[0], cudaStreamNonBlocking));
+    CK(cudaMalloc(reinterpret_cast<void**>(&g.buf_a), buf_bytes_));
+    CK(cudaMalloc(reinterpret_cast<void**>(&g.buf_b), buf_bytes_));
+    CK(cudaMalloc(reinterpret_cast<void**>(&g.lat), kLatencyBytes));
+    CK(cudaMalloc(reinterpret_cast<void**>(&g.verify), sizeof(gpu::VerifyResult)));
+    CK(cudaMalloc(reinterpret_cast<void**>(&g.sink), sizeof(unsigned long long)));
+    CK(cudaMalloc(reinterpret_cast<void**>(&g.lat_ns), kLatencySlots * sizeof(unsigned long long)));
+    gs.buffers_s = seconds_since(t);
+    const std::uint64_t after_buffers = device_used_bytes();
+    gs.buffer_bytes = grew(after_context, after_buffers);
+    t = Clock::now();
+    CK(gpu::launch_chain_init(g.lat, kLatencyBytes, g.stream[0]));
+    CK(cudaStreamSynchronize(g.stream[0]));
+    gs.module_s = seconds_since(t);
+    gs.module_bytes = grew(after_buffers, device_used_bytes());
+  } catch (const std::exception& e) {
+    g.setup_error = e.what();
+  }
+}
+
+// Contexts, streams and buffers, one thread per GPU (context creation dominates start-up);
+// the first GPU's error, if any.
+std::string Agent::set_up_gpus() {
   gpu_setup_.assign(gpus_.size(), GpuSetup{});
   std::vector<std::thread> threads;
   for (auto& g : gpus_) {
-    threads.emplace_back([this, &g] {
-      GpuSetup& gs = gpu_setup_[static_cast<std::size_t>(g.index)];
-      gs.gpu = g.index;
-      try {
-        auto t = Clock::now();
-        CK(cudaSetDevice(g.ordinal));
-        CK(cudaFree(nullptr));
-        gs.context_s = seconds_since(t);
-        const std::uint64_t after_context = device_used_bytes();
-        t = Clock::now();
-        CK(cudaStreamCreateWithFlags(&g.stream[0], cudaStreamNonBlocking));
-        CK(cudaMalloc(reinterpret_cast<void**>(&g.buf_a), buf_bytes_));
-        CK(cudaMalloc(reinterpret_cast<void**>(&g.buf_b), buf_bytes_));
-        CK(cudaMalloc(reinterpret_cast<void**>(&g.lat), kLatencyBytes));
-        CK(cudaMalloc(reinterpret_cast<void**>(&g.verify), sizeof(gpu::VerifyResult)));
-        CK(cudaMalloc(reinterpret_cast<void**>(&g.sink), sizeof(unsigned long long)));
-        CK(cudaMalloc(reinterpret_cast<void**>(&g.lat_ns), kLatencySlots * sizeof(unsigned long long)));
-        gs.buffers_s = seconds_since(t);
-        const std::uint64_t after_buffers = device_used_bytes();
-        gs.buffer_bytes = grew(after_context, after_buffers);
-        t = Clock::now();
-        CK(gpu::launch_chain_init(g.lat, kLatencyBytes, g.stream[0]));
-        CK(cudaStreamSynchronize(g.stream[0]));
-        gs.module_s = seconds_since(t);
-        gs.module_bytes = grew(after_buffers, device_used_bytes());
-      } catch (const std::exception& e) {
-        g.setup_error = e.what();
-      }
-    });
+    threads.emplace_back([this, &g] { set_up_gpu(g); });
   }
   for (auto& t : threads) {
     t.join();
@@ -84,12 +92,13 @@ std::string Agent::setup() {
       return "GPU " + std::to_string(g.index) + ": " + g.setup_error;
     }
   }
-  mark("contexts_and_buffers");
-  CK(cudaSetDevice(gpus_[0].ordinal));
-  CK(cudaHostAlloc(reinterpret_cast<void**>(&latch_), 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
-  mark("latch");
-  // Peer access, every ordered pair; one thread per accessing GPU (enabling maps the peer's
-  // memory into the GPU's page tables, which takes a while per pair).
+  return {};
+}
+
+// Peer access, every ordered pair; one thread per accessing GPU (enabling maps the peer's
+// memory into the GPU's page tables, which takes a while per pair).
+void Agent::enable_all_peers() {
+  const int n = gpu_count();
   peers_.assign(n, std::vector<PeerInfo>(n));
   std::vector<std::thread> peer_threads;
   for (int a = 0; a < n; ++a) {
@@ -98,6 +107,20 @@ std::string Agent::setup() {
   for (auto& t : peer_threads) {
     t.join();
   }
+}
+
+std::string Agent::setup() {
+  if (auto err = take_run_settings(); !err.empty()) {
+    return err;
+  }
+  if (auto err = set_up_gpus(); !err.empty()) {
+    return err;
+  }
+  mark("contexts_and_buffers");
+  CK(cudaSetDevice(gpus_[0].ordinal));
+  CK(cudaHostAlloc(reinterpret_cast<void**>(&latch_), 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
+  mark("latch");
+  enable_all_peers();
   mark("peer_access_enabled");
   return {};
 }

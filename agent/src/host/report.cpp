@@ -170,16 +170,10 @@ nlohmann::json case_timings_json(const CaseTimings& t) {
           {"verify_s", round_to(t.verify_s, 4)}};
 }
 
-nlohmann::json to_json(const Report& r) {
-  nlohmann::json j;
-  j["schema_version"] = kSchemaVersion;
-  j["agent"] = {{"name", "p2pnode-agent"}, {"version", r.agent_version}};
-  j["started_at"] = r.started_at;
-  j["duration_s"] = round_to(r.duration_s, 4);
-  j["status"] = r.error ? "error" : (r.exit_code == 0 ? "passed" : "failed");
-  j["exit_code"] = r.exit_code;
-  j["error"] = r.error ? nlohmann::json(*r.error) : nlohmann::json();
-  j["driver"] = {{"cuda_driver_version", r.driver_version}, {"cuda_runtime_version", r.runtime_version}};
+namespace {
+
+// host: the start-up phases and what each GPU's set-up took.
+nlohmann::json report_host_json(const Report& r) {
   auto phases = nlohmann::json::array();
   for (const auto& ph : r.phases) {
     phases.push_back({{"name", ph.name},
@@ -193,29 +187,39 @@ nlohmann::json to_json(const Report& r) {
   for (const auto& g : r.gpu_setup) {
     gpus.push_back(gpu_setup_json(g));
   }
-  j["host"] = {{"peak_rss_bytes", r.peak_rss_bytes},
-               {"setup_s", round_to(r.setup_s, 4)},
-               {"nvml_s", round_to(r.nvml_s, 4)},
-               {"phases", std::move(phases)},
-               {"gpus", std::move(gpus)}};
-  j["config"] = {{"mode", to_string(r.mode)},
-                 {"size_bytes", r.size_bytes},
-                 {"host_size_bytes", r.host_size_bytes},
-                 {"integrity_size_bytes", r.integrity_size_bytes},
-                 {"bar_size_bytes", r.bar_size_bytes},
-                 {"iterations", r.iterations},
-                 {"copies_per_sample", r.copies},
-                 {"warmup_copies", r.warmup},
-                 {"latency_accesses", r.latency_accesses},
-                 {"latency_sms", r.latency_sms},
-                 {"time_budget_s", r.time_budget_s},
-                 {"seed", r.seed},
-                 {"inject_corruption", r.inject_corruption ? nlohmann::json(*r.inject_corruption) : nlohmann::json()}};
+  return {{"peak_rss_bytes", r.peak_rss_bytes},
+          {"setup_s", round_to(r.setup_s, 4)},
+          {"nvml_s", round_to(r.nvml_s, 4)},
+          {"phases", std::move(phases)},
+          {"gpus", std::move(gpus)}};
+}
+
+// config: the options the run took and the CUDA settings in effect.
+nlohmann::json report_config_json(const Report& r) {
+  const nlohmann::json inject = r.inject_corruption ? nlohmann::json(*r.inject_corruption) : nlohmann::json();
+  nlohmann::json config = {{"mode", to_string(r.mode)},
+                           {"size_bytes", r.size_bytes},
+                           {"host_size_bytes", r.host_size_bytes},
+                           {"integrity_size_bytes", r.integrity_size_bytes},
+                           {"bar_size_bytes", r.bar_size_bytes},
+                           {"iterations", r.iterations},
+                           {"copies_per_sample", r.copies},
+                           {"warmup_copies", r.warmup},
+                           {"latency_accesses", r.latency_accesses},
+                           {"latency_sms", r.latency_sms},
+                           {"time_budget_s", r.time_budget_s},
+                           {"seed", r.seed},
+                           {"inject_corruption", inject}};
   nlohmann::json env = nlohmann::json::object();
   for (const auto& [k, v] : r.environment) {
     env[k] = v;
   }
-  j["config"]["environment"] = std::move(env);
+  config["environment"] = std::move(env);
+  return config;
+}
+
+// schedule: the mode, why (auto), and the rounds in rounds mode.
+nlohmann::json report_schedule_json(const Report& r) {
   auto rounds = nlohmann::json::array();
   for (const auto& round : r.rounds) {
     auto jr = nlohmann::json::array();
@@ -224,88 +228,128 @@ nlohmann::json to_json(const Report& r) {
     }
     rounds.push_back(std::move(jr));
   }
-  j["schedule"] = {{"mode", to_string(r.mode)}, {"rounds", std::move(rounds)}};
+  nlohmann::json schedule = {{"mode", to_string(r.mode)}, {"rounds", std::move(rounds)}};
   if (!r.mode_reason.empty()) {
-    j["schedule"]["reason"] = r.mode_reason;
+    schedule["reason"] = r.mode_reason;
   }
-  auto devices = nlohmann::json::array();
-  for (const auto& d : r.devices) {
-    nlohmann::json jd = {{"index", d.index},
-                         {"cuda_ordinal", d.cuda_ordinal},
-                         {"name", d.name},
-                         {"uuid", d.uuid},
-                         {"pci_bus_id", d.pci_bus_id},
-                         {"memory_bytes", d.memory_bytes},
-                         {"compute_capability", std::to_string(d.compute_capability_major) + "." +
-                                                    std::to_string(d.compute_capability_minor)},
-                         {"multiprocessor_count", d.multiprocessor_count}};
-    if (d.pcie_link) {
-      jd["pcie_link"] = {{"current_speed_gts", d.pcie_link->current_speed_gts},
-                         {"current_width", d.pcie_link->current_width},
-                         {"max_speed_gts", d.pcie_link->max_speed_gts},
-                         {"max_width", d.pcie_link->max_width},
-                         {"theoretical_gbps", round_to(d.pcie_link->theoretical_gbps, 3)}};
-    } else {
-      jd["pcie_link"] = nullptr;
-    }
-    devices.push_back(std::move(jd));
+  return schedule;
+}
+
+nlohmann::json report_device_json(const DeviceInfo& d) {
+  nlohmann::json jd = {{"index", d.index},
+                       {"cuda_ordinal", d.cuda_ordinal},
+                       {"name", d.name},
+                       {"uuid", d.uuid},
+                       {"pci_bus_id", d.pci_bus_id},
+                       {"memory_bytes", d.memory_bytes},
+                       {"compute_capability", std::to_string(d.compute_capability_major) + "." +
+                                                  std::to_string(d.compute_capability_minor)},
+                       {"multiprocessor_count", d.multiprocessor_count}};
+  if (d.pcie_link) {
+    jd["pcie_link"] = {{"current_speed_gts", d.pcie_link->current_speed_gts},
+                       {"current_width", d.pcie_link->current_width},
+                       {"max_speed_gts", d.pcie_link->max_speed_gts},
+                       {"max_width", d.pcie_link->max_width},
+                       {"theoretical_gbps", round_to(d.pcie_link->theoretical_gbps, 3)}};
+  } else {
+    jd["pcie_link"] = nullptr;
   }
-  j["devices"] = std::move(devices);
-  if (r.interconnect) {
-    j["interconnect"] = to_json(*r.interconnect);
+  return jd;
+}
+
+nlohmann::json report_contention_json(const Contention& c) {
+  return {{"source", c.source},
+          {"reason", c.reason.empty() ? nlohmann::json() : nlohmann::json(c.reason)},
+          {"before", to_json(c.before)},
+          {"after", to_json(c.after)}};
+}
+
+// One case: its matrices over gpu_count GPUs, its cells and, where NVML watched, who else ran.
+nlohmann::json report_case_json(const Report& r, const CaseResult& c, int gpu_count) {
+  nlohmann::json jc = {{"key", c.key},
+                       {"description", c.description},
+                       {"status", to_string(c.status)},
+                       {"shape", c.shape == CellShape::pair ? "pair" : (c.shape == CellShape::gpu ? "gpu" : "nvme")},
+                       {"duration_s", round_to(c.duration_s, 4)},
+                       {"timings", case_timings_json(c.timings)},
+                       {"steps", c.steps}};
+  if (!c.reason.empty()) {
+    jc["reason"] = c.reason;
   }
-  if (r.contention) {
-    j["contention"] = {{"source", r.contention->source},
-                       {"reason", r.contention->reason.empty() ? nlohmann::json() : nlohmann::json(r.contention->reason)},
-                       {"before", to_json(r.contention->before)},
-                       {"after", to_json(r.contention->after)}};
+  nlohmann::json matrices = nlohmann::json::object();
+  for (const auto& key : c.matrix_keys) {
+    matrices[key] = matrix_json(c, key, gpu_count);
   }
-  const int n = static_cast<int>(r.devices.size());
-  auto cases = nlohmann::json::array();
+  jc["matrices"] = std::move(matrices);
+  auto cells = nlohmann::json::array();
+  for (const auto& cell : c.cells) {
+    cells.push_back(cell_json(cell, c.shape));
+  }
+  jc["cells"] = std::move(cells);
+  if (r.contention && r.contention->source == "nvml") {
+    jc["foreign_processes"] = to_json(c.foreign_processes);
+  }
+  return jc;
+}
+
+// summary: the cases by status and the integrity bytes of every cell.
+nlohmann::json report_summary_json(const Report& r) {
   int passed = 0;
   int failed = 0;
   int waived = 0;
   std::uint64_t bad_bytes = 0;
   std::uint64_t checked_bytes = 0;
   for (const auto& c : r.cases) {
-    nlohmann::json jc = {{"key", c.key},
-                         {"description", c.description},
-                         {"status", to_string(c.status)},
-                         {"shape", c.shape == CellShape::pair ? "pair" : (c.shape == CellShape::gpu ? "gpu" : "nvme")},
-                         {"duration_s", round_to(c.duration_s, 4)},
-                         {"timings", case_timings_json(c.timings)},
-                         {"steps", c.steps}};
-    if (!c.reason.empty()) {
-      jc["reason"] = c.reason;
-    }
-    nlohmann::json matrices = nlohmann::json::object();
-    for (const auto& key : c.matrix_keys) {
-      matrices[key] = matrix_json(c, key, n);
-    }
-    jc["matrices"] = std::move(matrices);
-    auto cells = nlohmann::json::array();
     for (const auto& cell : c.cells) {
-      cells.push_back(cell_json(cell, c.shape));
       for (const auto& ic : cell.integrity) {
         bad_bytes += ic.bad_bytes;
         checked_bytes += ic.checked_bytes;
       }
     }
-    jc["cells"] = std::move(cells);
-    if (r.contention && r.contention->source == "nvml") {
-      jc["foreign_processes"] = to_json(c.foreign_processes);
-    }
-    cases.push_back(std::move(jc));
     passed += c.status == Status::passed ? 1 : 0;
     failed += c.status == Status::failed ? 1 : 0;
     waived += c.status == Status::waived ? 1 : 0;
   }
+  return {{"cases_passed", passed},
+          {"cases_failed", failed},
+          {"cases_waived", waived},
+          {"integrity_checked_bytes", checked_bytes},
+          {"integrity_bad_bytes", bad_bytes}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Report& r) {
+  nlohmann::json j;
+  j["schema_version"] = kSchemaVersion;
+  j["agent"] = {{"name", "p2pnode-agent"}, {"version", r.agent_version}};
+  j["started_at"] = r.started_at;
+  j["duration_s"] = round_to(r.duration_s, 4);
+  j["status"] = r.error ? "error" : (r.exit_code == 0 ? "passed" : "failed");
+  j["exit_code"] = r.exit_code;
+  j["error"] = r.error ? nlohmann::json(*r.error) : nlohmann::json();
+  j["driver"] = {{"cuda_driver_version", r.driver_version}, {"cuda_runtime_version", r.runtime_version}};
+  j["host"] = report_host_json(r);
+  j["config"] = report_config_json(r);
+  j["schedule"] = report_schedule_json(r);
+  auto devices = nlohmann::json::array();
+  for (const auto& d : r.devices) {
+    devices.push_back(report_device_json(d));
+  }
+  j["devices"] = std::move(devices);
+  if (r.interconnect) {
+    j["interconnect"] = to_json(*r.interconnect);
+  }
+  if (r.contention) {
+    j["contention"] = report_contention_json(*r.contention);
+  }
+  const int n = static_cast<int>(r.devices.size());
+  auto cases = nlohmann::json::array();
+  for (const auto& c : r.cases) {
+    cases.push_back(report_case_json(r, c, n));
+  }
   j["cases"] = std::move(cases);
-  j["summary"] = {{"cases_passed", passed},
-                  {"cases_failed", failed},
-                  {"cases_waived", waived},
-                  {"integrity_checked_bytes", checked_bytes},
-                  {"integrity_bad_bytes", bad_bytes}};
+  j["summary"] = report_summary_json(r);
   return j;
 }
 
@@ -320,11 +364,8 @@ std::string fmt_value(std::optional<double> v) {
   return ss.str();
 }
 
-}  // namespace
-
-std::string render_table(const Report& r) {
-  std::ostringstream out;
-  const int n = static_cast<int>(r.devices.size());
+// The run's line, the error if any, and a line per GPU.
+void table_run_and_devices(std::ostream& out, const Report& r) {
   out << "p2pnode-agent " << r.agent_version << "  mode=" << to_string(r.mode) << "  seed=" << r.seed
       << "  duration=" << std::fixed << std::setprecision(3) << r.duration_s << " s  peak_rss="
       << (r.peak_rss_bytes / (1024 * 1024)) << " MiB\n";
@@ -339,109 +380,145 @@ std::string render_table(const Report& r) {
     }
     out << "\n";
   }
-  if (r.interconnect) {
-    out << "Interconnect (" << r.interconnect->source << "):";
-    if (!r.interconnect->reason.empty()) {
-      out << " " << r.interconnect->reason;
+}
+
+void table_interconnect(std::ostream& out, const Interconnect& ic) {
+  out << "Interconnect (" << ic.source << "):";
+  if (!ic.reason.empty()) {
+    out << " " << ic.reason;
+  }
+  for (const auto& p : ic.pairs) {
+    out << "  " << p.a << "-" << p.b << " " << (p.nvlinks > 0 ? "NV" + std::to_string(p.nvlinks) : std::string("PCIe"));
+  }
+  out << "\n";
+}
+
+// A pair case: one matrix per key, row = source GPU, column = destination GPU.
+void table_pair_matrices(std::ostream& out, const CaseResult& c, int n) {
+  for (const auto& key : c.matrix_keys) {
+    out << "   " << key << " (row = source GPU, column = destination GPU)\n";
+    out << std::setw(10) << "src\\dst";
+    for (int d = 0; d < n; ++d) {
+      out << std::setw(10) << d;
     }
-    for (const auto& p : r.interconnect->pairs) {
-      out << "  " << p.a << "-" << p.b << " " << (p.nvlinks > 0 ? "NV" + std::to_string(p.nvlinks) : std::string("PCIe"));
+    out << "\n";
+    for (int s = 0; s < n; ++s) {
+      out << std::setw(10) << s;
+      for (int d = 0; d < n; ++d) {
+        std::optional<double> v;
+        bool present = false;
+        for (const auto& cell : c.cells) {
+          if (cell.src == s && cell.dst == d) {
+            present = true;
+            if (cell.status != Status::waived) {
+              v = cell_value(cell, key);
+            }
+          }
+        }
+        out << std::setw(10) << (s == d ? std::string("-") : (present ? fmt_value(v) : std::string("")));
+      }
+      out << "\n";
+    }
+  }
+}
+
+// An nvme case: a line per drive and writer.
+void table_nvme_cells(std::ostream& out, const CaseResult& c) {
+  for (const auto& cell : c.cells) {
+    const auto& x = cell.extra;
+    out << "   " << x.value("nvme", std::string("?")) << " writer " << x.value("writer", std::string("?"));
+    if (x.contains("pair_gpu")) {
+      out << " (GPU " << x["pair_gpu"].get<std::string>() << ")";
+    }
+    out << ": " << to_string(cell.status);
+    if (x.contains("identify")) {
+      out << ", Identify serial '" << x["identify"].value("serial", std::string()) << "' model '"
+          << x["identify"].value("model", std::string()) << "'";
+    }
+    if (auto us = cell_value(cell, "completion_us")) {
+      out << ", completion in " << fmt_value(us) << " us";
     }
     out << "\n";
   }
+}
+
+// A per-GPU case: a row per GPU, a column per key; then bar_copy's latencies.
+void table_gpu_cells(std::ostream& out, const CaseResult& c) {
+  out << std::setw(6) << "gpu";
+  for (const auto& key : c.matrix_keys) {
+    out << std::setw(std::max<int>(14, static_cast<int>(key.size()) + 2)) << key;
+  }
+  out << "\n";
+  for (const auto& cell : c.cells) {
+    out << std::setw(6) << cell.src;
+    for (const auto& key : c.matrix_keys) {
+      out << std::setw(std::max<int>(14, static_cast<int>(key.size()) + 2))
+          << fmt_value(cell.status == Status::waived ? std::nullopt : cell_value(cell, key));
+    }
+    out << "\n";
+  }
+  // bar_copy: microseconds per copy, as copylat prints them (median of the buckets).
+  for (const auto& cell : c.cells) {
+    if (!cell.extra.contains("bar_latency")) continue;
+    out << "   gpu " << cell.src << " through " << cell.extra.value("backend", std::string("?")) << " ("
+        << cell.extra.value("mapping_type", std::string("?")) << "), us per copy, write/read:";
+    for (const auto& row : cell.extra["bar_latency"])
+      out << "  " << row.value("bytes", 0) << " B " << fmt_value(row["write_us"].value("median", 0.0)) << "/"
+          << fmt_value(row["read_us"].value("median", 0.0));
+    out << "\n";
+  }
+}
+
+// Every cell that did not pass, with why, and every integrity check that found bad bytes.
+void table_cell_problems(std::ostream& out, const CaseResult& c) {
+  for (const auto& cell : c.cells) {
+    if (cell.status != Status::passed) {
+      out << "   " << to_string(cell.status) << " ";
+      if (c.shape == CellShape::pair) {
+        out << cell.src << "->" << cell.dst;
+      } else if (c.shape == CellShape::nvme) {
+        out << cell.extra.value("nvme", std::string("?")) << "/" << cell.extra.value("writer", std::string("?"));
+      } else {
+        out << "gpu " << cell.src;
+      }
+      out << ": " << cell.reason << "\n";
+    }
+    for (const auto& ic : cell.integrity) {
+      if (ic.bad_bytes > 0) {
+        out << "   INTEGRITY " << cell.src << "->" << cell.dst << " " << ic.label << ": " << ic.bad_bytes
+            << " bad bytes of " << ic.checked_bytes << ", first at offset " << ic.first_bad_offset.value_or(0) << "\n";
+      }
+    }
+  }
+}
+
+void table_case(std::ostream& out, const CaseResult& c, int n) {
+  out << "\n== " << c.key << " [" << to_string(c.status) << "] " << std::fixed << std::setprecision(3)
+      << c.duration_s << " s, " << c.steps << " step(s)\n   " << c.description << "\n";
+  if (!c.reason.empty()) {
+    out << "   reason: " << c.reason << "\n";
+  }
+  if (c.shape == CellShape::pair) {
+    table_pair_matrices(out, c, n);
+  } else if (c.shape == CellShape::nvme) {
+    table_nvme_cells(out, c);
+  } else {
+    table_gpu_cells(out, c);
+  }
+  table_cell_problems(out, c);
+}
+
+}  // namespace
+
+std::string render_table(const Report& r) {
+  std::ostringstream out;
+  const int n = static_cast<int>(r.devices.size());
+  table_run_and_devices(out, r);
+  if (r.interconnect) {
+    table_interconnect(out, *r.interconnect);
+  }
   for (const auto& c : r.cases) {
-    out << "\n== " << c.key << " [" << to_string(c.status) << "] " << std::fixed << std::setprecision(3)
-        << c.duration_s << " s, " << c.steps << " step(s)\n   " << c.description << "\n";
-    if (!c.reason.empty()) {
-      out << "   reason: " << c.reason << "\n";
-    }
-    if (c.shape == CellShape::pair) {
-      for (const auto& key : c.matrix_keys) {
-        out << "   " << key << " (row = source GPU, column = destination GPU)\n";
-        out << std::setw(10) << "src\\dst";
-        for (int d = 0; d < n; ++d) {
-          out << std::setw(10) << d;
-        }
-        out << "\n";
-        for (int s = 0; s < n; ++s) {
-          out << std::setw(10) << s;
-          for (int d = 0; d < n; ++d) {
-            std::optional<double> v;
-            bool present = false;
-            for (const auto& cell : c.cells) {
-              if (cell.src == s && cell.dst == d) {
-                present = true;
-                if (cell.status != Status::waived) {
-                  v = cell_value(cell, key);
-                }
-              }
-            }
-            out << std::setw(10) << (s == d ? std::string("-") : (present ? fmt_value(v) : std::string("")));
-          }
-          out << "\n";
-        }
-      }
-    } else if (c.shape == CellShape::nvme) {
-      for (const auto& cell : c.cells) {
-        const auto& x = cell.extra;
-        out << "   " << x.value("nvme", std::string("?")) << " writer " << x.value("writer", std::string("?"));
-        if (x.contains("pair_gpu")) {
-          out << " (GPU " << x["pair_gpu"].get<std::string>() << ")";
-        }
-        out << ": " << to_string(cell.status);
-        if (x.contains("identify")) {
-          out << ", Identify serial '" << x["identify"].value("serial", std::string()) << "' model '"
-              << x["identify"].value("model", std::string()) << "'";
-        }
-        if (auto us = cell_value(cell, "completion_us")) {
-          out << ", completion in " << fmt_value(us) << " us";
-        }
-        out << "\n";
-      }
-    } else {
-      out << std::setw(6) << "gpu";
-      for (const auto& key : c.matrix_keys) {
-        out << std::setw(std::max<int>(14, static_cast<int>(key.size()) + 2)) << key;
-      }
-      out << "\n";
-      for (const auto& cell : c.cells) {
-        out << std::setw(6) << cell.src;
-        for (const auto& key : c.matrix_keys) {
-          out << std::setw(std::max<int>(14, static_cast<int>(key.size()) + 2))
-              << fmt_value(cell.status == Status::waived ? std::nullopt : cell_value(cell, key));
-        }
-        out << "\n";
-      }
-      // bar_copy: microseconds per copy, as copylat prints them (median of the buckets).
-      for (const auto& cell : c.cells) {
-        if (!cell.extra.contains("bar_latency")) continue;
-        out << "   gpu " << cell.src << " through " << cell.extra.value("backend", std::string("?")) << " ("
-            << cell.extra.value("mapping_type", std::string("?")) << "), us per copy, write/read:";
-        for (const auto& row : cell.extra["bar_latency"])
-          out << "  " << row.value("bytes", 0) << " B " << fmt_value(row["write_us"].value("median", 0.0)) << "/"
-              << fmt_value(row["read_us"].value("median", 0.0));
-        out << "\n";
-      }
-    }
-    for (const auto& cell : c.cells) {
-      if (cell.status != Status::passed) {
-        out << "   " << to_string(cell.status) << " ";
-        if (c.shape == CellShape::pair) {
-          out << cell.src << "->" << cell.dst;
-        } else if (c.shape == CellShape::nvme) {
-          out << cell.extra.value("nvme", std::string("?")) << "/" << cell.extra.value("writer", std::string("?"));
-        } else {
-          out << "gpu " << cell.src;
-        }
-        out << ": " << cell.reason << "\n";
-      }
-      for (const auto& ic : cell.integrity) {
-        if (ic.bad_bytes > 0) {
-          out << "   INTEGRITY " << cell.src << "->" << cell.dst << " " << ic.label << ": " << ic.bad_bytes
-              << " bad bytes of " << ic.checked_bytes << ", first at offset " << ic.first_bad_offset.value_or(0) << "\n";
-        }
-      }
-    }
+    table_case(out, c, n);
   }
   out << "\nresult: " << (r.error ? "error" : (r.exit_code == 0 ? "passed" : "failed")) << " (exit " << r.exit_code
       << ")\n";

@@ -69,16 +69,56 @@ std::unique_ptr<VfioNvme> VfioNvme::open(const VfioTarget& target, std::size_t d
   return d;
 }
 
+namespace {
+// No IOMMU: the device sees physical addresses. The pages are locked (mlock); the kernel may
+// still migrate them (compaction) in principle, as with DPDK's and SPDK's noiommu mode.
+// Fills dma with host..host+bytes and the physical address of each 4 KiB page; else says why not.
+std::string read_pagemap_addresses(std::uint8_t* host, std::size_t bytes, DmaBuffer& dma) {
+  int pm = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (pm < 0) return "opening /proc/self/pagemap: " + errno_text(errno);
+  dma.host = host;
+  dma.bytes = bytes;
+  for (std::size_t off = 0; off < bytes; off += 4096) {
+    std::uint64_t entry = 0;
+    const auto vpn = (reinterpret_cast<std::uint64_t>(host) + off) / 4096;
+    if (pread(pm, &entry, 8, static_cast<off_t>(vpn * 8)) != 8) {
+      ::close(pm);
+      return "reading /proc/self/pagemap: " + errno_text(errno);
+    }
+    const std::uint64_t pfn = entry & ((1ULL << 55) - 1);
+    if ((entry >> 63) == 0 || pfn == 0) {
+      ::close(pm);
+      return "/proc/self/pagemap gives no physical address for the DMA buffer (noiommu mode needs CAP_SYS_ADMIN)";
+    }
+    dma.pages.push_back(pfn * 4096);
+  }
+  ::close(pm);
+  return {};
+}
+}  // namespace
+
 std::string VfioNvme::setup(const VfioTarget& t, std::size_t dma_bytes, bool& busy) {
   noiommu_ = t.noiommu;
+  const unsigned long type = noiommu_ ? VFIO_NOIOMMU_IOMMU : VFIO_TYPE1v2_IOMMU;
+  if (auto e = open_container(type); !e.empty()) return e;
+  if (auto e = attach_group(t, type, busy); !e.empty()) return e;
+  if (auto e = open_device(t, busy); !e.empty()) return e;
+  if (auto e = map_registers(); !e.empty()) return e;
+  if (auto e = enable_bus_master(); !e.empty()) return e;
+  return make_dma_buffer(dma_bytes);
+}
+
+std::string VfioNvme::open_container(unsigned long type) {
   container_ = ::open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC);
   if (container_ < 0) return "opening /dev/vfio/vfio: " + errno_text(errno);
   if (ioctl(container_, VFIO_GET_API_VERSION) != VFIO_API_VERSION) return "VFIO API version mismatch";
-  const unsigned long type = noiommu_ ? VFIO_NOIOMMU_IOMMU : VFIO_TYPE1v2_IOMMU;
   if (ioctl(container_, VFIO_CHECK_EXTENSION, type) != 1)
     return noiommu_ ? "the VFIO container does not offer the noiommu IOMMU (vfio enable_unsafe_noiommu_mode is off?)"
                     : "the VFIO container does not offer the type1v2 IOMMU (vfio_iommu_type1 not loaded?)";
+  return {};
+}
 
+std::string VfioNvme::attach_group(const VfioTarget& t, unsigned long type, bool& busy) {
   group_ = ::open(t.group_dev.c_str(), O_RDWR | O_CLOEXEC);
   if (group_ < 0) {
     const int e = errno;
@@ -100,7 +140,10 @@ std::string VfioNvme::setup(const VfioTarget& t, std::size_t dma_bytes, bool& bu
              "with allow_unsafe_interrupts=1 (or boot with interrupt remapping on)";
     return "VFIO_SET_IOMMU: " + errno_text(e);
   }
+  return {};
+}
 
+std::string VfioNvme::open_device(const VfioTarget& t, bool& busy) {
   device_ = ioctl(group_, VFIO_GROUP_GET_DEVICE_FD, t.bdf.c_str());
   if (device_ < 0) {
     const int e = errno;
@@ -109,7 +152,10 @@ std::string VfioNvme::setup(const VfioTarget& t, std::size_t dma_bytes, bool& bu
                 : "VFIO_GROUP_GET_DEVICE_FD " + t.bdf + ": " + errno_text(e);
   }
   log_.push_back("opened " + t.bdf + " through " + t.group_dev + " (" + iommu_mode() + ")");
+  return {};
+}
 
+std::string VfioNvme::map_registers() {
   vfio_region_info bar{};
   bar.argsz = sizeof bar;
   bar.index = VFIO_PCI_BAR0_REGION_INDEX;
@@ -135,8 +181,11 @@ std::string VfioNvme::setup(const VfioTarget& t, std::size_t dma_bytes, bool& bu
   } else {
     log_.push_back("VFIO offers no mmap of BAR0; registers through pread/pwrite");
   }
+  return {};
+}
 
-  // COMMAND: Memory and BusMaster (the controller must DMA); read-modify-write, restored on close.
+// COMMAND: Memory and BusMaster (the controller must DMA); read-modify-write, restored on close.
+std::string VfioNvme::enable_bus_master() {
   std::uint16_t cmd = 0;
   if (pread(device_, &cmd, 2, static_cast<off_t>(config_offset_ + 4)) != 2) return "reading COMMAND: " + errno_text(errno);
   command_found_ = cmd;
@@ -146,8 +195,12 @@ std::string VfioNvme::setup(const VfioTarget& t, std::size_t dma_bytes, bool& bu
     command_changed_ = true;
     log_.push_back("COMMAND " + hex32(cmd) + " -> " + hex32(want) + " (Memory+BusMaster; restored at the end)");
   }
+  return {};
+}
 
-  // The DMA buffer: page-aligned, locked, zeroed.
+// The DMA buffer: page-aligned, locked, zeroed; mapped at kDmaIova through the IOMMU, or its
+// pages' physical addresses without one.
+std::string VfioNvme::make_dma_buffer(std::size_t dma_bytes) {
   dma_mem_bytes_ = (dma_bytes + 4095) & ~std::size_t{4095};
   dma_mem_ = mmap(nullptr, dma_mem_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (dma_mem_ == MAP_FAILED) {
@@ -168,30 +221,10 @@ std::string VfioNvme::setup(const VfioTarget& t, std::size_t dma_bytes, bool& bu
     dma_mapped_ = true;
     dma_ = DmaBuffer::contiguous(host, kDmaIova, dma_mem_bytes_);
     log_.push_back("DMA buffer: " + std::to_string(dma_mem_bytes_) + " bytes mapped at IOVA " + hex64(kDmaIova));
-  } else {
-    // No IOMMU: the device sees physical addresses. The pages are locked (mlock); the kernel may
-    // still migrate them (compaction) in principle, as with DPDK's and SPDK's noiommu mode.
-    int pm = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    if (pm < 0) return "opening /proc/self/pagemap: " + errno_text(errno);
-    dma_.host = host;
-    dma_.bytes = dma_mem_bytes_;
-    for (std::size_t off = 0; off < dma_mem_bytes_; off += 4096) {
-      std::uint64_t entry = 0;
-      const auto vpn = (reinterpret_cast<std::uint64_t>(host) + off) / 4096;
-      if (pread(pm, &entry, 8, static_cast<off_t>(vpn * 8)) != 8) {
-        ::close(pm);
-        return "reading /proc/self/pagemap: " + errno_text(errno);
-      }
-      const std::uint64_t pfn = entry & ((1ULL << 55) - 1);
-      if ((entry >> 63) == 0 || pfn == 0) {
-        ::close(pm);
-        return "/proc/self/pagemap gives no physical address for the DMA buffer (noiommu mode needs CAP_SYS_ADMIN)";
-      }
-      dma_.pages.push_back(pfn * 4096);
-    }
-    ::close(pm);
-    log_.push_back("DMA buffer: " + std::to_string(dma_mem_bytes_) + " bytes, physical pages from /proc/self/pagemap");
+    return {};
   }
+  if (auto e = read_pagemap_addresses(host, dma_mem_bytes_, dma_); !e.empty()) return e;
+  log_.push_back("DMA buffer: " + std::to_string(dma_mem_bytes_) + " bytes, physical pages from /proc/self/pagemap");
   return {};
 }
 

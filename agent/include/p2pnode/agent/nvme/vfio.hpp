@@ -56,6 +56,13 @@ class VfioNvme final : public RegisterFile {
  private:
   VfioNvme() = default;
   std::string setup(const VfioTarget& t, std::size_t dma_bytes, bool& busy);
+  // setup's steps, in order; each returns why it failed, or empty.
+  std::string open_container(unsigned long type);
+  std::string attach_group(const VfioTarget& t, unsigned long type, bool& busy);
+  std::string open_device(const VfioTarget& t, bool& busy);
+  std::string map_registers();
+  std::string enable_bus_master();
+  std::string make_dma_buffer(std::size_t dma_bytes);
 
   int container_ = -1, group_ = -1, device_ = -1;
   bool noiommu_ = false;
