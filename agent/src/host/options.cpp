@@ -65,7 +65,8 @@ struct AgentOptionText {
   std::string mode = "auto";
   std::string inject;
   std::uint64_t seed = 0;
-  CLI::Option* seed_opt = nullptr;  // whether --seed was given
+  CLI::Option* seed_opt = nullptr;    // whether --seed was given
+  CLI::Option* inject_opt = nullptr;  // whether --inject-corruption was given (an empty text is refused)
   bool show_version = false;
 };
 
@@ -101,7 +102,7 @@ void add_agent_options(CLI::App& app, Options& o, AgentOptionText& t) {
                  "every pair is joined by NVLink, else serial")
       ->check(CLI::IsMember({"serial", "rounds", "auto"}));
   t.seed_opt = app.add_option("--seed", t.seed, "Pattern seed (default: drawn per run)");
-  app.add_option("--inject-corruption", t.inject, "TEST ONLY: skew one integrity copy of pair SRC:DST");
+  t.inject_opt = app.add_option("--inject-corruption", t.inject, "TEST ONLY: skew one integrity copy of pair SRC:DST");
   app.add_option("--nvme", o.nvme,
                  "nvme_doorbell: bdf=0000:0b:00.0,serial=S[,model=M][,gpu=0000:0a:00.0] (repeatable; default: every "
                  "NVMe on vfio-pci with a serial in /var/lib/p2pnode/nvme-serials.json)");
@@ -164,13 +165,18 @@ std::optional<std::string> take_agent_option_text(const AgentOptionText& t, cons
   if (t.seed_opt->count() > 0) {
     o.seed = t.seed;
   }
-  if (!t.inject.empty()) {
+  if (t.inject_opt->count() > 0) {
     std::string err;
-    // Validate the shape only; the GPU count is not known yet.
-    if (!parse_pairs(t.inject, 1 << 20, &err) || t.inject == "all" || t.inject.find(',') != std::string::npos) {
+    // Validate the shape only; the GPU count is not known yet. "all" and an empty text are refused
+    // before parse_pairs, which would spell them out as every pair of 2^20 GPUs.
+    if (t.inject.empty() || t.inject == "all" || t.inject.find(',') != std::string::npos ||
+        !parse_pairs(t.inject, 1 << 20, &err)) {
       return "--inject-corruption takes one SRC:DST pair";
     }
     o.inject_corruption = t.inject;
+  }
+  if (o.pairs.empty()) {
+    return "--pairs: an empty list (give SRC:DST[,SRC:DST...] or all)";
   }
   if (o.pairs != "all") {
     std::string err;

@@ -64,6 +64,11 @@ TEST(AgentOptions, UsageErrorsExitTwo) {
                                                                  {"--iterations", "0"},
                                                                  {"--pairs", "0-1"},
                                                                  {"--inject-corruption", "0:1,1:0"},
+                                                                 // "all" and an empty list would mean every pair
+                                                                 // of 2^20 GPUs while the shape is checked
+                                                                 {"--inject-corruption", "all"},
+                                                                 {"--inject-corruption", ""},
+                                                                 {"--pairs", ""},
                                                                  {"--format", "xml"}}) {
     const auto r = parse(args);
     EXPECT_FALSE(r.options.has_value()) << args[0];
