@@ -82,8 +82,9 @@ std::string read_pagemap_addresses(std::uint8_t* host, std::size_t bytes, DmaBuf
     std::uint64_t entry = 0;
     const auto vpn = (reinterpret_cast<std::uint64_t>(host) + off) / 4096;
     if (pread(pm, &entry, 8, static_cast<off_t>(vpn * 8)) != 8) {
+      const std::string why = errno_text(errno);  // before close() can change errno
       ::close(pm);
-      return "reading /proc/self/pagemap: " + errno_text(errno);
+      return "reading /proc/self/pagemap: " + why;
     }
     const std::uint64_t pfn = entry & ((1ULL << 55) - 1);
     if ((entry >> 63) == 0 || pfn == 0) {
