@@ -315,6 +315,127 @@ lifecycle::ReloadInputs reload_inputs(const Profile& p, const sys::SysRoot& root
   return in;
 }
 
+// One reload of the NVIDIA modules: its commands (each one a change), the units it stopped (started
+// again on every way out) and the record being built.
+struct NvidiaReload {
+  ApplyContext& ctx;
+  StepResult r{"driver.reload", "nvidia", StepOutcome::failed, "", json::object(), json::object(), 0};
+  std::uint64_t changes = 0;
+  std::vector<std::string> stopped;
+
+  sys::CommandResult cmd(std::vector<std::string> argv) {
+    auto res = run_logged(ctx, "driver.reload", "nvidia", std::move(argv), std::chrono::minutes(2));
+    ++changes;
+    return res;
+  }
+
+  void restart() {
+    for (const auto& u : stopped) cmd({"systemctl", "start", "--", u});
+  }
+
+  // A way out once units may have been stopped: they run again, then the result.
+  StepResult give_up(StepOutcome outcome, std::string message) {
+    restart();
+    r.outcome = outcome;
+    r.message = std::move(message);
+    r.writes = changes;
+    return r;
+  }
+
+  // The first decision, before anything is stopped: a reload not needed, or not one that can be done.
+  std::optional<StepResult> answer_without_reload(const lifecycle::ReloadDecision& first, const Inventory& inv) {
+    r.before = {{"decision", lifecycle::to_string(first.kind)}, {"reason", first.reason}};
+    if (const auto why = secureboot::load_refusal(inv.secure_boot);
+        why && (first.kind == lifecycle::ReloadKind::reload || first.kind == lifecycle::ReloadKind::load)) {
+      r.outcome = StepOutcome::reboot_required;
+      r.message = "reboot required, not a reload: " + *why;
+      ctx.log("driver.reload", "nvidia", r.message);
+      return r;
+    }
+    if (first.kind == lifecycle::ReloadKind::not_needed) {
+      r.outcome = StepOutcome::unchanged;
+      r.message = first.reason;
+      return r;
+    }
+    if (first.kind == lifecycle::ReloadKind::nothing_built) {
+      r.outcome = StepOutcome::failed;
+      r.message = first.reason;
+      return r;
+    }
+    if (first.kind == lifecycle::ReloadKind::reboot_required || first.kind == lifecycle::ReloadKind::refused) {
+      r.outcome = first.kind == lifecycle::ReloadKind::refused ? StepOutcome::refused : StepOutcome::reboot_required;
+      r.message = first.reason;
+      return r;
+    }
+    return std::nullopt;
+  }
+
+  // The units the profile names, those that run.
+  void stop_units(const std::vector<std::string>& units) {
+    for (const auto& u : units) {
+      sys::Command c;
+      c.argv = {"systemctl", "is-active", "--quiet", "--", u};
+      if (!ctx.runner.run(c).success()) continue;
+      if (cmd({"systemctl", "stop", "--", u}).success()) stopped.push_back(u);
+    }
+  }
+
+  // The processes the decision lets go: SIGTERM, then up to 10 s for /dev/nvidia* to be free.
+  std::optional<StepResult> end_holders(const lifecycle::ReloadDecision& decision) {
+    for (int pid : decision.kill) cmd({"kill", "-TERM", std::to_string(pid)});
+    if (decision.kill.empty()) return std::nullopt;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!lifecycle::find_holders(ctx.root).empty() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (auto h = lifecycle::find_holders(ctx.root); !h.empty())
+      return give_up(StepOutcome::refused,
+                     "processes still hold /dev/nvidia* after SIGTERM: " + lifecycle::describe(h) + "; reboot required");
+    return std::nullopt;
+  }
+
+  std::optional<StepResult> unload_old(const lifecycle::ReloadDecision& decision) {
+    for (const auto& m : decision.unload) {
+      auto res = cmd({"modprobe", "-r", m});
+      if (!res.success())
+        return give_up(StepOutcome::reboot_required,
+                       "unloading " + m + ": modprobe -r " + res.describe() + (res.err.empty() ? "" : ": " + res.err) +
+                           "; the old module stays loaded: reboot required");
+    }
+    return std::nullopt;
+  }
+
+  // nvidia and nvidia_uvm, and the other modules the reload unloaded.
+  std::optional<StepResult> load_new(const lifecycle::ReloadDecision& decision) {
+    std::vector<std::string> load = {"nvidia", "nvidia_uvm"};
+    for (const char* m : {"nvidia_modeset", "nvidia_drm", "nvidia_peermem"})
+      if (std::find(decision.unload.begin(), decision.unload.end(), m) != decision.unload.end()) load.emplace_back(m);
+    for (const auto& m : load) {
+      auto res = cmd({"modprobe", m});
+      if (!res.success())
+        return give_up(StepOutcome::failed,
+                       "loading " + m + ": modprobe " + res.describe() + (res.err.empty() ? "" : ": " + res.err));
+    }
+    return std::nullopt;
+  }
+
+  // What is loaded now, checked against the profile's driver.
+  StepResult verify(const DriverSpec& d) {
+    const auto v = lifecycle::verify_driver(ctx.root, ctx.runner, d.version, d.userspace_installer.has_value());
+    r.after = v.observed;
+    r.after["notes"] = v.notes;
+    r.writes = changes;
+    if (!v.ok()) {
+      r.message = "loaded, but: ";
+      for (std::size_t i = 0; i < v.problems.size(); ++i) r.message += (i ? "; " : "") + v.problems[i];
+      return r;
+    }
+    r.outcome = StepOutcome::changed;
+    r.message = "NVIDIA " + d.version + " loaded from the DKMS copy and verified";
+    ctx.log("driver.reload", "nvidia", r.message);
+    return r;
+  }
+};
+
 class DriverReload final : public Action {
  public:
   std::string_view id() const override { return "driver.reload"; }
@@ -339,107 +460,19 @@ class DriverReload final : public Action {
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
     const DriverSpec& d = *ctx.profile.driver;
     const std::string kernel = running_kernel(ctx.root, inv);
-    StepResult r{"driver.reload", "nvidia", StepOutcome::failed, "", json::object(), json::object(), 0};
+    NvidiaReload reload{ctx};
     auto first = lifecycle::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel, ctx.force_reload));
-    r.before = {{"decision", lifecycle::to_string(first.kind)}, {"reason", first.reason}};
-    if (const auto why = secureboot::load_refusal(inv.secure_boot);
-        why && (first.kind == lifecycle::ReloadKind::reload || first.kind == lifecycle::ReloadKind::load)) {
-      r.outcome = StepOutcome::reboot_required;
-      r.message = "reboot required, not a reload: " + *why;
-      ctx.log("driver.reload", "nvidia", r.message);
-      return {r};
-    }
-    if (first.kind == lifecycle::ReloadKind::not_needed) {
-      r.outcome = StepOutcome::unchanged;
-      r.message = first.reason;
-      return {r};
-    }
-    if (first.kind == lifecycle::ReloadKind::nothing_built) {
-      r.outcome = StepOutcome::failed;
-      r.message = first.reason;
-      return {r};
-    }
-    if (first.kind == lifecycle::ReloadKind::reboot_required || first.kind == lifecycle::ReloadKind::refused) {
-      r.outcome = first.kind == lifecycle::ReloadKind::refused ? StepOutcome::refused : StepOutcome::reboot_required;
-      r.message = first.reason;
-      return {r};
-    }
-    std::uint64_t changes = 0;
-    auto cmd = [&](std::vector<std::string> argv) {
-      auto res = run_logged(ctx, "driver.reload", "nvidia", std::move(argv), std::chrono::minutes(2));
-      ++changes;
-      return res;
-    };
+    if (auto end = reload.answer_without_reload(first, inv)) return {*end};
     // Stop the units the profile names (those that run), then look again at who holds /dev/nvidia*.
-    std::vector<std::string> stopped;
-    for (const auto& u : d.stop_units) {
-      sys::Command c;
-      c.argv = {"systemctl", "is-active", "--quiet", "--", u};
-      if (!ctx.runner.run(c).success()) continue;
-      if (cmd({"systemctl", "stop", "--", u}).success()) stopped.push_back(u);
-    }
-    auto restart = [&] {
-      for (const auto& u : stopped) cmd({"systemctl", "start", "--", u});
-    };
+    reload.stop_units(d.stop_units);
     auto decision = lifecycle::decide_reload(reload_inputs(ctx.profile, ctx.root, kernel, ctx.force_reload));
-    r.before["holders"] = lifecycle::describe(lifecycle::find_holders(ctx.root));
-    if (decision.kind == lifecycle::ReloadKind::refused) {
-      restart();
-      r.outcome = StepOutcome::refused;
-      r.message = decision.reason;
-      r.writes = changes;
-      return {r};
-    }
-    for (int pid : decision.kill) cmd({"kill", "-TERM", std::to_string(pid)});
-    if (!decision.kill.empty()) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (!lifecycle::find_holders(ctx.root).empty() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (auto h = lifecycle::find_holders(ctx.root); !h.empty()) {
-        restart();
-        r.outcome = StepOutcome::refused;
-        r.message = "processes still hold /dev/nvidia* after SIGTERM: " + lifecycle::describe(h) + "; reboot required";
-        r.writes = changes;
-        return {r};
-      }
-    }
-    for (const auto& m : decision.unload) {
-      auto res = cmd({"modprobe", "-r", m});
-      if (!res.success()) {
-        restart();
-        r.message = "unloading " + m + ": modprobe -r " + res.describe() + (res.err.empty() ? "" : ": " + res.err) +
-                    "; the old module stays loaded: reboot required";
-        r.outcome = StepOutcome::reboot_required;
-        r.writes = changes;
-        return {r};
-      }
-    }
-    std::vector<std::string> load = {"nvidia", "nvidia_uvm"};
-    for (const char* m : {"nvidia_modeset", "nvidia_drm", "nvidia_peermem"})
-      if (std::find(decision.unload.begin(), decision.unload.end(), m) != decision.unload.end()) load.emplace_back(m);
-    for (const auto& m : load) {
-      auto res = cmd({"modprobe", m});
-      if (!res.success()) {
-        restart();
-        r.message = "loading " + m + ": modprobe " + res.describe() + (res.err.empty() ? "" : ": " + res.err);
-        r.writes = changes;
-        return {r};
-      }
-    }
-    restart();
-    const auto v = lifecycle::verify_driver(ctx.root, ctx.runner, d.version, d.userspace_installer.has_value());
-    r.after = v.observed;
-    r.after["notes"] = v.notes;
-    r.writes = changes;
-    if (!v.ok()) {
-      r.message = "loaded, but: ";
-      for (std::size_t i = 0; i < v.problems.size(); ++i) r.message += (i ? "; " : "") + v.problems[i];
-      return {r};
-    }
-    r.outcome = StepOutcome::changed;
-    r.message = "NVIDIA " + d.version + " loaded from the DKMS copy and verified";
-    ctx.log("driver.reload", "nvidia", r.message);
-    return {r};
+    reload.r.before["holders"] = lifecycle::describe(lifecycle::find_holders(ctx.root));
+    if (decision.kind == lifecycle::ReloadKind::refused) return {reload.give_up(StepOutcome::refused, decision.reason)};
+    if (auto end = reload.end_holders(decision)) return {*end};
+    if (auto end = reload.unload_old(decision)) return {*end};
+    if (auto end = reload.load_new(decision)) return {*end};
+    reload.restart();
+    return {reload.verify(d)};
   }
 };
 

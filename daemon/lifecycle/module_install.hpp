@@ -9,26 +9,13 @@
 
 #include "core/plan.hpp"
 #include "core/profile.hpp"
+#include "lifecycle/module_state.hpp"
 #include "lifecycle/module_target.hpp"
 #include "lifecycle/progress.hpp"
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
 
 namespace p2pnode::lifecycle {
-
-// Kernels DKMS can build for: /lib/modules/<k> with a build/ directory (headers installed).
-std::vector<std::string> kernels_with_headers(const sys::SysRoot& root);
-
-// Read-only: what is missing for the module to be in place ("not installed for 6.1.0-56-amd64", …);
-// empty when the stamp, the DKMS tree and the installed files all agree with the profile.
-std::vector<std::string> module_gaps(const sys::SysRoot& root, const DriverSpec& d);
-
-// The installed copy of a module for a kernel (its .ko under updates/dkms), in-root; empty if none.
-std::string installed_module_path(const sys::SysRoot& root, const std::string& kernel, const std::string& module);
-
-// srcversion from a module's .modinfo section (.ko, .ko.xz or .ko.zst: lifecycle/ko_file.hpp);
-// nothing when the file is missing, unreadable or has none.
-std::optional<std::string> ko_srcversion(const sys::SysRoot& root, const std::string& ko_path);
 
 // Called once the source is staged, with the breakage table's source tests on it: what would stop
 // the build (nvidia/forecast.hpp build_stops); non-empty refuses the install before any build.

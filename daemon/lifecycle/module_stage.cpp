@@ -67,6 +67,93 @@ Status check_staged_tree(const sys::SysRoot& root, const std::string& dir, bool 
                ", not a folder: p2pnode writes the profile's patches there, and only into a folder of the tree itself"};
 }
 
+// The profile's patches in the tree's patches/ as 01-<name>.patch, 02-…, in the profile's order
+// (their paths in s.patches); returns those names.
+Result<std::vector<std::string>> stage_patch_files(const sys::SysRoot& root, const DriverSpec& d,
+                                                   const std::vector<PatchFile>& patches, Staged& s) {
+  std::vector<std::string> patch_names;
+  std::error_code ec;
+  if (auto st = root.make_dirs(sys::join(s.dir, "patches")); !st) return st.error();
+  for (std::size_t i = 0; i < patches.size(); ++i) {
+    patch_names.push_back(patch_name(i, d.kernel_module->patches[i]));
+    const std::string to = sys::join(s.dir, "patches", patch_names.back());
+    s.patches.push_back(to);
+    // The tree's own file of that name (a link among them) is replaced, never written through; a
+    // refused tree leaves nothing behind in the staging folder.
+    if (root.exists(to))
+      if (auto st = root.remove_file(to); !st) {
+        fs::remove_all(root.host_path(s.dir), ec);
+        return st.error();
+      }
+    if (patches[i].from.empty()) {
+      if (auto st = root.write_file_atomic(to, patches[i].text); !st) return st.error();
+      continue;
+    }
+    fs::copy_file(root.host_path(patches[i].from), root.host_path(to), fs::copy_options::overwrite_existing, ec);
+    if (ec) return Error{"copying patch " + patches[i].from + ": " + ec.message(), ec.value()};
+  }
+  return patch_names;
+}
+
+// An NVIDIA open tree of the profile's driver version: its modules, and whether the core can be
+// built once for every kernel (not when a patch changes it, or the tree lacks a core folder).
+Result<dkms::Conf> stage_conf_nvidia_open(const sys::SysRoot& root, const DriverSpec& d, const ModuleTarget& t,
+                                          const std::vector<PatchFile>& patches,
+                                          const std::vector<std::string>& patch_names, Staged& s) {
+  auto vmk = root.read_text(sys::join(s.dir, "version.mk"));
+  const auto tree_version = vmk ? dkms::nvidia_tree_version(*vmk) : std::nullopt;
+  if (!tree_version)
+    return Error{"the source tree has kernel-open/ and src/ but no NVIDIA_VERSION in version.mk: is it an "
+                 "open-gpu-kernel-modules checkout?"};
+  if (*tree_version != d.version)
+    return Error{"the source tree is version " + *tree_version + " (version.mk) but the profile's driver.version is " +
+                 d.version + ": the module and the userspace must be the same version"};
+  s.modules = dkms::nvidia_modules(root.list_dir(sys::join(s.dir, "kernel-open")));
+  std::vector<std::string> texts(patches.size());
+  std::vector<nvidia::CorePatch> core_patches;
+  for (std::size_t i = 0; i < patches.size(); ++i) {
+    texts[i] = patches[i].from.empty() ? patches[i].text : root.read_text(s.patches[i], 64 << 20).value_or("");
+    core_patches.push_back({patch_names[i], texts[i], patches[i].match});
+  }
+  s.core = nvidia::decide_core(core_patches);
+  for (const auto& o : nvidia::kCoreObjects)
+    if (s.core.reuse && !root.is_dir(sys::join(s.dir, std::string(o.dir)))) {
+      s.core = {};
+      s.core.why_not = "the tree has no " + std::string(o.dir) + "/";
+    }
+  return dkms::nvidia_open_conf(t.name, t.version, s.modules, patch_names, s.core.reuse);
+}
+
+// gdrcopy's release tarball, of the profile's release, built against the NVIDIA tree `against`.
+Result<dkms::Conf> stage_conf_gdrdrv(const sys::SysRoot& root, const DriverSpec& d, const ModuleTarget& t,
+                                     const std::string& against, Staged& s) {
+  if (!root.exists(sys::join(s.dir, "src/gdrdrv/gdrdrv.c")) || !root.is_dir(sys::join(s.dir, "scripts")))
+    return Error{"the gdrcopy source has no src/gdrdrv/gdrdrv.c or no scripts/ (its conftests): is it gdrcopy's "
+                 "release tarball (github.com/NVIDIA/gdrcopy, v" + d.version + ")?"};
+  // gdrdrv's version is the release's major.minor (2.6 for 2.6 and 2.6.1): the tarball must be the
+  // profile's release, as an NVIDIA tree must be the profile's driver version.
+  const auto h = root.read_text(sys::join(s.dir, "src/gdrdrv/gdrdrv.h"));
+  const auto hv = h ? dkms::gdrdrv_header_version(*h) : std::nullopt;
+  const auto dot = d.version.find('.', d.version.find('.') + 1);
+  const std::string want = d.version.substr(0, dot);
+  if (!hv) return Error{"the gdrcopy source has no GDRDRV_MAJOR_VERSION/GDRDRV_MINOR_VERSION in src/gdrdrv/gdrdrv.h"};
+  if (*hv != want)
+    return Error{"the gdrcopy source is gdrdrv " + *hv + " (src/gdrdrv/gdrdrv.h) but the profile's gdrcopy.version is " +
+                 d.version + ": the module and the library must be the same release"};
+  s.modules = {"gdrdrv"};
+  return dkms::gdrdrv_conf(t.name, t.version, against);
+}
+
+// Any other Kbuild tree: the modules its Kbuild and Makefile name (obj-m).
+dkms::Conf stage_conf_kbuild(const sys::SysRoot& root, const ModuleTarget& t, const std::vector<std::string>& patch_names,
+                             Staged& s) {
+  std::string mk;
+  for (const char* f : {"Kbuild", "Makefile"})
+    if (auto text = root.read_text(sys::join(s.dir, f))) mk += *text + "\n";
+  s.modules = dkms::kbuild_modules(mk);
+  return dkms::kbuild_conf(t.name, t.version, s.modules, patch_names);
+}
+
 }  // namespace
 
 // Copies (or unpacks) the verified source and patches into the staging directory and writes dkms.conf.
@@ -94,76 +181,21 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
   s.kind = against.empty() ? dkms::classify_tree(top) : dkms::TreeKind::gdrdrv;
   std::vector<std::string> patch_names, patch_match;
   if (!patches.empty()) {
-    if (auto st = root.make_dirs(sys::join(s.dir, "patches")); !st) return st.error();
-    for (std::size_t i = 0; i < patches.size(); ++i) {
-      patch_names.push_back(patch_name(i, d.kernel_module->patches[i]));
-      patch_match.push_back(patches[i].match);
-      const std::string to = sys::join(s.dir, "patches", patch_names.back());
-      s.patches.push_back(to);
-      // The tree's own file of that name (a link among them) is replaced, never written through.
-      if (root.exists(to))
-        if (auto st = root.remove_file(to); !st) return refuse(st.error());
-      if (patches[i].from.empty()) {
-        if (auto st = root.write_file_atomic(to, patches[i].text); !st) return st.error();
-        continue;
-      }
-      fs::copy_file(root.host_path(patches[i].from), root.host_path(to), fs::copy_options::overwrite_existing, ec);
-      if (ec) return Error{"copying patch " + patches[i].from + ": " + ec.message(), ec.value()};
-    }
+    auto names = stage_patch_files(root, d, patches, s);
+    if (!names) return names.error();
+    patch_names = std::move(names.value());
+    for (const auto& p : patches) patch_match.push_back(p.match);
   }
-  dkms::Conf conf;
-  if (s.kind == dkms::TreeKind::nvidia_open) {
-    auto vmk = root.read_text(sys::join(s.dir, "version.mk"));
-    const auto tree_version = vmk ? dkms::nvidia_tree_version(*vmk) : std::nullopt;
-    if (!tree_version)
-      return Error{"the source tree has kernel-open/ and src/ but no NVIDIA_VERSION in version.mk: is it an "
-                   "open-gpu-kernel-modules checkout?"};
-    if (*tree_version != d.version)
-      return Error{"the source tree is version " + *tree_version + " (version.mk) but the profile's driver.version is " +
-                   d.version + ": the module and the userspace must be the same version"};
-    s.modules = dkms::nvidia_modules(root.list_dir(sys::join(s.dir, "kernel-open")));
-        std::vector<std::string> texts(patches.size());
-    std::vector<nvidia::CorePatch> core_patches;
-    for (std::size_t i = 0; i < patches.size(); ++i) {
-      texts[i] = patches[i].from.empty() ? patches[i].text : root.read_text(s.patches[i], 64 << 20).value_or("");
-      core_patches.push_back({patch_names[i], texts[i], patches[i].match});
-    }
-    s.core = nvidia::decide_core(core_patches);
-    for (const auto& o : nvidia::kCoreObjects)
-      if (s.core.reuse && !root.is_dir(sys::join(s.dir, std::string(o.dir)))) {
-        s.core = {};
-        s.core.why_not = "the tree has no " + std::string(o.dir) + "/";
-      }
-    conf = dkms::nvidia_open_conf(t.name, t.version, s.modules, patch_names, s.core.reuse);
-  } else if (s.kind == dkms::TreeKind::gdrdrv) {
-    if (!root.exists(sys::join(s.dir, "src/gdrdrv/gdrdrv.c")) || !root.is_dir(sys::join(s.dir, "scripts")))
-      return Error{"the gdrcopy source has no src/gdrdrv/gdrdrv.c or no scripts/ (its conftests): is it gdrcopy's "
-                   "release tarball (github.com/NVIDIA/gdrcopy, v" + d.version + ")?"};
-    // gdrdrv's version is the release's major.minor (2.6 for 2.6 and 2.6.1): the tarball must be the
-    // profile's release, as an NVIDIA tree must be the profile's driver version.
-    const auto h = root.read_text(sys::join(s.dir, "src/gdrdrv/gdrdrv.h"));
-    const auto hv = h ? dkms::gdrdrv_header_version(*h) : std::nullopt;
-    const auto dot = d.version.find('.', d.version.find('.') + 1);
-    const std::string want = d.version.substr(0, dot);
-    if (!hv) return Error{"the gdrcopy source has no GDRDRV_MAJOR_VERSION/GDRDRV_MINOR_VERSION in src/gdrdrv/gdrdrv.h"};
-    if (*hv != want)
-      return Error{"the gdrcopy source is gdrdrv " + *hv + " (src/gdrdrv/gdrdrv.h) but the profile's gdrcopy.version is " +
-                   d.version + ": the module and the library must be the same release"};
-    s.modules = {"gdrdrv"};
-    conf = dkms::gdrdrv_conf(t.name, t.version, against);
-  } else {
-    std::string mk;
-    for (const char* f : {"Kbuild", "Makefile"})
-      if (auto text = root.read_text(sys::join(s.dir, f))) mk += *text + "\n";
-    s.modules = dkms::kbuild_modules(mk);
-    conf = dkms::kbuild_conf(t.name, t.version, s.modules, patch_names);
-  }
-  conf.patch_match = patch_match;
+  auto conf = s.kind == dkms::TreeKind::nvidia_open ? stage_conf_nvidia_open(root, d, t, patches, patch_names, s)
+              : s.kind == dkms::TreeKind::gdrdrv    ? stage_conf_gdrdrv(root, d, t, against, s)
+                                                    : Result<dkms::Conf>(stage_conf_kbuild(root, t, patch_names, s));
+  if (!conf) return conf.error();
+  conf.value().patch_match = patch_match;
   if (s.modules.empty())
     return Error{"the source tree builds no module that p2pnode can name (no kernel-open/nvidia, no obj-m in "
                  "Makefile/Kbuild)"};
-  if (auto why = dkms::unsafe_value(conf)) return Error{"writing " + s.dir + "/dkms.conf: " + *why};
-  s.conf_text = dkms::render(conf);
+  if (auto why = dkms::unsafe_value(*conf)) return Error{"writing " + s.dir + "/dkms.conf: " + *why};
+  s.conf_text = dkms::render(*conf);
   if (auto st = root.write_file_atomic(sys::join(s.dir, "dkms.conf"), s.conf_text); !st) return st.error();
   return s;
 }

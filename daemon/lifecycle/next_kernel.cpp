@@ -218,6 +218,86 @@ std::string staged_fingerprint(const sys::SysRoot& root, const DriverSpec& d) {
   return nvidia::sha256_hex(all);
 }
 
+namespace {
+// The staged patches whose PATCH_MATCH takes this kernel, applied to the scratch copy in dkms.conf's
+// order (each one recorded in `applied`). Returns what did not apply, empty when every one did.
+Result<std::string> apply_next_kernel_patches(const sys::SysRoot& root, sys::CommandRunner& runner, std::string_view conf,
+                                              const std::string& release, const std::string& scratch,
+                                              std::vector<std::string>& applied) {
+  for (const auto& p : parse_dkms_patches(conf)) {
+    if (!p.match.empty()) {
+      try {
+        if (!std::regex_search(release, std::regex(p.match, std::regex::extended))) continue;
+      } catch (const std::regex_error&) {
+        return Error{"dkms.conf: PATCH_MATCH for " + p.file + " is not a regex: " + p.match};
+      }
+    }
+    sys::Command c;
+    c.argv = {"patch", "-p1", "-s", "-i", root.host_path(sys::join(scratch, "patches", p.file)).string()};
+    c.cwd = root.host_path(scratch).string();
+    const auto r = runner.run(c);
+    if (!r.success())
+      return "the next kernel " + release + ": the staged patch " + p.file + " does not apply (" + r.describe() +
+             "): " + trim(r.out + r.err);
+    applied.push_back(p.file);
+  }
+  return std::string();
+}
+
+// make's command line for the scratch tree against the headers ({build dir, source dir}, in-root):
+// the modules linked with the staged tree's prebuilt core, or without one every kernel-layer object
+// compiled. v.core says which.
+std::vector<std::string> next_kernel_make_argv(const sys::SysRoot& root, const std::string& scratch,
+                                               const std::pair<std::string, std::string>& headers,
+                                               const JudgeOptions& opt, KernelVerdict& v) {
+  const bool core = root.exists(sys::join(scratch, "kernel-open/nvidia/nv-kernel.o_binary"));
+  const std::string src = root.host_path(headers.second).string(), out = root.host_path(headers.first).string();
+  const std::string kopen = root.host_path(sys::join(scratch, "kernel-open")).string();
+  std::string mods;
+  for (const auto& m : opt.modules) mods += (mods.empty() ? "" : " ") + m;
+  std::vector<std::string> argv = {"nice", "-n", std::to_string(opt.nice), "make"};
+  if (core) {
+    v.core = "the modules linked with the staged tree's core (kernel-open/*/*.o_binary)";
+    argv.insert(argv.end(), {"-C", kopen, "modules", "SYSSRC=" + src, "SYSOUT=" + out, "-j" + opt.jobs});
+    if (!mods.empty()) argv.push_back("NV_KERNEL_MODULES=" + mods);
+    return argv;
+  }
+  // No prebuilt core to link (a tree DKMS builds whole): compile every kernel-layer object of the
+  // modules through Kbuild, as NVIDIA's Makefile calls it, and say that nothing was linked.
+  const std::vector<std::string> which = opt.modules.empty() ? std::vector<std::string>{"nvidia"} : opt.modules;
+  if (mods.empty()) mods = "nvidia";
+  v.core = "objects of " + mods + " compiled, not linked (the staged tree carries no prebuilt core)";
+  struct utsname u {};
+  ::uname(&u);
+  argv.insert(argv.end(), {"-C", src, "KBUILD_OUTPUT=" + out, "M=" + kopen, std::string("ARCH=") + u.machine,
+                           "NV_KERNEL_SOURCES=" + src, "NV_KERNEL_OUTPUT=" + out, "NV_KERNEL_MODULES=" + mods,
+                           "NV_SPECTRE_V2=0", "-j" + opt.jobs});
+  for (const auto& m : which)
+    for (const auto& f : root.list_dir(sys::join(scratch, "kernel-open", m)))
+      if (f.size() > 2 && f.compare(f.size() - 2, 2, ".c") == 0) argv.push_back(m + "/" + f.substr(0, f.size() - 2) + ".o");
+  return argv;
+}
+
+// A failed build's make.log read: the known breakages it matches (with their builtin fixes) and the
+// first compiler error into v; returns what broke, in a few words.
+std::string next_kernel_break_summary(KernelVerdict& v, const std::string& text, const sys::CommandResult& r,
+                                      const std::string& driver_version) {
+  for (const auto& m : nvidia::match_make_log(nvidia::builtin_breakages(), text, driver_version)) {
+    v.breakages.push_back(m.breakage->id);
+    if (m.breakage->fix_builtin) v.fixes.push_back(*m.breakage->fix_builtin);
+  }
+  v.first_error = dkms::first_compiler_error(text).value_or("");
+  if (const auto e = v.first_error.find("error:"); e != std::string::npos) {
+    const auto s = v.first_error.rfind('\n', e);
+    v.first_error = v.first_error.substr(s == std::string::npos ? 0 : s + 1);
+  }
+  return !v.breakages.empty()
+             ? "known breakage " + v.breakages.front() +
+                   (v.fixes.empty() ? std::string() : " (fixed by the builtin patch " + v.fixes.front() + ")")
+             : !v.first_error.empty() ? v.first_error : "make " + r.describe();
+}
+}  // namespace
+
 Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
                                    const std::string& release, const std::string& version, const JudgeOptions& opt,
                                    const ProgressFn& log) {
@@ -249,51 +329,12 @@ Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner&
     fs::remove_all(root.host_path(scratch), ec);
     return v;
   };
-  for (const auto& p : parse_dkms_patches(*conf)) {
-    if (!p.match.empty()) {
-      try {
-        if (!std::regex_search(release, std::regex(p.match, std::regex::extended))) continue;
-      } catch (const std::regex_error&) {
-        return Error{"dkms.conf: PATCH_MATCH for " + p.file + " is not a regex: " + p.match};
-      }
-    }
-    sys::Command c;
-    c.argv = {"patch", "-p1", "-s", "-i", root.host_path(sys::join(scratch, "patches", p.file)).string()};
-    c.cwd = root.host_path(scratch).string();
-    const auto r = runner.run(c);
-    if (!r.success())
-      return finish(false, "the next kernel " + release + ": the staged patch " + p.file + " does not apply (" +
-                               r.describe() + "): " + trim(r.out + r.err));
-    v.patches_applied.push_back(p.file);
-  }
-  const bool core = root.exists(sys::join(scratch, "kernel-open/nvidia/nv-kernel.o_binary"));
-  const std::string src = root.host_path(headers->second).string(), out = root.host_path(headers->first).string();
-  const std::string kopen = root.host_path(sys::join(scratch, "kernel-open")).string();
-  std::string mods;
-  for (const auto& m : opt.modules) mods += (mods.empty() ? "" : " ") + m;
-  std::vector<std::string> argv = {"nice", "-n", std::to_string(opt.nice), "make"};
-  if (core) {
-    v.core = "the modules linked with the staged tree's core (kernel-open/*/*.o_binary)";
-    argv.insert(argv.end(), {"-C", kopen, "modules", "SYSSRC=" + src, "SYSOUT=" + out, "-j" + opt.jobs});
-    if (!mods.empty()) argv.push_back("NV_KERNEL_MODULES=" + mods);
-  } else {
-    // No prebuilt core to link (a tree DKMS builds whole): compile every kernel-layer object of the
-    // modules through Kbuild, as NVIDIA's Makefile calls it, and say that nothing was linked.
-    const std::vector<std::string> which = opt.modules.empty() ? std::vector<std::string>{"nvidia"} : opt.modules;
-    if (mods.empty()) mods = "nvidia";
-    v.core = "objects of " + mods + " compiled, not linked (the staged tree carries no prebuilt core)";
-    struct utsname u {};
-    ::uname(&u);
-    argv.insert(argv.end(), {"-C", src, "KBUILD_OUTPUT=" + out, "M=" + kopen, std::string("ARCH=") + u.machine,
-                             "NV_KERNEL_SOURCES=" + src, "NV_KERNEL_OUTPUT=" + out, "NV_KERNEL_MODULES=" + mods,
-                             "NV_SPECTRE_V2=0", "-j" + opt.jobs});
-    for (const auto& m : which)
-      for (const auto& f : root.list_dir(sys::join(scratch, "kernel-open", m)))
-        if (f.size() > 2 && f.compare(f.size() - 2, 2, ".c") == 0) argv.push_back(m + "/" + f.substr(0, f.size() - 2) + ".o");
-  }
-  log("building " + v.module + " for " + release + " at nice " + std::to_string(opt.nice));
+  const auto refusal = apply_next_kernel_patches(root, runner, *conf, release, scratch, v.patches_applied);
+  if (!refusal) return refusal.error();
+  if (!refusal->empty()) return finish(false, *refusal);
   sys::Command c;
-  c.argv = argv;
+  c.argv = next_kernel_make_argv(root, scratch, *headers, opt, v);
+  log("building " + v.module + " for " + release + " at nice " + std::to_string(opt.nice));
   c.timeout = std::chrono::minutes(60);
   c.unset_env = {"MAKELEVEL", "MAKEFLAGS", "MFLAGS"};  // an outer make's state would confuse NVIDIA's Makefile
   const auto start = std::chrono::steady_clock::now();
@@ -305,19 +346,7 @@ Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner&
     return finish(true, "the next kernel " + release + " (" + version + ") keeps P2P: " + v.module +
                             " builds against its headers" +
                             (v.patches_applied.empty() ? "" : " with the staged patches"));
-  for (const auto& m : nvidia::match_make_log(nvidia::builtin_breakages(), text, t.version)) {
-    v.breakages.push_back(m.breakage->id);
-    if (m.breakage->fix_builtin) v.fixes.push_back(*m.breakage->fix_builtin);
-  }
-  v.first_error = dkms::first_compiler_error(text).value_or("");
-  if (const auto e = v.first_error.find("error:"); e != std::string::npos) {
-    const auto s = v.first_error.rfind('\n', e);
-    v.first_error = v.first_error.substr(s == std::string::npos ? 0 : s + 1);
-  }
-  std::string what = !v.breakages.empty()
-                         ? "known breakage " + v.breakages.front() +
-                               (v.fixes.empty() ? std::string() : " (fixed by the builtin patch " + v.fixes.front() + ")")
-                         : !v.first_error.empty() ? v.first_error : "make " + r.describe();
+  const std::string what = next_kernel_break_summary(v, text, r, t.version);
   return finish(false, "the next kernel " + release + " (" + version + ") breaks " + v.module + ": " + what);
 }
 

@@ -140,6 +140,154 @@ Result<Introduced> parse_introduced(const YAML::Node& n, const std::string& wher
   return in;
 }
 
+// kernels.headers: {file, pattern}, {file, lacks} or {file, absent: true}.
+Result<HeaderTest> parse_header_test(const YAML::Node& h, const std::string& hw) {
+  if (!h.IsMap()) return Error{hw + " must be {file, pattern}, {file, lacks} or {file, absent: true}"};
+  auto file = need_string(h, hw, "file");
+  if (!file) return file.error();
+  const int kinds = (h["pattern"] ? 1 : 0) + (h["lacks"] ? 1 : 0) + (h["absent"] ? 1 : 0);
+  if (kinds != 1) return Error{hw + ": expected exactly one of pattern, lacks, absent"};
+  HeaderTest t{*file, "", HeaderTestKind::matches};
+  if (h["absent"]) {
+    if (!h["absent"].IsScalar() || h["absent"].as<std::string>() != "true") return Error{hw + ": absent must be true"};
+    t.kind = HeaderTestKind::absent;
+  } else {
+    const char* field = h["pattern"] ? "pattern" : "lacks";
+    auto pat = need_string(h, hw, field);
+    if (!pat) return pat.error();
+    if (auto st = check_regex(*pat, hw + "." + field); !st) return st.error();
+    t.pattern = *pat;
+    if (!h["pattern"]) t.kind = HeaderTestKind::lacks;
+  }
+  return t;
+}
+
+// kernels: {min, max, headers}, the kernels an entry is about.
+Status parse_breakage_kernels(const YAML::Node& n, const std::string& where, Breakage& b) {
+  const auto k = n["kernels"];
+  if (!k || !k.IsMap()) return Error{where + ": 'kernels' must be a mapping with min, max and/or headers"};
+  for (const auto& kv : k) {
+    const auto key = kv.first.as<std::string>();
+    if (key != "min" && key != "max" && key != "headers")
+      return Error{where + ": kernels: unknown field '" + key + "' (expected min, max, headers)"};
+  }
+  if (k["min"]) {
+    b.kernel_min = k["min"].as<std::string>();
+    if (auto st = check_version(*b.kernel_min, where + ": kernels.min"); !st) return st.error();
+  }
+  if (k["max"]) {
+    b.kernel_max = k["max"].as<std::string>();
+    if (auto st = check_version(*b.kernel_max, where + ": kernels.max"); !st) return st.error();
+  }
+  if (const auto h = k["headers"]) {
+    auto t = parse_header_test(h, where + ": kernels.headers");
+    if (!t) return t.error();
+    b.headers = *t;
+  }
+  return {};
+}
+
+// source: {file, uses, fixed}, what the driver's own source says about the entry.
+Result<SourceTest> parse_source_test(const YAML::Node& src, const std::string& where) {
+  if (!src.IsMap()) return Error{where + ": source must be {file, uses, fixed}"};
+  for (const auto& kv : src) {
+    const auto key = kv.first.as<std::string>();
+    if (key != "file" && key != "uses" && key != "fixed")
+      return Error{where + ": source: unknown field '" + key + "' (expected file, uses, fixed)"};
+  }
+  auto file = need_string(src, where + ": source", "file");
+  if (!file) return file.error();
+  auto uses = need_string(src, where + ": source", "uses");
+  if (!uses) return uses.error();
+  if (auto st = check_regex(*uses, where + ": source.uses"); !st) return st.error();
+  SourceTest t{*file, *uses, ""};
+  if (src["fixed"]) {
+    auto fixed = need_string(src, where + ": source", "fixed");
+    if (!fixed) return fixed.error();
+    if (auto st = check_regex(*fixed, where + ": source.fixed"); !st) return st.error();
+    t.fixed = *fixed;
+  }
+  return t;
+}
+
+// fix: {builtin: <patch name>} or {none: <why there is no builtin patch>}.
+Status parse_breakage_fix(const YAML::Node& fix, const std::string& where, Breakage& b) {
+  if (fix.IsMap() && fix.size() == 1 && fix["none"] && fix["none"].IsScalar() && !fix["none"].as<std::string>().empty())
+    b.no_builtin_why = trim(fix["none"].as<std::string>());
+  else if (!fix.IsMap() || fix.size() != 1 || !fix["builtin"] || !fix["builtin"].IsScalar())
+    return Error{where + ": 'fix' must be {builtin: <patch name>} or {none: <why there is no builtin patch>}"};
+  else
+    b.fix_builtin = fix["builtin"].as<std::string>();
+  return {};
+}
+
+// One entry of the table; `where` names it by index, and by id once that is read. `earlier`: the
+// entries before it, whose ids it must not repeat.
+Result<Breakage> parse_breakage_entry(const YAML::Node& n, std::string where, const std::vector<Breakage>& earlier) {
+  if (!n.IsMap()) return Error{where + ": expected a mapping with id, signature, branches, kernels, cause, fix"};
+  Breakage b;
+  auto id = need_string(n, where, "id");
+  if (!id) return id.error();
+  b.id = *id;
+  where += " (" + b.id + ")";
+  for (const auto& kv : n) {
+    const auto key = kv.first.as<std::string>();
+    static const std::vector<std::string> known = {"id", "signature", "stage", "branches", "kernels", "source", "introduced", "affected", "fixed_in", "cause", "fix", "remediation"};
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      return Error{where + ": unknown field '" + key + "' (expected id, signature, stage, branches, kernels, source, introduced, affected, fixed_in, cause, fix, remediation)"};
+  }
+  if (std::any_of(earlier.begin(), earlier.end(), [&](const Breakage& o) { return o.id == b.id; }))
+    return Error{where + ": duplicate id"};
+  if (const auto sig = n["signature"]) {
+    if (!sig.IsScalar()) return Error{where + ": 'signature' must be a regex string"};
+    b.signature = sig.as<std::string>();
+    if (auto st = check_regex(*b.signature, where + ": signature"); !st) return st.error();
+  }
+  if (const auto st = n["stage"]) {
+    const auto v = st.IsScalar() ? st.as<std::string>() : std::string();
+    if (v != "build" && v != "runtime" && v != "display")
+      return Error{where + ": 'stage' must be build, runtime or display, found '" + v + "'"};
+    b.stage = v == "build" ? BreakageStage::build : v == "runtime" ? BreakageStage::runtime : BreakageStage::display;
+  }
+  if (const auto br = n["branches"]) {
+    if (!br.IsSequence()) return Error{where + ": 'branches' must be a list of driver version prefixes"};
+    for (const auto& x : br) b.branches.push_back(x.as<std::string>());
+  }
+  if (auto st = parse_breakage_kernels(n, where, b); !st) return st.error();
+  if (const auto in = n["introduced"]) {
+    auto parsed = parse_introduced(in, where + ": introduced");
+    if (!parsed) return parsed.error();
+    b.introduced = *parsed;
+  }
+  if (const auto af = n["affected"]) {
+    auto parsed = parse_claims(af, where + ": affected");
+    if (!parsed) return parsed.error();
+    b.affected = std::move(*parsed);
+  }
+  if (const auto fi = n["fixed_in"]) {
+    auto parsed = parse_claims(fi, where + ": fixed_in");
+    if (!parsed) return parsed.error();
+    b.fixed = std::move(*parsed);
+    for (const auto& c : b.fixed) b.fixed_in.push_back(c.release);
+  }
+  if (!b.kernel_min && !b.kernel_max && !b.headers)
+    return Error{where + ": 'kernels' must say which kernels are affected (min, max or headers)"};
+  if (const auto src = n["source"]) {
+    auto t = parse_source_test(src, where);
+    if (!t) return t.error();
+    b.source = *t;
+  }
+  auto cause = need_string(n, where, "cause");
+  if (!cause) return cause.error();
+  b.cause = trim(*cause);
+  auto rem = need_string(n, where, "remediation");
+  if (!rem) return rem.error();
+  b.remediation = trim(*rem);
+  if (const auto fix = n["fix"])
+    if (auto st = parse_breakage_fix(fix, where, b); !st) return st.error();
+  return b;
+}
+
 }  // namespace
 
 std::string Evidence::describe() const {
@@ -162,127 +310,9 @@ Result<std::vector<Breakage>> parse_breakages(std::string_view text, std::string
   if (!list || !list.IsSequence()) return Error{std::string(origin) + ": expected a top-level 'breakages:' list"};
   std::vector<Breakage> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    const auto& n = list[i];
-    std::string where = std::string(origin) + ": breakages[" + std::to_string(i) + "]";
-    if (!n.IsMap()) return Error{where + ": expected a mapping with id, signature, branches, kernels, cause, fix"};
-    Breakage b;
-    auto id = need_string(n, where, "id");
-    if (!id) return id.error();
-    b.id = *id;
-    where += " (" + b.id + ")";
-    for (const auto& kv : n) {
-      const auto key = kv.first.as<std::string>();
-      static const std::vector<std::string> known = {"id", "signature", "stage", "branches", "kernels", "source", "introduced", "affected", "fixed_in", "cause", "fix", "remediation"};
-      if (std::find(known.begin(), known.end(), key) == known.end())
-        return Error{where + ": unknown field '" + key + "' (expected id, signature, stage, branches, kernels, source, introduced, affected, fixed_in, cause, fix, remediation)"};
-    }
-    if (std::any_of(out.begin(), out.end(), [&](const Breakage& o) { return o.id == b.id; }))
-      return Error{where + ": duplicate id"};
-    if (const auto sig = n["signature"]) {
-      if (!sig.IsScalar()) return Error{where + ": 'signature' must be a regex string"};
-      b.signature = sig.as<std::string>();
-      if (auto st = check_regex(*b.signature, where + ": signature"); !st) return st.error();
-    }
-    if (const auto st = n["stage"]) {
-      const auto v = st.IsScalar() ? st.as<std::string>() : std::string();
-      if (v != "build" && v != "runtime" && v != "display")
-        return Error{where + ": 'stage' must be build, runtime or display, found '" + v + "'"};
-      b.stage = v == "build" ? BreakageStage::build : v == "runtime" ? BreakageStage::runtime : BreakageStage::display;
-    }
-    if (const auto br = n["branches"]) {
-      if (!br.IsSequence()) return Error{where + ": 'branches' must be a list of driver version prefixes"};
-      for (const auto& x : br) b.branches.push_back(x.as<std::string>());
-    }
-    const auto k = n["kernels"];
-    if (!k || !k.IsMap()) return Error{where + ": 'kernels' must be a mapping with min, max and/or headers"};
-    for (const auto& kv : k) {
-      const auto key = kv.first.as<std::string>();
-      if (key != "min" && key != "max" && key != "headers")
-        return Error{where + ": kernels: unknown field '" + key + "' (expected min, max, headers)"};
-    }
-    if (k["min"]) {
-      b.kernel_min = k["min"].as<std::string>();
-      if (auto st = check_version(*b.kernel_min, where + ": kernels.min"); !st) return st.error();
-    }
-    if (k["max"]) {
-      b.kernel_max = k["max"].as<std::string>();
-      if (auto st = check_version(*b.kernel_max, where + ": kernels.max"); !st) return st.error();
-    }
-    if (const auto h = k["headers"]) {
-      const std::string hw = where + ": kernels.headers";
-      if (!h.IsMap()) return Error{hw + " must be {file, pattern}, {file, lacks} or {file, absent: true}"};
-      auto file = need_string(h, hw, "file");
-      if (!file) return file.error();
-      const int kinds = (h["pattern"] ? 1 : 0) + (h["lacks"] ? 1 : 0) + (h["absent"] ? 1 : 0);
-      if (kinds != 1) return Error{hw + ": expected exactly one of pattern, lacks, absent"};
-      HeaderTest t{*file, "", HeaderTestKind::matches};
-      if (h["absent"]) {
-        if (!h["absent"].IsScalar() || h["absent"].as<std::string>() != "true") return Error{hw + ": absent must be true"};
-        t.kind = HeaderTestKind::absent;
-      } else {
-        const char* field = h["pattern"] ? "pattern" : "lacks";
-        auto pat = need_string(h, hw, field);
-        if (!pat) return pat.error();
-        if (auto st = check_regex(*pat, hw + "." + field); !st) return st.error();
-        t.pattern = *pat;
-        if (!h["pattern"]) t.kind = HeaderTestKind::lacks;
-      }
-      b.headers = t;
-    }
-    if (const auto in = n["introduced"]) {
-      auto parsed = parse_introduced(in, where + ": introduced");
-      if (!parsed) return parsed.error();
-      b.introduced = *parsed;
-    }
-    if (const auto af = n["affected"]) {
-      auto parsed = parse_claims(af, where + ": affected");
-      if (!parsed) return parsed.error();
-      b.affected = std::move(*parsed);
-    }
-    if (const auto fi = n["fixed_in"]) {
-      auto parsed = parse_claims(fi, where + ": fixed_in");
-      if (!parsed) return parsed.error();
-      b.fixed = std::move(*parsed);
-      for (const auto& c : b.fixed) b.fixed_in.push_back(c.release);
-    }
-    if (!b.kernel_min && !b.kernel_max && !b.headers)
-      return Error{where + ": 'kernels' must say which kernels are affected (min, max or headers)"};
-    if (const auto src = n["source"]) {
-      if (!src.IsMap()) return Error{where + ": source must be {file, uses, fixed}"};
-      for (const auto& kv : src) {
-        const auto key = kv.first.as<std::string>();
-        if (key != "file" && key != "uses" && key != "fixed")
-          return Error{where + ": source: unknown field '" + key + "' (expected file, uses, fixed)"};
-      }
-      auto file = need_string(src, where + ": source", "file");
-      if (!file) return file.error();
-      auto uses = need_string(src, where + ": source", "uses");
-      if (!uses) return uses.error();
-      if (auto st = check_regex(*uses, where + ": source.uses"); !st) return st.error();
-      SourceTest t{*file, *uses, ""};
-      if (src["fixed"]) {
-        auto fixed = need_string(src, where + ": source", "fixed");
-        if (!fixed) return fixed.error();
-        if (auto st = check_regex(*fixed, where + ": source.fixed"); !st) return st.error();
-        t.fixed = *fixed;
-      }
-      b.source = t;
-    }
-    auto cause = need_string(n, where, "cause");
-    if (!cause) return cause.error();
-    b.cause = trim(*cause);
-    auto rem = need_string(n, where, "remediation");
-    if (!rem) return rem.error();
-    b.remediation = trim(*rem);
-    if (const auto fix = n["fix"]) {
-      if (fix.IsMap() && fix.size() == 1 && fix["none"] && fix["none"].IsScalar() && !fix["none"].as<std::string>().empty())
-        b.no_builtin_why = trim(fix["none"].as<std::string>());
-      else if (!fix.IsMap() || fix.size() != 1 || !fix["builtin"] || !fix["builtin"].IsScalar())
-        return Error{where + ": 'fix' must be {builtin: <patch name>} or {none: <why there is no builtin patch>}"};
-      else
-        b.fix_builtin = fix["builtin"].as<std::string>();
-    }
-    out.push_back(std::move(b));
+    auto b = parse_breakage_entry(list[i], std::string(origin) + ": breakages[" + std::to_string(i) + "]", out);
+    if (!b) return b.error();
+    out.push_back(std::move(b.value()));
   }
   return out;
 }
