@@ -60,7 +60,7 @@ int run_status(const StatusOptions& o) {
   std::cout << "\n";
   if (st.contains("selftest_note") && st["selftest_note"].is_string())
     std::cout << st["selftest_note"].get<std::string>() << "\n";
-  // Issue 13: one line per NVMe drive, GPU and doorbell writer.
+  // One line per NVMe drive, GPU and doorbell writer.
   if (st.contains("nvme_doorbell") && st["nvme_doorbell"].is_object() && st["nvme_doorbell"].contains("lines") &&
       st["nvme_doorbell"]["lines"].is_array())
     for (const auto& l : st["nvme_doorbell"]["lines"])

@@ -137,7 +137,7 @@ void run_selftest(const PassContext& ctx, const Profile& profile, const Inventor
   for (const auto& n : rec.notes) log(ctx, LogLevel::info, "self-test note: " + n, "selftest");
 }
 
-// Issue 13: the GPU and then the host ring each paired drive's admin SQ tail doorbell. Not run
+// The GPU and then the host ring each paired drive's admin SQ tail doorbell. Not run
 // when no profile drive on vfio-pci names a pair_gpu.
 void run_nvme_doorbell(const PassContext& ctx, const Profile& profile, const Inventory& inv, RecordedState& st) {
   const auto t = judge::doorbell_targets(profile, probe::probe_nvme_identities(ctx.root));

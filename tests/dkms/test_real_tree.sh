@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 16, in `make test`: the real 550.90.07-p2p tree from shared/trees through `p2pnode apply` and
+# In `make test`: the real 550.90.07-p2p tree from shared/trees through `p2pnode apply` and
 # this machine's real DKMS for the kernel the VM harness boots, with the builtin patches: the core
 # built once by p2pnode and linked from kernel-open/*/*.o_binary, DKMS's build the kernel layer only,
 # the nvidia.ko it built loaded in the VM to `NVRM: No NVIDIA GPU found.`, a second apply that builds

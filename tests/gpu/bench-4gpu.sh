@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 46: p2pnode-agent's default suite beside nvbandwidth's seven matching cases on one box,
+# P2pnode-agent's default suite beside nvbandwidth's seven matching cases on one box,
 # in one call: 4 GPUs (ROUNDS alternating rounds, default 3), then 2 and 1 GPUs by
 # CUDA_VISIBLE_DEVICES (ROUNDS_SMALL rounds, default 2); wall time and peak RSS of each process
 # (tests/gpu/runone.py: os.wait4, so each run's own peak), the figures of every case, the ratios

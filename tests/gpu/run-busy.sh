@@ -17,15 +17,9 @@
 # C) selftest.when: always: the run is contended, reported, /readyz 200, baseline untouched;
 # D) the job ends: a run passes against the baseline built in A.
 set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-BIN=$(readlink -f "${BIN:-build-expect}")
-export LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-LOG=$OUT/busy-log.txt
-W=$(mktemp -d /tmp/busy.XXXXXX)
-FAILS=0 PASSES=0
-say() { echo "== $*" >>"$LOG"; }
-pass() { echo "PASS $*" >>"$LOG"; PASSES=$((PASSES + 1)); }
-fail() { echo "FAIL $*" >>"$LOG"; FAILS=$((FAILS + 1)); }
+. "$(dirname "$0")/lib.sh"
+gpu_setup busy
+W=$WORK
 { date -u; nvidia-smi -L; nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv; } >"$LOG" 2>&1
 
 mkdir -p "$W/profiles" "$W/state"
@@ -151,7 +145,7 @@ get /metrics >"$OUT/busy-metrics.txt"
 grep -E '^p2pnode_selftest_(runs_total|contended|skipped_busy|other_processes)' "$OUT/busy-metrics.txt" >>"$LOG"
 stop
 cp "$W/daemon.log" "$OUT/busy-daemon-log.txt"
-echo "$PASSES passed, $FAILS failed" >>"$LOG"
+finish >/dev/null
 tail -1 "$LOG"
 rm -rf "$W"
 [ "$FAILS" = 0 ]

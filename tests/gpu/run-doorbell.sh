@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13 on a lent GPU machine (any kind; no NVMe drive may be bound to vfio-pci there). Run from
+# On a lent GPU machine (any kind; no NVMe drive may be bound to vfio-pci there). Run from
 # the repository root with the agent and the host-writer program built here and carried in
 # build-agent/ (p2pnode-agent, p2pnode-nvme-doorbell):
 #   run(kind=nvidia-h100-x1, carry=["build-agent"], command="bash tests/gpu/run-doorbell.sh")

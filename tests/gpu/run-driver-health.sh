@@ -14,12 +14,8 @@
 # (the comparison, the timings), agent-health.json, nvidia-smi-q.txt, topo-p2p.txt,
 # health-api.json, readyz-api.json, health-metrics.txt. Changes nothing on the box.
 set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-BIN=$(readlink -f "${BIN:-build-expect}")
-AGENT=${AGENT:-$BIN/p2pnode-agent}
-export LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-LOG=$OUT/driver-health-log.txt
-say() { echo "== $*" | tee -a "$LOG" >&2; }
+. "$(dirname "$0")/lib.sh"
+gpu_setup driver-health
 { date -u; uname -r; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1; } >>"$LOG" 2>&1
 
 # The same moment: the agent, then nvidia-smi's views right after it.
@@ -143,26 +139,7 @@ cat "$OUT"/time-* | awk '{ s += $1; if ($1 > m) m = $1; if ($2 > r) r = $2; n++ 
 rm -f "$OUT"/time-*
 
 # The daemon on the same box: what it makes of the driver's word.
-WORK=$(mktemp -d /tmp/dhealth.XXXXXX)
-mkdir -p "$WORK/profiles" "$WORK/state"; cp profiles/*.yaml "$WORK/profiles/"
-cat >"$WORK/p2pnode.yaml" <<YAML
-apiVersion: p2pnode/v1
-kind: DaemonConfig
-listen: 127.0.0.1:0
-token_file: $WORK/token
-profiles_dir: $WORK/profiles
-state_dir: $WORK/state
-apply: false
-device_monitor: false
-agent:
-  path: $AGENT
-selftest:
-  on_start: false
-health:
-  interval: 2s
-  window: 10m
-  nvlink_interval: 2s
-YAML
+gpu_daemon_config "selftest:" "  on_start: false" "health:" "  interval: 2s" "  window: 10m" "  nvlink_interval: 2s"
 "$BIN/p2pnode" serve --root / --config "$WORK/p2pnode.yaml" --port-file "$WORK/port" >"$OUT/serve-log.txt" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.2; done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14 on a 2x H200 box (device kind nvidia-h200-x2; any number of GPUs works). Run from the
+# On a 2x H200 box (device kind nvidia-h200-x2; any number of GPUs works). Run from the
 # repository root after `bash tests/gpu/pack-expect.sh` here, carrying build-expect/:
 #   run(kind=nvidia-h200-x2, carry=["build-expect"], command="bash tests/gpu/run-expect.sh")
 # What it shows, into $OUT (8 files, the most a run returns):

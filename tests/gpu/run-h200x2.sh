@@ -1,44 +1,29 @@
 #!/usr/bin/env bash
-# Issue 6 on 2x H200 (device kind nvidia-h200-x2). Run from the repository root with the agent
+# The agent on 2x H200 (device kind nvidia-h200-x2). Run from the repository root with the agent
 # built here and carried in build-agent/:
 #   run(kind=nvidia-h200-x2, carry=["build-agent"], command="bash tests/gpu/run-h200x2.sh")
 # Writes the JSON documents and a log under $OUT.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 AGENT=${AGENT:-build-agent/p2pnode-agent}
-LOG=$OUT/h200x2-log.txt
-TIME=/usr/bin/time; [ -x $TIME ] || TIME=""
+. "$(dirname "$0")/lib.sh"
+gpu_setup h200x2
 {
   date -u; uname -r; nvidia-smi -L; nvidia-smi topo -m
   nvidia-smi --query-gpu=index,pci.bus_id,clocks.sm,clocks.mem,power.draw,pstate --format=csv
 } >"$LOG" 2>&1
 
-run() {  # name, then agent arguments
-  local name=$1; shift
-  local t0=$(date +%s.%N)
-  if [ -n "$TIME" ]; then
-    $TIME -v -o "$OUT/time-$name.txt" "$AGENT" "$@" >"$OUT/$name.json" 2>>"$LOG"; rc=$?
-  else
-    "$AGENT" "$@" >"$OUT/$name.json" 2>>"$LOG"; rc=$?
-  fi
-  local t1=$(date +%s.%N)
-  local wall=$(python3 -c "print(f'{$t1-$t0:.3f}')")
-  local rss=$(grep -s "Maximum resident" "$OUT/time-$name.txt" | awk '{print $NF}')
-  echo "RUN $name rc=$rc wall_s=$wall maxrss_kb=${rss:-n/a} args: $*" | tee -a "$LOG"
-}
-
 # The default suite, three times (the figures and the spread between runs).
-run h200x2-default-1
-run h200x2-default-2
-run h200x2-default-3
+agent_timed h200x2-default-1
+agent_timed h200x2-default-2
+agent_timed h200x2-default-3
 # Rounds mode.
-run h200x2-rounds --mode rounds
+agent_timed h200x2-rounds --mode rounds
 # Planted corruption: must be caught and named (exit 1, pair 0->1).
-run h200x2-inject --cases integrity --inject-corruption 0:1
+agent_timed h200x2-inject --cases integrity --inject-corruption 0:1
 # Latency: from one SM, and as nvbandwidth (every SM, 1,000,000 loads), beside the default (8 SMs).
-run h200x2-latency-1sm --cases latency --latency-sms 1
-run h200x2-latency-allsm --cases latency --latency-sms 1024 --latency-accesses 1000000
+agent_timed h200x2-latency-1sm --cases latency --latency-sms 1
+agent_timed h200x2-latency-allsm --cases latency --latency-sms 1024 --latency-accesses 1000000
 # Human table, once.
 "$AGENT" --format table --cases ce_write_bandwidth,latency,host_device_bandwidth >>"$LOG" 2>&1
 echo "table rc=$?" >>"$LOG"

@@ -1,42 +1,27 @@
 #!/usr/bin/env bash
-# Issue 8 on 4x H200 (device kind nvidia-h200-x4). Run from the repository root with the agent
+# The agent on 4x H200 (device kind nvidia-h200-x4). Run from the repository root with the agent
 # built here and carried in build-agent/:
 #   run(kind=nvidia-h200-x4, carry=["build-agent"], command="bash tests/gpu/run-h200x4.sh")
 # Writes the JSON documents and a log under $OUT.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 AGENT=${AGENT:-build-agent/p2pnode-agent}
-LOG=$OUT/h200x4-log.txt
-TIME=/usr/bin/time; [ -x $TIME ] || TIME=""
+. "$(dirname "$0")/lib.sh"
+gpu_setup h200x4
 {
   date -u; uname -r; nvidia-smi -L; nvidia-smi topo -m
   nvidia-smi --query-gpu=index,pci.bus_id,clocks.sm,clocks.mem,power.draw,pstate --format=csv
 } >"$LOG" 2>&1
 
-run() {  # name, then agent arguments
-  local name=$1; shift
-  local t0=$(date +%s.%N)
-  if [ -n "$TIME" ]; then
-    $TIME -v -o "$OUT/time-$name.txt" "$AGENT" "$@" >"$OUT/$name.json" 2>>"$LOG"; rc=$?
-  else
-    "$AGENT" "$@" >"$OUT/$name.json" 2>>"$LOG"; rc=$?
-  fi
-  local t1=$(date +%s.%N)
-  local wall=$(python3 -c "print(f'{$t1-$t0:.3f}')")
-  local rss=$(grep -s "Maximum resident" "$OUT/time-$name.txt" | awk '{print $NF}')
-  echo "RUN $name rc=$rc wall_s=$wall maxrss_kb=${rss:-n/a} args: $*" | tee -a "$LOG"
-}
-
-# Issue 8: the default suite in serial and in rounds mode, twice each (run-to-run noise).
-run h200x4-serial
-run h200x4-rounds --mode rounds
-run h200x4-serial-2
-run h200x4-rounds-2 --mode rounds
+# The default suite in serial and in rounds mode, twice each (run-to-run noise).
+agent_timed h200x4-serial
+agent_timed h200x4-rounds --mode rounds
+agent_timed h200x4-serial-2
+agent_timed h200x4-rounds-2 --mode rounds
 # Planted corruption on a pair of the second round, in rounds mode: caught and named?
-run h200x4-inject --mode rounds --cases integrity --inject-corruption 2:3
+agent_timed h200x4-inject --mode rounds --cases integrity --inject-corruption 2:3
 # A time budget shorter than the suite: what is left is waived with the reason.
-run h200x4-budget --time-budget 1
+agent_timed h200x4-budget --time-budget 1
 "$AGENT" --format table --mode rounds --cases ce_write_bandwidth,ce_bidir_bandwidth,latency >>"$LOG" 2>&1
 echo "table rc=$?" >>"$LOG"
 python3 tests/gpu/summarize.py "$OUT/h200x4-serial.json" "$OUT/h200x4-rounds.json" | tee -a "$LOG"

@@ -15,15 +15,9 @@
 #   status-api.json         GET /v1/status (its health summary)
 #   serve-log.txt         the daemon's log
 set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-BIN=$(readlink -f "${BIN:-build-expect}")
-AGENT=${AGENT:-$BIN/p2pnode-agent}
-P2PNODE=$BIN/p2pnode
+. "$(dirname "$0")/lib.sh"
+gpu_setup health
 SECONDS_TO_RUN=${HEALTH_SECONDS:-20}
-export LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-LOG=$OUT/health-log.txt
-WORK=$(mktemp -d /tmp/health.XXXXXX)
-say() { echo "== $*" | tee -a "$LOG" >&2; }  # never on stdout: timed output goes to files
 timed() {  # timed NAME OUTFILE COMMAND...: stdout to OUTFILE, stderr to the log; logs rc and wall seconds
   local name=$1 out=$2 t0 rc; shift 2
   t0=$(date +%s.%N)
@@ -67,25 +61,7 @@ for g, h in zip(a["gpus"], b["gpus"]):
     print(f'{g["pci_bus_id"]} {g["name"]}: {len(g["links"])} links, {act} active; errors {sums} -> {sums2}; not supported: {unsupported}')
 PY
 
-mkdir -p "$WORK/profiles" "$WORK/state"
-cp profiles/*.yaml "$WORK/profiles/"
-cat >"$WORK/p2pnode.yaml" <<YAML
-apiVersion: p2pnode/v1
-kind: DaemonConfig
-listen: 127.0.0.1:0
-token_file: $WORK/token
-profiles_dir: $WORK/profiles
-state_dir: $WORK/state
-apply: false
-device_monitor: false
-agent:
-  path: $AGENT
-selftest:
-  on_start: false
-health:
-  interval: 2s
-  window: 10m
-YAML
+gpu_daemon_config "selftest:" "  on_start: false" "health:" "  interval: 2s" "  window: 10m"
 say "p2pnode serve (apply off, no self-test, health every 2 s) for $SECONDS_TO_RUN s"
 "$P2PNODE" serve --root / --config "$WORK/p2pnode.yaml" --port-file "$WORK/port" >"$OUT/serve-log.txt" 2>&1 &
 pid=$!

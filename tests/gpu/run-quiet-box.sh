@@ -10,30 +10,13 @@
 # Into $OUT: quiet-log.txt, health-api.json,
 # metrics-series.txt, serve-log.txt, nvlink-e.txt. Changes nothing on the box.
 set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-BIN=$(readlink -f "${BIN:-build-expect}")
-AGENT=${AGENT:-$BIN/p2pnode-agent}
+. "$(dirname "$0")/lib.sh"
+gpu_setup quiet
 IDLE_S=${IDLE_S:-600}
-export LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-LOG=$OUT/quiet-log.txt
-say() { echo "== $(date -u +%T) $*" | tee -a "$LOG" >&2; }
 { date -u; uname -r; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,pcie.link.gen.current --format=csv,noheader; } >>"$LOG" 2>&1
 { echo "-- before"; nvidia-smi nvlink -e; } >"$OUT/nvlink-e.txt" 2>&1
 
-WORK=$(mktemp -d /tmp/quiet.XXXXXX)
-mkdir -p "$WORK/profiles" "$WORK/state"; cp profiles/*.yaml "$WORK/profiles/"
-cat >"$WORK/p2pnode.yaml" <<YAML
-apiVersion: p2pnode/v1
-kind: DaemonConfig
-listen: 127.0.0.1:0
-token_file: $WORK/token
-profiles_dir: $WORK/profiles
-state_dir: $WORK/state
-apply: false
-device_monitor: false
-agent:
-  path: $AGENT
-YAML
+gpu_daemon_config
 "$BIN/p2pnode" serve --root / --config "$WORK/p2pnode.yaml" --port-file "$WORK/port" >"$OUT/serve-log.txt" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.2; done

@@ -22,15 +22,9 @@
 #   S) every self-test fails: wait_idle, a self-test that fails again, no rung left: blocked with
 #      "remediation: service required", /readyz 503, the alert's metric 1, no rung taken again.
 set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-BIN=$(readlink -f "${BIN:-build-expect}")
-export LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-LOG=$OUT/remediation-log.txt
-W=$(mktemp -d /tmp/remediation.XXXXXX)
-FAILS=0 PASSES=0
-say() { echo "== $(date -u +%T) $*" >>"$LOG"; }
-pass() { echo "PASS $*" >>"$LOG"; PASSES=$((PASSES + 1)); }
-fail() { echo "FAIL $*" >>"$LOG"; FAILS=$((FAILS + 1)); }
+. "$(dirname "$0")/lib.sh"
+gpu_setup remediation
+W=$WORK
 { date -u; nvidia-smi -L; } >"$LOG" 2>&1
 N=$(nvidia-smi -L | grep -c '^GPU ')
 # pci.device_id is 0xDDDDVVVV: the device id is its first half.
@@ -193,7 +187,7 @@ stop
 
 kill "$COPIER" 2>/dev/null
 cp "$W/daemon.log" "$OUT/remediation-daemon-log.txt"
-echo "$PASSES passed, $FAILS failed" >>"$LOG"
+finish >/dev/null
 cat "$LOG"
 rm -rf "$W"
 [ "$FAILS" -eq 0 ]

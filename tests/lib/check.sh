@@ -3,6 +3,7 @@
 #   fail WHAT     a check that did not; counted, and the script goes on to the next
 #   die WHAT      a failure after which nothing else can be checked: exits 1 at once
 #   finish        the last line of a script: "N passed, M failed", and its status (1 if any failed)
+#   CHECK_LOG=FILE  pass, fail and finish also append their line to FILE
 #   check WHAT COMMAND...   pass WHAT when COMMAND succeeds (its stdout dropped), else fail WHAT
 #   wait_until SECONDS COMMAND...   polls COMMAND (every 50 ms, its output dropped) until it succeeds;
 #                 1 if it did not within SECONDS: a deadline, never a fixed sleep that is too short on
@@ -11,11 +12,11 @@
 #                 removes it)
 PASSES=0
 FAILS=0
-pass() { echo "ok   $*"; PASSES=$((PASSES + 1)); }
-fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
+pass() { echo "ok   $*" | tee -a "${CHECK_LOG:-/dev/null}"; PASSES=$((PASSES + 1)); }
+fail() { echo "FAIL $*" | tee -a "${CHECK_LOG:-/dev/null}"; FAILS=$((FAILS + 1)); }
 die() { echo "FAIL $*" >&2; exit 1; }
 finish() {
-  echo "$PASSES passed, $FAILS failed"
+  echo "$PASSES passed, $FAILS failed" | tee -a "${CHECK_LOG:-/dev/null}"
   [ "$FAILS" -eq 0 ]
 }
 check() {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 13, the daemon's side end to end: `p2pnode serve` on the 8x 4090 fixture whose NVMe
+# The daemon's side end to end: `p2pnode serve` on the 8x 4090 fixture whose NVMe
 # 0000:87:00.0 is on vfio-pci, with a profile pairing it with GPU 0000:83:00.0. After the self-test
 # the daemon runs the agent (a stand-in, agents/doorbell.sh, replaying the VM's recorded
 # nvme_doorbell document turned into a GPU cell and a host cell for this drive) with

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 14 through the daemon: the recorded 4x H200 node, a replayed agent whose result carries
+# Through the daemon: the recorded 4x H200 node, a replayed agent whose result carries
 # NVML's view (one pair NV18), a profile with no hand-set bandwidth thresholds. After the start
 # self-test the pair is NV18 in /v1/topology, /v1/findings and p2pnode_p2p_link_info, and status
 # shows measured, expected and ratio. Three more self-tests build the baseline; a fourth at 88 %

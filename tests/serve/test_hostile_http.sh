@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 52's HTTP corpus against a real `p2pnode serve`, raw bytes over loopback (raw_http.py): what
+# HTTP corpus against a real `p2pnode serve`, raw bytes over loopback (raw_http.py): what
 # RFC 9110 and RFC 9112 forbid is answered 400 (an unknown transfer coding 501) by the HTTP process
 # before any route, with the connection closed where its framing cannot be trusted; the bearer
 # token followed by a NUL and junk is refused, not accepted; requests a client may send are still

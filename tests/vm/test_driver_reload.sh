@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 5 in a real kernel: `p2pnode apply` builds the miniature open-gpu-kernel-modules tree
+# In a real kernel: `p2pnode apply` builds the miniature open-gpu-kernel-modules tree
 # (tests/vm/nvidia-mini) through real DKMS on this machine, for the kernel the VM boots; the VM
 # (QEMU/TCG, Debian's kernel, busybox initramfs carrying the DKMS state, kmod, dkms and p2pnode)
 # then has p2pnode swap a "stock" build of another version for it (tests/vm/guest/driver.sh):

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 13 in a real kernel: the nvme_doorbell case's host writer (p2pnode-nvme-doorbell, the
+# In a real kernel: the nvme_doorbell case's host writer (p2pnode-nvme-doorbell, the
 # agent's VFIO + admin-queue code built without CUDA) on an emulated NVMe that p2pnode bound to
 # vfio-pci, under a virtual IOMMU (q35 + intel-iommu, VFIO type1, VFIO_IOMMU_MAP_DMA): controller
 # reset, admin queues in host memory, Identify, serial and model as QEMU's serial= and sysfs

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 7 in a real kernel: `p2pnode serve` under a real systemd-journald and systemd-udevd (both run
+# In a real kernel: `p2pnode serve` under a real systemd-journald and systemd-udevd (both run
 # without systemd as PID 1) in the VM (QEMU/TCG, Debian's kernel, busybox initramfs). An emulated
 # NVMe drive is removed and rescanned through sysfs: the daemon's sd-device monitor must reconcile
 # each time, and not for a PCI device it does not care about (pci-testdev); its log must reach the

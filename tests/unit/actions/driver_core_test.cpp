@@ -1,4 +1,4 @@
-// Issue 16: the kernel-independent core of an NVIDIA open tree is built once (per source, core
+// The kernel-independent core of an NVIDIA open tree is built once (per source, core
 // patches, compiler) and every kernel's DKMS build links it from kernel-open/*/*.o_binary.
 #include <gtest/gtest.h>
 

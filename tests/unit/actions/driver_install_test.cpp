@@ -519,7 +519,7 @@ TEST(DriverModule, BuiltinPatchesAreStagedWithTheirPatchMatch) {
   EXPECT_TRUE(make_driver_module()->plan(p, inv, root).empty());
 }
 
-// Issue 16: a first build that fails with a known breakage names it and its fix, puts DKMS and
+// A first build that fails with a known breakage names it and its fix, puts DKMS and
 // /usr/src back, keeps make.log for driver.kernels, and driver.reload asks for no reboot.
 TEST(DriverModule, FailedFirstBuildNamesTheBreakageAndNoRebootIsAsked) {
   Box box;

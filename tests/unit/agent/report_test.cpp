@@ -162,7 +162,7 @@ TEST(AgentReport, RecordedNoGpuDocumentParses) {
   EXPECT_EQ(j["exit_code"], 3);
 }
 
-// Issue 46: where the time and memory went, in the JSON (schema_version unchanged: the fields are
+// Where the time and memory went, in the JSON (schema_version unchanged: the fields are
 // additions the daemon's parser ignores) and as the --timings text.
 TEST(AgentReport, TimingsBreakdownInJsonAndText) {
   Report r = two_gpu_report();

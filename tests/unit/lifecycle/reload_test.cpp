@@ -84,7 +84,7 @@ TEST(Reload, NothingLoaded) {
   EXPECT_EQ(decide_reload(in).kind, ReloadKind::reboot_required);
 }
 
-// Issue 16: a failed build must not turn into "reboot to load X".
+// A failed build must not turn into "reboot to load X".
 TEST(Reload, NothingBuiltIsNeverARebootRequest) {
   auto in = base();
   in.disk_version.reset();  // the build failed: no DKMS copy for the running kernel

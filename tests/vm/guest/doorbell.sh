@@ -1,4 +1,4 @@
-# Issue 13, run inside the VM by /init (scenario "doorbell"): the nvme_doorbell case's host writer
+# Run inside the VM by /init (scenario "doorbell"): the nvme_doorbell case's host writer
 # (/bin/p2pnode-nvme-doorbell) on a drive p2pnode bound to vfio-pci, under intel-iommu (VFIO type1).
 # BAR0 is also read independently with devmem (CC 0x14, CSTS 0x1c, AQA 0x24) while nobody holds
 # the device, to see that the controller is left as found.

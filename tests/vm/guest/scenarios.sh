@@ -235,7 +235,7 @@ seed_procedure() {  # seed 002, with this device's PMCSR offset (0x60 + 4 here, 
   setpci -s $b $pmcsr.W=0x0008
   setpci -s $b COMMAND=0x0006
 }
-# Issue 3: QEMU's pcie-root-port has an ACS capability and Linux turns its redirect bits on when
+# QEMU's pcie-root-port has an ACS capability and Linux turns its redirect bits on when
 # the (virtual) IOMMU is on; apply must clear them on the real kernel, and the read-back shows it.
 acs_cap() {  # walk the extended capability list from 0x100 to ACS (ID 0x000d)
   local p=256 h
