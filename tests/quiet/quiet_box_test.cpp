@@ -1,4 +1,4 @@
-// A healthy box stays quiet: the agent reads a stand-in NVML (fake_nvml_box.cpp: 4x H100,
+// A healthy box stays quiet: the agent reads a stand-in NVML (tests/fake_nvml, box h100x4: 4x H100,
 // 72 NVLinks, counters rising at the rates measured on a healthy box) through its real NVML code,
 // prints its real health document, and the daemon decodes and judges it pass after pass, as
 // `p2pnode serve` does every 10 s. Idle and through three self-tests: no finding. One link that
@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "fake_nvml/use_box.hpp"
 #include "health/agent_health.hpp"
 #include "health/monitor.hpp"
 #include "p2pnode/agent/health.hpp"
@@ -21,6 +22,7 @@ namespace {
 const char* const kGpus[] = {"0000:00:06.0", "0000:00:07.0", "0000:00:08.0", "0000:00:09.0"};
 
 struct Box {
+  fake_nvml::UseBox nvml_box{"h100x4"};
   std::string state = "/tmp/p2pnode-quiet-box-" + std::to_string(::getpid()) + ".state";
   health::HealthMonitor monitor{600};
   health::PathIndex paths;
@@ -36,7 +38,7 @@ struct Box {
   // One health pass at the stand-in's clock: the agent's read, its document, the daemon's decode.
   const std::vector<Finding>& pass() {
     std::ofstream(state, std::ios::trunc) << "t=" << t << "\nselftest=" << selftest << "\n" << bad;
-    const auto report = agent::read_health(P2PNODE_FAKE_NVML_BOX);
+    const auto report = agent::read_health(P2PNODE_FAKE_NVML);
     EXPECT_TRUE(report.available) << report.reason;
     const std::string doc = agent::health_json(report, "test").dump();
     auto reading = health::decode_agent_health(doc);

@@ -1,6 +1,6 @@
-// src/host/gpu_processes.cpp through dlopen against the stand-in NVML (fake_nvml.cpp): the
-// processes of the watched GPUs by bus id, our own pid left out, names, the buffer grown when
-// NVML asks for more room, every GPU when none is named, and no NVML at all.
+// src/host/gpu_processes.cpp through dlopen against the stand-in NVML (tests/fake_nvml, box
+// h200-nvswitch): the processes of the watched GPUs by bus id, our own pid left out, names, the
+// buffer grown when NVML asks for more room, every GPU when none is named, and no NVML at all.
 #include "p2pnode/agent/gpu_processes.hpp"
 
 #include <gtest/gtest.h>
@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "fake_nvml/use_box.hpp"
+
 using namespace p2pnode::agent;
+using p2pnode::fake_nvml::UseBox;
 
 namespace {
 struct FakeProcesses {
@@ -18,6 +21,7 @@ struct FakeProcesses {
 }  // namespace
 
 TEST(GpuProcesses, ListsOtherProcessesOnTheWatchedGpus) {
+  const UseBox box("h200-nvswitch");
   FakeProcesses f("0:4242:python3:1717986918;1:4242:python3:1717986918;1:777:p2pnode-agent:1000;2:99:other:5");
   ProcessWatch w({"0000:00:06.0", "0000:00:07.0"}, 777, P2PNODE_FAKE_NVML);
   ASSERT_TRUE(w.available()) << w.reason();
@@ -34,6 +38,7 @@ TEST(GpuProcesses, ListsOtherProcessesOnTheWatchedGpus) {
 }
 
 TEST(GpuProcesses, OwnMemoryIsOurPidPerWatchedGpu) {
+  const UseBox box("h200-nvswitch");
   // --timings: what the agent itself holds per GPU (context + modules + buffers as the driver counts).
   FakeProcesses f("0:4242:python3:1717986918;1:777:p2pnode-agent:1200000000;1:4242:python3:1");
   ProcessWatch w({"0000:00:06.0", "0000:00:07.0"}, 777, P2PNODE_FAKE_NVML);
@@ -49,6 +54,7 @@ TEST(GpuProcesses, OwnMemoryIsOurPidPerWatchedGpu) {
 }
 
 TEST(GpuProcesses, GrowsItsBufferWhenNvmlAsksForMoreRoom) {
+  const UseBox box("h200-nvswitch");
   std::string rows;
   for (int pid = 100; pid < 140; ++pid) rows += "0:" + std::to_string(pid) + ":job:1;";
   FakeProcesses f(rows);
@@ -57,6 +63,7 @@ TEST(GpuProcesses, GrowsItsBufferWhenNvmlAsksForMoreRoom) {
 }
 
 TEST(GpuProcesses, EveryGpuWhenNoneIsNamedAndTheDocument) {
+  const UseBox box("h200-nvswitch");
   FakeProcesses f("2:99:other:5");
   ProcessWatch w({}, 0, P2PNODE_FAKE_NVML);
   ASSERT_TRUE(w.available()) << w.reason();
@@ -71,6 +78,7 @@ TEST(GpuProcesses, EveryGpuWhenNoneIsNamedAndTheDocument) {
 }
 
 TEST(GpuProcesses, NoNvmlIsAStatedReasonAndNoProcess) {
+  const UseBox box("h200-nvswitch");
   ProcessWatch w({"0000:00:06.0"}, 0, "/nonexistent/libnvidia-ml.so.1");
   EXPECT_FALSE(w.available());
   EXPECT_EQ(w.reason().rfind("NVML not available: ", 0), 0u) << w.reason();

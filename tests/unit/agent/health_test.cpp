@@ -1,5 +1,6 @@
-// `p2pnode-agent --health` through a stand-in NVML (fake_nvml_health.cpp) and without any NVML:
-// the document the daemon decodes (daemon/health/agent_health.cpp), per GPU and link.
+// `p2pnode-agent --health` through a stand-in NVML (tests/fake_nvml, box h200-pair-l40s) and
+// without any NVML: the document the daemon decodes (daemon/health/agent_health.cpp), per GPU and
+// link.
 #include "p2pnode/agent/health.hpp"
 
 #include <dlfcn.h>
@@ -10,10 +11,14 @@
 #include <cstdio>
 #include <string>
 
+#include "fake_nvml/use_box.hpp"
+
 using namespace p2pnode::agent;
+using p2pnode::fake_nvml::UseBox;
 
 TEST(AgentHealth, ReadsLinksAndCountersThroughNvml) {
-  const HealthReport r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+  const UseBox box("h200-pair-l40s");
+  const HealthReport r = read_health(P2PNODE_FAKE_NVML);
   ASSERT_TRUE(r.available) << r.reason;
   EXPECT_EQ(r.driver_version, "580.95.05");
   ASSERT_EQ(r.gpus.size(), 3u);
@@ -33,12 +38,13 @@ TEST(AgentHealth, ReadsLinksAndCountersThroughNvml) {
 // The replay, recovery and flit CRC counters of every link come in one field-values call per GPU;
 // only the data CRC and ECC counters are read one by one (8 links x 2 = 16 calls, not 40).
 TEST(AgentHealth, LinkCountersAreBatched) {
-  void* lib = dlopen(P2PNODE_FAKE_NVML_HEALTH, RTLD_NOW);
+  const UseBox box("h200-pair-l40s");
+  void* lib = dlopen(P2PNODE_FAKE_NVML, RTLD_NOW);
   ASSERT_NE(lib, nullptr);
   auto calls = reinterpret_cast<int (*)()>(dlsym(lib, "fake_legacy_error_counter_calls"));
   ASSERT_NE(calls, nullptr);
   const int before = calls();
-  const HealthReport r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+  const HealthReport r = read_health(P2PNODE_FAKE_NVML);
   EXPECT_EQ(calls() - before, 16);
   EXPECT_EQ(*r.gpus[0].links[1].errors[0], 12u);  // from the batch
   EXPECT_EQ(*r.gpus[0].links[1].errors[3], 5u);   // one by one
@@ -46,7 +52,8 @@ TEST(AgentHealth, LinkCountersAreBatched) {
 }
 
 TEST(AgentHealth, DocumentShape) {
-  const auto j = health_json(read_health(P2PNODE_FAKE_NVML_HEALTH), "0.1.0");
+  const UseBox box("h200-pair-l40s");
+  const auto j = health_json(read_health(P2PNODE_FAKE_NVML), "0.1.0");
   EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["kind"], "health");
   EXPECT_EQ(j["nvml"]["available"], true);
@@ -69,16 +76,17 @@ TEST(AgentHealth, NoNvmlIsAnAnswerWithTheReason) {
 }
 
 TEST(AgentHealth, ArgumentsAndDispatch) {
+  const UseBox box("h200-pair-l40s");
   const char* h[] = {"p2pnode-agent", "--health", "--json"};
   EXPECT_TRUE(wants_health(3, const_cast<char**>(h)));
   const char* s[] = {"p2pnode-agent", "--json", "--cases", "latency"};
   EXPECT_FALSE(wants_health(4, const_cast<char**>(s)));
   const char* bad[] = {"p2pnode-agent", "--health", "--cases", "latency"};
   testing::internal::CaptureStderr();
-  EXPECT_EQ(run_health(4, const_cast<char**>(bad), "0.1.0", P2PNODE_FAKE_NVML_HEALTH), 2);
+  EXPECT_EQ(run_health(4, const_cast<char**>(bad), "0.1.0", P2PNODE_FAKE_NVML), 2);
   EXPECT_NE(testing::internal::GetCapturedStderr().find("unexpected argument '--cases'"), std::string::npos);
   testing::internal::CaptureStdout();
-  EXPECT_EQ(run_health(3, const_cast<char**>(h), "0.1.0", P2PNODE_FAKE_NVML_HEALTH), 0);
+  EXPECT_EQ(run_health(3, const_cast<char**>(h), "0.1.0", P2PNODE_FAKE_NVML), 0);
   const auto out = nlohmann::json::parse(testing::internal::GetCapturedStdout());
   EXPECT_EQ(out["gpus"].size(), 3u);
 }
@@ -105,16 +113,17 @@ struct DriverState {
 
 // The driver's own verdict, every value NVML_FI_DEV_GET_GPU_RECOVERY_ACTION can take, by name.
 TEST(AgentHealth, EveryRecoveryActionByName) {
+  const UseBox box("h200-pair-l40s");
   const char* want[] = {"none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "recover_imex_domain", "unknown_6"};
   for (unsigned a = 0; a < 7; ++a) {
     DriverState s("gpu0.recovery=" + std::to_string(a) + "\n");
-    const auto r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+    const auto r = read_health(P2PNODE_FAKE_NVML);
     ASSERT_TRUE(r.gpus[0].recovery_action);
     EXPECT_EQ(*r.gpus[0].recovery_action, a);
     EXPECT_EQ(health_json(r, "0.1.0")["gpus"][0]["recovery_action"], want[a]);
   }
   // A driver without the field (before 570): no value, and why.
-  const auto r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+  const auto r = read_health(P2PNODE_FAKE_NVML);
   EXPECT_FALSE(r.gpus[2].recovery_action);
   EXPECT_NE(r.gpus[2].recovery_problem.find("not answered"), std::string::npos) << r.gpus[2].recovery_problem;
   EXPECT_TRUE(health_json(r, "0.1.0")["gpus"][2]["recovery_action"].is_null());
@@ -122,8 +131,9 @@ TEST(AgentHealth, EveryRecoveryActionByName) {
 }
 
 TEST(AgentHealth, PcieCountersLinkAndMemory) {
+  const UseBox box("h200-pair-l40s");
   DriverState s("gpu0.replay=17\ngpu0.rollover=2\ngpu0.gen=3\ngpu0.width=8\ngpu1.pending=1\ngpu1.ecc=4\ngpu1.unc_rows=1\n");
-  const auto r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+  const auto r = read_health(P2PNODE_FAKE_NVML);
   const auto& p = r.gpus[0].pcie;
   EXPECT_EQ(*p.replay, 17u);
   EXPECT_EQ(*p.replay_rollover, 2u);
@@ -146,7 +156,8 @@ TEST(AgentHealth, PcieCountersLinkAndMemory) {
 // Every ordered pair, each capability named as nvidia-smi topo -p2p reads it; a status changed by
 // the driver shows in the next reading.
 TEST(AgentHealth, P2pStatusOfEveryOrderedPair) {
-  auto r = read_health(P2PNODE_FAKE_NVML_HEALTH);
+  const UseBox box("h200-pair-l40s");
+  auto r = read_health(P2PNODE_FAKE_NVML);
   ASSERT_EQ(r.p2p.size(), 6u);  // 3 GPUs: 6 ordered pairs
   auto j = health_json(r, "0.1.0")["p2p_status"];
   EXPECT_EQ(j[0]["gpu"], "0000:18:00.0");
@@ -157,7 +168,7 @@ TEST(AgentHealth, P2pStatusOfEveryOrderedPair) {
   EXPECT_EQ(j[1]["peer_gpu"], "0000:c1:00.0");
   EXPECT_EQ(j[1]["write"], "chipset_not_supported");
   DriverState s("p2p.0.1.0=4\np2p.0.1.1=4\n");
-  j = health_json(read_health(P2PNODE_FAKE_NVML_HEALTH), "0.1.0")["p2p_status"];
+  j = health_json(read_health(P2PNODE_FAKE_NVML), "0.1.0")["p2p_status"];
   EXPECT_EQ(j[0]["read"], "disabled_by_regkey");
   EXPECT_EQ(j[0]["write"], "disabled_by_regkey");
   EXPECT_EQ(j[2]["gpu"], "0000:2a:00.0");

@@ -1,12 +1,17 @@
-// src/host/nvml.cpp through dlopen against a stand-in library (fake_nvml.cpp): the struct layout,
-// the entry points, the NVSwitch pair, a PCIe-only GPU with its P2P status; and no NVML at all.
+// src/host/nvml.cpp through dlopen against a stand-in library (tests/fake_nvml, box
+// h200-nvswitch): the struct layout, the entry points, the NVSwitch pair, a PCIe-only GPU with its
+// P2P status; and no NVML at all.
 #include "p2pnode/agent/nvml.hpp"
 
 #include <gtest/gtest.h>
 
+#include "fake_nvml/use_box.hpp"
+
 using namespace p2pnode::agent;
+using p2pnode::fake_nvml::UseBox;
 
 TEST(Nvml, ReadsLinksAndP2pStatusThroughDlopen) {
+  const UseBox box("h200-nvswitch");
   const auto ic = read_interconnect({"0000:00:06.0", "0000:00:07.0", "0000:00:08.0"}, P2PNODE_FAKE_NVML);
   ASSERT_EQ(ic.source, "nvml") << ic.reason;
   EXPECT_EQ(ic.nvml_driver_version, "580.159.04");
@@ -27,6 +32,7 @@ TEST(Nvml, ReadsLinksAndP2pStatusThroughDlopen) {
 }
 
 TEST(Nvml, UnknownGpuOrNoLibraryIsAStatedReason) {
+  const UseBox box("h200-nvswitch");
   auto ic = read_interconnect({"0000:00:06.0", "0000:3b:00.0"}, P2PNODE_FAKE_NVML);
   EXPECT_EQ(ic.source, "none");
   EXPECT_NE(ic.reason.find("NVML does not know GPU 1 (0000:3b:00.0)"), std::string::npos) << ic.reason;
