@@ -111,7 +111,8 @@ TEST(BadProfileCorpus, JustUnderTheLimitStillLoads) {
   const std::string filler = "# " + std::string(1000, 'y') + "\n";
   while (text.size() + filler.size() < (1u << 20)) text += filler;
   const auto r = load_profile_text(text, "big.yaml");
-  EXPECT_TRUE(r.profile) << r.diagnostics.format();
+  ASSERT_TRUE(r.profile) << r.diagnostics.format();
+  EXPECT_EQ(r.profile->name, "big");
 }
 
 TEST(BadProfileCorpus, MissingFileSaysSo) {
