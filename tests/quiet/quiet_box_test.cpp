@@ -15,6 +15,7 @@
 #include "health/agent_health.hpp"
 #include "health/monitor.hpp"
 #include "p2pnode/agent/health.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace p2pnode;
 
@@ -23,7 +24,8 @@ const char* const kGpus[] = {"0000:00:06.0", "0000:00:07.0", "0000:00:08.0", "00
 
 struct Box {
   fake_nvml::UseBox nvml_box{"h100x4"};
-  std::string state = "/tmp/p2pnode-quiet-box-" + std::to_string(::getpid()) + ".state";
+  p2pnode::test::TempDir dir{"quiet-box"};
+  std::string state = (dir / "fake-nvml.state").string();
   health::HealthMonitor monitor{600};
   health::PathIndex paths;
   double t = 0, selftest = 0;
@@ -34,7 +36,6 @@ struct Box {
     paths = health::index_paths(e);
     ::setenv("P2PNODE_FAKE_NVML_STATE", state.c_str(), 1);
   }
-  ~Box() { std::remove(state.c_str()); }
   // One health pass at the stand-in's clock: the agent's read, its document, the daemon's decode.
   const std::vector<Finding>& pass() {
     std::ofstream(state, std::ios::trunc) << "t=" << t << "\nselftest=" << selftest << "\n" << bad;

@@ -13,6 +13,7 @@
 #include "lifecycle/boot.hpp"
 #include "lifecycle/boot_guard.hpp"
 #include "probe/probe.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace p2pnode;
 namespace fs = std::filesystem;
@@ -32,11 +33,10 @@ submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-a
 )";
 
 struct Box {
-  fs::path dir = fs::temp_directory_path() / ("p2pnode-bootguard-" + std::to_string(::getpid()) + "-" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  p2pnode::test::TempDir tmp{"bootguard"};
+  fs::path dir = tmp.path();
   sys::ScriptedRunner runner;
   Box() {
-    fs::remove_all(dir);
     for (const char* d : {"boot/grub", "etc/default", "proc", "sys"}) fs::create_directories(dir / d);
     write("etc/default/grub", "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"\"\n");
     update_grub();
@@ -53,7 +53,6 @@ struct Box {
       return sys::exited_with(0, "", "Generating grub configuration file ...\ndone\n");
     });
   }
-  ~Box() { fs::remove_all(dir); }
   void write(const std::string& rel, const std::string& text) { std::ofstream(dir / rel, std::ios::binary) << text; }
   // What update-grub writes: GRUB_DEFAULT=saved (from a grub.d drop-in) becomes ${saved_entry}.
   void update_grub() {

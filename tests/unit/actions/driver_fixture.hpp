@@ -16,19 +16,18 @@
 #include "lifecycle/artifact.hpp"
 #include "sys/command_runner.hpp"
 #include "sys/sysroot.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::actions {
 
 inline constexpr const char* kKernel = "6.1.0-56-amd64";
 
 struct Box {
-  std::filesystem::path dir;
+  p2pnode::test::TempDir tmp{"driver"};
+  std::filesystem::path dir = tmp.path();
   Box() {
-    char tmpl[] = "/tmp/p2pnode-driver-XXXXXX";
-    dir = ::mkdtemp(tmpl);
     std::filesystem::create_directories(dir / "lib/modules" / kKernel / "build");
   }
-  ~Box() { std::filesystem::remove_all(dir); }
   void write(const std::string& rel, const std::string& text) const {
     std::filesystem::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel, std::ios::binary) << text;

@@ -14,6 +14,7 @@
 
 #include "probe/nvme.hpp"
 #include "probe/probe.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::actions {
 namespace {
@@ -25,12 +26,11 @@ constexpr const char* kSn530Dir = "sys/devices/pci0000:00/0000:00:03.4/0000:0b:0
 class NvmeBindTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("p2pnode-nvme-" + std::to_string(std::random_device{}()));
+    dir_ = tmp_ / "root";
     fs::copy(fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures/rtx3090-nvme", dir_,
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);
     root_ = std::make_unique<sys::SysRoot>(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   static Profile profile(NvmeDrive d, bool noiommu = true) {
     Profile p;
@@ -87,6 +87,7 @@ class NvmeBindTest : public ::testing::Test {
     return make_nvme_bind(fast())->plan(p, probe::probe_inventory(*root_), *root_);
   }
 
+  p2pnode::test::TempDir tmp_{"nvme"};
   fs::path dir_;
   std::unique_ptr<sys::SysRoot> root_;
 };

@@ -11,6 +11,7 @@
 
 #include "pci/config_space.hpp"
 #include "probe/probe.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::actions;
@@ -22,18 +23,15 @@ const fs::path kFixtures = fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures";
 class FixtureCopy : public ::testing::Test {
  protected:
   void copy(const std::string& name) {
-    dir_ = fs::temp_directory_path() / ("p2pnode-fix-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = tmp_ / name;
     fs::remove_all(dir_);
     fs::copy(kFixtures / name, dir_, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
   }
   std::string read(const std::string& rel) {
     std::ifstream in(dir_ / rel, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   }
+  p2pnode::test::TempDir tmp_{"fix"};
   fs::path dir_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "p2pnode/agent/bar/bar_copy.hpp"
 #include "p2pnode/agent/bar/gdrapi.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode::agent;
@@ -48,7 +49,8 @@ TEST(BarBackend, ReasonNamesBothMissingHalves) {
 }
 
 TEST(BarBackend, ReadsTheNodeAndProcDevices) {
-  const fs::path root = fs::temp_directory_path() / ("bar_env_" + std::to_string(::getpid()));
+  const p2pnode::test::TempDir scratch("bar-env");
+  const fs::path root = scratch.path();
   fs::create_directories(root / "dev");
   fs::create_directories(root / "proc");
   std::ofstream(root / "proc/devices") << "Character devices:\n  1 mem\n195 nvidia\n235 gdrdrv\n\nBlock devices:\n";
@@ -64,7 +66,6 @@ TEST(BarBackend, ReadsTheNodeAndProcDevices) {
   std::ofstream(root / "proc/devices") << "Character devices:\n195 nvidia\n";
   read_gdrdrv(env, root.string());
   EXPECT_FALSE(env.gdrdrv_loaded);
-  fs::remove_all(root);
 }
 
 TEST(GdrApi, NamesEveryLibraryItTried) {

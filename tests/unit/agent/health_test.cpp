@@ -2,6 +2,7 @@
 // without any NVML: the document the daemon decodes (daemon/health/agent_health.cpp), per GPU and
 // link.
 #include "p2pnode/agent/health.hpp"
+#include "unit/temp_dir.hpp"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -94,20 +95,15 @@ TEST(AgentHealth, ArgumentsAndDispatch) {
 namespace {
 // The stand-in NVML's driver state for one test (P2PNODE_FAKE_NVML_STATE), removed after it.
 struct DriverState {
-  std::string path;
+  p2pnode::test::TempDir dir{"fake-nvml"};
+  std::string path = (dir / "state").string();
   explicit DriverState(const std::string& text) {
-    char t[] = "/tmp/p2pnode-fake-nvml-XXXXXX";
-    const int fd = ::mkstemp(t);
-    path = t;
-    FILE* f = ::fdopen(fd, "w");
+    FILE* f = std::fopen(path.c_str(), "w");
     std::fputs(text.c_str(), f);
     std::fclose(f);
     ::setenv("P2PNODE_FAKE_NVML_STATE", path.c_str(), 1);
   }
-  ~DriverState() {
-    ::unsetenv("P2PNODE_FAKE_NVML_STATE");
-    std::remove(path.c_str());
-  }
+  ~DriverState() { ::unsetenv("P2PNODE_FAKE_NVML_STATE"); }
 };
 }  // namespace
 

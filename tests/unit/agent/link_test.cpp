@@ -1,4 +1,5 @@
 #include "p2pnode/agent/link.hpp"
+#include "unit/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -33,7 +34,8 @@ TEST(AgentLink, TheoreticalFigures) {
 
 TEST(AgentLink, ReadsRecordedSysfsTree) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() / ("p2pnode-agent-link-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const p2pnode::test::TempDir scratch("agent-link");
+  const fs::path root = scratch.path();
   const fs::path dev = root / "bus/pci/devices/0000:3b:00.0";
   fs::create_directories(dev);
   std::ofstream(dev / "current_link_speed") << "16.0 GT/s PCIe\n";
@@ -48,5 +50,4 @@ TEST(AgentLink, ReadsRecordedSysfsTree) {
   EXPECT_EQ(li->max_width, 16);
   EXPECT_NEAR(li->theoretical_gbps, 15.754, 0.001);
   EXPECT_FALSE(read_link_info(root.string(), "0000:00:00.0").has_value());
-  fs::remove_all(root);
 }

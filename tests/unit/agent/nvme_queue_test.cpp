@@ -3,6 +3,7 @@
 #include "p2pnode/agent/nvme/doorbell_case.hpp"
 #include "p2pnode/agent/nvme/identify.hpp"
 #include "p2pnode/agent/nvme/queue.hpp"
+#include "unit/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -153,7 +154,8 @@ TEST(AgentNvmeCase, DriveSpecs) {
 
 TEST(AgentNvmeCase, DiscoveryFromSysfsAndRememberedSerials) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() / ("p2pnode-nvme-disc-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const p2pnode::test::TempDir scratch("nvme-disc");
+  const fs::path root = scratch.path();
   auto dev = [&](const std::string& bdf, const std::string& cls, const std::string& driver) {
     const fs::path d = root / "sys/bus/pci/devices" / bdf;
     fs::create_directories(d);
@@ -199,5 +201,4 @@ TEST(AgentNvmeCase, DiscoveryFromSysfsAndRememberedSerials) {
   EXPECT_EQ(named.cells[0].status, p2pnode::agent::Status::waived);
   EXPECT_NE(named.cells[0].reason.find("0000:42:00.0 is on nvme, not vfio-pci: not touched"), std::string::npos);
   EXPECT_EQ(factories, 0);
-  fs::remove_all(root);
 }

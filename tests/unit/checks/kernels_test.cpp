@@ -11,18 +11,15 @@
 #include "engine/metrics.hpp"
 #include "nvidia/forecast.hpp"
 #include "probe/probe.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::checks {
 namespace {
 namespace fs = std::filesystem;
 
 struct Root {
-  fs::path dir;
-  Root() {
-    char t[] = "/tmp/p2pnode-kernels-XXXXXX";
-    dir = ::mkdtemp(t);
-  }
-  ~Root() { fs::remove_all(dir); }
+  p2pnode::test::TempDir tmp{"kernels"};
+  fs::path dir = tmp.path();
   void write(const std::string& rel, const std::string& text) const {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel) << text;

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "sys/command_runner.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using p2pnode::cli::serve_binary_candidates;
@@ -20,14 +21,14 @@ TEST(Delegate, LooksBesideTheBinaryThenInLibexec) {
 }
 
 TEST(Delegate, MissingDaemonProgramIsAClearUsageError) {
-  const fs::path dir = fs::temp_directory_path() / ("p2pnode-delegate-" + std::to_string(::getpid()));
+  const p2pnode::test::TempDir scratch("delegate");
+  const fs::path dir = scratch.path();
   fs::create_directories(dir / "bin");
   fs::copy_file(P2PNODE_BINARY, dir / "bin" / "p2pnode", fs::copy_options::overwrite_existing);
   p2pnode::sys::ProcessRunner runner;
   p2pnode::sys::Command cmd;
   cmd.argv = {(dir / "bin" / "p2pnode").string(), "status", "--url", "http://127.0.0.1:1"};
   const auto res = runner.run(cmd);
-  fs::remove_all(dir);
   EXPECT_EQ(res.exit_code, 2);
   EXPECT_NE(res.err.find("p2pnode-serve is not installed"), std::string::npos) << res.err;
   EXPECT_NE(res.err.find((dir / "bin" / "p2pnode-serve").string()), std::string::npos) << res.err;

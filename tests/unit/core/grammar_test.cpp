@@ -11,6 +11,7 @@
 #include "actions/signing_key.hpp"
 #include "core/grammar.hpp"
 #include "dkms/conf.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::grammar {
 namespace {
@@ -149,8 +150,8 @@ std::string run_bash(const std::string& script_file, const std::string& script) 
 }
 
 TEST(ShellQuote, BashReadsEveryHostileValueBackUnchanged) {
-  const fs::path dir = fs::temp_directory_path() / ("p2pnode-grammar-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const p2pnode::test::TempDir scratch("grammar");
+  const fs::path dir = scratch.path();
   fs::remove("/tmp/p2pnode-grammar-ran");
   for (const auto& v : kHostile) {
     SCOPED_TRACE(v);
@@ -159,7 +160,6 @@ TEST(ShellQuote, BashReadsEveryHostileValueBackUnchanged) {
     EXPECT_EQ(got, v);
   }
   EXPECT_FALSE(fs::exists("/tmp/p2pnode-grammar-ran"));
-  fs::remove_all(dir);
 }
 
 // DKMS's safe_source (/usr/sbin/dkms) sources a file, then echoes each variable back inside "…" and
@@ -168,8 +168,8 @@ TEST(ShellQuote, BashReadsEveryHostileValueBackUnchanged) {
 // value that would not survive the second read is what dkms::unsafe_value refuses.
 TEST(ShellQuote, DkmsSafeSourceReadsRenderedFilesBackUnchanged) {
   ASSERT_TRUE(fs::exists("/usr/sbin/dkms")) << "dkms is missing (scripts/install-deps.sh test installs it)";
-  const fs::path dir = fs::temp_directory_path() / ("p2pnode-dkms-source-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const p2pnode::test::TempDir scratch("dkms-source");
+  const fs::path dir = scratch.path();
   fs::remove("/tmp/p2pnode-grammar-ran");
   const std::string prelude = "mktemp_or_die() { mktemp; }\ndeprecated() { :; }\n"
                               "eval \"$(sed -n '/^safe_source() {/,/^}/p' /usr/sbin/dkms)\"\n"
@@ -208,7 +208,6 @@ TEST(ShellQuote, DkmsSafeSourceReadsRenderedFilesBackUnchanged) {
   EXPECT_TRUE(dkms::unsafe_value(dkms::kbuild_conf("p2ptest", "1.0", {"p2ptest"}, {"$(touch /tmp/p2pnode-grammar-ran)"})));
   EXPECT_TRUE(dkms::unsafe_value(dkms::gdrdrv_conf("gdrdrv", "2.6", "/usr/src/a'b")));
   EXPECT_FALSE(fs::exists("/tmp/p2pnode-grammar-ran"));
-  fs::remove_all(dir);
 }
 
 }  // namespace

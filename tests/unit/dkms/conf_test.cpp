@@ -10,6 +10,7 @@
 
 #include "dkms/conf.hpp"
 #include "nvidia/breakage.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::dkms {
 namespace {
@@ -60,14 +61,12 @@ TEST(DkmsConf, PatchMatchAsDkmsSeesIt) {
   const std::string text = render(conf);
   expect_golden("nvidia-p2p-565.57.01-builtin.conf", text);
   EXPECT_EQ(text.find("PATCH_MATCH[0]"), std::string::npos);
-  char tmpl[] = "/tmp/p2pnode-conf-XXXXXX";
-  const int fd = ::mkstemp(tmpl);
-  ASSERT_GE(fd, 0);
-  ::close(fd);
-  std::ofstream(tmpl) << text;
+  const p2pnode::test::TempDir scratch("conf");
+  const std::string conf_file = (scratch / "dkms.conf").string();
+  std::ofstream(conf_file) << text;
   const std::vector<std::string> kernels = {"6.1.0-56-amd64", "6.9.12-amd64", "6.10.0-rc1", "6.12.48+deb13-amd64",
                                             "6.17.0-14-generic", "7.1.0"};
-  std::string script = "source " + std::string(tmpl) + "; for k in";
+  std::string script = "source " + conf_file + "; for k in";
   for (const auto& k : kernels) script += " " + k;
   script += "; do if [[ $k =~ ${PATCH_MATCH[1]} ]]; then echo \"$k 1\"; else echo \"$k 0\"; fi; done";
   FILE* p = ::popen(("bash -c '" + script + "'").c_str(), "r");
@@ -76,7 +75,6 @@ TEST(DkmsConf, PatchMatchAsDkmsSeesIt) {
   char buf[256];
   while (std::fgets(buf, sizeof buf, p)) out += buf;
   EXPECT_EQ(::pclose(p), 0);
-  std::remove(tmpl);
   std::string want;
   for (const auto& k : kernels) want += k + (nvidia::kernel_in_range(*io, k) ? " 1\n" : " 0\n");
   EXPECT_EQ(out, want);

@@ -210,12 +210,12 @@ constexpr const char* kTlsConfig = "listen: 127.0.0.1:0\ntls:\n  cert_file: /etc
 std::string tls_problems(const std::string& cert, const std::string& key, fs::perms key_mode = kOwnerOnly,
                          bool* got_identity = nullptr) {
   p2pnode::test::TempDir root("config-tls");
-  if (!cert.empty()) p2pnode::test::write_file(root.path / "etc/p2pnode/tls/cert.pem", cert, kWorldReadable);
-  if (!key.empty()) p2pnode::test::write_file(root.path / "etc/p2pnode/tls/key.pem", key, key_mode);
+  if (!cert.empty()) p2pnode::test::write_file(root.path() / "etc/p2pnode/tls/cert.pem", cert, kWorldReadable);
+  if (!key.empty()) p2pnode::test::write_file(root.path() / "etc/p2pnode/tls/key.pem", key, key_mode);
   auto loaded = load_config_text(kTlsConfig, "p2pnode.yaml");
   EXPECT_TRUE(loaded.config) << loaded.diagnostics.format();
   if (!loaded.config) return "no config";
-  auto id = read_tls_identity(*loaded.config, p2pnode::sys::SysRoot(root.path), loaded.diagnostics);
+  auto id = read_tls_identity(*loaded.config, p2pnode::sys::SysRoot(root.path()), loaded.diagnostics);
   if (got_identity) *got_identity = id != nullptr;
   EXPECT_EQ(id == nullptr, !loaded.diagnostics.empty());
   return loaded.diagnostics.format();

@@ -22,7 +22,7 @@ void put(const std::filesystem::path& p, const std::string& text) {
 
 struct HealthBox {
   test::TempDir dir{"health"};
-  sys::SysRoot root{dir.path};
+  sys::SysRoot root{dir.path()};
   sys::ScriptedRunner runner;
   DaemonConfig config;
   // A GPU under a switch port and a drive under a root port, as devices_view records them.
@@ -37,20 +37,20 @@ struct HealthBox {
                             "0000:80:01.0"})
       link(bdf, "16.0 GT/s PCIe", 16);
     cor("0000:80:01.0", 0);
-    put(dir.path / "proc/uptime", "5000.00 9000.00\n");
-    put(dir.path / "dev/kmsg", "6,1,0,-;Linux version 6.8.0\n");
+    put(dir.path() / "proc/uptime", "5000.00 9000.00\n");
+    put(dir.path() / "dev/kmsg", "6,1,0,-;Linux version 6.8.0\n");
     config.agent_path = "/usr/libexec/p2pnode/p2pnode-agent";
-    put(dir.path / "usr/libexec/p2pnode/p2pnode-agent", "#!/bin/sh\n");
+    put(dir.path() / "usr/libexec/p2pnode/p2pnode-agent", "#!/bin/sh\n");
   }
   void link(const std::string& bdf, const std::string& speed, int width) {
-    const auto d = dir.path / "sys/bus/pci/devices" / bdf;
+    const auto d = dir.path() / "sys/bus/pci/devices" / bdf;
     put(d / "current_link_speed", speed + "\n");
     put(d / "max_link_speed", "16.0 GT/s PCIe\n");
     put(d / "current_link_width", std::to_string(width) + "\n");
     put(d / "max_link_width", "16\n");
   }
   void cor(const std::string& bdf, int n) {
-    const auto d = dir.path / "sys/bus/pci/devices" / bdf;
+    const auto d = dir.path() / "sys/bus/pci/devices" / bdf;
     put(d / "aer_dev_correctable", "RxErr " + std::to_string(n) + "\nBadTLP 0\nTOTAL_ERR_COR " + std::to_string(n) + "\n");
     put(d / "aer_dev_nonfatal", "Undefined 0\nCmpltTO 0\nTOTAL_ERR_NONFATAL 0\n");
     put(d / "aer_dev_fatal", "Undefined 0\nTOTAL_ERR_FATAL 0\n");
@@ -166,7 +166,7 @@ TEST(HealthPass, AnAgentThatFailsOrLiesIsAReason) {
 
 TEST(HealthPass, XidFromTheRecordedKmsgAndALinkDowngrade) {
   HealthBox b;
-  put(b.dir.path / "dev/kmsg",
+  put(b.dir.path() / "dev/kmsg",
       "6,1,0,-;Linux version 6.8.0\n"
       "4,77,4900000000,-;NVRM: Xid (PCI:0000:04:00): 79, pid=9, name=train, GPU has fallen off the bus.\n"
       " SUBSYSTEM=pci\n");
@@ -190,7 +190,7 @@ TEST(HealthPass, XidFromTheRecordedKmsgAndALinkDowngrade) {
 TEST(HealthPass, OnlyTheDriversXidRecordIsAFinding) {
   HealthBox b;
   const std::string xid = "NVRM: Xid (PCI:0000:04:00): 79, pid=9, name=train, GPU has fallen off the bus.";
-  put(b.dir.path / "dev/kmsg",
+  put(b.dir.path() / "dev/kmsg",
       "6,1,0,-;Linux version 6.8.0\n"
       "6,80,4900000000,-;a.out[4242]: segfault at 0 ip 000055d4c1e0113d sp 00007ffd1b7a8f40 error 4 in " + xid +
           "[55d4c1e01000+1000] likely on CPU 3 (core 3, socket 0)\n"
@@ -200,7 +200,7 @@ TEST(HealthPass, OnlyTheDriversXidRecordIsAFinding) {
   EXPECT_EQ(finding(h, "health.xid", "0000:04:00.0"), nullptr) << h["findings"].dump();
   EXPECT_EQ(finding(h, "health.kernel", "0000:04:00.0"), nullptr) << h["findings"].dump();
   EXPECT_TRUE(h["xid"]["recent"].empty()) << h["xid"].dump();
-  put(b.dir.path / "dev/kmsg", "6,1,0,-;Linux version 6.8.0\n4,82,4900000002,-;" + xid + "\n");
+  put(b.dir.path() / "dev/kmsg", "6,1,0,-;Linux version 6.8.0\n4,82,4900000002,-;" + xid + "\n");
   h = pass.run(b.config, b.devices, "", nullptr);
   const json* x = finding(h, "health.xid", "0000:04:00.0");
   ASSERT_NE(x, nullptr) << h.dump();
@@ -209,7 +209,7 @@ TEST(HealthPass, OnlyTheDriversXidRecordIsAFinding) {
 
 TEST(HealthPass, NoDevicesNoKmsgSaySo) {
   test::TempDir dir("health-empty");
-  sys::SysRoot root(dir.path);
+  sys::SysRoot root(dir.path());
   DaemonConfig c;
   HealthPass pass(root, nullptr);
   json h = pass.run(c, json::object(), "", nullptr);

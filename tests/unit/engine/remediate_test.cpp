@@ -14,6 +14,7 @@
 #include "engine/metrics.hpp"
 #include "engine/views.hpp"
 #include "unit/source_files.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::engine;
@@ -43,9 +44,7 @@ const char* kLost = "health.recovery 0000:00:05.0: the driver asks for peer traf
 class LadderOnTheBox : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("p2pnode-ladder-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = tmp_ / "root";
     fs::copy(kSrc / "tests/fixtures/h200-4gpu", dir_, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
     fs::create_directories(dir_ / "etc/p2pnode/profiles");
     std::ofstream(dir_ / "etc/p2pnode/profiles/ladder.yaml") << kLadderProfile;
@@ -65,7 +64,6 @@ class LadderOnTheBox : public ::testing::Test {
     runner_.on({"nvidia-smi", "--gpu-reset"}, sys::exited_with(0, "GPU reset done"));
     runner_.on({"systemctl", "reboot"}, sys::exited_with(0));
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // One reconcile pass as the engine runs it; every mid-pass store is kept.
   void pass(RecordedState& st, std::vector<std::string> lost = {}) {
@@ -81,6 +79,7 @@ class LadderOnTheBox : public ::testing::Test {
     return out;
   }
 
+  p2pnode::test::TempDir tmp_{"ladder"};
   fs::path dir_;
   std::unique_ptr<sys::SysRoot> root_;
   DaemonConfig config_;

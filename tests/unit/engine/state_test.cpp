@@ -5,6 +5,7 @@
 
 #include "engine/state.hpp"
 #include "engine/views.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -12,14 +13,8 @@ using namespace p2pnode::engine;
 
 namespace {
 struct TempRoot {
-  fs::path dir;
-  TempRoot() {
-    dir = fs::temp_directory_path() / ("p2pnode-state-" + std::to_string(::getpid()) + "-" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempRoot() { fs::remove_all(dir); }
+  p2pnode::test::TempDir tmp{"state"};
+  fs::path dir = tmp.path();
 };
 
 RecordedState sample() {

@@ -13,6 +13,7 @@
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
 #include "unit/source_files.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace p2pnode;
 
@@ -216,8 +217,8 @@ TEST(GdrcopyChecks, ALoadedGdrdrvIsReadFromTheMachineAndItsNodeJudged) {
   // A recorded box plus what a loaded gdrdrv puts in /sys, /proc and /dev (a plain file stands in for
   // the device node here: the probe tells them apart).
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() / ("p2pnode-gdrdrv-" + std::to_string(::getpid()));
-  fs::remove_all(root);
+  const p2pnode::test::TempDir scratch("gdrdrv-probe");
+  const fs::path root = scratch / "root";
   fs::copy(kSrcDir + "/tests/fixtures/tinybox-6x4090", root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   auto write = [&](const std::string& rel, const std::string& text) {
     fs::create_directories((root / rel).parent_path());
@@ -287,5 +288,4 @@ TEST(GdrcopyChecks, ALoadedGdrdrvIsReadFromTheMachineAndItsNodeJudged) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_NE(f[0].summary.find("/dev/gdrdrv is missing"), std::string::npos);
   EXPECT_EQ(f[0].remediation.find("rm -f"), std::string::npos) << f[0].remediation;
-  fs::remove_all(root);
 }

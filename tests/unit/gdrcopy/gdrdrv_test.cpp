@@ -19,6 +19,7 @@
 #include "lifecycle/module_install.hpp"
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace p2pnode;
 namespace fs = std::filesystem;
@@ -172,11 +173,10 @@ namespace {
 // A root where gdrdrv is installed for the running kernel, with modprobe, mknod, chmod and chown
 // scripted to do to the root what the real ones do to a machine.
 struct DeviceBox {
-  fs::path dir = fs::temp_directory_path() / ("p2pnode-gdrdrv-" + std::to_string(::getpid()) + "-" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  p2pnode::test::TempDir tmp{"gdrdrv"};
+  fs::path dir = tmp.path();
   sys::ScriptedRunner runner;
   DeviceBox() {
-    fs::remove_all(dir);
     for (const char* d : {"proc/sys/kernel", "sys/module", "dev", "etc", "lib/modules/6.1.0-56-amd64/updates/dkms"})
       fs::create_directories(dir / d);
     write("proc/sys/kernel/osrelease", "6.1.0-56-amd64\n");
@@ -204,7 +204,6 @@ struct DeviceBox {
       return sys::exited_with(::chown(c.argv.at(2).c_str(), 0, video ? 44 : 0) ? 1 : 0);
     });
   }
-  ~DeviceBox() { fs::remove_all(dir); }
   void write(const std::string& rel, const std::string& text) { std::ofstream(dir / rel, std::ios::binary) << text; }
   std::vector<StepResult> apply(const Profile& p) {
     sys::SysRoot root(dir);

@@ -14,19 +14,17 @@
 #include "engine/selftest.hpp"
 #include "lifecycle/artifact.hpp"
 #include "profile/loader.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace p2pnode;
 namespace fs = std::filesystem;
 
 namespace {
 struct GdrBox {
-  fs::path dir = fs::temp_directory_path() / ("p2pnode-gdrlib-" + std::to_string(::getpid()));
+  p2pnode::test::TempDir tmp{"gdrlib"};
+  fs::path dir = tmp.path();
   sys::ProcessRunner runner;
-  GdrBox() {
-    fs::remove_all(dir);
-    source("6");
-  }
-  ~GdrBox() { fs::remove_all(dir); }
+  GdrBox() { source("6"); }
   void put(const std::string& rel, const std::string& text) {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel, std::ios::binary) << text;

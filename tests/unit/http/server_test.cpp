@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "http/server.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode::http;
@@ -19,7 +20,8 @@ TEST(Token, ConstantTimeEquality) {
 }
 
 TEST(Token, FileMustBeRootOnly) {
-  const fs::path f = fs::temp_directory_path() / ("p2pnode-token-" + std::to_string(::getpid()));
+  const p2pnode::test::TempDir scratch("token");
+  const fs::path f = scratch / "token";
   std::ofstream(f) << "0123456789abcdef0123\n";
   fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write);
   auto ok = read_token_file(f);
@@ -32,6 +34,5 @@ TEST(Token, FileMustBeRootOnly) {
   fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write);
   std::ofstream(f) << "short\n";
   EXPECT_FALSE(read_token_file(f).ok());
-  fs::remove(f);
   EXPECT_FALSE(read_token_file(f).ok());
 }

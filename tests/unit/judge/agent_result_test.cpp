@@ -14,6 +14,7 @@
 #include "probe/probe.hpp"
 #include "profile/loader.hpp"
 #include "unit/source_files.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -200,13 +201,13 @@ TEST(AgentRunner, ProcessOutcomesAreVerdicts) {
 }
 
 TEST(AgentRunner, RealProcessThatHangsIsKilled) {
-  const fs::path script = fs::temp_directory_path() / ("p2pnode-hang-" + std::to_string(::getpid()) + ".sh");
+  const p2pnode::test::TempDir scratch("hang");
+  const fs::path script = scratch / "hang.sh";
   std::ofstream(script) << "#!/bin/sh\nsleep 30\n";
   fs::permissions(script, fs::perms::owner_all);
   sys::ProcessRunner runner;
   const auto t0 = std::chrono::steady_clock::now();
   auto r = run_and_judge(runner, script.string(), std::chrono::milliseconds(300), h200_spec(), h200_inventory());
-  fs::remove(script);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_EQ(r.judgement.verdict, "error");
 }

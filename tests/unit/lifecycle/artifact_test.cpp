@@ -12,6 +12,7 @@
 
 #include "lifecycle/artifact.hpp"
 #include "nvidia/sha256.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::lifecycle {
 using nvidia::sha256_hex;
@@ -19,12 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct TempRoot {
-  fs::path dir;
-  TempRoot() {
-    char tmpl[] = "/tmp/p2pnode-artifact-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  ~TempRoot() { fs::remove_all(dir); }
+  p2pnode::test::TempDir tmp{"artifact"};
+  fs::path dir = tmp.path();
   void write(const std::string& rel, const std::string& text) const {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel, std::ios::binary) << text;

@@ -1,4 +1,5 @@
 #include "lifecycle/boot.hpp"
+#include "unit/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -99,12 +100,8 @@ TEST(Boot, CompareReleasesLikeSortV) {
 }
 
 struct Root {
-  fs::path dir;
-  Root() {
-    char t[] = "/tmp/p2pnode-boot-XXXXXX";
-    dir = ::mkdtemp(t);
-  }
-  ~Root() { fs::remove_all(dir); }
+  p2pnode::test::TempDir tmp{"boot"};
+  fs::path dir = tmp.path();
   void write(const std::string& rel, const std::string& text) const {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel) << text;

@@ -1,6 +1,7 @@
 // move_tree: rename where it can, copy and remove across mounts (the units' ProtectSystem=strict
 // bind mounts make /usr/src and /var/lib/p2pnode different mounts: rename fails with EXDEV).
 #include "lifecycle/dkms_run.hpp"
+#include "unit/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -32,12 +33,11 @@ void expect_moved(const fs::path& from, const fs::path& to) {
 }
 
 TEST(MoveTree, RenamesWithinAFileSystem) {
-  const fs::path base = fs::temp_directory_path() / "p2pnode-move-tree-same";
-  fs::remove_all(base);
+  const p2pnode::test::TempDir scratch("move-tree-same");
+  const fs::path base = scratch.path();
   const auto from = make_tree(base / "a");
   ASSERT_TRUE(move_tree(from, base / "b"));
   expect_moved(from, base / "b");
-  fs::remove_all(base);
 }
 
 TEST(MoveTree, CopiesAcrossMounts) {
@@ -46,8 +46,8 @@ TEST(MoveTree, CopiesAcrossMounts) {
   if (stat(shm.c_str(), &a) != 0 || stat(tmp.c_str(), &b) != 0 || a.st_dev == b.st_dev)
     GTEST_SKIP() << "needs /dev/shm and " << tmp << " on different file systems to make rename fail with EXDEV";
   const auto from = make_tree(shm / "p2pnode-move-tree-from");
-  const fs::path to = tmp / "p2pnode-move-tree-to";
-  fs::remove_all(to);
+  const p2pnode::test::TempDir scratch("move-tree-to");
+  const fs::path to = scratch / "to";
   std::error_code ec;
   fs::rename(from, to, ec);
   ASSERT_EQ(ec, std::errc::cross_device_link) << "rename did not fail across the mounts: " << ec.message();
@@ -58,7 +58,6 @@ TEST(MoveTree, CopiesAcrossMounts) {
   ASSERT_TRUE(move_tree(shm / "p2pnode-move-tree-file.ko", to / "file.ko"));
   EXPECT_FALSE(fs::exists(shm / "p2pnode-move-tree-file.ko"));
   EXPECT_TRUE(fs::exists(to / "file.ko"));
-  fs::remove_all(to);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "checks/check.hpp"
 #include "engine/metrics.hpp"
 #include "probe/probe.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::lifecycle {
 namespace {
@@ -66,12 +67,8 @@ TEST(NextKernel, ReadsTheStagedPatchesAndTheirMatch) {
 }
 
 struct Root {
-  fs::path dir;
-  Root() {
-    char t[] = "/tmp/p2pnode-next-XXXXXX";
-    dir = ::mkdtemp(t);
-  }
-  ~Root() { fs::remove_all(dir); }
+  p2pnode::test::TempDir tmp{"next"};
+  fs::path dir = tmp.path();
 };
 
 TEST(NextKernel, FindsTheCandidateOfTheInstalledMetapackage) {

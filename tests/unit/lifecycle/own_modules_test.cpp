@@ -6,18 +6,15 @@
 #include <fstream>
 
 #include "lifecycle/own_modules.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::lifecycle {
 namespace {
 namespace fs = std::filesystem;
 
 struct ModulesBox {
-  fs::path dir;
-  ModulesBox() {
-    char tmpl[] = "/tmp/p2pnode-own-modules-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  ~ModulesBox() { fs::remove_all(dir); }
+  p2pnode::test::TempDir tmp{"own-modules"};
+  fs::path dir = tmp.path();
   void write(const std::string& rel, const std::string& text) const {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel, std::ios::binary) << text;

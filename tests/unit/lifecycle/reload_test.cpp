@@ -5,6 +5,7 @@
 
 #include "lifecycle/reload.hpp"
 #include "lifecycle/verify.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::lifecycle {
 namespace {
@@ -133,8 +134,8 @@ TEST(Reload, WrongModuleOnDiskRefuses) {
 }
 
 TEST(Reload, FindsHoldersFromProcFd) {
-  char tmpl[] = "/tmp/p2pnode-reload-XXXXXX";
-  const fs::path dir = ::mkdtemp(tmpl);
+  const p2pnode::test::TempDir scratch("reload");
+  const fs::path dir = scratch.path();
   for (const auto& [pid, comm, target] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"1234", "python3", "/dev/nvidia0"}, {"77", "bash", "/dev/pts/0"}, {"99", "nvidia-persiste", "/dev/nvidiactl"}}) {
     fs::create_directories(dir / "proc" / pid / "fd");
@@ -150,7 +151,6 @@ TEST(Reload, FindsHoldersFromProcFd) {
   EXPECT_EQ(h[1].pid, 1234);
   EXPECT_EQ(h[1].files, (std::vector<std::string>{"/dev/nvidia0"}));
   EXPECT_EQ(describe(h), "99 (nvidia-persiste), 1234 (python3)");
-  fs::remove_all(dir);
 }
 
 TEST(Verify, ApiMismatchOnlySinceTheLastLoad) {

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "lifecycle/tree_rules.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::lifecycle {
 namespace {
@@ -50,12 +51,8 @@ TEST(TreeRules, LinksResolveThroughEveryLinkOnTheWay) {
 }
 
 struct TreeBox {
-  fs::path dir;
-  TreeBox() {
-    char tmpl[] = "/tmp/p2pnode-tree-rules-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  ~TreeBox() { fs::remove_all(dir); }
+  p2pnode::test::TempDir tmp{"tree-rules"};
+  fs::path dir = tmp.path();
   void write(const std::string& rel, const std::string& text) const {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel, std::ios::binary) << text;

@@ -9,6 +9,7 @@
 
 #include "lifecycle/dkms_run.hpp"
 #include "sys/command_runner.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::lifecycle {
 namespace {
@@ -23,8 +24,8 @@ TEST(Unpack, TarRunsWithoutOwnersAndPermissions) {
 
 // A tarball whose file is setuid root: unpacked as apply unpacks it, no file keeps a set-id bit.
 TEST(Unpack, ATarballWithASetuidFileIsNeutralised) {
-  char tmpl[] = "/tmp/p2pnode-unpack-XXXXXX";
-  const fs::path dir = ::mkdtemp(tmpl);
+  const p2pnode::test::TempDir scratch("unpack");
+  const fs::path dir = scratch.path();
   fs::create_directories(dir / "out");
   // The archive's member says mode 4755 and owner root: python's tarfile writes it as given.
   const std::string make = "/usr/bin/python3 -c \"import tarfile, io\n"
@@ -49,7 +50,6 @@ TEST(Unpack, ATarballWithASetuidFileIsNeutralised) {
     ASSERT_EQ(::lstat((dir / f).c_str(), &st), 0) << f;
     EXPECT_EQ(st.st_mode & (S_ISUID | S_ISGID), 0u) << f;
   }
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "nvidia/version.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::lifecycle {
 namespace {
@@ -18,11 +19,10 @@ namespace fs = std::filesystem;
 constexpr const char* kWant = "550.90.07";
 
 struct LoadedBox {
-  fs::path dir;
+  p2pnode::test::TempDir tmp{"verify"};
+  fs::path dir = tmp.path();
   sys::ScriptedRunner runner;
   explicit LoadedBox(const std::string& loaded = kWant) {
-    char tmpl[] = "/tmp/p2pnode-verify-XXXXXX";
-    dir = ::mkdtemp(tmpl);
     write("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  " + loaded +
                                              "  Release Build  (tiny@tiny14)  Mon Jun 17 2024\nGCC version:  gcc 12\n");
     write("sys/module/nvidia/version", loaded + "\n");
@@ -32,7 +32,6 @@ struct LoadedBox {
     runner.on({"modinfo", "-F", "srcversion"}, sys::exited_with(0, "C7943CB1D55185A98F0A163\n"));
     runner.on({"journalctl"}, sys::exited_with(0, "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  " + loaded + "\n"));
   }
-  ~LoadedBox() { fs::remove_all(dir); }
   void write(const std::string& rel, const std::string& text) const {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel, std::ios::binary) << text;

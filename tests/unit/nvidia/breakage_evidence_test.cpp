@@ -14,6 +14,7 @@
 
 #include "nvidia/breakage.hpp"
 #include "nvidia/forecast.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::nvidia {
 namespace {
@@ -103,9 +104,8 @@ TEST(BreakageEvidence, AnEntryWithoutEvidenceIsNamedAndAClaimNeedsItsSource) {
 TEST(BreakageEvidence, EveryTagClaimHoldsOnTheTagsOwnSource) {
   const fs::path archive = fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures/nvidia-tags.tar.xz";
   ASSERT_TRUE(fs::is_regular_file(archive)) << archive;
-  const fs::path dir = fs::temp_directory_path() / ("p2pnode-nvidia-tags-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const p2pnode::test::TempDir scratch("nvidia-tags");
+  const fs::path dir = scratch.path();
   ASSERT_EQ(std::system(("tar -xJf '" + archive.string() + "' -C '" + dir.string() + "'").c_str()), 0);
   int checked = 0;
   for (const auto& b : builtin_breakages()) {
@@ -123,7 +123,6 @@ TEST(BreakageEvidence, EveryTagClaimHoldsOnTheTagsOwnSource) {
     for (const auto& c : b.affected) hold(c, true);
     for (const auto& c : b.fixed) hold(c, false);
   }
-  fs::remove_all(dir);
   EXPECT_GE(checked, 50);
 }
 

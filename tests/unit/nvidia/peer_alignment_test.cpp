@@ -11,6 +11,7 @@
 #include "probe/probe.hpp"
 #include "sys/sysroot.hpp"
 #include "unit/source_files.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::nvidia;
@@ -83,8 +84,8 @@ TEST(PeerAlignment, OneMatisseRootComplexWithTwoGpusIsX570) {
 }
 
 TEST(PeerAlignment, TheProbeReadsEveryTreeInUsrSrc) {
-  char tmpl[] = "/tmp/p2pnode-align-XXXXXX";
-  const std::filesystem::path dir = ::mkdtemp(tmpl);
+  const p2pnode::test::TempDir scratch("align");
+  const std::filesystem::path dir = scratch.path();
   auto put = [&](const std::string& tree, const std::string& text) {
     const auto f = dir / "usr/src" / tree / std::string(kPeerAlignmentFile);
     std::filesystem::create_directories(f.parent_path());
@@ -95,7 +96,6 @@ TEST(PeerAlignment, TheProbeReadsEveryTreeInUsrSrc) {
   put("nvidia-p2p-1.0", "nothing here");
   std::filesystem::create_directories(dir / "usr/src/linux-headers-6.1.0-56-common");
   const auto s = probe::probe_nvidia_driver(sys::SysRoot(dir));
-  std::filesystem::remove_all(dir);
   ASSERT_EQ(s.peer_alignment.size(), 3u);
   EXPECT_EQ(s.peer_alignment.at("/usr/src/nvidia-p2p-550.90.07"), std::optional<bool>(true));
   EXPECT_EQ(s.peer_alignment.at("/usr/src/nvidia-p2p-565.57.01"), std::optional<bool>(false));

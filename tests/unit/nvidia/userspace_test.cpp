@@ -2,6 +2,7 @@
 // the generated root whose libcuda lives in /opt/nvidia/lib64 (tests/fixtures/ldcache/nvidia-opt),
 // temp-dir roots, and a ScriptedRunner playing ldconfig and nvidia-smi.
 #include "nvidia/userspace.hpp"
+#include "unit/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,12 +16,8 @@ namespace fs = std::filesystem;
 const fs::path kOpt = fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures/ldcache/nvidia-opt";
 
 struct TempRoot {
-  fs::path dir;
-  TempRoot() {
-    char tmpl[] = "/tmp/p2pnode-userspace-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  ~TempRoot() { fs::remove_all(dir); }
+  p2pnode::test::TempDir tmp{"userspace"};
+  fs::path dir = tmp.path();
   void write(const std::string& rel, const std::string& text) {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel) << text;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "probe/nvme.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::nvme {
 namespace {
@@ -94,8 +95,8 @@ TEST(NvmeSafety, UnmountedExt4IsData) {
 // never unbound, wipe_ok or not.
 TEST(NvmeSafety, AProcessHoldingTheDeviceOpenRefusesEvenWithWipeOk) {
   const fs::path src = fs::path(P2PNODE_SOURCE_DIR) / "tests/fixtures/blockdev/clean";
-  const fs::path dir = fs::temp_directory_path() / ("p2pnode-nvme-open-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const p2pnode::test::TempDir scratch("nvme-open");
+  const fs::path dir = scratch / "root";
   fs::copy(src, dir, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   fs::create_directories(dir / "proc/4242/fd");
   std::ofstream(dir / "proc/4242/comm") << "qemu-system-x86\n";
@@ -108,7 +109,6 @@ TEST(NvmeSafety, AProcessHoldingTheDeviceOpenRefusesEvenWithWipeOk) {
   EXPECT_FALSE(d.safe);
   EXPECT_EQ(joined(d.reasons), "nvme1n1 is open in process 4242 (qemu-system-x86)\n");
   EXPECT_NE(describe_refusal(use, d).find("stop what holds it"), std::string::npos);
-  fs::remove_all(dir);
 }
 
 }  // namespace

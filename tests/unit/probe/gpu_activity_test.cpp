@@ -1,6 +1,7 @@
 // probe/gpu_activity: the scheduler's answer from its command's exit status or its busy file, and
 // the agent asked with --processes, through the two seams (a scripted runner, a recorded root).
 #include "probe/gpu_activity.hpp"
+#include "unit/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -15,9 +16,9 @@ using namespace p2pnode;
 
 namespace {
 struct Root {
-  fs::path dir = fs::temp_directory_path() / ("p2pnode-activity-" + std::to_string(::getpid()));
+  p2pnode::test::TempDir tmp{"activity"};
+  fs::path dir = tmp.path();
   Root() { fs::create_directories(dir / "run"); fs::create_directories(dir / "proc"); }
-  ~Root() { fs::remove_all(dir); }
 };
 SchedulerSpec command(std::vector<std::string> argv) {
   SchedulerSpec s;

@@ -13,6 +13,7 @@
 #include "checks/check.hpp"
 #include "profile/loader.hpp"
 #include "unit/fixture_inventory.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace p2pnode;
 namespace fs = std::filesystem;
@@ -26,17 +27,14 @@ using p2pnode::test_files::probe_fixture;
 class DamagedCopy : public ::testing::Test {
  protected:
   void copy(const std::string& name) {
-    dir_ = fs::temp_directory_path() / ("p2pnode-probe-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = tmp_ / name;
     fs::remove_all(dir_);
     fs::copy(kFixtures / name, dir_, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
   }
   void put(const std::string& rel, const std::string& text) {
     std::ofstream(dir_ / rel, std::ios::binary | std::ios::trunc) << text;
   }
+  p2pnode::test::TempDir tmp_{"probe"};
   fs::path dir_;
 };
 

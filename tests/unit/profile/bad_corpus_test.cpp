@@ -13,6 +13,7 @@
 
 #include "profile/loader.hpp"
 #include "unit/source_files.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using p2pnode::profile::load_profile_file;
@@ -81,7 +82,8 @@ TEST(BadProfileCorpus, EveryExpectedFileHasItsCase) {
 
 // A 10 MB file is refused before YAML parsing, never read into a parser (generated, not committed).
 TEST(BadProfileCorpus, HugeFileIsRefusedWithItsSize) {
-  const fs::path dir = fs::temp_directory_path() / ("p2pnode-huge-" + std::to_string(::getpid()));
+  const p2pnode::test::TempDir scratch("huge");
+  const fs::path dir = scratch.path();
   fs::create_directories(dir);
   const fs::path file = dir / "huge.yaml";
   {
@@ -102,7 +104,6 @@ TEST(BadProfileCorpus, HugeFileIsRefusedWithItsSize) {
   ASSERT_FALSE(t.profile);
   EXPECT_EQ(t.diagnostics.list().front().format(),
             "huge.yaml: the file is " + std::to_string(size) + " bytes; a profile is at most 1048576 bytes");
-  fs::remove_all(dir);
 }
 
 TEST(BadProfileCorpus, JustUnderTheLimitStillLoads) {
@@ -110,7 +111,8 @@ TEST(BadProfileCorpus, JustUnderTheLimitStillLoads) {
   const std::string filler = "# " + std::string(1000, 'y') + "\n";
   while (text.size() + filler.size() < (1u << 20)) text += filler;
   const auto r = load_profile_text(text, "big.yaml");
-  EXPECT_TRUE(r.profile) << r.diagnostics.format();
+  ASSERT_TRUE(r.profile) << r.diagnostics.format();
+  EXPECT_EQ(r.profile->name, "big");
 }
 
 TEST(BadProfileCorpus, MissingFileSaysSo) {

@@ -31,7 +31,8 @@ TEST(InputRules, ControlCharactersAnywhereAreRefused) {
 
 TEST(InputRules, ADescriptionMayHoldNewlines) {
   const auto r = load_profile_text(kHead + "  description: |\n    two\n    lines\n", "p.yaml");
-  EXPECT_TRUE(r.profile) << r.diagnostics.format();
+  ASSERT_TRUE(r.profile) << r.diagnostics.format();
+  EXPECT_EQ(r.profile->description, "two\nlines\n");
 }
 
 TEST(InputRules, EachFieldHasItsGrammar) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include "unit/source_files.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::profile;
@@ -129,7 +130,8 @@ TEST(ProfileLoader, DiagnosticPositionsAreOneBased) {
 }
 
 TEST(ProfileLoader, DuplicateProfileNamesInADirectory) {
-  const fs::path dir = fs::temp_directory_path() / ("p2pnode-dup-" + std::to_string(::getpid()));
+  const p2pnode::test::TempDir scratch("dup");
+  const fs::path dir = scratch.path();
   fs::create_directories(dir);
   fs::copy_file(kSrc / "tests/profiles/two-4090.yaml", dir / "a.yaml");
   fs::copy_file(kSrc / "tests/profiles/two-4090.yaml", dir / "b.yml");

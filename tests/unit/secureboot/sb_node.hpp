@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "probe/probe.hpp"
+#include "unit/temp_dir.hpp"
 
 namespace p2pnode::sbtest {
 namespace fs = std::filesystem;
@@ -53,12 +54,8 @@ inline EfiBytes der(char tag) {  // a stand-in certificate: the decoders compare
 }
 
 struct Node {
-  fs::path dir;
-  Node() {
-    char t[] = "/tmp/p2pnode-sb-XXXXXX";
-    dir = ::mkdtemp(t);
-  }
-  ~Node() { fs::remove_all(dir); }
+  p2pnode::test::TempDir tmp{"sb"};
+  fs::path dir = tmp.path();
   void write(const std::string& rel, const EfiBytes& b) const {
     fs::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));

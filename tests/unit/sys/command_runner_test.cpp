@@ -1,5 +1,6 @@
 // ProcessRunner on real /bin/sh children, and the ScriptedRunner test double.
 #include "sys/command_runner.hpp"
+#include "unit/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -39,10 +40,6 @@ bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds lim
     std::this_thread::sleep_for(5ms);
   }
   return cond();
-}
-
-std::string temp_file(const std::string& name) {
-  return (fs::temp_directory_path() / ("p2pnode-runner-" + std::to_string(::getpid()) + "-" + name)).string();
 }
 }  // namespace
 
@@ -85,8 +82,8 @@ TEST(ProcessRunner, MissingProgram) {
 
 TEST(ProcessRunner, TimeoutKillsTheWholeGroupIncludingAGrandchild) {
   ProcessRunner r;
-  const std::string pidfile = temp_file("grandchild");
-  fs::remove(pidfile);
+  const p2pnode::test::TempDir tmp("runner");
+  const std::string pidfile = (tmp / "grandchild").string();
   const auto t0 = std::chrono::steady_clock::now();
   const auto res = r.run(sh("sleep 30 & echo $! > " + pidfile + "; sleep 30", 300ms));
   const auto took = std::chrono::steady_clock::now() - t0;
@@ -100,7 +97,6 @@ TEST(ProcessRunner, TimeoutKillsTheWholeGroupIncludingAGrandchild) {
   in >> grandchild;
   ASSERT_GT(grandchild, 0);
   EXPECT_TRUE(eventually([&] { return dead(grandchild); })) << "grandchild " << grandchild << " survived";
-  fs::remove(pidfile);
 }
 
 TEST(ProcessRunner, TimeoutHoldsWhenTheChildClosesItsOutput) {

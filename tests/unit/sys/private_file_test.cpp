@@ -1,5 +1,6 @@
 // Secrets are checked on the descriptor that reads them (sys/private_file.hpp).
 #include "sys/private_file.hpp"
+#include "unit/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,12 +13,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Dir {
-  fs::path p;
-  Dir() {
-    char tmpl[] = "/tmp/p2pnode-private-XXXXXX";
-    p = ::mkdtemp(tmpl);
-  }
-  ~Dir() { fs::remove_all(p); }
+  p2pnode::test::TempDir tmp{"private"};
+  fs::path p = tmp.path();
   fs::path write(const std::string& name, const std::string& text, fs::perms mode) const {
     std::ofstream(p / name) << text;
     fs::permissions(p / name, mode);

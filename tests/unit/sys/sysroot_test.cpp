@@ -1,6 +1,7 @@
 // SysRoot on temporary trees: paths stay inside the root, links that leave it are refused,
 // atomic writes leave neither temp files nor half-written files, every write is counted.
 #include "sys/sysroot.hpp"
+#include "unit/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -19,17 +20,13 @@ namespace {
 class TempRoot : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("p2pnode-sysroot-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = tmp_.path();
     fs::create_directories(dir_ / "sys/devices/pci0000:00/0000:00:01.0");
     fs::create_directories(dir_ / "sys/bus/pci/devices");
     fs::create_directories(dir_ / "etc/default");
     put("sys/devices/pci0000:00/0000:00:01.0/vendor", "0x10de\n");
     fs::create_directory_symlink("../../../devices/pci0000:00/0000:00:01.0", dir_ / "sys/bus/pci/devices/0000:00:01.0");
   }
-  void TearDown() override { fs::remove_all(dir_); }
   void put(const std::string& rel, const std::string& text) { std::ofstream(dir_ / rel, std::ios::binary) << text; }
   std::string get(const std::string& rel) {
     std::ifstream in(dir_ / rel, std::ios::binary);
@@ -43,6 +40,7 @@ class TempRoot : public ::testing::Test {
     std::sort(out.begin(), out.end());
     return out;
   }
+  p2pnode::test::TempDir tmp_{"sysroot"};
   fs::path dir_;
 };
 }  // namespace

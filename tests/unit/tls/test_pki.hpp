@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 
+#include "unit/temp_dir.hpp"
+
 namespace p2pnode::test {
 
 struct TestPem {
@@ -66,18 +68,5 @@ inline void write_file(const std::filesystem::path& p, const std::string& text, 
   std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
   std::filesystem::permissions(p, mode);
 }
-
-// A fresh directory under the temp dir, removed at the end of the test.
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& tag) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / ("p2pnode-" + tag + "-XXXXXX")).string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 }  // namespace p2pnode::test
