@@ -5,7 +5,7 @@ CMAKE_FLAGS ?= -DP2PNODE_WERROR=ON
 RUN_FIXTURE ?= tests/fixtures/tinybox-6x4090-bios-default
 CTEST_ARGS ?=
 
-.PHONY: all deps test-deps build run test bench deb clean
+.PHONY: all deps test-deps build run test bench deb clean format
 
 all: build
 
@@ -58,3 +58,7 @@ endif
 
 clean:
 	rm -rf $(BUILD)
+
+# Lays out the C++ and CUDA sources with .clang-format (clang-format 16 or newer).
+format:
+	@scripts/format.sh
