@@ -131,59 +131,8 @@ class DriverModule final : public Action {
     if (!ctx.profile.driver || !ctx.profile.driver->kernel_module) return {};
     const auto t = lifecycle::module_target(*ctx.profile.driver);
     const std::string subject = t.dkms_id();
-    // Before any download: a branch that cannot drive these GPUs would build for minutes, then fail at load.
-    if (const auto not_driven = nvidia::gpus_not_driven(inv, ctx.profile.driver->version); !not_driven.empty()) {
-      StepResult r{"driver.module", subject, StepOutcome::refused,
-                   "refused before any download or build: " + not_driven.front(), {{"not_driven", not_driven}},
-                   json::object(), 0};
-      ctx.log("driver.module", subject, "refused: " + r.message);
-      return {r};
-    }
-    if (const auto without = nvidia::gpus_without_p2p(inv, ctx.profile.driver->version); !without.empty()) {
-      StepResult r{"driver.module", subject, StepOutcome::refused, "refused before any download or build: " + without.front(),
-                   {{"without_p2p", without}}, json::object(), 0};
-      ctx.log("driver.module", subject, "refused: " + r.message);
-      return {r};
-    }
-    if (const auto why = secureboot::build_refusal(inv.secure_boot)) {
-      // No key yet: make it now, so that the operator can enrol it before the first build.
-      std::string message = "refused before any download or build: " + *why;
-      if (secureboot::decide_signing(inv.secure_boot).trust == secureboot::Trust::no_key) {
-        const auto k = make_signing_key(ctx.root, ctx.runner, inv.secure_boot);
-        ctx.log("driver.module", subject, k.message);
-        if (k.made)
-          message = "refused before any download or build: Secure Boot is on and the kernel does not trust DKMS's key "
-                    "yet; " + k.message + ". Enrol it: mokutil --import " + inv.secure_boot.cert_path +
-                    " (it asks for a one-time password), reboot, and at the MokManager screen choose Enroll MOK, "
-                    "Continue, Yes and type that password (only a person at the console can), then apply again";
-        else
-          message += " (" + k.message + ")";
-      }
-      StepResult r{"driver.module", subject, StepOutcome::refused, message,
-                   {{"secure_boot", secureboot::to_string(secureboot::decide_signing(inv.secure_boot).trust)}}, json::object(), 0};
-      ctx.log("driver.module", subject, "refused: " + r.message);
-      return {r};
-    }
-    // A known breakage the profile does not fix would stop the build after minutes: refused before any
-    // download where the staged source confirms it, else after staging (the source read), before any build.
-    if (nvidia::staged_source_tests(inv, *ctx.profile.driver))
-      if (const auto stops = nvidia::build_stops(inv, *ctx.profile.driver); !stops.empty()) {
-        StepResult r{"driver.module", subject, StepOutcome::refused, "refused before any download or build: " + stops.front(),
-                     {{"build_stops", stops}}, json::object(), 0};
-        ctx.log("driver.module", subject, "refused: " + r.message);
-        return {r};
-      }
-    // The profile's own signing key: DKMS is pointed at it before it builds anything.
-    if (const auto& sg = ctx.profile.driver->kernel_module->signing) {
-      const auto w = point_dkms_at(ctx.root, *sg);
-      if (!w) {
-        StepResult r{"driver.module", subject, StepOutcome::failed, "before any build: " + w.error().message, json::object(),
-                     json::object(), 0};
-        ctx.log("driver.module", subject, r.message);
-        return {r};
-      }
-      if (*w) ctx.log("driver.module", subject, "DKMS signs with the profile's key: wrote " + std::string(kSigningDropIn));
-    }
+    if (auto r = refuse_before_download(ctx, inv, subject)) return {*r};
+    if (auto r = point_dkms_at_profile_key(ctx, subject)) return {*r};
     // The .run installer's copies would load instead of what DKMS builds: moved aside (backed up) first.
     const auto moved = move_shadowing_modules(ctx.root, inv);
     if (!moved) {
@@ -201,6 +150,69 @@ class DriverModule final : public Action {
     if (!moved->empty()) r.after["moved_aside"] = *moved;
     ctx.log("driver.module", subject, std::string(to_string(r.outcome)) + ": " + r.message);
     return {r};
+  }
+
+ private:
+  // What refuses the module before any download, logged: GPUs this branch cannot drive or give P2P,
+  // Secure Boot without a trusted key, a known breakage the staged source confirms.
+  static std::optional<StepResult> refuse_before_download(ApplyContext& ctx, const Inventory& inv,
+                                                          const std::string& subject) {
+    const auto refused = [&](std::string message, json before) {
+      StepResult r{"driver.module", subject, StepOutcome::refused, std::move(message), std::move(before),
+                   json::object(), 0};
+      ctx.log("driver.module", subject, "refused: " + r.message);
+      return r;
+    };
+    // Before any download: a branch that cannot drive these GPUs would build for minutes, then fail at load.
+    if (const auto not_driven = nvidia::gpus_not_driven(inv, ctx.profile.driver->version); !not_driven.empty())
+      return refused("refused before any download or build: " + not_driven.front(), {{"not_driven", not_driven}});
+    if (const auto without = nvidia::gpus_without_p2p(inv, ctx.profile.driver->version); !without.empty())
+      return refused("refused before any download or build: " + without.front(), {{"without_p2p", without}});
+    if (const auto why = secureboot::build_refusal(inv.secure_boot)) {
+      std::string message = secure_boot_refusal(ctx, inv, subject, *why);
+      return refused(std::move(message),
+                     {{"secure_boot", secureboot::to_string(secureboot::decide_signing(inv.secure_boot).trust)}});
+    }
+    // A known breakage the profile does not fix would stop the build after minutes: refused before any
+    // download where the staged source confirms it, else after staging (the source read), before any build.
+    if (nvidia::staged_source_tests(inv, *ctx.profile.driver))
+      if (const auto stops = nvidia::build_stops(inv, *ctx.profile.driver); !stops.empty())
+        return refused("refused before any download or build: " + stops.front(), {{"build_stops", stops}});
+    return std::nullopt;
+  }
+
+  // Secure Boot refuses the build. No key yet: make it now, so that the operator can enrol it before
+  // the first build.
+  static std::string secure_boot_refusal(ApplyContext& ctx, const Inventory& inv, const std::string& subject,
+                                         const std::string& why) {
+    std::string message = "refused before any download or build: " + why;
+    if (secureboot::decide_signing(inv.secure_boot).trust == secureboot::Trust::no_key) {
+      const auto k = make_signing_key(ctx.root, ctx.runner, inv.secure_boot);
+      ctx.log("driver.module", subject, k.message);
+      if (k.made)
+        message = "refused before any download or build: Secure Boot is on and the kernel does not trust DKMS's key "
+                  "yet; " + k.message + ". Enrol it: mokutil --import " + inv.secure_boot.cert_path +
+                  " (it asks for a one-time password), reboot, and at the MokManager screen choose Enroll MOK, "
+                  "Continue, Yes and type that password (only a person at the console can), then apply again";
+      else
+        message += " (" + k.message + ")";
+    }
+    return message;
+  }
+
+  // The profile's own signing key: DKMS is pointed at it before it builds anything.
+  static std::optional<StepResult> point_dkms_at_profile_key(ApplyContext& ctx, const std::string& subject) {
+    const auto& sg = ctx.profile.driver->kernel_module->signing;
+    if (!sg) return std::nullopt;
+    const auto w = point_dkms_at(ctx.root, *sg);
+    if (!w) {
+      StepResult r{"driver.module", subject, StepOutcome::failed, "before any build: " + w.error().message, json::object(),
+                   json::object(), 0};
+      ctx.log("driver.module", subject, r.message);
+      return r;
+    }
+    if (*w) ctx.log("driver.module", subject, "DKMS signs with the profile's key: wrote " + std::string(kSigningDropIn));
+    return std::nullopt;
   }
 };
 
