@@ -115,6 +115,86 @@ Result<fs::path> built_object(const fs::path& dir, std::string_view object) {
 
 }  // namespace
 
+namespace {
+// The scratch copy of the staged tree and core-build/ once it is empty.
+void drop_core_scratch(const sys::SysRoot& root, const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(root.host_path(dir), ec);
+  fs::remove(root.host_path(dir.substr(0, dir.rfind('/'))), ec);
+}
+
+// The staged tree copied to `scratch` with the patches that touch the core applied: the staged tree
+// stays as DKMS will take it. On failure the copy is gone.
+Status core_scratch_copy(const sys::SysRoot& root, Runner& run, const Staged& s, const std::string& scratch) {
+  drop_core_scratch(root, scratch);
+  if (auto st = copy_tree(root.host_path(s.dir), root.host_path(scratch)); !st) {
+    drop_core_scratch(root, scratch);
+    return st.error();
+  }
+  for (auto i : s.core.apply) {
+    const std::string name = s.patches[i].substr(s.patches[i].rfind('/') + 1);
+    auto r = run.run("core patch " + name, {"patch", "-p1", "--batch", "--forward", "-d", root.host_path(scratch).string(), "-i",
+                                             root.host_path(s.patches[i]).string()},
+                     std::chrono::minutes(5), false);
+    if (!r.success()) {
+      drop_core_scratch(root, scratch);
+      return Error{"patch " + name + " does not apply to the core: patch " + r.describe() + ": " + dkms::tail_lines(r.out + r.err, 5)};
+    }
+  }
+  return {};
+}
+
+// Each core object built in the scratch copy and copied into `tmp`: their sha256 by name. On failure
+// the scratch copy and `tmp` are gone and the error names the first compiler error and the log.
+Result<json> build_core_objects(const sys::SysRoot& root, Runner& run, const std::string& scratch, const std::string& tmp,
+                                const std::string& log_path) {
+  std::error_code ec;
+  (void)root.make_dirs(log_path.substr(0, log_path.rfind('/')));
+  std::ofstream log_file(root.host_path(log_path), std::ios::trunc);
+  const auto jobs = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
+  json objects = json::object();
+  for (const auto& o : nvidia::kCoreObjects) {
+    const std::string step = "core build " + std::string(o.dir);
+    auto progress = watch_build(root, log_path, step, run.log());
+    auto r = run.run(step, {"make", "-C", root.host_path(sys::join(scratch, std::string(o.dir))).string(), "-j" + jobs},
+                     std::chrono::hours(2), true, [&](std::string_view line) { log_file << line << '\n' << std::flush; });
+    progress.reset();
+    auto obj = r.success() ? built_object(root.host_path(sys::join(scratch, std::string(o.dir))), o.object)
+                           : Result<fs::path>(Error{"make " + r.describe()});
+    if (obj) fs::copy_file(*obj, root.host_path(sys::join(tmp, std::string(o.object))), ec);
+    if (!obj || ec) {
+      drop_core_scratch(root, scratch);
+      fs::remove_all(root.host_path(tmp), ec);
+      std::string msg = "building " + std::string(o.object) + " (" + std::string(o.dir) + "): " +
+                        (obj ? "copying it: " + ec.message() : obj.error().message);
+      log_file.close();
+      if (auto text = root.read_text(log_path, 16 << 20))
+        if (auto err = dkms::first_compiler_error(*text)) msg += "; first error: " + *err;
+      return Error{msg + "; build log: " + log_path};
+    }
+    auto sha = sha256_file(root, sys::join(tmp, std::string(o.object)));
+    objects[std::string(o.object)] = sha ? *sha : "";
+  }
+  return objects;
+}
+
+// `tmp` (the objects) with its core.json becomes the cache entry `cache`; another build that kept
+// the same core first wins.
+Status keep_core(const sys::SysRoot& root, const std::string& tmp, const std::string& cache, const std::string& key,
+                 const json& info) {
+  std::error_code ec;
+  if (auto st = root.write_file_atomic(sys::join(tmp, "core.json"), json_text(info, 2) + "\n"); !st) return st.error();
+  if (!cached(root, cache, key)) fs::remove_all(root.host_path(cache), ec);  // a damaged one
+  fs::rename(root.host_path(tmp), root.host_path(cache), ec);
+  if (ec && cached(root, cache, key)) {  // the other build kept the same core first: use that one
+    fs::remove_all(root.host_path(tmp), ec);
+    ec.clear();
+  }
+  if (ec) return Error{"keeping the core in " + cache + ": " + ec.message(), ec.value()};
+  return {};
+}
+}  // namespace
+
 Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const Staged& s, const std::string& source_sha256,
                                   const std::string& log_path) {
   auto in = inputs(root, run, s, source_sha256);
@@ -132,75 +212,25 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
     return out;
   }
 
-  // Build it in a scratch copy: the staged tree stays as DKMS will take it.
-  auto drop = [&](const std::string& dir) {  // the scratch copy, and core-build/ once empty
-    fs::remove_all(root.host_path(dir), ec);
-    fs::remove(root.host_path(dir.substr(0, dir.rfind('/'))), ec);
-  };
   const std::string scratch = std::string(kStateDir) + "/core-build/" + s.dir.substr(s.dir.rfind('/') + 1);
-  drop(scratch);
-  if (auto st = copy_tree(root.host_path(s.dir), root.host_path(scratch)); !st) {
-    drop(scratch);
-    return st.error();
-  }
-  for (auto i : s.core.apply) {
-    const std::string name = s.patches[i].substr(s.patches[i].rfind('/') + 1);
-    auto r = run.run("core patch " + name, {"patch", "-p1", "--batch", "--forward", "-d", root.host_path(scratch).string(), "-i",
-                                             root.host_path(s.patches[i]).string()},
-                     std::chrono::minutes(5), false);
-    if (!r.success()) {
-      drop(scratch);
-      return Error{"patch " + name + " does not apply to the core: patch " + r.describe() + ": " + dkms::tail_lines(r.out + r.err, 5)};
-    }
-  }
-  (void)root.make_dirs(log_path.substr(0, log_path.rfind('/')));
-  std::ofstream log_file(root.host_path(log_path), std::ios::trunc);
-  const auto jobs = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
+  if (auto st = core_scratch_copy(root, run, s, scratch); !st) return st.error();
   const auto start = std::chrono::steady_clock::now();
-  json objects = json::object();
   (void)root.make_dirs(kCoreCacheDir);
   // Another package with the same source may be building the same core: each its own tmp directory.
   const std::string tmp = sys::join(std::string(kCoreCacheDir), "." + out.key + "." + std::to_string(::getpid()) + ".tmp");
   fs::remove_all(root.host_path(tmp), ec);
   fs::create_directories(root.host_path(tmp), ec);
-  for (const auto& o : nvidia::kCoreObjects) {
-    const std::string step = "core build " + std::string(o.dir);
-    auto progress = watch_build(root, log_path, step, run.log());
-    auto r = run.run(step, {"make", "-C", root.host_path(sys::join(scratch, std::string(o.dir))).string(), "-j" + jobs},
-                     std::chrono::hours(2), true, [&](std::string_view line) { log_file << line << '\n' << std::flush; });
-    progress.reset();
-    auto obj = r.success() ? built_object(root.host_path(sys::join(scratch, std::string(o.dir))), o.object)
-                           : Result<fs::path>(Error{"make " + r.describe()});
-    if (obj) fs::copy_file(*obj, root.host_path(sys::join(tmp, std::string(o.object))), ec);
-    if (!obj || ec) {
-      drop(scratch);
-      fs::remove_all(root.host_path(tmp), ec);
-      std::string msg = "building " + std::string(o.object) + " (" + std::string(o.dir) + "): " +
-                        (obj ? "copying it: " + ec.message() : obj.error().message);
-      log_file.close();
-      if (auto text = root.read_text(log_path, 16 << 20))
-        if (auto err = dkms::first_compiler_error(*text)) msg += "; first error: " + *err;
-      return Error{msg + "; build log: " + log_path};
-    }
-    auto sha = sha256_file(root, sys::join(tmp, std::string(o.object)));
-    objects[std::string(o.object)] = sha ? *sha : "";
-  }
-  drop(scratch);
+  auto objects = build_core_objects(root, run, scratch, tmp, log_path);
+  if (!objects) return objects.error();
+  drop_core_scratch(root, scratch);
   const std::string took = seconds(std::chrono::steady_clock::now() - start);
   char when[32] = "?";
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   const json info = {{"format", kCoreFormat}, {"key", out.key},     {"source_sha256", in->source_sha256},
                      {"patch_sha256", in->patch_sha256}, {"compiler", in->compiler}, {"linker", in->linker},
-                     {"arch", in->arch}, {"objects", objects}, {"built_s", took}, {"built_at", when}};
-  if (auto st = root.write_file_atomic(sys::join(tmp, "core.json"), json_text(info, 2) + "\n"); !st) return st.error();
-  if (!cached(root, cache, out.key)) fs::remove_all(root.host_path(cache), ec);  // a damaged one
-  fs::rename(root.host_path(tmp), root.host_path(cache), ec);
-  if (ec && cached(root, cache, out.key)) {  // the other build kept the same core first: use that one
-    fs::remove_all(root.host_path(tmp), ec);
-    ec.clear();
-  }
-  if (ec) return Error{"keeping the core in " + cache + ": " + ec.message(), ec.value()};
+                     {"arch", in->arch}, {"objects", *objects}, {"built_s", took}, {"built_at", when}};
+  if (auto st = keep_core(root, tmp, cache, out.key, info); !st) return st.error();
   prune(root, out.key);
   if (auto st = place(root, cache, s); !st) return st.error();
   out.message = "built in " + took + " (" + in->compiler + "), kept in " + cache +
