@@ -1,6 +1,6 @@
-#include "core/hex.hpp"
 #include <cstdio>
 #include <set>
+#include "core/hex.hpp"
 
 #include "actions/platform_fixes.hpp"
 #include "core/peers.hpp"
@@ -17,11 +17,14 @@ constexpr std::uint16_t kRedirectBits = 0x003C;  // P2P req/cpl redirect, upstre
 std::vector<const PciDevice*> redirecting_bridges(const Profile& p, const Inventory& inv) {
   std::set<std::string> seen;
   std::vector<const PciDevice*> out;
-  for (const auto& [a, b] : peer_pairs(p, inv))
-      for (const auto& bdf : pci::bridges_between(*a, *b))
-        if (const PciDevice* br = inv.find(bdf); br && br->acs && (br->acs->control & kRedirectBits) &&
-                                                  seen.insert(bdf).second)
-          out.push_back(br);
+  for (const auto& [a, b] : peer_pairs(p, inv)) {
+    for (const auto& bdf : pci::bridges_between(*a, *b)) {
+      if (const PciDevice* br = inv.find(bdf);
+          br && br->acs && (br->acs->control & kRedirectBits) && seen.insert(bdf).second) {
+        out.push_back(br);
+      }
+    }
+  }
   return out;
 }
 
@@ -31,20 +34,24 @@ class AcsFix final : public Action {
 
   std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot&) const override {
     std::vector<Step> steps;
-    if (!p.platform.fix_acs || p.platform.acs != AcsPolicy::disabled) return steps;
+    if (!p.platform.fix_acs || p.platform.acs != AcsPolicy::disabled) { return steps; }
     for (const PciDevice* br : redirecting_bridges(p, inv)) {
       const std::uint16_t want = br->acs->control & static_cast<std::uint16_t>(~kRedirectBits);
-      steps.push_back({"pcie.acs", br->bdf,
-                       "clear ACS P2P redirect and egress control: control " + hex4(br->acs->control) + " -> " + hex4(want),
-                       false, false, {{"control_before", br->acs->control}, {"control_wanted", want}}});
+      steps.push_back(
+          {"pcie.acs",
+           br->bdf,
+           "clear ACS P2P redirect and egress control: control " + hex4(br->acs->control) + " -> " + hex4(want),
+           false,
+           false,
+           {{"control_before", br->acs->control}, {"control_wanted", want}}});
     }
     return steps;
   }
 
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
     std::vector<StepResult> results;
-    if (!ctx.profile.platform.fix_acs) return results;
-    for (const PciDevice* br : redirecting_bridges(ctx.profile, inv)) results.push_back(apply_one(ctx, *br));
+    if (!ctx.profile.platform.fix_acs) { return results; }
+    for (const PciDevice* br : redirecting_bridges(ctx.profile, inv)) { results.push_back(apply_one(ctx, *br)); }
     return results;
   }
 

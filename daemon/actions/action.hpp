@@ -23,8 +23,8 @@ struct ApplyContext {
   // Progress lines (DKMS builds take minutes): the CLI prints them, the daemon journals them.
   std::function<void(std::string_view action, std::string_view subject, std::string_view line)> log =
       [](std::string_view, std::string_view, std::string_view) {};
-  bool once = false;  // boot-time run: no long waits beyond what the step needs
-  bool force_reload = false;  // driver.reload reloads a module that matches (the remediation ladder)
+  bool once = false;              // boot-time run: no long waits beyond what the step needs
+  bool force_reload = false;      // driver.reload reloads a module that matches (the remediation ladder)
   std::vector<std::string> only;  // apply only these action ids (empty: all)
 };
 

@@ -16,46 +16,52 @@ using json = nlohmann::json;
 constexpr std::string_view kModprobeDir = "/etc/modprobe.d/";
 
 struct Blacklisted {
-  std::string file;   // in-root path
-  std::string text;   // its content now
+  std::string file;  // in-root path
+  std::string text;  // its content now
   std::vector<nvidia::BlacklistLine> lines;
 };
 
 struct OptionsState {
   std::string want, have;
   bool exists = false;
-  std::vector<std::string> others;     // other files' nvidia options, and blacklists left alone
-  std::vector<Blacklisted> blacklists; // to disable (driver.conflicts: remove)
+  std::vector<std::string> others;      // other files' nvidia options, and blacklists left alone
+  std::vector<Blacklisted> blacklists;  // to disable (driver.conflicts: remove)
 };
 
 OptionsState options_state(const Profile& p, const sys::SysRoot& root) {
   OptionsState s;
   s.want = render_modprobe_conf(p.driver->module_options);
-  for (const auto& [k, v] : p.driver->module_options)
-    if (!grammar::is_nvreg_key(k) || !grammar::is_nvreg_value(v))
-      s.others.push_back("the profile's option " + k + " is not written: not an NVreg_* name and value modprobe reads as one");
+  for (const auto& [k, v] : p.driver->module_options) {
+    if (!grammar::is_nvreg_key(k) || !grammar::is_nvreg_value(v)) {
+      s.others.push_back("the profile's option " + k +
+                         " is not written: not an NVreg_* name and value modprobe reads as one");
+    }
+  }
   if (auto t = root.read_text(kModprobeConf)) {
     s.exists = true;
     s.have = *t;
   }
   const std::string own = std::string(kModprobeConf).substr(kModprobeDir.size());
   for (const auto& f : root.list_dir(std::string(kModprobeDir))) {
-    if (f == own || f.size() < 5 || f.substr(f.size() - 5) != ".conf") continue;
+    if (f == own || f.size() < 5 || f.substr(f.size() - 5) != ".conf") { continue; }
     const std::string path = std::string(kModprobeDir) + f;
     auto text = root.read_text(path);
-    if (!text) continue;
+    if (!text) { continue; }
     for (const auto& [k, v] : nvidia::parse_modprobe_options(*text, "nvidia")) {
       auto it = p.driver->module_options.find(k);
-      if (it == p.driver->module_options.end() || it->second != v) s.others.push_back(path + " sets " + k + "=" + v);
+      if (it == p.driver->module_options.end() || it->second != v) {
+        s.others.push_back(path + " sets " + k + "=" + v);
+      }
     }
     auto lines = nvidia::find_nvidia_blacklists(*text);
-    if (lines.empty()) continue;
+    if (lines.empty()) { continue; }
     if (p.driver->conflicts == ConflictPolicy::remove) {
       s.blacklists.push_back({path, *text, std::move(lines)});
     } else {
-      for (const auto& l : lines)
+      for (const auto& l : lines) {
         s.others.push_back(path + ":" + std::to_string(l.line) + " '" + l.text +
                            "' keeps nvidia from loading (driver.conflicts: remove would disable it)");
+      }
     }
   }
   return s;
@@ -65,8 +71,9 @@ bool options_in_place(const OptionsState& s) { return s.want == s.have && (s.exi
 
 json describe(const std::vector<Blacklisted>& b) {
   json out = json::array();
-  for (const auto& f : b)
-    for (const auto& l : f.lines) out.push_back(f.file + ":" + std::to_string(l.line) + " " + l.text);
+  for (const auto& f : b) {
+    for (const auto& l : f.lines) { out.push_back(f.file + ":" + std::to_string(l.line) + " " + l.text); }
+  }
   return out;
 }
 
@@ -75,20 +82,28 @@ class DriverOptions final : public Action {
   std::string_view id() const override { return "driver.options"; }
 
   std::vector<Step> plan(const Profile& p, const Inventory&, const sys::SysRoot& root) const override {
-    if (!p.driver) return {};
+    if (!p.driver) { return {}; }
     const auto s = options_state(p, root);
     std::vector<Step> steps;
-    if (!options_in_place(s))
-      steps.push_back(Step{"driver.options", kModprobeConf,
+    if (!options_in_place(s)) {
+      steps.push_back(Step{"driver.options",
+                           kModprobeConf,
                            s.want.empty() ? "remove " + std::string(kModprobeConf) + " (the profile sets no options)"
                                           : "write the profile's options to " + std::string(kModprobeConf) +
                                                 " (takes effect at the next load of nvidia)",
-                           false, false, {{"before", s.have}, {"wanted", s.want}, {"other_files", s.others}}});
-    for (const auto& b : s.blacklists)
-      steps.push_back(Step{"driver.options", b.file,
+                           false,
+                           false,
+                           {{"before", s.have}, {"wanted", s.want}, {"other_files", s.others}}});
+    }
+    for (const auto& b : s.blacklists) {
+      steps.push_back(Step{"driver.options",
+                           b.file,
                            "comment out " + std::to_string(b.lines.size()) + " line(s) of " + b.file +
                                " that keep nvidia from loading (driver.conflicts: remove)",
-                           false, false, {{"lines", describe({b})}}});
+                           false,
+                           false,
+                           {{"lines", describe({b})}}});
+    }
     return steps;
   }
 
@@ -101,7 +116,7 @@ class DriverOptions final : public Action {
       return {r};
     }
     std::vector<StepResult> out{apply_own_file(ctx, s)};
-    for (const auto& b : s.blacklists) out.push_back(disable_blacklist(ctx, b));
+    for (const auto& b : s.blacklists) { out.push_back(disable_blacklist(ctx, b)); }
     return out;
   }
 
@@ -139,10 +154,10 @@ class DriverOptions final : public Action {
     r.after = {{"content", ctx.root.read_text(kModprobeConf).value_or("")}};
     if (!s.others.empty()) {
       r.message += "; other files also configure nvidia (left alone): ";
-      for (std::size_t i = 0; i < s.others.size(); ++i) r.message += (i ? "; " : "") + s.others[i];
+      for (std::size_t i = 0; i < s.others.size(); ++i) { r.message += (i ? "; " : "") + s.others[i]; }
     }
     r.writes = ctx.root.write_count() - w0;
-    if (r.outcome == StepOutcome::changed) ctx.log("driver.options", kModprobeConf, r.message);
+    if (r.outcome == StepOutcome::changed) { ctx.log("driver.options", kModprobeConf, r.message); }
     return r;
   }
 
@@ -171,20 +186,23 @@ class DriverOptions final : public Action {
 
 std::string option_value(std::string v) {
   v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
-  const bool plain = !v.empty() && v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,:-+") ==
-                                       std::string::npos;
+  const bool plain =
+      !v.empty() &&
+      v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,:-+") == std::string::npos;
   return plain ? v : "\"" + v + "\"";
 }
 
 }  // namespace
 
 std::string render_modprobe_conf(const std::map<std::string, std::string>& options) {
-  if (options.empty()) return {};
-  std::string s = "# Written by p2pnode from the profile's driver.options; `p2pnode apply` rewrites it.\noptions nvidia";
+  if (options.empty()) { return {}; }
+  std::string s =
+      "# Written by p2pnode from the profile's driver.options; `p2pnode apply` rewrites it.\noptions nvidia";
   // modprobe.d is not a shell but a line is a directive: an option that is not one word is left out
   // (the loader refuses it first), so no value can start a second line (`install nvidia …`).
-  for (const auto& [k, v] : options)
-    if (grammar::is_nvreg_key(k) && grammar::is_nvreg_value(v)) s += " " + k + "=" + option_value(v);
+  for (const auto& [k, v] : options) {
+    if (grammar::is_nvreg_key(k) && grammar::is_nvreg_value(v)) { s += " " + k + "=" + option_value(v); }
+  }
   return s + "\n";
 }
 

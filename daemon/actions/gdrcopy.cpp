@@ -25,29 +25,40 @@ class GdrcopyModule final : public Action {
 
   std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot& root) const override {
     const auto spec = lifecycle::gdrdrv_spec(p);
-    if (!spec) return {};
+    if (!spec) { return {}; }
     const auto gaps = lifecycle::module_gaps(root, *spec);
-    if (gaps.empty()) return {};
+    if (gaps.empty()) { return {}; }
     const auto t = lifecycle::module_target(*spec);
     const std::string subject = t.dkms_id();
-    if (const auto why = secureboot::build_refusal(inv.secure_boot))
+    if (const auto why = secureboot::build_refusal(inv.secure_boot)) {
       return {Step{id().data(), subject, "refused: " + *why + " (nothing is built)", false, true, {{"gaps", gaps}}}};
+    }
     const auto kernels = lifecycle::kernels_with_headers(root);
-    if (kernels.empty())
-      return {Step{id().data(), subject, "no kernel in /lib/modules has headers: install linux-headers-" + running_kernel(root, inv) +
-                                             ", then apply builds " + subject + " through DKMS",
-                   false, true, {{"gaps", gaps}}}};
+    if (kernels.empty()) {
+      return {Step{id().data(),
+                   subject,
+                   "no kernel in /lib/modules has headers: install linux-headers-" + running_kernel(root, inv) +
+                       ", then apply builds " + subject + " through DKMS",
+                   false,
+                   true,
+                   {{"gaps", gaps}}}};
+    }
     const bool tree_placed = root.exists(nv_p2p_header(*spec));
-    return {Step{id().data(), subject,
-                 "verify gdrcopy's source sha256, place it in " + t.src_dir + " with a generated dkms.conf, then dkms add, "
-                 "build and install gdrdrv for " + json_text(json(kernels)) + " against " + spec->kernel_module->nvidia_src_dir +
+    return {Step{id().data(),
+                 subject,
+                 "verify gdrcopy's source sha256, place it in " + t.src_dir +
+                     " with a generated dkms.conf, then dkms add, "
+                     "build and install gdrdrv for " +
+                     json_text(json(kernels)) + " against " + spec->kernel_module->nvidia_src_dir +
                      (tree_placed ? std::string() : " (once driver.module has placed the NVIDIA tree there)"),
-                 false, false, {{"gaps", gaps}, {"kernels", kernels}, {"nvidia_src_dir", spec->kernel_module->nvidia_src_dir}}}};
+                 false,
+                 false,
+                 {{"gaps", gaps}, {"kernels", kernels}, {"nvidia_src_dir", spec->kernel_module->nvidia_src_dir}}}};
   }
 
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
     const auto spec = lifecycle::gdrdrv_spec(ctx.profile);
-    if (!spec) return {};
+    if (!spec) { return {}; }
     const auto t = lifecycle::module_target(*spec);
     const std::string subject = t.dkms_id();
     auto refuse = [&](std::string why) {
@@ -55,13 +66,16 @@ class GdrcopyModule final : public Action {
       ctx.log(id(), subject, "refused: " + r.message);
       return std::vector<StepResult>{r};
     };
-    if (const auto why = secureboot::build_refusal(inv.secure_boot)) return refuse("refused before any build: " + *why);
-    if (!ctx.root.exists(nv_p2p_header(*spec)))
+    if (const auto why = secureboot::build_refusal(inv.secure_boot)) {
+      return refuse("refused before any build: " + *why);
+    }
+    if (!ctx.root.exists(nv_p2p_header(*spec))) {
       return refuse("gdrdrv is built against " + nv_p2p_header(*spec) + ", which is not there: the NVIDIA module " +
                     lifecycle::module_target(*ctx.profile.driver).dkms_id() +
                     " is not placed yet (driver.module places it; its step failed or did not run)");
+    }
     auto r = lifecycle::install_module(ctx.root, ctx.runner, *spec, running_kernel(ctx.root, inv),
-                                    [&](std::string_view line) { ctx.log(id(), subject, line); });
+                                       [&](std::string_view line) { ctx.log(id(), subject, line); });
     r.action = id();
     ctx.log(id(), subject, std::string(to_string(r.outcome)) + ": " + r.message);
     return {r};
@@ -81,21 +95,24 @@ class GdrcopyDevice final : public Action {
   std::string_view id() const override { return "gdrcopy.device"; }
 
   std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot& root) const override {
-    if (!p.gdrcopy || !lifecycle::gdrdrv_spec(p)) return {};
+    if (!p.gdrcopy || !lifecycle::gdrdrv_spec(p)) { return {}; }
     const auto w = gdrcopy::device_work(*p.gdrcopy, inv.gdrdrv);
-    if (w.nothing()) return {};
+    if (w.nothing()) { return {}; }
     std::string what;
     if (w.load) {
       const std::string k = running_kernel(root, inv);
       const bool installed = !lifecycle::installed_module_path(root, k, "gdrdrv").empty();
-      what = "modprobe gdrdrv (nvidia first)" + std::string(installed ? "" : ", once gdrcopy.module has installed it for " + k) +
+      what = "modprobe gdrdrv (nvidia first)" +
+             std::string(installed ? "" : ", once gdrcopy.module has installed it for " + k) +
              ", then make /dev/gdrdrv from its major in /proc/devices";
     } else {
-      what = std::string(w.remove_node ? "remove the stale /dev/gdrdrv, " : "") + (w.make_node ? "mknod /dev/gdrdrv, " : "") +
-             (w.set_mode ? "chmod, " : "") + (w.set_owner ? "chown, " : "");
+      what = std::string(w.remove_node ? "remove the stale /dev/gdrdrv, " : "") +
+             (w.make_node ? "mknod /dev/gdrdrv, " : "") + (w.set_mode ? "chmod, " : "") +
+             (w.set_owner ? "chown, " : "");
       what.resize(what.size() - 2);
     }
-    what += " (" + gdrcopy::octal_mode(p.gdrcopy->device_mode) + " " + p.gdrcopy->device_owner + ":" + p.gdrcopy->device_group + ")";
+    what += " (" + gdrcopy::octal_mode(p.gdrcopy->device_mode) + " " + p.gdrcopy->device_owner + ":" +
+            p.gdrcopy->device_group + ")";
     return {Step{id().data(), "/dev/gdrdrv", what, false, false, {{"why", w.why}}}};
   }
 
@@ -117,9 +134,13 @@ class GdrcopyDevice final : public Action {
       const std::string k = running_kernel(ctx.root, inv);
       if (lifecycle::installed_module_path(ctx.root, k, "gdrdrv").empty()) {
         std::vector<std::string> with;
-        for (const auto& kk : lifecycle::kernels_with_headers(ctx.root))
-          if (!lifecycle::installed_module_path(ctx.root, kk, "gdrdrv").empty()) with.push_back(kk);
-        if (with.empty()) return fail("gdrdrv is not installed for the running kernel " + k + " (gdrcopy.module builds it; see its step)");
+        for (const auto& kk : lifecycle::kernels_with_headers(ctx.root)) {
+          if (!lifecycle::installed_module_path(ctx.root, kk, "gdrdrv").empty()) { with.push_back(kk); }
+        }
+        if (with.empty()) {
+          return fail("gdrdrv is not installed for the running kernel " + k +
+                      " (gdrcopy.module builds it; see its step)");
+        }
         r.outcome = StepOutcome::reboot_required;
         r.message = "gdrdrv is installed for " + json_text(json(with)) + " but not for the running kernel " + k +
                     ": it is loaded, and /dev/gdrdrv made, on the first boot into one of them";
@@ -128,18 +149,21 @@ class GdrcopyDevice final : public Action {
       }
       const auto res = run_logged(ctx, {"modprobe", "gdrdrv"});
       ++commands;
-      if (!res.success())
+      if (!res.success()) {
         return fail("modprobe gdrdrv " + res.describe() + (res.err.empty() ? "" : ": " + res.err) +
                     " (it needs nvidia loaded, which needs a GPU it can drive)");
+      }
       g = probe::probe_gdrdrv(ctx.root);
       w = gdrcopy::device_work(want, g);
-      if (w.load) return fail("modprobe gdrdrv exited 0 but /sys/module/gdrdrv is not there");
+      if (w.load) { return fail("modprobe gdrdrv exited 0 but /sys/module/gdrdrv is not there"); }
     }
-    if (!g.major) return fail("gdrdrv is loaded but /proc/devices has no gdrdrv major: no node can be made");
+    if (!g.major) { return fail("gdrdrv is loaded but /proc/devices has no gdrdrv major: no node can be made"); }
     const std::string node = ctx.root.host_path("/dev/gdrdrv").string();
     const std::string mode = gdrcopy::octal_mode(want.device_mode);
     if (w.remove_node) {
-      if (auto st = ctx.root.remove_file("/dev/gdrdrv"); !st) return fail("removing the stale /dev/gdrdrv: " + st.error().message);
+      if (auto st = ctx.root.remove_file("/dev/gdrdrv"); !st) {
+        return fail("removing the stale /dev/gdrdrv: " + st.error().message);
+      }
     }
     auto step = [&](std::vector<std::string> argv) {
       const auto res = run_logged(ctx, argv);
@@ -147,21 +171,23 @@ class GdrcopyDevice final : public Action {
       return res.success() ? std::string() : argv[0] + " " + res.describe() + (res.err.empty() ? "" : ": " + res.err);
     };
     std::string err;
-    if (w.make_node) err = step({"mknod", "-m", mode, node, "c", std::to_string(*g.major), "0"});
-    if (err.empty() && w.set_mode) err = step({"chmod", mode, node});
-    if (err.empty() && w.set_owner) err = step({"chown", want.device_owner + ":" + want.device_group, node});
-    if (!err.empty()) return fail(err);
+    if (w.make_node) { err = step({"mknod", "-m", mode, node, "c", std::to_string(*g.major), "0"}); }
+    if (err.empty() && w.set_mode) { err = step({"chmod", mode, node}); }
+    if (err.empty() && w.set_owner) { err = step({"chown", want.device_owner + ":" + want.device_group, node}); }
+    if (!err.empty()) { return fail(err); }
     // Verify: what the probe reads now must need no more work.
     const GdrdrvState after = probe::probe_gdrdrv(ctx.root);
     const auto left = gdrcopy::device_work(want, after);
-    r.after = {{"loaded", after.loaded}, {"major", after.major ? json(*after.major) : json(nullptr)},
+    r.after = {{"loaded", after.loaded},
+               {"major", after.major ? json(*after.major) : json(nullptr)},
                {"device_mode", after.device_mode ? gdrcopy::octal_mode(*after.device_mode) : ""},
-               {"device_owner", after.device_owner}, {"device_group", after.device_group}};
-    if (!left.nothing()) return fail("after the work, " + left.why.front());
+               {"device_owner", after.device_owner},
+               {"device_group", after.device_group}};
+    if (!left.nothing()) { return fail("after the work, " + left.why.front()); }
     r.outcome = commands == 0 && ctx.root.write_count() == writes0 ? StepOutcome::unchanged : StepOutcome::changed;
     r.writes = ctx.root.write_count() - writes0 + commands;
-    r.message = "gdrdrv " + after.version.value_or("") + " loaded, /dev/gdrdrv c " + std::to_string(*after.major) + " 0, " + mode +
-                " " + want.device_owner + ":" + want.device_group;
+    r.message = "gdrdrv " + after.version.value_or("") + " loaded, /dev/gdrdrv c " + std::to_string(*after.major) +
+                " 0, " + mode + " " + want.device_owner + ":" + want.device_group;
     ctx.log(id(), r.subject, r.message);
     return {r};
   }

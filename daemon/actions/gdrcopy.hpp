@@ -7,8 +7,8 @@
 
 namespace p2pnode::actions {
 
-std::unique_ptr<Action> make_gdrcopy_module();  // "gdrcopy.module"
-std::unique_ptr<Action> make_gdrcopy_device();  // "gdrcopy.device"
+std::unique_ptr<Action> make_gdrcopy_module();   // "gdrcopy.module"
+std::unique_ptr<Action> make_gdrcopy_device();   // "gdrcopy.device"
 std::unique_ptr<Action> make_gdrcopy_library();  // "gdrcopy.library" (actions/gdrcopy_library.cpp)
 
 }  // namespace p2pnode::actions

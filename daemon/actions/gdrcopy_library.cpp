@@ -28,19 +28,23 @@ class GdrcopyLibrary final : public Action {
   std::string_view id() const override { return "gdrcopy.library"; }
 
   std::vector<Step> plan(const Profile& p, const Inventory&, const sys::SysRoot& root) const override {
-    if (!p.gdrcopy) return {};
+    if (!p.gdrcopy) { return {}; }
     const auto why = work(*p.gdrcopy, root);
-    if (!why) return {};
-    return {Step{id().data(), gdrcopy::library_path(*p.gdrcopy),
+    if (!why) { return {}; }
+    return {Step{id().data(),
+                 gdrcopy::library_path(*p.gdrcopy),
                  "verify gdrcopy's source sha256, build libgdrapi with its `make lib` in " + std::string(kScratch) +
                      " and place it as " + gdrcopy::library_path(*p.gdrcopy) + " for the self-test's bar_copy case",
-                 false, false, {{"why", *why}}}};
+                 false,
+                 false,
+                 {{"why", *why}}}};
   }
 
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory&) const override {
-    if (!ctx.profile.gdrcopy) return {};
+    if (!ctx.profile.gdrcopy) { return {}; }
     const GdrcopySpec& g = *ctx.profile.gdrcopy;
-    StepResult r{std::string(id()), gdrcopy::library_path(g), StepOutcome::unchanged, "", json::object(), json::object(), 0};
+    StepResult r{
+        std::string(id()), gdrcopy::library_path(g), StepOutcome::unchanged, "", json::object(), json::object(), 0};
     const auto why = work(g, ctx.root);
     if (!why) {
       r.message = "libgdrapi " + g.version + " built from the profile's source is in place";
@@ -66,48 +70,67 @@ class GdrcopyLibrary final : public Action {
       return ctx.runner.run(c);
     };
     auto src = lifecycle::fetch_artifact(ctx.root, ctx.runner, g.source, "gdrcopy.source", log);
-    if (!src) return fail(src.error().message);
+    if (!src) { return fail(src.error().message); }
     const fs::path scratch = ctx.root.host_path(kScratch);
     std::error_code ec;
     fs::remove_all(scratch, ec);
-    if (auto st = ctx.root.make_dirs(kScratch); !st) return fail("making " + std::string(kScratch) + ": " + st.error().message);
+    if (auto st = ctx.root.make_dirs(kScratch); !st) {
+      return fail("making " + std::string(kScratch) + ": " + st.error().message);
+    }
     const std::string from = ctx.root.host_path(src->path).string();
     const auto unpack = src->is_dir ? run({"cp", "-a", from + "/.", scratch.string()}, std::chrono::minutes(2))
                                     : run(lifecycle::unpack_argv(from, scratch.string()), std::chrono::minutes(2));
-    if (!unpack.success()) return fail("unpacking " + src->path + ": " + unpack.describe() + ": " + unpack.err);
-    if (auto st = lifecycle::strip_setid(scratch); !st) return fail("unpacking " + src->path + ": " + st.error().message);
+    if (!unpack.success()) { return fail("unpacking " + src->path + ": " + unpack.describe() + ": " + unpack.err); }
+    if (auto st = lifecycle::strip_setid(scratch); !st) {
+      return fail("unpacking " + src->path + ": " + st.error().message);
+    }
     // A release tarball has one top directory (gdrcopy-2.6/); a source directory is the top itself.
     fs::path top = scratch;
-    if (!fs::exists(top / "src/gdrapi.c"))
-      for (const auto& e : fs::directory_iterator(scratch, ec))
-        if (fs::exists(e.path() / "src/gdrapi.c")) top = e.path();
-    if (!fs::exists(top / "src/gdrapi.c"))
+    if (!fs::exists(top / "src/gdrapi.c")) {
+      for (const auto& e : fs::directory_iterator(scratch, ec)) {
+        if (fs::exists(e.path() / "src/gdrapi.c")) { top = e.path(); }
+      }
+    }
+    if (!fs::exists(top / "src/gdrapi.c")) {
       return fail("the gdrcopy source " + src->path + " has no src/gdrapi.c: is it gdrcopy's release tarball?");
+    }
     const auto made = run({"make", "-C", top.string(), "lib"}, std::chrono::minutes(5));
     if (!made.success()) {
       const std::string out = made.out + made.err;
-      return fail("make lib " + made.describe() + " in " + top.string() + ": " + out.substr(out.size() > 600 ? out.size() - 600 : 0));
+      return fail("make lib " + made.describe() + " in " + top.string() + ": " +
+                  out.substr(out.size() > 600 ? out.size() - 600 : 0));
     }
     fs::path built;
     for (const auto& e : fs::directory_iterator(top / "src", ec)) {
       const std::string n = e.path().filename().string();
-      if (n.rfind("libgdrapi.so.2.", 0) == 0 && e.is_regular_file() && !e.is_symlink()) built = e.path();
+      if (n.rfind("libgdrapi.so.2.", 0) == 0 && e.is_regular_file() && !e.is_symlink()) { built = e.path(); }
     }
-    if (built.empty()) return fail("make lib exited 0 but left no libgdrapi.so.2.<minor> in " + (top / "src").string());
+    if (built.empty()) {
+      return fail("make lib exited 0 but left no libgdrapi.so.2.<minor> in " + (top / "src").string());
+    }
     std::ifstream in(built, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) return fail("reading " + built.string());
-    if (bytes.size() < 4 || bytes.compare(0, 4, "\x7f" "ELF") != 0) return fail(built.string() + " is not an ELF shared object");
-    if (auto st = ctx.root.make_dirs(gdrcopy::library_dir(g)); !st) return fail(st.error().message);
+    if (!in.good() && !in.eof()) { return fail("reading " + built.string()); }
+    if (bytes.size() < 4 || bytes.compare(0, 4,
+                                          "\x7f"
+                                          "ELF") != 0) {
+      return fail(built.string() + " is not an ELF shared object");
+    }
+    if (auto st = ctx.root.make_dirs(gdrcopy::library_dir(g)); !st) { return fail(st.error().message); }
     // The library first, then the record of its source: an interrupted apply builds again.
-    if (auto st = ctx.root.write_file_atomic(gdrcopy::library_path(g), bytes, fs::perms(0755)); !st) return fail(st.error().message);
-    if (auto st = ctx.root.write_file_atomic(gdrcopy::library_identity_path(g), src->sha256 + "\n"); !st) return fail(st.error().message);
+    if (auto st = ctx.root.write_file_atomic(gdrcopy::library_path(g), bytes, fs::perms(0755)); !st) {
+      return fail(st.error().message);
+    }
+    if (auto st = ctx.root.write_file_atomic(gdrcopy::library_identity_path(g), src->sha256 + "\n"); !st) {
+      return fail(st.error().message);
+    }
     fs::remove_all(scratch, ec);
-    if (const auto left = work(g, ctx.root)) return fail("after the build, " + *left);
+    if (const auto left = work(g, ctx.root)) { return fail("after the build, " + *left); }
     r.outcome = StepOutcome::changed;
     r.writes = ctx.root.write_count() - writes0 + commands;
     r.after = {{"library", r.subject}, {"built_from", built.filename().string()}, {"source_sha256", src->sha256}};
-    r.message = "libgdrapi " + g.version + " built from " + src->path + " (" + built.filename().string() + ") and placed as " + r.subject;
+    r.message = "libgdrapi " + g.version + " built from " + src->path + " (" + built.filename().string() +
+                ") and placed as " + r.subject;
     log(r.message);
     return {r};
   }

@@ -17,7 +17,7 @@ std::string drop_conflicting(std::string value, const std::string& arg, bool& ha
   std::istringstream words(value);
   std::string w, kept;
   for (; words >> w;) {
-    if (w == arg) has = true;
+    if (w == arg) { has = true; }
     const bool conflicting = !pci::iommu_cmdline_args(w).empty() && w != arg &&
                              !(arg == "iommu=pt" && (w == "intel_iommu=on" || w == "amd_iommu=on"));
     if (conflicting) {
@@ -45,15 +45,15 @@ std::string edit_grub_default(const std::string& text, const std::string& arg, b
       bool has = false;
       int dropped = 0;
       std::string kept = drop_conflicting(line.substr(key.size()), arg, has, dropped);
-      if (!has) kept += (kept.empty() ? "" : " ") + arg;
+      if (!has) { kept += (kept.empty() ? "" : " ") + arg; }
       const std::string new_line = key + "\"" + kept + "\"";
-      if (new_line != line) changed = true;
+      if (new_line != line) { changed = true; }
       out += new_line + "\n";
     } else if (line.rfind(default_key, 0) == 0) {
       bool has = false;
       int dropped = 0;
       const std::string kept = drop_conflicting(line.substr(default_key.size()), arg, has, dropped);
-      if (dropped > 0) changed = true;
+      if (dropped > 0) { changed = true; }
       out += dropped > 0 ? default_key + "\"" + kept + "\"\n" : line + "\n";
     } else {
       out += line + "\n";
@@ -71,10 +71,14 @@ namespace {
 bool iommu_ok(const Profile& p, const Inventory& inv) {
   const IommuMode m = inv.iommu.mode;
   switch (p.platform.iommu) {
-    case IommuPolicy::any: return true;
-    case IommuPolicy::off: return m == IommuMode::off;
-    case IommuPolicy::passthrough: return m == IommuMode::passthrough;
-    case IommuPolicy::off_or_passthrough: return m == IommuMode::off || m == IommuMode::passthrough;
+    case IommuPolicy::any:
+      return true;
+    case IommuPolicy::off:
+      return m == IommuMode::off;
+    case IommuPolicy::passthrough:
+      return m == IommuMode::passthrough;
+    case IommuPolicy::off_or_passthrough:
+      return m == IommuMode::off || m == IommuMode::passthrough;
   }
   return true;
 }
@@ -82,8 +86,9 @@ bool iommu_ok(const Profile& p, const Inventory& inv) {
 bool cmdline_has(const Inventory& inv, const std::string& arg) {
   std::istringstream words(inv.kernel.cmdline);
   std::string w;
-  while (words >> w)
-    if (w == arg) return true;
+  while (words >> w) {
+    if (w == arg) { return true; }
+  }
   return false;
 }
 
@@ -92,24 +97,34 @@ class KernelCmdlineFix final : public Action {
   std::string_view id() const override { return "kernel.cmdline"; }
 
   std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot& root) const override {
-    if (!p.platform.fix_kernel_cmdline || iommu_ok(p, inv)) return {};
+    if (!p.platform.fix_kernel_cmdline || iommu_ok(p, inv)) { return {}; }
     const std::string& arg = *p.platform.fix_kernel_cmdline;
-    if (!root.exists("/etc/default/grub"))
-      return {{"kernel.cmdline", "node", "add " + arg + " to the kernel command line: no /etc/default/grub, so the "
-               "bootloader is not GRUB; add it in your bootloader's configuration by hand and reboot", true, true, {{"argument", arg}}}};
+    if (!root.exists("/etc/default/grub")) {
+      return {{"kernel.cmdline",
+               "node",
+               "add " + arg +
+                   " to the kernel command line: no /etc/default/grub, so the "
+                   "bootloader is not GRUB; add it in your bootloader's configuration by hand and reboot",
+               true,
+               true,
+               {{"argument", arg}}}};
+    }
     bool changed = false;
     const auto text = root.read_text("/etc/default/grub").value_or("");
     edit_grub_default(text, arg, changed);
-    if (!changed && cmdline_has(inv, arg)) return {};
-    return {{"kernel.cmdline", "node",
+    if (!changed && cmdline_has(inv, arg)) { return {}; }
+    return {{"kernel.cmdline",
+             "node",
              changed ? "add " + arg + " to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub, reboot"
                      : arg + " is configured in /etc/default/grub but the running kernel lacks it: reboot",
-             true, false, {{"argument", arg}}}};
+             true,
+             false,
+             {{"argument", arg}}}};
   }
 
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
     const auto steps = plan(ctx.profile, inv, ctx.root);
-    if (steps.empty()) return {};
+    if (steps.empty()) { return {}; }
     const std::string& arg = *ctx.profile.platform.fix_kernel_cmdline;
     StepResult r{"kernel.cmdline", "node", StepOutcome::failed, "", {{"cmdline", inv.kernel.cmdline}}, nullptr, 0};
     if (steps.front().needs_operator) {
@@ -136,7 +151,8 @@ class KernelCmdlineFix final : public Action {
         // Put the old file back: a half-configured bootloader is worse than none.
         (void)ctx.root.write_file_atomic("/etc/default/grub", *text);
         r.writes = ctx.root.write_count() - before + 1;
-        r.message = "update-grub failed (" + res.describe() + "): " + res.err.substr(0, 400) + "; /etc/default/grub restored";
+        r.message =
+            "update-grub failed (" + res.describe() + "): " + res.err.substr(0, 400) + "; /etc/default/grub restored";
         return {r};
       }
       r.writes = ctx.root.write_count() - before + 1;

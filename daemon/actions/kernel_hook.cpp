@@ -27,21 +27,25 @@ class KernelHook final : public Action {
 
   std::vector<Step> plan(const Profile& p, const Inventory&, const sys::SysRoot& root) const override {
     std::vector<Step> out;
-    if (!p.driver || !p.driver->kernel_module) return out;
+    if (!p.driver || !p.driver->kernel_module) { return out; }
     for (const char* path : kHooks) {
-      if (hook_in_place(root, path)) continue;
-      out.push_back(Step{"driver.kernel_hook", path,
+      if (hook_in_place(root, path)) { continue; }
+      out.push_back(Step{"driver.kernel_hook",
+                         path,
                          std::string("write ") + path + ": a kernel (or its headers) installed by apt then builds " +
                              module_package(*p.driver).dkms_id() +
-                             (p.gdrcopy ? " and gdrdrv/" + p.gdrcopy->version : std::string()) + " for it and the daemon reports it",
-                         false, false, {{"present", root.exists(path)}}});
+                             (p.gdrcopy ? " and gdrdrv/" + p.gdrcopy->version : std::string()) +
+                             " for it and the daemon reports it",
+                         false,
+                         false,
+                         {{"present", root.exists(path)}}});
     }
     return out;
   }
 
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory&) const override {
     std::vector<StepResult> out;
-    for (const char* path : kHooks) out.push_back(write_hook(ctx, path));
+    for (const char* path : kHooks) { out.push_back(write_hook(ctx, path)); }
     return out;
   }
 
@@ -56,7 +60,7 @@ class KernelHook final : public Action {
     }
     const auto w0 = ctx.root.write_count();
     auto st = ctx.root.make_dirs(parent_of(path));
-    if (st) st = ctx.root.write_file_atomic(path, hook_text(), std::filesystem::perms(0755));
+    if (st) { st = ctx.root.write_file_atomic(path, hook_text(), std::filesystem::perms(0755)); }
     r.writes = ctx.root.write_count() - w0;
     if (!st) {
       r.message = "writing " + std::string(path) + ": " + st.error().message;

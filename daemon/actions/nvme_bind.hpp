@@ -9,10 +9,10 @@
 namespace p2pnode::actions {
 
 struct NvmeBindTiming {
-  std::chrono::milliseconds settle{2000};   // longest wait for a driver link, D0, a rescan
-  std::chrono::milliseconds poll{20};       // between reads while waiting
-  std::chrono::milliseconds backoff{250};   // before the first remove+rescan; doubles each time
-  int recoveries = 3;                       // remove+rescan attempts before giving up
+  std::chrono::milliseconds settle{2000};  // longest wait for a driver link, D0, a rescan
+  std::chrono::milliseconds poll{20};      // between reads while waiting
+  std::chrono::milliseconds backoff{250};  // before the first remove+rescan; doubles each time
+  int recoveries = 3;                      // remove+rescan attempts before giving up
 };
 
 std::unique_ptr<Action> make_nvme_bind(NvmeBindTiming timing = {});

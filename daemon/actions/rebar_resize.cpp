@@ -17,17 +17,18 @@ std::vector<Resize> wanted_resizes(const Inventory& inv) {
   for (const auto* g : inv.gpus()) {
     for (const auto& e : g->rebar) {
       auto attr = g->resize_attrs.find(e.bar);
-      if (attr == g->resize_attrs.end()) continue;
+      if (attr == g->resize_attrs.end()) { continue; }
       // The kernel's bitmap says what it will accept; take its largest size.
       const auto bitmap = pci::decode_resize_bitmap(attr->second);
-      if (!bitmap || !*bitmap) continue;
+      if (!bitmap || !*bitmap) { continue; }
       int bit = 63;
-      while (bit >= 0 && !(*bitmap & (1ULL << bit))) --bit;
+      while (bit >= 0 && !(*bitmap & (1ULL << bit))) { --bit; }
       const std::uint64_t target = 1ULL << (bit + 20);
       std::uint64_t current = 0;
-      for (const auto& b : g->bars)
-        if (b.index == e.bar) current = b.size();
-      if (target > current) out.push_back({g, e.bar, bit, current, target});
+      for (const auto& b : g->bars) {
+        if (b.index == e.bar) { current = b.size(); }
+      }
+      if (target > current) { out.push_back({g, e.bar, bit, current, target}); }
     }
   }
   return out;
@@ -39,12 +40,15 @@ class RebarResize final : public Action {
 
   std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot&) const override {
     std::vector<Step> steps;
-    if (!p.platform.fix_rebar) return steps;
+    if (!p.platform.fix_rebar) { return steps; }
     for (const auto& r : wanted_resizes(inv)) {
-      Step s{"rebar.resize", r.gpu->bdf,
+      Step s{"rebar.resize",
+             r.gpu->bdf,
              "resize BAR" + std::to_string(r.bar) + " from " + format_size(r.current) + " to " + format_size(r.target) +
                  " through resource" + std::to_string(r.bar) + "_resize",
-             false, false, {{"bar", r.bar}, {"bytes_before", r.current}, {"bytes_wanted", r.target}}};
+             false,
+             false,
+             {{"bar", r.bar}, {"bytes_before", r.current}, {"bytes_wanted", r.target}}};
       if (!r.gpu->driver.empty()) {
         s.description += " (needs the " + r.gpu->driver + " driver unbound first: the kernel refuses with EBUSY)";
         s.needs_operator = true;
@@ -56,12 +60,14 @@ class RebarResize final : public Action {
 
   std::vector<StepResult> apply(ApplyContext& ctx, const Inventory& inv) const override {
     std::vector<StepResult> results;
-    if (!ctx.profile.platform.fix_rebar) return results;
+    if (!ctx.profile.platform.fix_rebar) { return results; }
     for (const auto& r : wanted_resizes(inv)) {
-      StepResult res{"rebar.resize", r.gpu->bdf, StepOutcome::failed, "", {{"bar", r.bar}, {"bytes", r.current}}, nullptr, 0};
+      StepResult res{"rebar.resize", r.gpu->bdf, StepOutcome::failed, "", {{"bar", r.bar}, {"bytes", r.current}},
+                     nullptr,        0};
       if (!r.gpu->driver.empty()) {
         res.outcome = StepOutcome::refused;
-        res.message = "the " + r.gpu->driver + " driver is bound; the kernel resizes a BAR only while no driver is bound";
+        res.message =
+            "the " + r.gpu->driver + " driver is bound; the kernel resizes a BAR only while no driver is bound";
         results.push_back(res);
         continue;
       }
@@ -70,16 +76,18 @@ class RebarResize final : public Action {
       auto st = ctx.root.write_attr(attr, std::to_string(r.bit));
       res.writes = ctx.root.write_count() - before;
       if (!st) {
-        res.message = "resizing BAR" + std::to_string(r.bar) + " to " + format_size(r.target) + ": " + st.error().message +
-                      (st.error().code == ENOSPC ? " (the bridge window has no room: enable Above 4G Decoding in the BIOS)" : "");
+        res.message =
+            "resizing BAR" + std::to_string(r.bar) + " to " + format_size(r.target) + ": " + st.error().message +
+            (st.error().code == ENOSPC ? " (the bridge window has no room: enable Above 4G Decoding in the BIOS)" : "");
         results.push_back(res);
         continue;
       }
       // Verify from `resource`, as the kernel reports it after the resize.
       const PciDevice after = probe::probe_pci_device(ctx.root, r.gpu->bdf);
       std::uint64_t now = 0;
-      for (const auto& b : after.bars)
-        if (b.index == r.bar) now = b.size();
+      for (const auto& b : after.bars) {
+        if (b.index == r.bar) { now = b.size(); }
+      }
       res.after = {{"bar", r.bar}, {"bytes", now}};
       if (now >= r.target) {
         res.outcome = StepOutcome::changed;

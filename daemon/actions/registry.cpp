@@ -11,7 +11,7 @@
 namespace p2pnode::actions {
 
 std::string running_kernel(const sys::SysRoot& root, const Inventory& inv) {
-  if (!inv.kernel.release.empty()) return inv.kernel.release;
+  if (!inv.kernel.release.empty()) { return inv.kernel.release; }
   return root.read_attr("/proc/sys/kernel/osrelease").value_or("");
 }
 
@@ -28,7 +28,7 @@ const std::vector<std::unique_ptr<Action>>& all_actions() {
     v.push_back(make_driver_userspace());
     v.push_back(make_driver_options());
     v.push_back(make_driver_reload());
-    v.push_back(make_gdrcopy_device());  // after a reload: gdrdrv goes out with nvidia
+    v.push_back(make_gdrcopy_device());   // after a reload: gdrdrv goes out with nvidia
     v.push_back(make_gdrcopy_library());  // the self-test's libgdrapi, from the same source as gdrdrv
     v.push_back(make_nvme_bind());
     return v;
@@ -63,14 +63,14 @@ std::vector<StepResult> apply_all(ApplyContext& ctx) {
   // one that may have changed it (it wrote, changed or failed half-way), not after every action.
   Inventory inv = probe_for_apply(ctx);
   for (const auto& a : all_actions()) {
-    if (!ctx.only.empty() && std::find(ctx.only.begin(), ctx.only.end(), a->id()) == ctx.only.end()) continue;
-    if (a->plan(ctx.profile, inv, ctx.root).empty()) continue;
+    if (!ctx.only.empty() && std::find(ctx.only.begin(), ctx.only.end(), a->id()) == ctx.only.end()) { continue; }
+    if (a->plan(ctx.profile, inv, ctx.root).empty()) { continue; }
     auto r = a->apply(ctx, inv);
     const bool touched = std::any_of(r.begin(), r.end(), [](const StepResult& s) {
       return s.writes > 0 || s.outcome == StepOutcome::changed || s.outcome == StepOutcome::failed;
     });
     results.insert(results.end(), r.begin(), r.end());
-    if (touched) inv = probe_for_apply(ctx);
+    if (touched) { inv = probe_for_apply(ctx); }
   }
   return results;
 }

@@ -1,7 +1,7 @@
-#include "core/hex.hpp"
 #include <algorithm>
 #include <map>
 #include <set>
+#include "core/hex.hpp"
 
 #include "checks/check.hpp"
 #include "nvidia/gpu_arch.hpp"
@@ -28,32 +28,40 @@ MixedModels judge_mixed_models(const Profile& p, const std::vector<const PciDevi
   bool all_known = true;
   for (const auto* g : gpus) {
     const auto* c = nvidia::find_p2p_card(g->device);
-    if (!c) all_known = false;
-    else generations.insert(c->generation);
+    if (!c) {
+      all_known = false;
+    } else {
+      generations.insert(c->generation);
+    }
   }
-  const std::string one_model = "Use one GPU model per box (move the odd cards to another node), or restrict P2P work to "
-                                "GPUs of one model (CUDA_VISIBLE_DEVICES).";
-  if (!all_known) return {Severity::error, "mixed GPU models: models not known to peer with each other", one_model};
+  const std::string one_model =
+      "Use one GPU model per box (move the odd cards to another node), or restrict P2P work to "
+      "GPUs of one model (CUDA_VISIBLE_DEVICES).";
+  if (!all_known) { return {Severity::error, "mixed GPU models: models not known to peer with each other", one_model}; }
   if (generations.size() > 1) {
     std::string names;
-    for (const auto g : generations) names += (names.empty() ? "" : " and ") + std::string(g);
+    for (const auto g : generations) { names += (names.empty() ? "" : " and ") + std::string(g); }
     return {Severity::warning,
-            "mixed GPU generations (" + names + "): cards of one generation peer, across generations the patched "
-            "module alone does not",
+            "mixed GPU generations (" + names +
+                "): cards of one generation peer, across generations the patched "
+                "module alone does not",
             "For P2P across generations, aikitoria's 610.57.04-p2p ships patch-libcuda-p2p.py, which patches libcuda "
             "(p2pnode does not apply it); or keep P2P work within one generation (CUDA_VISIBLE_DEVICES)."};
   }
   const std::string gen(*generations.begin());
   const bool p2p_tree = p.driver && p.driver->kernel_module && !p.driver->version.empty();
-  if (p2p_tree && compare_driver_versions(p.driver->version, nvidia::kMixedModelsOneGeneration) >= 0)
+  if (p2p_tree && compare_driver_versions(p.driver->version, nvidia::kMixedModelsOneGeneration) >= 0) {
     return {Severity::ok,
             "different models of one generation (" + gen + ") peer from aikitoria's " +
                 std::string(nvidia::kMixedModelsOneGeneration) + "-p2p on (its README)",
             ""};
+  }
   return {Severity::error,
           "mixed GPU models of one generation (" + gen + "): they peer only from aikitoria's " +
-              std::string(nvidia::kMixedModelsOneGeneration) + "-p2p on (its README); on 580.95.05-p2p they did not "
-              "(aikitoria#13)" + (p2p_tree ? ", and the profile names " + p.driver->version : ""),
+              std::string(nvidia::kMixedModelsOneGeneration) +
+              "-p2p on (its README); on 580.95.05-p2p they did not "
+              "(aikitoria#13)" +
+              (p2p_tree ? ", and the profile names " + p.driver->version : ""),
           "Name aikitoria's " + std::string(nvidia::kMixedModelsOneGeneration) +
               "-p2p or later in driver.version and driver.kernel_module; or use one GPU model per box, or restrict "
               "P2P work to GPUs of one model (CUDA_VISIBLE_DEVICES)."};
@@ -76,14 +84,16 @@ std::vector<Finding> check_sysfs(const Profile&, const Inventory& inv) {
       return p.rfind("vendor:", 0) == 0 || p.rfind("device:", 0) == 0 || p.rfind("class:", 0) == 0;
     });
     if (d.problems.empty() ||
-        ((d.kind == DeviceKind::other || d.kind == DeviceKind::host_bridge) && !identity_unknown))
+        ((d.kind == DeviceKind::other || d.kind == DeviceKind::host_bridge) && !identity_unknown)) {
       continue;
+    }
     Finding f = make_finding("sysfs.attributes", d.bdf, Severity::warning,
                              std::to_string(d.problems.size()) + " sysfs attribute(s) missing or malformed");
     f.observed = d.problems;
     f.expected = "every attribute present and well formed";
-    f.remediation = "Re-read as root (config space beyond 64 bytes needs CAP_SYS_ADMIN); if the files are "
-                    "really missing or garbled, the kernel or the recording is broken: re-record the node.";
+    f.remediation =
+        "Re-read as root (config space beyond 64 bytes needs CAP_SYS_ADMIN); if the files are "
+        "really missing or garbled, the kernel or the recording is broken: re-record the node.";
     out.push_back(f);
   }
   return out;
@@ -92,9 +102,9 @@ std::vector<Finding> check_sysfs(const Profile&, const Inventory& inv) {
 std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
   const auto gpus = inv.gpus();
   std::map<std::string, std::vector<std::string>> by_model;
-  for (const auto* g : gpus) by_model[model_name(*g)].push_back(g->bdf);
+  for (const auto* g : gpus) { by_model[model_name(*g)].push_back(g->bdf); }
   Finding f = make_finding("gpu.models", "node", Severity::ok, "");
-  for (const auto& [model, bdfs] : by_model) f.observed["models"][model] = bdfs;
+  for (const auto& [model, bdfs] : by_model) { f.observed["models"][model] = bdfs; }
   f.observed["count"] = gpus.size();
   std::vector<std::string> problems;
   std::string mixed_ok;  // different models known to peer: said in the summary, not a problem
@@ -114,19 +124,23 @@ std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
   }
   if (p.match.gpus && !p.match.gpus->devices.empty()) {
     std::vector<std::string> ids;
-    for (auto id : p.match.gpus->devices) ids.push_back("0x" + hex4_bare(id));
+    for (auto id : p.match.gpus->devices) { ids.push_back("0x" + hex4_bare(id)); }
     f.expected["device_ids"] = ids;
     // A profile forced with --profile was never matched against the box: its device ids are judged here.
     std::map<std::string, int> others;
-    for (const auto* g : gpus)
-      if (std::find(p.match.gpus->devices.begin(), p.match.gpus->devices.end(), g->device) == p.match.gpus->devices.end())
+    for (const auto* g : gpus) {
+      if (std::find(p.match.gpus->devices.begin(), p.match.gpus->devices.end(), g->device) ==
+          p.match.gpus->devices.end()) {
         others[model_name(*g)]++;
+      }
+    }
     for (const auto& [model, n] : others) {
       std::string list;
-      for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;
+      for (const auto& id : ids) { list += (list.empty() ? "" : ", ") + id; }
       problems.push_back(std::to_string(n) + " × " + model + " not among the profile's device ids (" + list + ")");
-      if (!f.remediation.empty()) f.remediation += " ";
-      f.remediation += "This profile is for other GPUs: use the profile for this box, or add its device id to match.gpus.devices.";
+      if (!f.remediation.empty()) { f.remediation += " "; }
+      f.remediation +=
+          "This profile is for other GPUs: use the profile for this box, or add its device id to match.gpus.devices.";
     }
   }
   if (p.match.gpus && p.match.gpus->count) {
@@ -134,9 +148,10 @@ std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
     if (static_cast<int>(gpus.size()) != *p.match.gpus->count) {
       problems.push_back("found " + std::to_string(gpus.size()) + " GPUs, the profile expects " +
                          std::to_string(*p.match.gpus->count));
-      if (!f.remediation.empty()) f.remediation += " ";
-      f.remediation += "Check that every card is seated and powered (a missing GPU often fell off the bus: "
-                       "dmesg | grep -i -e NVRM -e 'pcie bus error'), or fix match.gpus.count in the profile.";
+      if (!f.remediation.empty()) { f.remediation += " "; }
+      f.remediation +=
+          "Check that every card is seated and powered (a missing GPU often fell off the bus: "
+          "dmesg | grep -i -e NVRM -e 'pcie bus error'), or fix match.gpus.count in the profile.";
     }
   }
   if (gpus.empty() && !(p.match.gpus && p.match.gpus->count == 0)) {
@@ -144,11 +159,12 @@ std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
     f.remediation = "Check that the GPUs are seated and visible (lspci -d 10de:).";
   }
   if (problems.empty()) {
-    if (f.severity == Severity::warning) return {f};
+    if (f.severity == Severity::warning) { return {f}; }
     if (by_model.size() > 1) {
       std::string list;
-      for (const auto& [model, bdfs] : by_model)
+      for (const auto& [model, bdfs] : by_model) {
         list += (list.empty() ? "" : ", ") + std::to_string(bdfs.size()) + " × " + model;
+      }
       f.summary = list + ": " + mixed_ok;
     } else {
       f.summary = std::to_string(gpus.size()) + " × " + (by_model.empty() ? "GPU" : by_model.begin()->first);
@@ -157,7 +173,7 @@ std::vector<Finding> check_gpu_models(const Profile& p, const Inventory& inv) {
   }
   f.severity = Severity::error;
   f.summary = problems.front();
-  for (std::size_t i = 1; i < problems.size(); ++i) f.summary += "; " + problems[i];
+  for (std::size_t i = 1; i < problems.size(); ++i) { f.summary += "; " + problems[i]; }
   return {f};
 }
 

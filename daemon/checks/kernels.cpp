@@ -14,25 +14,32 @@ namespace {
 // The kernel apt would install next, judged before it lands (lifecycle/next_kernel.hpp).
 Finding judge_candidate(const ModuleSource& km, const NextKernelJudged& c) {
   Finding f = make_finding("driver.kernels", c.release, c.keeps_p2p ? Severity::ok : Severity::warning, c.summary);
-  f.observed = {{"candidate", true}, {"package_version", c.package_version}, {"keeps_p2p", c.keeps_p2p},
-                {"breakages", c.breakages}, {"fixes", c.fixes}, {"first_error", c.first_error}, {"make_log", c.make_log}};
+  f.observed = {{"candidate", true},        {"package_version", c.package_version},
+                {"keeps_p2p", c.keeps_p2p}, {"breakages", c.breakages},
+                {"fixes", c.fixes},         {"first_error", c.first_error},
+                {"make_log", c.make_log}};
   f.expected = {{"module", c.module}, {"state", "builds for the next kernel before it is installed"}};
-  if (c.keeps_p2p) return f;
+  if (c.keeps_p2p) { return f; }
   std::vector<std::string> missing;
-  for (const auto& fix : c.fixes)
-    if (std::none_of(km.patches.begin(), km.patches.end(), [&](const Artifact& a) { return a.builtin && *a.builtin == fix; }))
+  for (const auto& fix : c.fixes) {
+    if (std::none_of(km.patches.begin(), km.patches.end(),
+                     [&](const Artifact& a) { return a.builtin && *a.builtin == fix; })) {
       missing.push_back(fix);
-  f.remediation = missing.empty()
-                      ? "Hold the kernel (apt-mark hold the kernel metapackage) until the module builds for " + c.release +
-                            " (make.log: " + c.make_log + "), then judge again with `p2pnode judge-kernel`."
-                      : "Add {builtin: " + missing.front() + "} to driver.kernel_module.patches and apply, then judge again "
-                        "with `p2pnode judge-kernel`; until then hold the kernel (apt-mark hold the kernel metapackage).";
+    }
+  }
+  f.remediation =
+      missing.empty()
+          ? "Hold the kernel (apt-mark hold the kernel metapackage) until the module builds for " + c.release +
+                " (make.log: " + c.make_log + "), then judge again with `p2pnode judge-kernel`."
+          : "Add {builtin: " + missing.front() +
+                "} to driver.kernel_module.patches and apply, then judge again "
+                "with `p2pnode judge-kernel`; until then hold the kernel (apt-mark hold the kernel metapackage).";
   return f;
 }
 // The compiler the kernel's headers were made with is not installed: DKMS would fail ("gcc-14 not
 // found", the Ubuntu HWE failure) after apt and minutes of work; said before any build.
 std::optional<Finding> missing_compiler(const std::string& want, const InstalledKernel& k) {
-  if (k.compiler_command.empty() || k.compiler_present) return std::nullopt;
+  if (k.compiler_command.empty() || k.compiler_present) { return std::nullopt; }
   Finding f = make_finding("driver.kernels", k.release, Severity::error,
                            "DKMS cannot build " + want + " for " + k.release + ": its headers were made with " +
                                k.compiler_text + ", and " + k.compiler_command + " is not installed");
@@ -56,19 +63,23 @@ std::vector<Finding> foreign_modules(const ModuleSource& km, const std::string& 
   std::vector<Finding> out;
   for (const auto& path : k.foreign_nvidia) {
     const bool resolved = path == k.modprobe_nvidia && installed;
-    if (!resolved && path.find("/updates/") == std::string::npos) continue;
-    Finding f = make_finding("driver.kernels", k.release, resolved ? Severity::error : Severity::warning,
-                             resolved ? "modprobe resolves nvidia on " + k.release + " to " + path +
-                                            ", which DKMS did not install: it loads instead of the DKMS build of " + want
-                                      : path + " on " + k.release + " was not installed by DKMS (the .run installer's "
-                                            "copy) and lies in updates/, where DKMS installs " + want + " and modprobe looks first");
+    if (!resolved && path.find("/updates/") == std::string::npos) { continue; }
+    Finding f =
+        make_finding("driver.kernels", k.release, resolved ? Severity::error : Severity::warning,
+                     resolved ? "modprobe resolves nvidia on " + k.release + " to " + path +
+                                    ", which DKMS did not install: it loads instead of the DKMS build of " + want
+                              : path + " on " + k.release +
+                                    " was not installed by DKMS (the .run installer's "
+                                    "copy) and lies in updates/, where DKMS installs " +
+                                    want + " and modprobe looks first");
     f.observed = {{"file", path}, {"modprobe_resolves", k.modprobe_nvidia}, {"from_dkms", false}};
-    f.expected = {{"modprobe_resolves", "the DKMS build of " + want + " (/lib/modules/" + k.release + "/updates/dkms)"}};
+    f.expected = {
+        {"modprobe_resolves", "the DKMS build of " + want + " (/lib/modules/" + k.release + "/updates/dkms)"}};
     const std::string backup = "/var/lib/p2pnode/shadowed/" + k.release + "/";
     f.remediation = installed ? "Move " + path + " out of /lib/modules (keep it as a backup, e.g. under " + backup +
                                     "), then run `depmod " + k.release + "`."
-                              : "Run `p2pnode apply`: before DKMS builds " + want + " it moves " + path + " to " + backup +
-                                    " (a backup, never deleted), and DKMS's install runs depmod.";
+                              : "Run `p2pnode apply`: before DKMS builds " + want + " it moves " + path + " to " +
+                                    backup + " (a backup, never deleted), and DKMS's install runs depmod.";
     out.push_back(std::move(f));
   }
   return out;
@@ -81,13 +92,13 @@ std::vector<Finding> other_dkms_nvidia(const DriverSpec& d, const InstalledKerne
   std::vector<Finding> out;
   const std::string want = module_package(d).dkms_id();
   for (const auto& o : k.dkms) {
-    if ((o.package == d.kernel_module->name && o.version == d.version) || !o.installed) continue;
+    if ((o.package == d.kernel_module->name && o.version == d.version) || !o.installed) { continue; }
     std::vector<std::string> nvidia;
     for (const auto& m : o.modules) {
       const std::string base = m.substr(m.rfind('/') + 1);
-      if (base.rfind("nvidia.ko", 0) == 0 || base.rfind("nvidia-uvm.ko", 0) == 0) nvidia.push_back(m);
+      if (base.rfind("nvidia.ko", 0) == 0 || base.rfind("nvidia-uvm.ko", 0) == 0) { nvidia.push_back(m); }
     }
-    if (nvidia.empty()) continue;
+    if (nvidia.empty()) { continue; }
     std::sort(nvidia.begin(), nvidia.end());  // nvidia.ko* named first
     std::stable_partition(nvidia.begin(), nvidia.end(),
                           [](const std::string& m) { return m.substr(m.rfind('/') + 1).rfind("nvidia.ko", 0) == 0; });
@@ -97,14 +108,15 @@ std::vector<Finding> other_dkms_nvidia(const DriverSpec& d, const InstalledKerne
                                  " on " + k.release + ": modprobe loads whichever DKMS installed last");
     f.observed = {{"dkms_package", other}, {"files", nvidia}, {"profile_module", want}};
     f.expected = {{"dkms_packages_installing_nvidia", {want}}};
-    f.remediation = d.conflicts == ConflictPolicy::remove
-                        ? "Run `p2pnode apply`: once " + want + " is built and installed it removes " + other +
-                              " from DKMS (dkms remove --all; its source stays in /usr/src/" + o.package + "-" + o.version +
-                              ", so `dkms add` brings it back), reinstalls its own files if DKMS took them, and runs depmod."
-                        : "Set driver.conflicts: remove and run `p2pnode apply`: once " + want +
-                              " is built it removes " + other + " from DKMS (its source stays in /usr/src/" + o.package +
-                              "-" + o.version + "), reinstalls its own files and runs depmod. A fork's own dkms.conf "
-                              "(PACKAGE_NAME nvidia, AUTOINSTALL) and NVIDIA's .run --dkms register such a package.";
+    f.remediation =
+        d.conflicts == ConflictPolicy::remove
+            ? "Run `p2pnode apply`: once " + want + " is built and installed it removes " + other +
+                  " from DKMS (dkms remove --all; its source stays in /usr/src/" + o.package + "-" + o.version +
+                  ", so `dkms add` brings it back), reinstalls its own files if DKMS took them, and runs depmod."
+            : "Set driver.conflicts: remove and run `p2pnode apply`: once " + want + " is built it removes " + other +
+                  " from DKMS (its source stays in /usr/src/" + o.package + "-" + o.version +
+                  "), reinstalls its own files and runs depmod. A fork's own dkms.conf "
+                  "(PACKAGE_NAME nvidia, AUTOINSTALL) and NVIDIA's .run --dkms register such a package.";
     out.push_back(std::move(f));
   }
   return out;
@@ -127,14 +139,16 @@ void forecast_build(Finding& f, std::vector<Finding>& out, const DriverSpec& d, 
   nlohmann::json ids = nlohmann::json::array(), fixed = nlohmann::json::array(), notes = nlohmann::json::array();
   for (const auto& pb : predicted) {
     if (pb.breakage->stage == nvidia::BreakageStage::display) {
-      if (!pb.fixed) notes.push_back(pb.describe(ver, k.release) + " Fix: " + pb.breakage->remediation + ".");
+      if (!pb.fixed) { notes.push_back(pb.describe(ver, k.release) + " Fix: " + pb.breakage->remediation + "."); }
       continue;
     }
     (pb.fixed ? fixed : ids).push_back(pb.breakage->id);
-    if (!pb.fixed && pb.breakage->stage == nvidia::BreakageStage::build) stops.push_back(&pb);
+    if (!pb.fixed && pb.breakage->stage == nvidia::BreakageStage::build) { stops.push_back(&pb); }
   }
-  if (!ids.empty() || !fixed.empty()) f.observed["predicted_breakages"] = ids, f.observed["fixed_by_profile"] = fixed;
-  if (!notes.empty()) f.observed["display_notes"] = notes;
+  if (!ids.empty() || !fixed.empty()) {
+    f.observed["predicted_breakages"] = ids, f.observed["fixed_by_profile"] = fixed;
+  }
+  if (!notes.empty()) { f.observed["display_notes"] = notes; }
   f.observed["forecast_from"] = tree.where.empty() ? "version" : "source of " + tree.where;
   std::string beyond;
   if (!unknown.empty()) {
@@ -145,28 +159,37 @@ void forecast_build(Finding& f, std::vector<Finding>& out, const DriverSpec& d, 
     }
     f.observed["beyond_evidence"] = u;
     std::string builtins_hint;
-    for (const auto* b : unknown)
-      if (b->fix_builtin) builtins_hint += std::string(builtins_hint.empty() ? "" : ", ") + "{builtin: " + *b->fix_builtin + "}";
+    for (const auto* b : unknown) {
+      if (b->fix_builtin) {
+        builtins_hint += std::string(builtins_hint.empty() ? "" : ", ") + "{builtin: " + *b->fix_builtin + "}";
+      }
+    }
     beyond = " Not known either way for " + ver + ": " + beyond + "; nothing known says " + ver +
              " carries the fix or not, so apply reads the tree's source before it builds and refuses where it still "
              "has the old code" +
-             (builtins_hint.empty() ? std::string(".") : " (then add " + builtins_hint + " to driver.kernel_module.patches).");
+             (builtins_hint.empty() ? std::string(".")
+                                    : " (then add " + builtins_hint + " to driver.kernel_module.patches).");
   }
   if (stops.empty()) {
     f.summary = want + " is not " + (built ? "installed" : "built") + " for " + name + after;
-    f.remediation = "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + "." + beyond;
+    f.remediation =
+        "Run `p2pnode apply`: it builds and installs " + want + " through DKMS for " + k.release + "." + beyond;
   } else {
     const auto* stop = stops.front();
     std::string why = stop->describe(ver, k.release);
-    if (!after.empty() && !why.empty() && why.back() == '.') why.pop_back();  // "….; a reboot now …"
+    if (!after.empty() && !why.empty() && why.back() == '.') {
+      why.pop_back();  // "….; a reboot now …"
+    }
     f.summary = want + " will not build for " + name + ": " + why + after;
     nlohmann::json stop_ids = nlohmann::json::array();
-    for (const auto* s : stops) stop_ids.push_back(s->breakage->id);
+    for (const auto* s : stops) { stop_ids.push_back(s->breakage->id); }
     f.observed["build_stops"] = stop_ids;
     std::string more;
     if (stops.size() > 1) {
       more = " Past it the build also meets";
-      for (std::size_t i = 1; i < stops.size(); ++i) more += std::string(i > 1 ? "," : "") + " " + stops[i]->breakage->id;
+      for (std::size_t i = 1; i < stops.size(); ++i) {
+        more += std::string(i > 1 ? "," : "") + " " + stops[i]->breakage->id;
+      }
       more += ".";
     }
     const auto on_kernel = nvidia::build_entries_on_kernel(k.release, k.header_tests);
@@ -176,13 +199,14 @@ void forecast_build(Finding& f, std::vector<Finding>& out, const DriverSpec& d, 
     } else {
       more += " " + nvidia::no_release_past(on_kernel, k.release, k.header_tests);
     }
-    f.remediation = "Before any build: " + stop->breakage->remediation + "." + more + beyond +
-                    (tree.where.empty() ? " (Forecast from the version: apply reads the tree's source once it is staged, "
-                                          "and builds a tree that carries its own fix.)"
-                                        : " (Read from the tree's source in " + tree.where + ".)");
+    f.remediation =
+        "Before any build: " + stop->breakage->remediation + "." + more + beyond +
+        (tree.where.empty() ? " (Forecast from the version: apply reads the tree's source once it is staged, "
+                              "and builds a tree that carries its own fix.)"
+                            : " (Read from the tree's source in " + tree.where + ".)");
   }
   out.push_back(std::move(f));
-  for (const auto& pb : predicted)
+  for (const auto& pb : predicted) {
     if (!pb.fixed && pb.breakage->stage == nvidia::BreakageStage::runtime) {
       Finding w = make_finding("driver.kernels", k.release, Severity::warning, pb.describe(ver, k.release));
       w.observed = {{"predicted_breakages", {pb.breakage->id}}};
@@ -190,23 +214,24 @@ void forecast_build(Finding& f, std::vector<Finding>& out, const DriverSpec& d, 
       w.remediation = pb.breakage->remediation + ".";
       out.push_back(std::move(w));
     }
+  }
 }
 }  // namespace
 
 std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv) {
   std::vector<Finding> out;
-  if (!p.driver || !p.driver->kernel_module) return out;
+  if (!p.driver || !p.driver->kernel_module) { return out; }
   const std::string pkg = p.driver->kernel_module->name, ver = p.driver->version;
   const std::string want = pkg + "/" + ver;
   for (const auto& k : inv.kernels.kernels) {
     std::string role;
-    if (k.running) role += "running";
-    if (k.next_boot) role += std::string(role.empty() ? "" : ", ") + "next boot";
+    if (k.running) { role += "running"; }
+    if (k.next_boot) { role += std::string(role.empty() ? "" : ", ") + "next boot"; }
     const std::string name = k.release + (role.empty() ? "" : " (" + role + ")");
     Finding f = make_finding("driver.kernels", k.release, Severity::ok, "");
     f.expected = {{"module", want}, {"state", "installed"}};
     f.observed = {{"headers", k.headers}, {"running", k.running}, {"next_boot", k.next_boot}};
-    if (k.next_boot) f.observed["next_boot_how"] = inv.kernels.next_boot_how;
+    if (k.next_boot) { f.observed["next_boot_how"] = inv.kernels.next_boot_how; }
     bool installed = false, built = false;
     nlohmann::json dk = nlohmann::json::array();
     for (const auto& d : k.dkms) {
@@ -218,8 +243,9 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
     }
     f.observed["dkms"] = dk;
     const FailedBuild* failed = nullptr;
-    for (const auto& fb : k.failed)
-      if (fb.package == pkg && fb.version == ver) failed = &fb;
+    for (const auto& fb : k.failed) {
+      if (fb.package == pkg && fb.version == ver) { failed = &fb; }
+    }
     if (installed) {
       f.summary = want + " is built and installed by DKMS for " + name;
       out.push_back(std::move(f));
@@ -237,32 +263,36 @@ std::vector<Finding> check_driver_kernels(const Profile& p, const Inventory& inv
       f.observed["first_error"] = failed->first_error;
       f.observed["breakages"] = failed->breakages;
       f.remediation = failed->breakages.empty()
-                          ? "Read " + failed->make_log + ", fix the source or add a patch to driver.kernel_module.patches, then `p2pnode apply`."
+                          ? "Read " + failed->make_log +
+                                ", fix the source or add a patch to driver.kernel_module.patches, then `p2pnode apply`."
                           : failed->breakages.front() + " (make.log: " + failed->make_log + ")";
     } else if (loaded_by_hand) {
-      f.summary = want + " is loaded on " + name + " but was not installed by DKMS: a kernel update will leave the box "
+      f.summary = want + " is loaded on " + name +
+                  " but was not installed by DKMS: a kernel update will leave the box "
                   "without it";
       f.remediation = (k.headers ? std::string() : "Install linux-headers-" + k.release + ", then r") +
                       std::string(k.headers ? "R" : "") + "un `p2pnode apply` so that DKMS builds " + want +
                       " for this and every later kernel.";
     } else if (!k.headers) {
-      f.summary = want + " is not installed for " + name + ": the kernel has no headers, so DKMS cannot build it" + after;
-      f.remediation = "Install linux-headers-" + k.release + ", then `p2pnode apply` (it builds for every kernel with headers).";
+      f.summary =
+          want + " is not installed for " + name + ": the kernel has no headers, so DKMS cannot build it" + after;
+      f.remediation =
+          "Install linux-headers-" + k.release + ", then `p2pnode apply` (it builds for every kernel with headers).";
     } else {
       forecast_build(f, out, *p.driver, inv, k, name, built, after);
-      if (const auto c = missing_compiler(want, k)) out.push_back(*c);
+      if (const auto c = missing_compiler(want, k)) { out.push_back(*c); }
       continue;
     }
     out.push_back(std::move(f));
   }
   for (const auto& k : inv.kernels.kernels) {
-    for (auto& x : foreign_modules(*p.driver->kernel_module, ver, k)) out.push_back(std::move(x));
-    for (auto& x : other_dkms_nvidia(*p.driver, k)) out.push_back(std::move(x));
+    for (auto& x : foreign_modules(*p.driver->kernel_module, ver, k)) { out.push_back(std::move(x)); }
+    for (auto& x : other_dkms_nvidia(*p.driver, k)) { out.push_back(std::move(x)); }
   }
   if (const auto& c = inv.kernels.next_candidate; c && c->module == want) {
     const bool installed = std::any_of(inv.kernels.kernels.begin(), inv.kernels.kernels.end(),
                                        [&](const InstalledKernel& k) { return k.release == c->release; });
-    if (!installed) out.push_back(judge_candidate(*p.driver->kernel_module, *c));
+    if (!installed) { out.push_back(judge_candidate(*p.driver->kernel_module, *c)); }
   }
   return out;
 }

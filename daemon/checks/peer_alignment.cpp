@@ -11,7 +11,7 @@ namespace p2pnode::checks {
 
 std::vector<Finding> check_peer_alignment(const Profile& p, const Inventory& inv) {
   const auto platform = nvidia::offset_peer_address_platform(inv);
-  if (!platform) return {};
+  if (!platform) { return {}; }
   const std::string patch(nvidia::kPeerAlignmentPatch);
   Finding f = make_finding("platform.peer_alignment", "node", Severity::ok, "");
   const auto* km = p.driver && p.driver->kernel_module ? &*p.driver->kernel_module : nullptr;
@@ -30,22 +30,29 @@ std::vector<Finding> check_peer_alignment(const Profile& p, const Inventory& inv
   }
   const bool patched = km && std::any_of(km->patches.begin(), km->patches.end(),
                                          [&](const Artifact& a) { return a.builtin && *a.builtin == patch; });
-  f.observed = {{"platform", *platform}, {"tree", tree.empty() ? nlohmann::json(nullptr) : nlohmann::json(tree)},
+  f.observed = {{"platform", *platform},
+                {"tree", tree.empty() ? nlohmann::json(nullptr) : nlohmann::json(tree)},
                 {"demands_512mib_alignment", demands ? nlohmann::json(*demands) : nlohmann::json(nullptr)},
                 {"builtin_patch", patched}};
   f.expected = "a tree that accepts a peer address 4 MiB into BAR1 (or the builtin patch " + patch + ")";
-  const std::string why = " On " + *platform + " the peer DMA address sits 4 MiB into BAR1 (\"The peer DMA address "
+  const std::string why = " On " + *platform +
+                          " the peer DMA address sits 4 MiB into BAR1 (\"The peer DMA address "
                           "0x…400000 is not aligned at 0x20000000\", tinygrad#44 on AM5, PR#48 on X570)";
-  const std::string add = "Add {builtin: " + patch + "} to driver.kernel_module.patches and apply again (it turns the "
-                          "refusal in " + std::string(nvidia::kPeerAlignmentFile) + " into a warning; it changes the "
+  const std::string add = "Add {builtin: " + patch +
+                          "} to driver.kernel_module.patches and apply again (it turns the "
+                          "refusal in " +
+                          std::string(nvidia::kPeerAlignmentFile) +
+                          " into a warning; it changes the "
                           "core, so the core is rebuilt once).";
   if (patched) {
-    f.summary = "the profile carries the builtin patch " + patch + ": unaligned peer addresses on this platform are accepted";
+    f.summary =
+        "the profile carries the builtin patch " + patch + ": unaligned peer addresses on this platform are accepted";
   } else if (demands && !*demands) {
     f.summary = tree + " accepts peer DMA addresses not aligned at 512 MiB (its source checks but does not refuse)";
   } else if (demands && *demands) {
     f.severity = Severity::warning;
-    f.summary = tree + " refuses peer DMA addresses not aligned at 512 MiB:" + why + ", so the first peer mapping "
+    f.summary = tree + " refuses peer DMA addresses not aligned at 512 MiB:" + why +
+                ", so the first peer mapping "
                 "fails (cudaErrorMapBufferObjectFailed)";
     f.remediation = add;
   } else {

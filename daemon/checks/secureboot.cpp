@@ -6,12 +6,17 @@
 namespace p2pnode::checks {
 
 std::vector<Finding> check_secure_boot(const Profile& p, const Inventory& inv) {
-  if (!p.driver || !p.driver->kernel_module) return {};  // nothing is built: nothing to sign
+  if (!p.driver || !p.driver->kernel_module) {
+    return {};  // nothing is built: nothing to sign
+  }
   const auto& s = inv.secure_boot;
   const auto v = secureboot::decide_signing(s);
   Severity sev = Severity::ok;
-  if (v.trust == secureboot::Trust::untrusted || v.trust == secureboot::Trust::no_key) sev = Severity::error;
-  else if (v.trust == secureboot::Trust::queued || v.trust == secureboot::Trust::unknown) sev = Severity::warning;
+  if (v.trust == secureboot::Trust::untrusted || v.trust == secureboot::Trust::no_key) {
+    sev = Severity::error;
+  } else if (v.trust == secureboot::Trust::queued || v.trust == secureboot::Trust::unknown) {
+    sev = Severity::warning;
+  }
   std::string summary = v.summary;
   if (!s.key_problem.empty()) {
     sev = Severity::error;
@@ -31,7 +36,7 @@ std::vector<Finding> check_secure_boot(const Profile& p, const Inventory& inv) {
                 {"enrolled", opt(s.cert_enrolled)},
                 {"queued", opt(s.cert_queued)},
                 {"trust", secureboot::to_string(v.trust)}};
-  if (!s.key_problem.empty()) f.observed["key_problem"] = s.key_problem;
+  if (!s.key_problem.empty()) { f.observed["key_problem"] = s.key_problem; }
   f.expected = {{"trust", "trusted or not_enforced"}};
   f.remediation = s.key_problem.empty() ? v.remediation
                                         : "chown root:root " + s.key_path + " && chmod 0600 " + s.key_path +

@@ -22,7 +22,7 @@ struct HttpChildOptions {
 };
 
 bool is_socket(int fd) {
-  struct stat st{};
+  struct stat st {};
   return ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
@@ -33,7 +33,7 @@ int serve_as_http_child(const HttpChildOptions& o) {
     return kUsage;
   }
   privsep::ChildStart start{o.parent, std::nullopt, o.verbose};
-  if (!o.account.empty()) start.account = privsep::Account{o.account, o.uid, o.gid, ""};
+  if (!o.account.empty()) { start.account = privsep::Account{o.account, o.uid, o.gid, ""}; }
   privsep::run_http_child(start);
 }
 

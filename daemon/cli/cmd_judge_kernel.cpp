@@ -23,9 +23,10 @@ int run_judge(const JudgeOptions& o) {
   const sys::SysRoot root(o.choice.root);
   const Inventory inv = probe::probe_inventory(root);
   auto profile = choose_profile(o.choice, inv);
-  if (!profile) return kUsage;
+  if (!profile) { return kUsage; }
   if (!profile->driver || !profile->driver->kernel_module) {
-    std::cerr << "p2pnode judge-kernel: profile " << profile->name << " names no driver.kernel_module: nothing to judge\n";
+    std::cerr << "p2pnode judge-kernel: profile " << profile->name
+              << " names no driver.kernel_module: nothing to judge\n";
     return kUsage;
   }
   sys::ProcessRunner runner;
@@ -56,12 +57,16 @@ int run_judge(const JudgeOptions& o) {
   if (!o.force) {
     if (auto text = root.read_text(std::string(lifecycle::kNextKernelRecord))) {
       const auto j = nlohmann::json::parse(*text, nullptr, false);
-      if (auto old = j.is_discarded() ? Result<lifecycle::KernelVerdict>(Error{"garbled"}) : lifecycle::verdict_from_json(j);
+      if (auto old =
+              j.is_discarded() ? Result<lifecycle::KernelVerdict>(Error{"garbled"}) : lifecycle::verdict_from_json(j);
           old && old->release == release && old->package_version == version &&
           old->module == module_package(*profile->driver).dkms_id() &&
           old->staged_sha256 == lifecycle::staged_fingerprint(root, *profile->driver)) {
-        if (o.json) std::cout << json_text(lifecycle::to_json(*old), 2) << "\n";
-        else std::cout << old->summary << " (judged before; --force judges again)\n";
+        if (o.json) {
+          std::cout << json_text(lifecycle::to_json(*old), 2) << "\n";
+        } else {
+          std::cout << old->summary << " (judged before; --force judges again)\n";
+        }
         return old->keeps_p2p ? kOk : kFindings;
       }
     }
@@ -69,15 +74,21 @@ int run_judge(const JudgeOptions& o) {
   lifecycle::JudgeOptions jo;
   jo.modules = o.modules;
   auto v = lifecycle::judge_kernel(root, runner, *profile->driver, release, version, jo,
-                                [](std::string_view line) { std::cerr << "[judge-kernel] " << line << "\n"; });
+                                   [](std::string_view line) { std::cerr << "[judge-kernel] " << line << "\n"; });
   if (!v) {
     std::cerr << "p2pnode judge-kernel: " << v.error().message << "\n";
     return kUsage;
   }
-  if (auto st = root.write_file_atomic(std::string(lifecycle::kNextKernelRecord), json_text(lifecycle::to_json(*v), 2) + "\n"); !st)
+  if (auto st = root.write_file_atomic(std::string(lifecycle::kNextKernelRecord),
+                                       json_text(lifecycle::to_json(*v), 2) + "\n");
+      !st) {
     std::cerr << "p2pnode judge-kernel: recording the verdict: " << st.error().message << "\n";
-  if (o.json) std::cout << json_text(lifecycle::to_json(*v), 2) << "\n";
-  else std::cout << v->summary << "\n";
+  }
+  if (o.json) {
+    std::cout << json_text(lifecycle::to_json(*v), 2) << "\n";
+  } else {
+    std::cout << v->summary << "\n";
+  }
   return v->keeps_p2p ? kOk : kFindings;
 }
 }  // namespace

@@ -23,7 +23,7 @@ int run_plan(const PlanOptions& o) {
   sys::ProcessRunner runner;  // modinfo, on Secure Boot nodes only (read-only)
   probe::probe_module_signatures_by_commands(root, runner, inv);
   auto profile = choose_profile(o.choice, inv);
-  if (!profile) return kUsage;
+  if (!profile) { return kUsage; }
   probe::use_profile_signing(root, *profile, inv);
   probe::use_profile_tree(root, *profile, inv);
   const Plan plan = actions::plan_all(*profile, inv, root);
@@ -37,11 +37,14 @@ int run_plan(const PlanOptions& o) {
   std::cout << "p2pnode plan: profile " << profile->name << ", " << plan.steps.size() << " step(s)\n";
   for (const auto& s : plan.steps) {
     std::cout << "  " << s.action << "  " << s.subject << "  " << s.description;
-    if (s.needs_operator) std::cout << "  [needs a person]";
-    else if (s.reboot_required) std::cout << "  [reboot required]";
+    if (s.needs_operator) {
+      std::cout << "  [needs a person]";
+    } else if (s.reboot_required) {
+      std::cout << "  [reboot required]";
+    }
     std::cout << "\n";
   }
-  if (plan.empty()) std::cout << "  nothing to do: the box matches its profile as far as p2pnode can fix it\n";
+  if (plan.empty()) { std::cout << "  nothing to do: the box matches its profile as far as p2pnode can fix it\n"; }
   return kOk;
 }
 
@@ -49,7 +52,7 @@ int run_apply(const PlanOptions& o) {
   const sys::SysRoot root(o.choice.root);
   const Inventory inv = probe::probe_inventory(root);
   auto profile = choose_profile(o.choice, inv);
-  if (!profile) return kUsage;
+  if (!profile) { return kUsage; }
   sys::ProcessRunner runner;
   actions::ApplyContext ctx{root, runner, *profile};
   ctx.once = o.once;
@@ -68,17 +71,26 @@ int run_apply(const PlanOptions& o) {
   }
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& r : results) list.push_back(to_json(r));
-    std::cout << json_text(nlohmann::json{{"schema_version", 1}, {"profile", profile->name}, {"steps", list},
-                                {"writes", writes}, {"changed", writes > 0}, {"reboot_required", reboot},
-                                {"failed", failed}}, 2)
+    for (const auto& r : results) { list.push_back(to_json(r)); }
+    std::cout << json_text(nlohmann::json{{"schema_version", 1},
+                                          {"profile", profile->name},
+                                          {"steps", list},
+                                          {"writes", writes},
+                                          {"changed", writes > 0},
+                                          {"reboot_required", reboot},
+                                          {"failed", failed}},
+                           2)
               << "\n";
   } else {
     std::cout << "p2pnode apply: profile " << profile->name << "\n";
-    for (const auto& r : results)
+    for (const auto& r : results) {
       std::cout << "  " << to_string(r.outcome) << "  " << r.action << "  " << r.subject << "  " << r.message << "\n";
-    if (writes == 0 && !failed) std::cout << "  nothing changed: the box already matches what p2pnode can fix\n";
-    else std::cout << "  " << writes << " write(s)" << (reboot ? "; reboot required" : "") << "\n";
+    }
+    if (writes == 0 && !failed) {
+      std::cout << "  nothing changed: the box already matches what p2pnode can fix\n";
+    } else {
+      std::cout << "  " << writes << " write(s)" << (reboot ? "; reboot required" : "") << "\n";
+    }
   }
   return failed ? kFindings : kOk;
 }
@@ -96,7 +108,8 @@ void register_plan_apply(CLI::App& app) {
   add_profile_options(*apply, aopts->choice);
   apply->add_flag("--json", aopts->json, "Print each step with before, after and whether it wrote");
   apply->add_flag("--once", aopts->once, "Boot-time run from a oneshot unit: apply and exit");
-  apply->add_option("--only", aopts->only, "Apply only this action (repeatable), e.g. driver.module (the kernel hook's)");
+  apply->add_option("--only", aopts->only,
+                    "Apply only this action (repeatable), e.g. driver.module (the kernel hook's)");
   apply->callback([aopts] { throw CLI::RuntimeError(run_apply(*aopts)); });
 }
 

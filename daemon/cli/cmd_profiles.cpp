@@ -18,8 +18,8 @@ int run_validate(const std::vector<std::string>& paths) {
         ++bad;
         continue;
       }
-      for (const auto& p : r.profiles) std::cout << "ok      " << p.source_file << " (" << p.name << ")\n";
-      for (const auto& d : r.failures) std::cout << "INVALID " << d.file() << "\n" << d.format();
+      for (const auto& p : r.profiles) { std::cout << "ok      " << p.source_file << " (" << p.name << ")\n"; }
+      for (const auto& d : r.failures) { std::cout << "INVALID " << d.file() << "\n" << d.format(); }
       good += static_cast<int>(r.profiles.size());
       bad += static_cast<int>(r.failures.size());
       if (r.profiles.empty() && r.failures.empty()) {

@@ -40,18 +40,22 @@ class RefusingRunner final : public sys::CommandRunner {
   sys::CommandResult run(const sys::Command& cmd) override {
     sys::CommandResult r;
     r.start_failed = true;
-    r.err = "not run: the daemon serves a recorded tree (--root), so it runs no commands but the agent: " + cmd.display();
+    r.err =
+        "not run: the daemon serves a recorded tree (--root), so it runs no commands but the agent: " + cmd.display();
     return r;
   }
 };
 
 std::string status_line(const engine::Snapshot& s) {
   const auto& st = s.state;
-  std::string line = std::string(engine::to_string(st.state)) + ": profile " + (st.profile.empty() ? "none" : st.profile) +
-                     ", " + std::to_string(st.devices.value("gpus", nlohmann::json::array()).size()) + " GPU(s)";
-  if (st.selftest) line += ", self-test " + st.selftest->verdict;
-  if (!st.reasons.empty())
-    line += "; " + st.reasons.front() + (st.reasons.size() > 1 ? " (+" + std::to_string(st.reasons.size() - 1) + " more)" : "");
+  std::string line = std::string(engine::to_string(st.state)) + ": profile " +
+                     (st.profile.empty() ? "none" : st.profile) + ", " +
+                     std::to_string(st.devices.value("gpus", nlohmann::json::array()).size()) + " GPU(s)";
+  if (st.selftest) { line += ", self-test " + st.selftest->verdict; }
+  if (!st.reasons.empty()) {
+    line += "; " + st.reasons.front() +
+            (st.reasons.size() > 1 ? " (+" + std::to_string(st.reasons.size() - 1) + " more)" : "");
+  }
   return line;
 }
 
@@ -73,7 +77,7 @@ std::optional<LoadedConfig> load_config(const ServeOptions& o, const sys::SysRoo
   }
   auto loaded = engine::load_config_file(file);
   std::shared_ptr<const tls::Identity> identity;
-  if (loaded.config) identity = engine::read_tls_identity(*loaded.config, root, loaded.diagnostics);
+  if (loaded.config) { identity = engine::read_tls_identity(*loaded.config, root, loaded.diagnostics); }
   if (!loaded.config || !loaded.diagnostics.empty()) {
     *problem = "the configuration is not valid:\n" + loaded.diagnostics.format();
     return std::nullopt;
@@ -82,21 +86,23 @@ std::optional<LoadedConfig> load_config(const ServeOptions& o, const sys::SysRoo
 }
 
 void apply_listen_override(const ServeOptions& o, engine::DaemonConfig& c) {
-  if (o.listen.empty()) return;
+  if (o.listen.empty()) { return; }
   std::string why;
   auto a = engine::parse_listen(o.listen, &why);
-  if (!a) throw CLI::ValidationError("--listen", why);
+  if (!a) { throw CLI::ValidationError("--listen", why); }
   c.listen = *a;
 }
 
-void load_token(const sys::SysRoot& root, const engine::DaemonConfig& c, http::Router& router, const engine::LogFn& log) {
+void load_token(const sys::SysRoot& root, const engine::DaemonConfig& c, http::Router& router,
+                const engine::LogFn& log) {
   auto t = http::read_token_file(engine::host_paths(c, root).token_file);
   if (t) {
     router.set_token(*t, "");
     return;
   }
   router.set_token("", t.error().message);
-  log({engine::LogLevel::warning, t.error().message + "; POST /v1/reconcile and /v1/selftest are disabled", "", "config", ""});
+  log({engine::LogLevel::warning, t.error().message + "; POST /v1/reconcile and /v1/selftest are disabled", "",
+       "config", ""});
 }
 
 std::shared_ptr<const tls::PemIdentity> pem_of(const std::shared_ptr<const tls::Identity>& id) {
@@ -115,11 +121,15 @@ void reload_http(const LoadedConfig& fresh, const http::ServerOptions& options, 
     s.tls_key = pem.key.c_str();
     s.tls_describe = fresh.tls->describe();
   } else if (fresh.tls || serves_tls) {
-    log({engine::LogLevel::warning, std::string("tls was ") + (fresh.tls ? "added to" : "removed from") +
-                                        " the configuration; it takes effect on restart", "", "config", ""});
+    log({engine::LogLevel::warning,
+         std::string("tls was ") + (fresh.tls ? "added to" : "removed from") +
+             " the configuration; it takes effect on restart",
+         "", "config", ""});
   }
-  if (auto st = http_side.send_settings(s); !st)
-    log({engine::LogLevel::error, "the HTTP process did not take the new settings: " + st.error().message, "", "http", ""});
+  if (auto st = http_side.send_settings(s); !st) {
+    log({engine::LogLevel::error, "the HTTP process did not take the new settings: " + st.error().message, "", "http",
+         ""});
+  }
   std::fill(s.tls_key.begin(), s.tls_key.end(), '\0');
 }
 
@@ -130,7 +140,8 @@ struct StopFirst {
 };
 
 // What the HTTP process starts with: the limits and, with TLS, the certificate and key.
-privsep::HttpSettings first_http_settings(const http::ServerOptions& o, const std::shared_ptr<const tls::Identity>& id) {
+privsep::HttpSettings first_http_settings(const http::ServerOptions& o,
+                                          const std::shared_ptr<const tls::Identity>& id) {
   privsep::HttpSettings s = privsep::settings_of(o);
   if (o.tls) {
     s.tls_chain = o.tls->chain;
@@ -142,7 +153,7 @@ privsep::HttpSettings first_http_settings(const http::ServerOptions& o, const st
 
 // Sleeps until a signal, the next watchdog ping or the HTTP process's next start, whichever comes first.
 int wait_for_signal(const sigset_t& mask, std::chrono::microseconds tick, const privsep::HttpSupervisor& http_side) {
-  if (const auto due = http_side.next_due()) tick = std::min<std::chrono::microseconds>(tick, *due);
+  if (const auto due = http_side.next_due()) { tick = std::min<std::chrono::microseconds>(tick, *due); }
   const timespec ts{static_cast<time_t>(tick.count() / 1000000), static_cast<long>((tick.count() % 1000000) * 1000)};
   return sigtimedwait(&mask, nullptr, &ts);
 }
@@ -161,7 +172,7 @@ http::ServerOptions server_options(const engine::DaemonConfig& c) {
   h.server_names = c.http_server_names;
   // This host's own name is always one of them (what Prometheus and people use by default).
   char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) == 0 && name[0]) h.server_names.emplace_back(name);
+  if (::gethostname(name, sizeof name - 1) == 0 && name[0]) { h.server_names.emplace_back(name); }
   return h;
 }
 
@@ -174,7 +185,8 @@ int serve_refuse(int code, const std::string& message, const char* topic, const 
 
 // The configuration to serve, --listen applied; nullopt (said on stderr and in the log) when it
 // is not valid or would listen beyond this host without leave.
-std::optional<LoadedConfig> serve_checked_config(const ServeOptions& o, const sys::SysRoot& root, const engine::LogFn& log) {
+std::optional<LoadedConfig> serve_checked_config(const ServeOptions& o, const sys::SysRoot& root,
+                                                 const engine::LogFn& log) {
   std::string problem;
   auto loaded = load_config(o, root, log, &problem);
   if (!loaded) {
@@ -185,8 +197,9 @@ std::optional<LoadedConfig> serve_checked_config(const ServeOptions& o, const sy
   apply_listen_override(o, loaded->config);
   const engine::DaemonConfig& config = loaded->config;
   if (!config.listen.is_loopback() && !config.allow_non_loopback) {
-    std::cerr << "p2pnode serve: " << config.listen.display()
-              << " is not a loopback address; set allow_non_loopback: true in the configuration to listen beyond this host\n";
+    std::cerr
+        << "p2pnode serve: " << config.listen.display()
+        << " is not a loopback address; set allow_non_loopback: true in the configuration to listen beyond this host\n";
     return std::nullopt;
   }
   if (auto why = engine::plaintext_refusal(config)) {  // --listen may have moved it beyond loopback
@@ -202,18 +215,20 @@ int serve_check_config(const ServeOptions& o, const sys::SysRoot& root, const en
   const auto token = engine::host_paths(config, root).token_file;
   std::error_code ec;
   if (!std::filesystem::exists(token, ec)) {
-    std::cerr << "p2pnode serve: " << (o.strict ? "" : "warning: ") << "the token file " << token.string()
-              << " does not exist: POST /v1/reconcile and /v1/selftest would answer 503. Create it (root only, at least "
-                 "16 characters), e.g. umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > "
-              << token.string() << "\n";
-    if (o.strict) return kUsage;
+    std::cerr
+        << "p2pnode serve: " << (o.strict ? "" : "warning: ") << "the token file " << token.string()
+        << " does not exist: POST /v1/reconcile and /v1/selftest would answer 503. Create it (root only, at least "
+           "16 characters), e.g. umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' > "
+        << token.string() << "\n";
+    if (o.strict) { return kUsage; }
   } else if (auto t = http::read_token_file(token); !t) {
     std::cerr << "p2pnode serve: " << t.error().message << ": POST /v1/reconcile and /v1/selftest would answer 503\n";
     return kUsage;
   }
   // The file that was read (config.source_file), or the built-in defaults when there was none.
   std::cout << "p2pnode serve: the configuration "
-            << (config.source_file.empty() ? std::string("(built-in defaults: no configuration file)") : config.source_file)
+            << (config.source_file.empty() ? std::string("(built-in defaults: no configuration file)")
+                                           : config.source_file)
             << " is valid\n";
   return kOk;
 }
@@ -222,7 +237,7 @@ int serve_check_config(const ServeOptions& o, const sys::SysRoot& root, const en
 sigset_t serve_block_signals() {
   sigset_t mask;
   sigemptyset(&mask);
-  for (int s : {SIGHUP, SIGTERM, SIGINT, SIGCHLD}) sigaddset(&mask, s);
+  for (int s : {SIGHUP, SIGTERM, SIGINT, SIGCHLD}) { sigaddset(&mask, s); }
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
   return mask;
@@ -231,20 +246,27 @@ sigset_t serve_block_signals() {
 // Once the HTTP process runs: the port file, and where the daemon listens and how.
 void serve_announce(const ServeOptions& o, const http::ServerOptions& hopt, const engine::ListenAddress& bound,
                     const engine::DaemonConfig& config, const tls::Identity* identity, const engine::LogFn& log) {
-  if (!o.port_file.empty()) std::ofstream(o.port_file) << bound.port << "\n";
-  log({engine::LogLevel::notice, std::string("listening on ") + (hopt.tls ? "https://" : "http://") + bound.display() +
-                                     " (profiles " + config.profiles_dir + ", state " + config.state_file() + ")", "", "http", ""});
-  if (identity) log({engine::LogLevel::notice, "TLS certificate: " + identity->describe(), "", "tls", ""});
-  else if (!bound.is_loopback())
-    log({engine::LogLevel::warning, "serving plain HTTP beyond this host (allow_plaintext_beyond_loopback: true): the bearer "
-                                    "token and every answer cross the network unencrypted", "", "http", ""});
+  if (!o.port_file.empty()) { std::ofstream(o.port_file) << bound.port << "\n"; }
+  log({engine::LogLevel::notice,
+       std::string("listening on ") + (hopt.tls ? "https://" : "http://") + bound.display() + " (profiles " +
+           config.profiles_dir + ", state " + config.state_file() + ")",
+       "", "http", ""});
+  if (identity) {
+    log({engine::LogLevel::notice, "TLS certificate: " + identity->describe(), "", "tls", ""});
+  } else if (!bound.is_loopback()) {
+    log({engine::LogLevel::warning,
+         "serving plain HTTP beyond this host (allow_plaintext_beyond_loopback: true): the bearer "
+         "token and every answer cross the network unencrypted",
+         "", "http", ""});
+  }
 }
 
 // A recorded machine is a copy someone may want unchanged (a checkout's fixture).
 void serve_warn_apply_into_tree(const ServeOptions& o, const engine::LogFn& log) {
   log({engine::LogLevel::warning,
-       "--root " + o.root + " with apply: true: the daemon's fixes write into that tree (ACS bytes, resized BARs, "
-       "modprobe.d, GRUB's drop-in; no program is run); set apply: false in the configuration to only read it",
+       "--root " + o.root +
+           " with apply: true: the daemon's fixes write into that tree (ACS bytes, resized BARs, "
+           "modprobe.d, GRUB's drop-in; no program is run); set apply: false in the configuration to only read it",
        "", "config", ""});
 }
 
@@ -252,8 +274,11 @@ void serve_warn_apply_into_tree(const ServeOptions& o, const engine::LogFn& log)
 std::function<void(const engine::Snapshot&)> serve_systemd_notifier() {
   auto ready_sent = std::make_shared<std::atomic<bool>>(false);
   return [ready_sent](const engine::Snapshot& s) {
-    if (!ready_sent->exchange(true)) service::notify_ready(status_line(s));
-    else service::notify_status(status_line(s));
+    if (!ready_sent->exchange(true)) {
+      service::notify_ready(status_line(s));
+    } else {
+      service::notify_status(status_line(s));
+    }
   };
 }
 
@@ -293,11 +318,12 @@ void serve_reload(const ServeRunning& s, std::optional<engine::DaemonConfig>& co
     std::optional<engine::DaemonConfig> fresh = reloaded->config;
     try {
       apply_listen_override(s.o, *fresh);
-    } catch (const CLI::Error&) {
+    } catch (const CLI::Error&) {}
+    if (fresh->listen.display() != config->listen.display() && s.o.listen.empty()) {
+      s.log({engine::LogLevel::warning,
+             "the listen address changed to " + fresh->listen.display() + "; it takes effect on restart", "", "config",
+             ""});
     }
-    if (fresh->listen.display() != config->listen.display() && s.o.listen.empty())
-      s.log({engine::LogLevel::warning, "the listen address changed to " + fresh->listen.display() +
-                                            "; it takes effect on restart", "", "config", ""});
     const http::ServerOptions fresh_options = server_options(*fresh);
     reload_http(*reloaded, fresh_options, s.serves_tls, s.http_side, s.log);
     s.router.set_max_headers(fresh_options.max_headers);
@@ -321,13 +347,16 @@ void serve_until_stopped(const ServeRunning& s, const sigset_t& mask, std::optio
   const std::chrono::microseconds tick = ping ? *ping : std::chrono::hours(1);
   for (;;) {
     const int sig = wait_for_signal(mask, tick, s.http_side);
-    if (ping && !s.engine.wedged()) service::notify_watchdog();  // a wedged pass: let systemd restart us
+    if (ping && !s.engine.wedged()) {
+      service::notify_watchdog();  // a wedged pass: let systemd restart us
+    }
     if (sig == SIGTERM || sig == SIGINT) {
-      s.log({engine::LogLevel::notice, std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"), "", "signal", ""});
+      s.log({engine::LogLevel::notice, std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"), "",
+             "signal", ""});
       return;
     }
     s.http_side.tend();  // SIGCHLD: it died; or its next start is due
-    if (sig == SIGHUP) serve_reload(s, config);
+    if (sig == SIGHUP) { serve_reload(s, config); }
   }
 }
 
@@ -335,15 +364,15 @@ int run_serve(const ServeOptions& o) {
   const sys::SysRoot root(o.root);
   const engine::LogFn log = service::make_logger(o.verbose);
   auto loaded = serve_checked_config(o, root, log);
-  if (!loaded) return kUsage;
+  if (!loaded) { return kUsage; }
   std::optional<engine::DaemonConfig> config = loaded->config;
-  if (o.check_config) return serve_check_config(o, root, *config);
+  if (o.check_config) { return serve_check_config(o, root, *config); }
 
   const sigset_t mask = serve_block_signals();
   http::ServerOptions hopt = server_options(*config);
   hopt.tls = pem_of(loaded->tls);
   auto listener = http::bind_listener(config->listen);
-  if (!listener) return serve_refuse(1, listener.error().message, "http", log);
+  if (!listener) { return serve_refuse(1, listener.error().message, "http", log); }
   engine::ListenAddress bound = config->listen;
   bound.port = listener->port;
   // Started now, before the token or the state is read; the daemon holds the socket for the next one.
@@ -352,8 +381,9 @@ int run_serve(const ServeOptions& o) {
     ::close(listener->fd);
     return serve_refuse(1, account.error().message, "privsep", log);
   }
-  privsep::HttpSupervisor http_supervisor(listener->fd, first_http_settings(hopt, loaded->tls), *account, o.verbose, log);
-  if (auto st = http_supervisor.start(); !st) return serve_refuse(1, st.error().message, "privsep", log);
+  privsep::HttpSupervisor http_supervisor(listener->fd, first_http_settings(hopt, loaded->tls), *account, o.verbose,
+                                          log);
+  if (auto st = http_supervisor.start(); !st) { return serve_refuse(1, st.error().message, "privsep", log); }
   serve_announce(o, hopt, bound, *config, loaded->tls.get(), log);
 
   sys::ProcessRunner agent_runner;
@@ -362,7 +392,7 @@ int run_serve(const ServeOptions& o) {
   RefusingRunner refusing;
   const bool real_root = std::filesystem::weakly_canonical(o.root) == "/";
   sys::CommandRunner& action_runner = real_root ? static_cast<sys::CommandRunner&>(host_runner) : refusing;
-  if (!real_root && config->apply) serve_warn_apply_into_tree(o, log);
+  if (!real_root && config->apply) { serve_warn_apply_into_tree(o, log); }
   engine::EngineDeps deps{root, action_runner, agent_runner, log, serve_systemd_notifier(), &health_runner};
   engine::Engine engine(deps, *config, P2PNODE_VERSION);
   http::Router router(engine, hopt.max_headers);
@@ -377,7 +407,7 @@ int run_serve(const ServeOptions& o) {
 
   serve_until_stopped({o, root, log, http_supervisor, router, engine, hopt.tls != nullptr}, mask, config);
   service::notify_stopping();
-  if (monitor) monitor->stop();
+  if (monitor) { monitor->stop(); }
   http_supervisor.stop();
   engine.stop();
   return kOk;
@@ -386,9 +416,12 @@ int run_serve(const ServeOptions& o) {
 
 void register_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
-  auto* cmd = app.add_subcommand("serve", "Run the daemon: reconcile, self-test on a schedule, serve REST and /metrics");
-  cmd->add_option("--config", o->config, "Daemon configuration (default ROOT/etc/p2pnode/p2pnode.yaml; built-in defaults when absent)");
-  cmd->add_option("--root", o->root, "Treat DIR as the filesystem root (a recorded machine); runs no commands but the agent")
+  auto* cmd =
+      app.add_subcommand("serve", "Run the daemon: reconcile, self-test on a schedule, serve REST and /metrics");
+  cmd->add_option("--config", o->config,
+                  "Daemon configuration (default ROOT/etc/p2pnode/p2pnode.yaml; built-in defaults when absent)");
+  cmd->add_option("--root", o->root,
+                  "Treat DIR as the filesystem root (a recorded machine); runs no commands but the agent")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--listen", o->listen, "HOST:PORT to listen on (port 0: any free port), overrides the configuration");
   cmd->add_option("--port-file", o->port_file, "Write the bound port to this file once listening");

@@ -20,10 +20,11 @@ struct StatusOptions : DaemonClientOptions {
 
 int run_status(const StatusOptions& o) {
   auto target = resolve_target(o, "p2pnode status");
-  if (!target) return kUsage;
+  if (!target) { return kUsage; }
   httplib::Client client(target->url);
   if (!client.is_valid()) {
-    std::cerr << "p2pnode status: cannot use the URL " << target->url << "; expected http://HOST:PORT or https://HOST:PORT\n";
+    std::cerr << "p2pnode status: cannot use the URL " << target->url
+              << "; expected http://HOST:PORT or https://HOST:PORT\n";
     return kUsage;
   }
   set_trust(client, *target);
@@ -31,12 +32,13 @@ int run_status(const StatusOptions& o) {
   client.set_read_timeout(o.timeout_s, 0);
   auto status = client.Get("/v1/status");
   if (!status) {
-    std::cerr << "p2pnode status: cannot reach the daemon at " << target->url << ": " << httplib::to_string(status.error())
-              << connect_hint(client, *target, status.error()) << "\n";
+    std::cerr << "p2pnode status: cannot reach the daemon at " << target->url << ": "
+              << httplib::to_string(status.error()) << connect_hint(client, *target, status.error()) << "\n";
     return kUsage;
   }
   if (status->status != 200) {
-    std::cerr << "p2pnode status: " << target->url << "/v1/status answered " << status->status << ": " << status->body << "\n";
+    std::cerr << "p2pnode status: " << target->url << "/v1/status answered " << status->status << ": " << status->body
+              << "\n";
     return kUsage;
   }
   auto st = nlohmann::json::parse(status->body, nullptr, false);
@@ -48,34 +50,44 @@ int run_status(const StatusOptions& o) {
   if (o.json) {
     auto findings = client.Get("/v1/findings");
     nlohmann::json out = {{"status", st}};
-    if (findings && findings->status == 200) out["findings"] = nlohmann::json::parse(findings->body, nullptr, false);
+    if (findings && findings->status == 200) {
+      out["findings"] = nlohmann::json::parse(findings->body, nullptr, false);
+    }
     std::cout << json_text(out, 2) << "\n";
     return ready ? kOk : kFindings;
   }
   auto table = client.Get("/v1/findings", {{"Accept", "text/plain"}});
-  if (table && table->status == 200) std::cout << table->body;
+  if (table && table->status == 200) { std::cout << table->body; }
   std::cout << "\nnode state: " << st.value("state", "?");
-  if (st.contains("selftest") && st["selftest"].is_object())
+  if (st.contains("selftest") && st["selftest"].is_object()) {
     std::cout << ", self-test " << st["selftest"].value("verdict", "?");
+  }
   std::cout << "\n";
-  if (st.contains("selftest_note") && st["selftest_note"].is_string())
+  if (st.contains("selftest_note") && st["selftest_note"].is_string()) {
     std::cout << st["selftest_note"].get<std::string>() << "\n";
+  }
   // One line per NVMe drive, GPU and doorbell writer.
   if (st.contains("nvme_doorbell") && st["nvme_doorbell"].is_object() && st["nvme_doorbell"].contains("lines") &&
-      st["nvme_doorbell"]["lines"].is_array())
-    for (const auto& l : st["nvme_doorbell"]["lines"])
-      if (l.is_string()) std::cout << "NVMe doorbell: " << l.get<std::string>() << "\n";
-  if (st.contains("reasons") && st["reasons"].is_array())
-    for (const auto& r : st["reasons"])
-      if (r.is_string()) std::cout << "  - " << r.get<std::string>() << "\n";
-  if (st.contains("selftest") && st["selftest"].is_object())
+      st["nvme_doorbell"]["lines"].is_array()) {
+    for (const auto& l : st["nvme_doorbell"]["lines"]) {
+      if (l.is_string()) { std::cout << "NVMe doorbell: " << l.get<std::string>() << "\n"; }
+    }
+  }
+  if (st.contains("reasons") && st["reasons"].is_array()) {
+    for (const auto& r : st["reasons"]) {
+      if (r.is_string()) { std::cout << "  - " << r.get<std::string>() << "\n"; }
+    }
+  }
+  if (st.contains("selftest") && st["selftest"].is_object()) {
     std::cout << engine::expectations_table(st["selftest"].value("expectations", nlohmann::json::array()));
+  }
   // The passive health pass: reported beside the state, never part of it.
-  if (st.contains("health") && st["health"].is_object() && st["health"].contains("findings") && st["health"]["findings"].is_array() &&
-      !st["health"]["findings"].empty()) {
+  if (st.contains("health") && st["health"].is_object() && st["health"].contains("findings") &&
+      st["health"]["findings"].is_array() && !st["health"]["findings"].empty()) {
     std::cout << "health (GET /v1/health):\n";
-    for (const auto& l : st["health"]["findings"])
-      if (l.is_string()) std::cout << "  " << l.get<std::string>() << "\n";
+    for (const auto& l : st["health"]["findings"]) {
+      if (l.is_string()) { std::cout << "  " << l.get<std::string>() << "\n"; }
+    }
   }
   return ready ? kOk : kFindings;
 }
@@ -87,7 +99,8 @@ void register_status(CLI::App& app) {
   cmd->add_option("--url", o->url,
                   "The daemon's address (default: from the configuration's listen, https:// when it sets tls; "
                   "http://127.0.0.1:9470 without a configuration)");
-  cmd->add_option("--config", o->config, "The daemon's configuration (default ROOT/etc/p2pnode/p2pnode.yaml, when present)");
+  cmd->add_option("--config", o->config,
+                  "The daemon's configuration (default ROOT/etc/p2pnode/p2pnode.yaml, when present)");
   cmd->add_option("--root", o->root, "Treat DIR as the filesystem root for the configuration's paths")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--cacert", o->cacert,

@@ -20,10 +20,10 @@ struct DaemonClientOptions {
 // Where to connect and whom to trust, from the options and the daemon's configuration.
 struct Target {
   std::string url;
-  std::string ca_file;         // empty: the system's CA store (https) or none (http)
-  bool pin_ca_file = false;    // the configured certificate itself is the trust anchor
+  std::string ca_file;       // empty: the system's CA store (https) or none (http)
+  bool pin_ca_file = false;  // the configured certificate itself is the trust anchor
   bool config_has_tls = false;
-  std::string token_file;      // the configuration's token_file, as a host path
+  std::string token_file;  // the configuration's token_file, as a host path
 };
 
 // `who` names the command in messages ("p2pnode status").

@@ -11,7 +11,8 @@ void add_profile_options(CLI::App& cmd, ProfileChoice& c) {
   auto* dir = cmd.add_option("--profiles", c.profiles_dir,
                              "Choose the matching profile from this directory (default ROOT/etc/p2pnode/profiles)");
   file->excludes(dir);
-  cmd.add_option("--root", c.root, "Treat DIR as the filesystem root (a recorded machine)")->check(CLI::ExistingDirectory);
+  cmd.add_option("--root", c.root, "Treat DIR as the filesystem root (a recorded machine)")
+      ->check(CLI::ExistingDirectory);
 }
 
 std::optional<Profile> choose_profile(const ProfileChoice& c, const Inventory& inv) {
@@ -23,14 +24,14 @@ std::optional<Profile> choose_profile(const ProfileChoice& c, const Inventory& i
     }
     return r.profile;
   }
-  const std::string dir = !c.profiles_dir.empty() ? c.profiles_dir
-                                                  : sys::SysRoot(c.root).host_path("/etc/p2pnode/profiles").string();
+  const std::string dir =
+      !c.profiles_dir.empty() ? c.profiles_dir : sys::SysRoot(c.root).host_path("/etc/p2pnode/profiles").string();
   auto loaded = profile::load_profiles_dir(dir);
   if (!loaded.error.empty()) {
     std::cerr << "p2pnode: " << loaded.error << "\n";
     return std::nullopt;
   }
-  for (const auto& d : loaded.failures) std::cerr << "p2pnode: skipping an invalid profile:\n" << d.format();
+  for (const auto& d : loaded.failures) { std::cerr << "p2pnode: skipping an invalid profile:\n" << d.format(); }
   auto chosen = profile::select_profile(loaded.profiles, inv);
   if (!chosen) {
     std::cerr << "p2pnode: choosing a profile from " << dir << ": " << chosen.error().message << "\n";

@@ -59,12 +59,27 @@ std::string redact_userinfo(std::string_view text);
 // `--silent --no-kernel-modules`: one of kInstallerFlags, none of which names a file or a path or
 // touches DKMS (p2pnode owns the kernel module).
 bool is_installer_flag(std::string_view s);
-inline constexpr std::string_view kInstallerFlags[] = {
-    "--no-drm", "--no-x-check", "--no-nouveau-check", "--no-systemd", "--no-opengl-files",
-    "--no-install-libglvnd", "--install-libglvnd", "--no-peermem", "--no-nvidia-modprobe", "--no-backup",
-    "--no-check-for-alternate-installs", "--no-distro-scripts", "--no-rpms", "--no-wine-files",
-    "--install-compat32-libs", "--no-install-compat32-libs", "--no-libglx-indirect", "--force-libglx-indirect",
-    "--no-glvnd-egl-client", "--no-glvnd-glx-client", "--no-kernel-module-source"};
+inline constexpr std::string_view kInstallerFlags[] = {"--no-drm",
+                                                       "--no-x-check",
+                                                       "--no-nouveau-check",
+                                                       "--no-systemd",
+                                                       "--no-opengl-files",
+                                                       "--no-install-libglvnd",
+                                                       "--install-libglvnd",
+                                                       "--no-peermem",
+                                                       "--no-nvidia-modprobe",
+                                                       "--no-backup",
+                                                       "--no-check-for-alternate-installs",
+                                                       "--no-distro-scripts",
+                                                       "--no-rpms",
+                                                       "--no-wine-files",
+                                                       "--install-compat32-libs",
+                                                       "--no-install-compat32-libs",
+                                                       "--no-libglx-indirect",
+                                                       "--force-libglx-indirect",
+                                                       "--no-glvnd-egl-client",
+                                                       "--no-glvnd-glx-client",
+                                                       "--no-kernel-module-source"};
 
 // The value in single quotes, each embedded ' written '\'' : bash reads back exactly `v`.
 // The one quoting function for every file a shell reads (dkms.conf, DKMS's framework.conf.d,

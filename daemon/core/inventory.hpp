@@ -57,7 +57,7 @@ struct PciDevice {
   std::size_t config_size = 0;        // bytes readable from `config`
   std::vector<std::uint8_t> config;
   std::vector<RebarEntry> rebar;
-  bool rebar_hidden = false;          // ext-cap area unreadable or zeroed (virtualised)
+  bool rebar_hidden = false;  // ext-cap area unreadable or zeroed (virtualised)
   std::optional<AcsInfo> acs;
   std::map<int, std::string> resize_attrs;  // BAR index -> contents of resourceN_resize
   std::optional<std::string> iommu_group;
@@ -72,18 +72,18 @@ const char* to_string(IommuMode m);
 
 struct IommuState {
   IommuMode mode = IommuMode::unknown;
-  std::vector<std::string> units;        // /sys/class/iommu entries (dmar0, ivhd0, …)
-  std::vector<std::string> acpi_tables;  // DMAR, IVRS present
-  std::vector<std::string> cmdline_args; // the iommu-related kernel arguments
+  std::vector<std::string> units;          // /sys/class/iommu entries (dmar0, ivhd0, …)
+  std::vector<std::string> acpi_tables;    // DMAR, IVRS present
+  std::vector<std::string> cmdline_args;   // the iommu-related kernel arguments
   std::map<std::string, int> group_types;  // "identity" -> 3, "DMA-FQ" -> 5
   int group_count = 0;
-  bool noiommu_groups = false;           // /dev/vfio/noiommu-* present
-  std::vector<std::string> evidence;     // human-readable reasons for the decision
+  bool noiommu_groups = false;        // /dev/vfio/noiommu-* present
+  std::vector<std::string> evidence;  // human-readable reasons for the decision
 };
 
 struct KernelInfo {
-  std::string release;   // 6.1.0-56-amd64
-  std::string version;   // /proc/version
+  std::string release;  // 6.1.0-56-amd64
+  std::string version;  // /proc/version
   std::string cmdline;
   std::optional<bool> vfio_noiommu_param;  // enable_unsafe_noiommu_mode present (vfio loaded)
   std::optional<bool> noiommu_configured;  // CONFIG_VFIO_NOIOMMU from /boot/config-*
@@ -91,14 +91,15 @@ struct KernelInfo {
 };
 
 struct NvidiaDriverState {
-  std::optional<std::string> loaded_version;  // /sys/module/nvidia/version
+  std::optional<std::string> loaded_version;     // /sys/module/nvidia/version
   std::optional<std::string> proc_version_line;  // first line of /proc/driver/nvidia/version
   std::optional<bool> open_module;
-  std::optional<std::string> builder;         // user@host
+  std::optional<std::string> builder;            // user@host
   std::optional<std::string> userspace_version;  // libcuda.so.X.Y.Z found
-  std::string userspace_source;  // which source answered: ld.so.cache, libdir, ldconfig -p, nvidia-smi (nvidia/userspace.hpp)
-  std::string userspace_path;    // the libcuda file that answered, when a file did
-  std::vector<std::string> modules_loaded;    // nvidia, nvidia_uvm, …
+  std::string
+      userspace_source;  // which source answered: ld.so.cache, libdir, ldconfig -p, nvidia-smi (nvidia/userspace.hpp)
+  std::string userspace_path;                           // the libcuda file that answered, when a file did
+  std::vector<std::string> modules_loaded;              // nvidia, nvidia_uvm, …
   std::map<std::string, std::string> modprobe_options;  // NVreg_* -> value, from /etc/modprobe.d
   std::vector<std::string> gsp_firmware_versions;       // /lib/firmware/nvidia/<ver>/
   // Open module trees in /usr/src -> whether their source refuses a peer DMA address not aligned at
@@ -115,14 +116,14 @@ struct NvidiaDriverState {
 
 // gdrcopy's kernel module on the running kernel, and its device node (probe/gdrcopy_probe.cpp).
 struct GdrdrvState {
-  bool loaded = false;                 // /sys/module/gdrdrv
-  std::optional<std::string> version;  // /sys/module/gdrdrv/version
-  std::optional<bool> open_flavour;    // /proc/driver/gdrdrv/params: built for the open NVIDIA module
-  std::optional<int> major;            // /proc/devices
-  bool device_node = false;            // /dev/gdrdrv exists
-  bool device_is_char = false;         // ... and is a character device
-  std::optional<unsigned> device_mode; // its permission bits
-  std::optional<int> device_major;     // the device it names (a node left from an earlier load names an old major)
+  bool loaded = false;                  // /sys/module/gdrdrv
+  std::optional<std::string> version;   // /sys/module/gdrdrv/version
+  std::optional<bool> open_flavour;     // /proc/driver/gdrdrv/params: built for the open NVIDIA module
+  std::optional<int> major;             // /proc/devices
+  bool device_node = false;             // /dev/gdrdrv exists
+  bool device_is_char = false;          // ... and is a character device
+  std::optional<unsigned> device_mode;  // its permission bits
+  std::optional<int> device_major;      // the device it names (a node left from an earlier load names an old major)
   unsigned device_uid = 0, device_gid = 0;
   std::string device_owner, device_group;  // names from the root's /etc/passwd and /etc/group, else the ids
 };
@@ -132,11 +133,11 @@ struct GdrdrvState {
 struct DkmsOnKernel {
   std::string package, version;
   bool built = false, installed = false;
-  std::vector<std::string> modules;     // the installed files, /lib/modules/<k>/updates/dkms/<f>
+  std::vector<std::string> modules;  // the installed files, /lib/modules/<k>/updates/dkms/<f>
   // Every installed module carries a signature (`modinfo -F signer`); read only where Secure Boot
   // enforces signatures (probe_module_signatures_by_commands), unknown elsewhere.
   std::optional<bool> signed_modules;
-  std::string signer;                   // the first module's signer, when signed
+  std::string signer;  // the first module's signer, when signed
 };
 
 // A DKMS build that failed for one kernel (p2pnode keeps its make.log under
@@ -149,8 +150,8 @@ struct FailedBuild {
 };
 
 struct InstalledKernel {
-  std::string release;  // 6.1.0-56-amd64
-  bool headers = false;    // /lib/modules/<k>/build
+  std::string release;   // 6.1.0-56-amd64
+  bool headers = false;  // /lib/modules/<k>/build
   bool running = false;
   bool next_boot = false;  // the kernel the boot loader starts next
   std::vector<DkmsOnKernel> dkms;
@@ -207,30 +208,30 @@ struct KernelsState {
 // How the driver connects two GPUs, beyond what sysfs shows: NVLink (direct or through NVSwitch),
 // as the self-test agent read it through NVML. Empty when no agent result says so.
 struct GpuInterconnect {
-  std::string a, b;            // the two GPUs' BDFs, a < b
-  int nvlinks = 0;             // active NVLinks between them; 0: PCIe only
-  int nvlink_generation = 0;   // 1 … 5; 0 unknown
+  std::string a, b;           // the two GPUs' BDFs, a < b
+  int nvlinks = 0;            // active NVLinks between them; 0: PCIe only
+  int nvlink_generation = 0;  // 1 … 5; 0 unknown
 };
 
 // An NVMe controller's identity (nvme/select.hpp matches the profile's drives against these).
 struct NvmeControllerIdentity {
   std::string bdf;
-  std::string driver;                  // nvme, vfio-pci, "" when none
-  std::optional<std::string> serial;   // trimmed
-  std::optional<std::string> model;    // trimmed
-  bool remembered = false;             // serial/model from /var/lib/p2pnode/nvme-serials.json
+  std::string driver;                 // nvme, vfio-pci, "" when none
+  std::optional<std::string> serial;  // trimmed
+  std::optional<std::string> model;   // trimmed
+  bool remembered = false;            // serial/model from /var/lib/p2pnode/nvme-serials.json
 };
 
 // One namespace or partition of an NVMe controller and who uses it (probe_nvme_usage).
 struct BlockDeviceUse {
-  std::string name;                      // nvme1n1, nvme1n1p2, nvme0c0n1
-  std::vector<std::string> mountpoints;  // from /proc/self/mountinfo and /proc/mounts
-  std::vector<std::string> holders;      // /sys/class/block/<name>/holders: dm-0, md127
-  bool swap = false;                     // listed in /proc/swaps
-  std::optional<std::string> signature;  // decode_block_signature() of /dev/<name>
-  std::optional<std::string> unreadable; // why /dev/<name> could not be read (signature unknown)
-  bool hidden = false;                   // a multipath path node: no /dev entry of its own
-  std::vector<std::string> open_by;      // processes holding /dev/<name> open: "1234 (qemu-system-x86)"
+  std::string name;                       // nvme1n1, nvme1n1p2, nvme0c0n1
+  std::vector<std::string> mountpoints;   // from /proc/self/mountinfo and /proc/mounts
+  std::vector<std::string> holders;       // /sys/class/block/<name>/holders: dm-0, md127
+  bool swap = false;                      // listed in /proc/swaps
+  std::optional<std::string> signature;   // decode_block_signature() of /dev/<name>
+  std::optional<std::string> unreadable;  // why /dev/<name> could not be read (signature unknown)
+  bool hidden = false;                    // a multipath path node: no /dev entry of its own
+  std::vector<std::string> open_by;       // processes holding /dev/<name> open: "1234 (qemu-system-x86)"
 };
 
 struct NvmeControllerUse {

@@ -10,70 +10,95 @@ bool near(double a, double b) { return std::fabs(a - b) < 0.05; }
 
 int pcie_generation(double gts) {
   const double speeds[] = {2.5, 5.0, 8.0, 16.0, 32.0, 64.0};
-  for (int g = 0; g < 6; ++g)
-    if (near(gts, speeds[g])) return g + 1;
+  for (int g = 0; g < 6; ++g) {
+    if (near(gts, speeds[g])) { return g + 1; }
+  }
   return 0;
 }
 
 double pcie_encoding_efficiency(double gts) {
   switch (pcie_generation(gts)) {
     case 1:
-    case 2: return 8.0 / 10.0;
+    case 2:
+      return 8.0 / 10.0;
     case 3:
     case 4:
-    case 5: return 128.0 / 130.0;
-    case 6: return 242.0 / 256.0;
-    default: return 0;
+    case 5:
+      return 128.0 / 130.0;
+    case 6:
+      return 242.0 / 256.0;
+    default:
+      return 0;
   }
 }
 
 double pcie_gbps(double gts, int width) {
-  if (width <= 0) return 0;
+  if (width <= 0) { return 0; }
   return gts * width * pcie_encoding_efficiency(gts) / 8.0;
 }
 
 int nvlink_generation(unsigned nvml_version, int compute_capability_major) {
-  if (nvml_version == 0) return 0;
-  if (compute_capability_major == 9) return 4;  // Hopper: NVLink 4, whatever NVML says
+  if (nvml_version == 0) { return 0; }
+  if (compute_capability_major == 9) {
+    return 4;  // Hopper: NVLink 4, whatever NVML says
+  }
   switch (nvml_version) {
-    case 1: return 1;
+    case 1:
+      return 1;
     case 2:
-    case 3: return 2;
+    case 3:
+      return 2;
     case 4:
-    case 5: return 3;
-    case 6: return 4;
-    case 7: return 5;
-    default: return 0;
+    case 5:
+      return 3;
+    case 6:
+      return 4;
+    case 7:
+      return 5;
+    default:
+      return 0;
   }
 }
 
 double nvlink_link_gbps(int generation) {
   switch (generation) {
-    case 1: return 20;
+    case 1:
+      return 20;
     case 2:
     case 3:
-    case 4: return 25;
-    case 5: return 50;
-    default: return 0;
+    case 4:
+      return 25;
+    case 5:
+      return 50;
+    default:
+      return 0;
   }
 }
 
 const char* to_string(PathKind k) {
   switch (k) {
-    case PathKind::nvlink: return "nvlink";
-    case PathKind::pcie_p2p: return "pcie_p2p";
-    case PathKind::pcie_p2p_cross_socket: return "pcie_p2p_cross_socket";
-    case PathKind::pcie_host: break;
+    case PathKind::nvlink:
+      return "nvlink";
+    case PathKind::pcie_p2p:
+      return "pcie_p2p";
+    case PathKind::pcie_p2p_cross_socket:
+      return "pcie_p2p_cross_socket";
+    case PathKind::pcie_host:
+      break;
   }
   return "pcie_host";
 }
 
 const char* to_string(CopyKind k) {
   switch (k) {
-    case CopyKind::ce: return "ce";
-    case CopyKind::sm: return "sm";
-    case CopyKind::bar_write: return "bar_write";
-    case CopyKind::bidirectional: break;
+    case CopyKind::ce:
+      return "ce";
+    case CopyKind::sm:
+      return "sm";
+    case CopyKind::bar_write:
+      return "bar_write";
+    case CopyKind::bidirectional:
+      break;
   }
   return "bidirectional";
 }
@@ -115,10 +140,12 @@ const std::vector<Efficiency>& efficiency_table() {
 
 const Efficiency& efficiency(PathKind path, CopyKind copy) {
   const auto& t = efficiency_table();
-  for (const auto& e : t)
-    if (e.path == path && e.copy == copy) return e;
-  for (const auto& e : t)  // host copies have only a copy-engine figure
-    if (e.path == path && e.copy == CopyKind::ce) return e;
+  for (const auto& e : t) {
+    if (e.path == path && e.copy == copy) { return e; }
+  }
+  for (const auto& e : t) {  // host copies have only a copy-engine figure
+    if (e.path == path && e.copy == CopyKind::ce) { return e; }
+  }
   return t.front();
 }
 

@@ -10,8 +10,8 @@ namespace p2pnode {
 struct ModulePackage {
   std::string name, version;  // nvidia-p2p, 550.90.07
 
-  std::string dkms_id() const { return name + "/" + version; }    // nvidia-p2p/550.90.07 (dkms status, -m/-v)
-  std::string dir_name() const { return name + "-" + version; }   // nvidia-p2p-550.90.07
+  std::string dkms_id() const { return name + "/" + version; }      // nvidia-p2p/550.90.07 (dkms status, -m/-v)
+  std::string dir_name() const { return name + "-" + version; }     // nvidia-p2p-550.90.07
   std::string src_dir() const { return "/usr/src/" + dir_name(); }  // where dkms add finds the source
 };
 

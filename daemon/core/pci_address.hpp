@@ -12,9 +12,10 @@ namespace p2pnode {
 // "dddd:bb:dd.f" of hex digits (either case), the function 0-7.
 inline bool is_pci_address(std::string_view s) {
   auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); };
-  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
-  for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u})
-    if (!hex(s[i])) return false;
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') { return false; }
+  for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u, 8u, 9u}) {
+    if (!hex(s[i])) { return false; }
+  }
   return s[11] >= '0' && s[11] <= '7';
 }
 
@@ -22,10 +23,11 @@ class PciAddress {
  public:
   // nullopt unless is_pci_address(s); the value is in lower case.
   static std::optional<PciAddress> parse(std::string_view s) {
-    if (!is_pci_address(s)) return std::nullopt;
+    if (!is_pci_address(s)) { return std::nullopt; }
     std::string t(s);
-    for (char& c : t)
-      if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+    for (char& c : t) {
+      if (c >= 'A' && c <= 'F') { c = static_cast<char>(c - 'A' + 'a'); }
+    }
     return PciAddress(std::move(t));
   }
   const std::string& str() const { return text_; }

@@ -8,9 +8,9 @@
 namespace p2pnode {
 
 struct Step {
-  std::string action;       // the action that owns it: "pcie.acs", "nvme.bind", "driver.dkms", …
-  std::string subject;      // a PCI address, "node", a DKMS module
-  std::string description;  // what will be done, in words
+  std::string action;            // the action that owns it: "pcie.acs", "nvme.bind", "driver.dkms", …
+  std::string subject;           // a PCI address, "node", a DKMS module
+  std::string description;       // what will be done, in words
   bool reboot_required = false;  // takes effect only after a reboot
   bool needs_operator = false;   // p2pnode cannot do it (BIOS): the description says what to do
   nlohmann::json details;        // before / wanted values
@@ -31,10 +31,10 @@ struct StepResult {
   std::string action;
   std::string subject;
   StepOutcome outcome = StepOutcome::unchanged;
-  std::string message;      // what happened, or why it failed (with context)
-  nlohmann::json before;    // observed before acting
-  nlohmann::json after;     // observed after acting (the verify read)
-  std::uint64_t writes = 0; // SysRoot writes and commands that changed the machine
+  std::string message;       // what happened, or why it failed (with context)
+  nlohmann::json before;     // observed before acting
+  nlohmann::json after;      // observed after acting (the verify read)
+  std::uint64_t writes = 0;  // SysRoot writes and commands that changed the machine
 };
 
 nlohmann::json to_json(const Step& s);

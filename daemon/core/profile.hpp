@@ -20,12 +20,12 @@ enum class AcsPolicy { disabled, any };
 enum class TopologyPolicy { any, same_switch, same_root_complex };
 enum class ConflictPolicy { report, remove };
 
-struct Artifact {  // a file p2pnode fetches or copies, always checked against its sha256
+struct Artifact {                   // a file p2pnode fetches or copies, always checked against its sha256
   std::optional<std::string> path;  // local file or directory
   std::optional<std::string> url;   // http(s)
   std::optional<std::string> git;   // a git repository (with branch)
   std::optional<std::string> branch;
-  std::string sha256;               // of the file; for a directory or git: of the tree listing
+  std::string sha256;                  // of the file; for a directory or git: of the tree listing
   std::optional<std::string> builtin;  // patches only: a patch p2pnode ships (nvidia/patches/<name>.patch)
 };
 
@@ -37,17 +37,17 @@ struct GpuMatch {
 
 struct Match {
   std::optional<GpuMatch> gpus;
-  std::optional<std::string> hostname;           // glob
-  std::map<std::string, std::string> dmi;        // field -> glob (board_name, sys_vendor, …)
+  std::optional<std::string> hostname;     // glob
+  std::map<std::string, std::string> dmi;  // field -> glob (board_name, sys_vendor, …)
 };
 
 struct PlatformSpec {
   RebarPolicy resizable_bar = RebarPolicy::required;
   IommuPolicy iommu = IommuPolicy::off_or_passthrough;
   AcsPolicy acs = AcsPolicy::disabled;
-  std::optional<double> min_link_gts;   // e.g. 16.0 (Gen4)
-  std::optional<int> min_link_width;    // e.g. 16
-  std::optional<Bytes> gpu_vram;        // overrides the built-in table
+  std::optional<double> min_link_gts;  // e.g. 16.0 (Gen4)
+  std::optional<int> min_link_width;   // e.g. 16
+  std::optional<Bytes> gpu_vram;       // overrides the built-in table
   TopologyPolicy topology = TopologyPolicy::any;
   // Fixes p2pnode may perform itself.
   bool fix_acs = false;
@@ -153,7 +153,7 @@ struct SelftestSpec {
   std::vector<std::string> ignore_processes;
   std::chrono::nanoseconds schedule = std::chrono::hours(6);
   std::chrono::nanoseconds time_limit = std::chrono::seconds(300);
-  std::vector<std::string> cases;             // empty: the agent's default suite
+  std::vector<std::string> cases;  // empty: the agent's default suite
   // pair class (PIX, PXB, PHB, NODE, SYS, NV, any); BAR: CPU stores through gdrcopy's mapping (bar_copy)
   std::map<std::string, Bandwidth> min_bandwidth;
   std::optional<std::chrono::nanoseconds> max_latency;
@@ -175,7 +175,7 @@ struct SelftestSpec {
 // before it was taken and a self-test still failed.
 enum class Rung { wait_idle, reset_gpu, reload_module, reboot };
 struct RemediationSpec {
-  std::vector<Rung> rungs;  // the rungs allowed, in ladder order
+  std::vector<Rung> rungs;                                          // the rungs allowed, in ladder order
   std::chrono::nanoseconds idle_wait = std::chrono::hours(2);       // wait_idle: how long at most
   std::chrono::nanoseconds reboot_window = std::chrono::hours(24);  // at most one reboot in it
 };

@@ -20,8 +20,9 @@ TreeKind classify_tree(const std::vector<std::string>& top) {
 
 std::vector<std::string> nvidia_modules(const std::vector<std::string>& entries) {
   std::vector<std::string> out;
-  for (const char* m : {"nvidia", "nvidia-uvm", "nvidia-modeset", "nvidia-drm", "nvidia-peermem"})
-    if (has(entries, m)) out.emplace_back(m);
+  for (const char* m : {"nvidia", "nvidia-uvm", "nvidia-modeset", "nvidia-drm", "nvidia-peermem"}) {
+    if (has(entries, m)) { out.emplace_back(m); }
+  }
   return out;
 }
 
@@ -32,12 +33,13 @@ std::vector<std::string> kbuild_modules(std::string_view text) {
   while (std::getline(in, line)) {
     std::istringstream words(line);
     std::string var, op, w;
-    if (!(words >> var >> op)) continue;
-    if (var != "obj-m" || (op != "+=" && op != ":=" && op != "=")) continue;
+    if (!(words >> var >> op)) { continue; }
+    if (var != "obj-m" || (op != "+=" && op != ":=" && op != "=")) { continue; }
     while (words >> w) {
-      if (w.front() == '#') break;
-      if (w.size() > 2 && w.compare(w.size() - 2, 2, ".o") == 0 && !has(out, w.substr(0, w.size() - 2)))
+      if (w.front() == '#') { break; }
+      if (w.size() > 2 && w.compare(w.size() - 2, 2, ".o") == 0 && !has(out, w.substr(0, w.size() - 2))) {
         out.push_back(w.substr(0, w.size() - 2));
+      }
     }
   }
   return out;
@@ -49,7 +51,7 @@ std::optional<std::string> nvidia_tree_version(std::string_view text) {
   while (std::getline(in, line)) {
     std::istringstream words(line);
     std::string var, op, v;
-    if (words >> var >> op >> v && var == "NVIDIA_VERSION" && (op == "=" || op == ":=" || op == "?=")) return v;
+    if (words >> var >> op >> v && var == "NVIDIA_VERSION" && (op == "=" || op == ":=" || op == "?=")) { return v; }
   }
   return std::nullopt;
 }
@@ -62,7 +64,7 @@ Conf nvidia_open_conf(const std::string& name, const std::string& version, const
   // KERNEL_UNAME picks /lib/modules/<kernel>/{source,build} (Debian splits the headers in two).
   c.make = prebuilt_core ? "'make' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}"
                          : "'make' -j$(nproc) modules KERNEL_UNAME=${kernelver}";
-  for (const auto& m : modules) c.modules.push_back({m, "kernel-open/"});
+  for (const auto& m : modules) { c.modules.push_back({m, "kernel-open/"}); }
   c.patches = patches;
   return c;
 }
@@ -73,7 +75,7 @@ Conf kbuild_conf(const std::string& name, const std::string& version, const std:
   c.package_name = name;
   c.package_version = version;
   c.make = "'make' -C ${kernel_source_dir} M=${dkms_tree}/${PACKAGE_NAME}/${PACKAGE_VERSION}/build modules";
-  for (const auto& m : modules) c.modules.push_back({m, ""});
+  for (const auto& m : modules) { c.modules.push_back({m, ""}); }
   c.dest_location = "/extra";
   c.patches = patches;
   return c;
@@ -86,12 +88,12 @@ std::optional<std::string> gdrdrv_header_version(std::string_view text) {
   while (std::getline(in, line)) {
     std::istringstream words(line);
     std::string define, name, value;
-    if (!(words >> define >> name >> value) || define != "#define") continue;
-    if (value.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (name == "GDRDRV_MAJOR_VERSION") major = value;
-    if (name == "GDRDRV_MINOR_VERSION") minor = value;
+    if (!(words >> define >> name >> value) || define != "#define") { continue; }
+    if (value.find_first_not_of("0123456789") != std::string::npos) { continue; }
+    if (name == "GDRDRV_MAJOR_VERSION") { major = value; }
+    if (name == "GDRDRV_MINOR_VERSION") { minor = value; }
   }
-  if (!major || !minor) return std::nullopt;
+  if (!major || !minor) { return std::nullopt; }
   return *major + "." + *minor;
 }
 
@@ -120,40 +122,46 @@ std::string render(const Conf& c) {
   o << "MAKE[0]=" << shell_quoted(c.make) << "\n";
   for (std::size_t i = 0; i < c.modules.size(); ++i) {
     o << "BUILT_MODULE_NAME[" << i << "]=" << shell_quoted(c.modules[i].name) << "\n";
-    if (!c.modules[i].location.empty())
+    if (!c.modules[i].location.empty()) {
       o << "BUILT_MODULE_LOCATION[" << i << "]=" << shell_quoted(c.modules[i].location) << "\n";
+    }
     o << "DEST_MODULE_LOCATION[" << i << "]=" << shell_quoted(c.dest_location) << "\n";
   }
   for (std::size_t i = 0; i < c.patches.size(); ++i) {
     o << "PATCH[" << i << "]=" << shell_quoted(c.patches[i]) << "\n";
-    if (i < c.patch_match.size() && !c.patch_match[i].empty())
+    if (i < c.patch_match.size() && !c.patch_match[i].empty()) {
       o << "PATCH_MATCH[" << i << "]=" << shell_quoted(c.patch_match[i]) << "\n";
+    }
   }
-  if (c.autoinstall) o << "AUTOINSTALL='yes'\n";
+  if (c.autoinstall) { o << "AUTOINSTALL='yes'\n"; }
   return o.str();
 }
 
 std::optional<std::string> unsafe_value(const Conf& c) {
   auto bad = [](std::string_view what, std::string_view v) -> std::optional<std::string> {
-    if (grammar::survives_dkms_resource(v)) return std::nullopt;
+    if (grammar::survives_dkms_resource(v)) { return std::nullopt; }
     return std::string(what) + " '" + std::string(v.substr(0, 200)) +
            "' holds a control character, $, `, \" or \\, which DKMS would read as shell when it re-reads dkms.conf";
   };
-  if (auto e = bad("PACKAGE_NAME", c.package_name)) return e;
-  if (auto e = bad("PACKAGE_VERSION", c.package_version)) return e;
-  for (const auto& v : c.make_inputs)
+  if (auto e = bad("PACKAGE_NAME", c.package_name)) { return e; }
+  if (auto e = bad("PACKAGE_VERSION", c.package_version)) { return e; }
+  for (const auto& v : c.make_inputs) {
     if (auto e = v.find('\'') != std::string::npos ? std::optional<std::string>("MAKE[0]'s " + v + " holds a quote")
-                                                   : bad("a value in MAKE[0]", v))
+                                                   : bad("a value in MAKE[0]", v)) {
       return e;
-  for (const auto& m : c.modules) {
-    if (auto e = bad("BUILT_MODULE_NAME", m.name)) return e;
-    if (auto e = bad("BUILT_MODULE_LOCATION", m.location)) return e;
+    }
   }
-  if (auto e = bad("DEST_MODULE_LOCATION", c.dest_location)) return e;
-  for (const auto& v : c.patches)
-    if (auto e = bad("PATCH", v)) return e;
-  for (const auto& v : c.patch_match)
-    if (auto e = bad("PATCH_MATCH", v)) return e;
+  for (const auto& m : c.modules) {
+    if (auto e = bad("BUILT_MODULE_NAME", m.name)) { return e; }
+    if (auto e = bad("BUILT_MODULE_LOCATION", m.location)) { return e; }
+  }
+  if (auto e = bad("DEST_MODULE_LOCATION", c.dest_location)) { return e; }
+  for (const auto& v : c.patches) {
+    if (auto e = bad("PATCH", v)) { return e; }
+  }
+  for (const auto& v : c.patch_match) {
+    if (auto e = bad("PATCH_MATCH", v)) { return e; }
+  }
   return std::nullopt;
 }
 
@@ -165,11 +173,14 @@ std::optional<std::string> without_autoinstall(std::string_view text) {
     auto end = text.find('\n', pos);
     const auto next = end == std::string_view::npos ? text.size() : end + 1;
     const auto line = text.substr(pos, next - pos);
-    if (line.starts_with("AUTOINSTALL=")) found = true;
-    else out += line;
+    if (line.starts_with("AUTOINSTALL=")) {
+      found = true;
+    } else {
+      out += line;
+    }
     pos = next;
   }
-  if (!found) return std::nullopt;
+  if (!found) { return std::nullopt; }
   return out;
 }
 

@@ -15,11 +15,11 @@ struct BuiltModule {
 struct Conf {
   std::string package_name;
   std::string package_version;
-  std::string make;                  // the MAKE[0] command, written with 'make' quoted
+  std::string make;                      // the MAKE[0] command, written with 'make' quoted
   std::vector<std::string> make_inputs;  // values from input inside `make` (checked by unsafe_value)
   std::vector<BuiltModule> modules;
   std::string dest_location = "/kernel/drivers/video";  // DKMS puts it in /updates/dkms on Debian
-  std::vector<std::string> patches;  // file names under <source>/patches/, applied in order
+  std::vector<std::string> patches;                     // file names under <source>/patches/, applied in order
   std::vector<std::string> patch_match;  // PATCH_MATCH[i]: a kernel-release regex; "" or absent = every kernel
   // DKMS's own kernel hook (`dkms autoinstall`) fails a kernel package's configuration when the
   // module does not build: the kernel is left half-installed, run-parts stops before
@@ -46,9 +46,8 @@ std::optional<std::string> nvidia_tree_version(std::string_view version_mk);
 // src/ (the kernel-independent core; the P2P patch lives there) and then kernel-open/ for each
 // kernel. With one (kernel-open/*/*.o_binary placed in the source, nvidia/core.hpp), each kernel's
 // build is kernel-open/ only.
-Conf nvidia_open_conf(const std::string& name, const std::string& version,
-                      const std::vector<std::string>& modules, const std::vector<std::string>& patches,
-                      bool prebuilt_core = false);
+Conf nvidia_open_conf(const std::string& name, const std::string& version, const std::vector<std::string>& modules,
+                      const std::vector<std::string>& patches, bool prebuilt_core = false);
 // One Kbuild directory (tests, small out-of-tree modules).
 Conf kbuild_conf(const std::string& name, const std::string& version, const std::vector<std::string>& modules,
                  const std::vector<std::string>& patches);

@@ -20,7 +20,7 @@ bool mentions(const std::string& text, const std::string& name) {
     const bool left = pos == 0 || !is_word_char(t[pos - 1]);
     const auto end = pos + n.size();
     const bool right = end == t.size() || !is_word_char(t[end]);
-    if (left && right) return true;
+    if (left && right) { return true; }
   }
   return false;
 }
@@ -32,14 +32,17 @@ std::string initramfs_pulls_in(const std::vector<std::string>& modules, const In
   std::string line;
   while (std::getline(in, line)) {
     const auto start = line.find_first_not_of(" \t");
-    if (start == std::string::npos || line[start] == '#') continue;
+    if (start == std::string::npos || line[start] == '#') { continue; }
     const auto word = normalized(line.substr(start, line.find_first_of(" \t", start) - start));
-    for (const auto& m : modules)
-      if (normalized(m) == word) return m;
+    for (const auto& m : modules) {
+      if (normalized(m) == word) { return m; }
+    }
   }
-  for (const auto& text : config.hook_texts)
-    for (const auto& m : modules)
-      if (mentions(text, m)) return m;
+  for (const auto& text : config.hook_texts) {
+    for (const auto& m : modules) {
+      if (mentions(text, m)) { return m; }
+    }
+  }
   return {};
 }
 

@@ -9,8 +9,8 @@
 namespace p2pnode::dkms {
 
 struct InitramfsConfig {
-  std::string modules_file;                   // /etc/initramfs-tools/modules
-  std::vector<std::string> hook_texts;        // /etc/initramfs-tools/hooks/*, /usr/share/initramfs-tools/hooks/*
+  std::string modules_file;             // /etc/initramfs-tools/modules
+  std::vector<std::string> hook_texts;  // /etc/initramfs-tools/hooks/*, /usr/share/initramfs-tools/hooks/*
 };
 
 // The first of `modules` (nvidia-drm or nvidia_drm spelled either way) the configuration pulls

@@ -28,8 +28,8 @@ std::optional<ListenAddress> parse_listen(std::string_view text, std::string* wh
 
 // HTTPS for the API and /metrics: PEM files inside the SysRoot.
 struct TlsFiles {
-  std::string cert_file;  // the server's certificate, then any intermediates
-  std::string key_file;   // its private key, 0600 or 0400
+  std::string cert_file;                                             // the server's certificate, then any intermediates
+  std::string key_file;                                              // its private key, 0600 or 0400
   int cert_line = 0, cert_column = 0, key_line = 0, key_column = 0;  // where the configuration names them
 };
 
@@ -55,21 +55,22 @@ struct DaemonConfig {
   std::uint64_t http_max_body = 64 * 1024;
   std::uint64_t http_max_connections = 256;            // in all; more are closed at accept
   std::uint64_t http_max_connections_per_client = 32;  // from one address; more are closed at accept
-  std::chrono::milliseconds http_request_timeout{std::chrono::seconds(5)};  // a whole request, from connect or the last answer
-  std::chrono::milliseconds http_idle_timeout{std::chrono::seconds(10)};    // no byte either way
+  std::chrono::milliseconds http_request_timeout{
+      std::chrono::seconds(5)};  // a whole request, from connect or the last answer
+  std::chrono::milliseconds http_idle_timeout{std::chrono::seconds(10)};         // no byte either way
   std::chrono::milliseconds http_max_connection_time{std::chrono::seconds(60)};  // then cut off
-  bool allow_non_loopback = false;  // listening beyond loopback must be said twice
+  bool allow_non_loopback = false;               // listening beyond loopback must be said twice
   bool allow_plaintext_beyond_loopback = false;  // plain HTTP beyond loopback must be said a third time
-  std::vector<std::string> http_server_names;     // Host names answered besides addresses and localhost
-  bool device_monitor = true;       // reconcile on PCI add/remove of devices the profile names
-  std::optional<TlsFiles> tls;      // absent: plain HTTP
+  std::vector<std::string> http_server_names;    // Host names answered besides addresses and localhost
+  bool device_monitor = true;                    // reconcile on PCI add/remove of devices the profile names
+  std::optional<TlsFiles> tls;                   // absent: plain HTTP
   // Passive health between self-tests (engine/health_pass.hpp): AER, links, NVLink, Xid.
   struct Health {
     bool enabled = true;
-    std::chrono::milliseconds interval{std::chrono::seconds(10)};      // one pass every …
-    std::chrono::milliseconds window{std::chrono::minutes(10)};        // a counter that rose within it is a finding
+    std::chrono::milliseconds interval{std::chrono::seconds(10)};         // one pass every …
+    std::chrono::milliseconds window{std::chrono::minutes(10)};           // a counter that rose within it is a finding
     std::chrono::milliseconds agent_time_limit{std::chrono::seconds(5)};  // `p2pnode-agent --health`
-    bool nvlink = true;                                                 // run the agent for NVLink counters
+    bool nvlink = true;                                                   // run the agent for NVLink counters
     // NVML's init costs CPU on every agent start: NVLink is read this often, AER and Xid every pass.
     std::chrono::milliseconds nvlink_interval{std::chrono::minutes(1)};
     // The limits each counter is judged by (health.limits; docs/health.md has the defaults' sources).

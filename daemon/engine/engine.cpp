@@ -13,10 +13,14 @@ namespace p2pnode::engine {
 
 const char* to_string(RequestResult r) {
   switch (r) {
-    case RequestResult::started: return "started";
-    case RequestResult::queued: return "queued";
-    case RequestResult::already_queued: return "already_queued";
-    case RequestResult::ignored: return "ignored";
+    case RequestResult::started:
+      return "started";
+    case RequestResult::queued:
+      return "queued";
+    case RequestResult::already_queued:
+      return "already_queued";
+    case RequestResult::ignored:
+      return "ignored";
   }
   return "?";
 }
@@ -44,11 +48,11 @@ void Engine::start() {
       state_ = std::move(loaded.state);
       state_.state = NodeState::starting;  // nothing is decided until this daemon reconciles
       state_.reasons = {"the first reconcile since the daemon started has not finished"};
-      if (deps_.log) deps_.log({LogLevel::info, "state loaded from " + store.path(), "", "state", ""});
+      if (deps_.log) { deps_.log({LogLevel::info, "state loaded from " + store.path(), "", "state", ""}); }
     } else {
       runtime_.state_problem = "state file " + loaded.problem;
       state_.reasons = {"the first reconcile since the daemon started has not finished"};
-      if (deps_.log) deps_.log({LogLevel::warning, "state file " + loaded.problem, "", "state", ""});
+      if (deps_.log) { deps_.log({LogLevel::warning, "state file " + loaded.problem, "", "state", ""}); }
     }
     // A stored self-test counts unless the daemon is told to test on start.
     pending_ = true;
@@ -66,30 +70,33 @@ void Engine::stop() {
     std::lock_guard lk(mu_);
     stopping_ = true;
   }
-  cancel_ = true;  // a running self-test is killed rather than waited for
+  cancel_ = true;       // a running self-test is killed rather than waited for
   pass_cancel_ = true;  // and so is every command of the pass (a DKMS build resumes at the next start)
   cv_.notify_all();
   health_cv_.notify_all();
   deadline_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-  if (health_thread_.joinable()) health_thread_.join();
-  if (deadline_thread_.joinable()) deadline_thread_.join();
+  if (thread_.joinable()) { thread_.join(); }
+  if (health_thread_.joinable()) { health_thread_.join(); }
+  if (deadline_thread_.joinable()) { deadline_thread_.join(); }
 }
 
 void Engine::deadline_worker() {
   std::unique_lock lk(mu_);
   for (;;) {
     deadline_cv_.wait(lk, [&] { return stopping_ || running_.load(); });
-    if (stopping_) return;
+    if (stopping_) { return; }
     const std::uint64_t id = pass_id_;
     const auto limit = pass_limit_;
     auto over = [&] { return stopping_ || pass_id_ != id || !running_.load(); };
-    if (deadline_cv_.wait_until(lk, pass_started_ + limit, over)) continue;
+    if (deadline_cv_.wait_until(lk, pass_started_ + limit, over)) { continue; }
     pass_overdue_ = true;
     pass_cancel_ = true;  // kills the pass's running command and fails the ones it would start
-    if (deps_.log)
-      deps_.log({LogLevel::error, "the reconcile pass ran past reconcile.time_limit (" + format_duration(limit) +
-                                      "): cancelled, its commands killed", "", "reconcile", ""});
+    if (deps_.log) {
+      deps_.log({LogLevel::error,
+                 "the reconcile pass ran past reconcile.time_limit (" + format_duration(limit) +
+                     "): cancelled, its commands killed",
+                 "", "reconcile", ""});
+    }
     deadline_cv_.wait(lk, over);
   }
 }
@@ -104,7 +111,7 @@ RequestResult Engine::request(const std::string& trigger, bool selftest, bool fo
   RequestResult r;
   {
     std::lock_guard lk(mu_);
-    if (!device_guard_.allows(trigger)) return RequestResult::ignored;
+    if (!device_guard_.allows(trigger)) { return RequestResult::ignored; }
     if (pending_) {
       r = RequestResult::already_queued;
     } else {
@@ -146,26 +153,29 @@ std::shared_ptr<const Snapshot> Engine::snapshot() const {
 
 std::optional<std::chrono::system_clock::time_point> Engine::next_ladder_pass_locked() const {
   const auto& r = state_.remediation;
-  if (!state_.profile_remediation || !r.active || r.service_required) return std::nullopt;
+  if (!state_.profile_remediation || !r.active || r.service_required) { return std::nullopt; }
   // A ladder under way looks again every minute: for idle GPUs, a drained node, the self-test after a
   // rung (one skipped on busy GPUs), a health pass since.
-  return std::chrono::system_clock::from_time_t(static_cast<std::time_t>(state_.reconciled_unix)) + std::chrono::minutes(1);
+  return std::chrono::system_clock::from_time_t(static_cast<std::time_t>(state_.reconciled_unix)) +
+         std::chrono::minutes(1);
 }
 
 std::optional<std::chrono::system_clock::time_point> Engine::next_selftest_locked() const {
   const auto interval = selftest_interval(config_, state_);
-  if (!interval) return std::nullopt;
+  if (!interval) { return std::nullopt; }
   // From the last attempt, or the last pass that wanted one and skipped it (a blocked node must
   // not loop on a due self-test it cannot run).
   std::int64_t last = state_.selftest ? state_.selftest->started_unix : runtime_.started_unix;
-  if (state_.selftest_contended) last = std::max(last, state_.selftest_contended->started_unix);
+  if (state_.selftest_contended) { last = std::max(last, state_.selftest_contended->started_unix); }
   last = std::max(last, last_selftest_request_unix_);
   auto next = std::chrono::system_clock::from_time_t(static_cast<std::time_t>(last)) +
               std::chrono::duration_cast<std::chrono::system_clock::duration>(*interval);
   // A run skipped because the GPUs were busy is tried again sooner (selftest.retry_busy).
-  if (const auto& skip = state_.selftest_skipped; skip && skip->busy && state_.profile_selftest_retry)
-    next = std::min(next, std::chrono::system_clock::from_time_t(static_cast<std::time_t>(skip->at_unix)) +
-                              std::chrono::duration_cast<std::chrono::system_clock::duration>(*state_.profile_selftest_retry));
+  if (const auto& skip = state_.selftest_skipped; skip && skip->busy && state_.profile_selftest_retry) {
+    next = std::min(
+        next, std::chrono::system_clock::from_time_t(static_cast<std::time_t>(skip->at_unix)) +
+                  std::chrono::duration_cast<std::chrono::system_clock::duration>(*state_.profile_selftest_retry));
+  }
   return next;
 }
 
@@ -173,14 +183,16 @@ void Engine::publish() {
   runtime_.reconcile_running = running_;
   runtime_.reconcile_queued = pending_;
   runtime_.metrics_full_detail = config_.metrics_full_detail;
-  if (auto next = next_selftest_locked(); next && decided_)
+  if (auto next = next_selftest_locked(); next && decided_) {
     runtime_.next_selftest_unix = static_cast<std::int64_t>(std::chrono::system_clock::to_time_t(*next));
-  else
+  } else {
     runtime_.next_selftest_unix.reset();
-  if (auto interval = selftest_interval(config_, state_))
+  }
+  if (auto interval = selftest_interval(config_, state_)) {
     runtime_.selftest_schedule_s = std::chrono::duration<double>(*interval).count();
-  else
+  } else {
     runtime_.selftest_schedule_s.reset();
+  }
   runtime_.health = health_summary(health_body_);
   auto s = std::make_shared<Snapshot>();
   s->state = state_;
@@ -230,10 +242,10 @@ bool Engine::schedule_due_pass_locked(std::unique_lock<std::mutex>& lk) {
     pending_trigger_ = "remediation";
     return true;
   }
-  if (ladder && (!next || *ladder < *next)) next = ladder;
+  if (ladder && (!next || *ladder < *next)) { next = ladder; }
   // Bounded, so a wall-clock jump cannot push the schedule out by more than an hour.
   auto wake = std::chrono::system_clock::now() + std::chrono::hours(1);
-  if (next && *next < wake) wake = *next;
+  if (next && *next < wake) { wake = *next; }
   cv_.wait_until(lk, wake);
   return false;
 }
@@ -244,7 +256,7 @@ Engine::PassWork Engine::begin_pass_locked() {
   w.trigger = pending_trigger_;
   w.selftest = pending_selftest_;
   w.force = pending_force_;
-  if (w.selftest) last_selftest_request_unix_ = static_cast<std::int64_t>(std::time(nullptr));
+  if (w.selftest) { last_selftest_request_unix_ = static_cast<std::int64_t>(std::time(nullptr)); }
   pending_ = false;
   pending_selftest_ = false;
   pending_force_ = false;
@@ -258,12 +270,15 @@ Engine::PassWork Engine::begin_pass_locked() {
   deadline_cv_.notify_all();
   w.state = state_;
   // Memory the health pass says cannot be trusted: the self-test's integrity verdict names it.
-  for (const auto& f : health_body_.value("findings", nlohmann::json::array()))
-    if (f.is_object() && f.value("check", "") == "health.memory" && f.value("severity", "") == "error")
+  for (const auto& f : health_body_.value("findings", nlohmann::json::array())) {
+    if (f.is_object() && f.value("check", "") == "health.memory" && f.value("severity", "") == "error") {
       w.untrusted_memory.push_back(f.value("summary", ""));
+    }
+  }
   w.lost_p2p = lost_p2p_paths(health_body_);
-  if (const auto at = health_body_.find("last_pass_unix"); at != health_body_.end() && at->is_number_integer())
+  if (const auto at = health_body_.find("last_pass_unix"); at != health_body_.end() && at->is_number_integer()) {
     w.health_read_unix = at->get<std::int64_t>();
+  }
   return w;
 }
 
@@ -278,7 +293,7 @@ void Engine::run_pass(PassWork& w) {
   ctx.health_read_unix = w.health_read_unix;
   ctx.persist = [&](const RecordedState& mid) {
     const Status ok = StateStore(deps_.root, w.config.state_file()).save(mid);
-    if (!ok && deps_.log) deps_.log({LogLevel::error, ok.error().message, "", "record", ""});
+    if (!ok && deps_.log) { deps_.log({LogLevel::error, ok.error().message, "", "record", ""}); }
   };
   std::unique_lock agent_guard(agent_mu_);  // waits out a health agent run (its time limit at most)
   try {
@@ -287,7 +302,7 @@ void Engine::run_pass(PassWork& w) {
     w.state.state = NodeState::failed;
     w.state.reasons = {std::string("reconcile aborted: ") + e.what()};
     w.state.reconcile_runs["failed"]++;
-    if (deps_.log) deps_.log({LogLevel::error, w.state.reasons.front(), "", "reconcile", ""});
+    if (deps_.log) { deps_.log({LogLevel::error, w.state.reasons.front(), "", "reconcile", ""}); }
   }
   agent_guard.unlock();
   std::lock_guard overdue_lk(mu_);
@@ -304,16 +319,19 @@ void Engine::run_pass(PassWork& w) {
 std::shared_ptr<const Snapshot> Engine::record_pass(PassWork& w, std::unique_lock<std::mutex>& lk) {
   StateStore store(deps_.root, w.config.state_file());
   const Status saved = store.save(w.state);
-  if (!saved && deps_.log) deps_.log({LogLevel::error, saved.error().message, "", "record", ""});
+  if (!saved && deps_.log) { deps_.log({LogLevel::error, saved.error().message, "", "record", ""}); }
 
   bool changed_box = false;
-  for (const auto& step : w.state.applied) changed_box = changed_box || step.value("writes", 0) > 0;
+  for (const auto& step : w.state.applied) { changed_box = changed_box || step.value("writes", 0) > 0; }
   lk.lock();
   device_guard_.after_pass(w.trigger, changed_box);
   state_ = std::move(w.state);
   runtime_.state_file = w.config.state_file();
-  if (!saved) runtime_.state_problem = saved.error().message;
-  else if (runtime_.state_problem.rfind("writing", 0) == 0) runtime_.state_problem.clear();
+  if (!saved) {
+    runtime_.state_problem = saved.error().message;
+  } else if (runtime_.state_problem.rfind("writing", 0) == 0) {
+    runtime_.state_problem.clear();
+  }
   decided_ = true;
   running_ = false;
   deadline_cv_.notify_all();
@@ -324,15 +342,15 @@ std::shared_ptr<const Snapshot> Engine::record_pass(PassWork& w, std::unique_loc
 void Engine::worker() {
   std::unique_lock lk(mu_);
   for (;;) {
-    if (stopping_) return;
-    if (!pending_ && !schedule_due_pass_locked(lk)) continue;
+    if (stopping_) { return; }
+    if (!pending_ && !schedule_due_pass_locked(lk)) { continue; }
     PassWork work = begin_pass_locked();
     publish();
     lk.unlock();
     run_pass(work);
     const auto snap = record_pass(work, lk);
     lk.unlock();
-    if (deps_.on_record) deps_.on_record(*snap);
+    if (deps_.on_record) { deps_.on_record(*snap); }
     lk.lock();
   }
 }
@@ -342,8 +360,8 @@ void Engine::health_worker() {
   auto next = std::chrono::steady_clock::now();
   for (;;) {
     health_cv_.wait_until(lk, next, [&] { return stopping_; });
-    if (stopping_) return;
-    if (std::chrono::steady_clock::now() < next) continue;
+    if (stopping_) { return; }
+    if (std::chrono::steady_clock::now() < next) { continue; }
     const DaemonConfig config = config_;
     if (!config.health.enabled) {
       health_body_ = health_body_idle(config);
@@ -356,35 +374,40 @@ void Engine::health_worker() {
     const nlohmann::json devices = !decided_ && state_.devices.empty() ? nlohmann::json() : state_.devices;
     lk.unlock();
     std::unique_lock agent_guard(agent_mu_, std::try_to_lock);
-    const std::string skip = agent_guard.owns_lock()
-                                 ? std::string()
-                                 : "a reconcile pass is running (it may reload the driver or run the self-test); read on a later pass";
+    const std::string skip =
+        agent_guard.owns_lock()
+            ? std::string()
+            : "a reconcile pass is running (it may reload the driver or run the self-test); read on a later pass";
     nlohmann::json body;
     try {
       body = health_pass_.run(config, devices, skip, &cancel_);
     } catch (const std::exception& e) {  // a bug in a read must not take the daemon down
       body = health_body_idle(config);
       body["problem"] = std::string("health pass aborted: ") + e.what();
-      if (deps_.log) deps_.log({LogLevel::error, body["problem"].get<std::string>(), "", "health", ""});
+      if (deps_.log) { deps_.log({LogLevel::error, body["problem"].get<std::string>(), "", "health", ""}); }
     }
-    if (agent_guard.owns_lock()) agent_guard.unlock();
+    if (agent_guard.owns_lock()) { agent_guard.unlock(); }
     lk.lock();
     // A finding that was not there in the last pass goes to the journal once.
-    auto key = [](const nlohmann::json& f) { return f.value("check", "") + " " + f.value("subject", "") + " " + f.value("severity", ""); };
+    auto key = [](const nlohmann::json& f) {
+      return f.value("check", "") + " " + f.value("subject", "") + " " + f.value("severity", "");
+    };
     std::set<std::string> before;
-    for (const auto& f : health_body_.value("findings", nlohmann::json::array())) before.insert(key(f));
-    for (const auto& f : body.value("findings", nlohmann::json::array()))
-      if (deps_.log && !before.count(key(f)))
+    for (const auto& f : health_body_.value("findings", nlohmann::json::array())) { before.insert(key(f)); }
+    for (const auto& f : body.value("findings", nlohmann::json::array())) {
+      if (deps_.log && !before.count(key(f))) {
         deps_.log({f.value("severity", "") == "error" ? LogLevel::error : LogLevel::warning, f.value("summary", ""),
                    f.value("check", ""), "health", f.value("subject", "")});
+      }
+    }
     const bool lost_before = !lost_p2p_paths(health_body_).empty();
     health_body_ = std::move(body);
     publish();
     next = std::chrono::steady_clock::now() + config.health.interval;
     // A ladder starts on the pass after a loss is seen, and one under way decides on a fresh read.
     const bool lost_now = !lost_p2p_paths(health_body_).empty();
-    if (state_.profile_remediation && (lost_now != lost_before || (state_.remediation.active && !state_.remediation.service_required)) &&
-        !pending_) {
+    if (state_.profile_remediation &&
+        (lost_now != lost_before || (state_.remediation.active && !state_.remediation.service_required)) && !pending_) {
       pending_ = true;
       pending_trigger_ = "health";
       cv_.notify_all();

@@ -29,7 +29,7 @@ struct Snapshot {
   bool decided = false;  // a reconcile has decided the state since the daemon started
   std::string status, readyz, findings, findings_table, devices, topology, plan, selftest, metrics;
   std::vector<std::string> health_holds;  // health findings that take the node out of P2P readiness
-  std::string health;  // /v1/health: the passive health pass (engine/health_pass.hpp)
+  std::string health;                     // /v1/health: the passive health pass (engine/health_pass.hpp)
 };
 
 struct EngineDeps {
@@ -80,7 +80,7 @@ class Engine {
   std::shared_ptr<const Snapshot> record_pass(PassWork& work, std::unique_lock<std::mutex>& lk);
   void health_worker();    // one passive health pass every config_.health.interval
   void deadline_worker();  // cancels a pass that runs past config_.reconcile_time_limit
-  void publish();  // builds a Snapshot from state_ and the runtime, under mu_
+  void publish();          // builds a Snapshot from state_ and the runtime, under mu_
   std::optional<std::chrono::system_clock::time_point> next_selftest_locked() const;
   std::optional<std::chrono::system_clock::time_point> next_ladder_pass_locked() const;
 

@@ -20,20 +20,22 @@ json base(const DaemonConfig& c) {
 
 std::vector<health::Endpoint> endpoints_from_devices(const json& devices) {
   std::vector<health::Endpoint> out;
-  if (!devices.is_object()) return out;
+  if (!devices.is_object()) { return out; }
   for (const char* kind : {"gpus", "nvme"}) {
     const auto it = devices.find(kind);
-    if (it == devices.end() || !it->is_array()) continue;
+    if (it == devices.end() || !it->is_array()) { continue; }
     for (const auto& d : *it) {
-      if (!d.is_object() || !d.contains("bdf") || !d["bdf"].is_string()) continue;
+      if (!d.is_object() || !d.contains("bdf") || !d["bdf"].is_string()) { continue; }
       health::Endpoint e;
       e.bdf = d["bdf"];
       e.kind = std::string(kind) == "gpus" ? "gpu" : "nvme";
-      if (d.contains("upstream_bridges") && d["upstream_bridges"].is_array())
-        for (const auto& b : d["upstream_bridges"])
-          if (b.is_string()) e.upstream.push_back(b);
-      if (d.contains("root_complex") && d["root_complex"].is_string()) e.root_complex = d["root_complex"];
-      if (d.contains("numa_node") && d["numa_node"].is_number_integer()) e.numa_node = d["numa_node"];
+      if (d.contains("upstream_bridges") && d["upstream_bridges"].is_array()) {
+        for (const auto& b : d["upstream_bridges"]) {
+          if (b.is_string()) { e.upstream.push_back(b); }
+        }
+      }
+      if (d.contains("root_complex") && d["root_complex"].is_string()) { e.root_complex = d["root_complex"]; }
+      if (d.contains("numa_node") && d["numa_node"].is_number_integer()) { e.numa_node = d["numa_node"]; }
       out.push_back(std::move(e));
     }
   }
@@ -67,15 +69,20 @@ json HealthPass::run(const DaemonConfig& config, const json& devices, const std:
   s.devices = probe::probe_device_health(root_, paths);
   s.xid = kmsg_.read_new();
   bool any_gpu = false;
-  for (const auto& [bdf, kind] : paths.kind) any_gpu = any_gpu || kind == "gpu";
-  if (!config.health.nvlink) s.agent.skipped = "off in the configuration (health.nvlink: false)";
-  else if (!any_gpu) s.agent.skipped = "no GPU in the last discovery";
-  else if (!nvlink_skip.empty()) s.agent.skipped = nvlink_skip;
-  else if (!runner_) s.agent.skipped = "no runner for the agent in this process";
-  else if (last_nvlink_ && t0 - last_nvlink_at_ < config.health.nvlink_interval)
+  for (const auto& [bdf, kind] : paths.kind) { any_gpu = any_gpu || kind == "gpu"; }
+  if (!config.health.nvlink) {
+    s.agent.skipped = "off in the configuration (health.nvlink: false)";
+  } else if (!any_gpu) {
+    s.agent.skipped = "no GPU in the last discovery";
+  } else if (!nvlink_skip.empty()) {
+    s.agent.skipped = nvlink_skip;
+  } else if (!runner_) {
+    s.agent.skipped = "no runner for the agent in this process";
+  } else if (last_nvlink_ && t0 - last_nvlink_at_ < config.health.nvlink_interval) {
     s.agent = *last_nvlink_;
-  else {
-    s.agent = probe::probe_nvlink(*runner_, root_.host_path(config.agent_path).string(), config.health.agent_time_limit, cancel);
+  } else {
+    s.agent = probe::probe_nvlink(*runner_, root_.host_path(config.agent_path).string(), config.health.agent_time_limit,
+                                  cancel);
     last_nvlink_ = s.agent;
     last_nvlink_at_ = t0;
     last_nvlink_unix_ = s.unix_s;
@@ -86,13 +93,14 @@ json HealthPass::run(const DaemonConfig& config, const json& devices, const std:
   j["passes"] = monitor_.passes();
   j["last_pass_unix"] = s.unix_s;
   j["pass_duration_s"] = s.duration_s;
-  j["problem"] = !paths.devices.empty()  ? json(nullptr)
+  j["problem"] = !paths.devices.empty() ? json(nullptr)
                  : !devices.is_object() ? json("the first discovery has not finished: nothing to watch yet")
                                         : json("no GPU or NVMe drive in the last discovery: nothing to watch");
   json v = monitor_.view();
-  if (v.contains("nvlink") && v["nvlink"].is_object())
+  if (v.contains("nvlink") && v["nvlink"].is_object()) {
     v["nvlink"]["read_unix"] = s.agent.read && last_nvlink_unix_ ? json(last_nvlink_unix_) : json(nullptr);
-  for (auto it = v.begin(); it != v.end(); ++it) j[it.key()] = it.value();
+  }
+  for (auto it = v.begin(); it != v.end(); ++it) { j[it.key()] = it.value(); }
   return j;
 }
 

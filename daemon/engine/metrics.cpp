@@ -36,7 +36,7 @@ std::string str_or(const json& j, const char* key, const char* fallback = "") {
 }
 std::optional<double> num(const json& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
+  if (it == j.end() || !it->is_number()) { return std::nullopt; }
   return it->get<double>();
 }
 
@@ -70,9 +70,9 @@ PathClasses path_classes(const json& expectations, bool host) {
     std::map<PathClasses::Case, PathClasses::Figures> cases;
   };
   std::map<std::pair<std::string, std::string>, Pair> pairs;
-  if (expectations.is_array())
+  if (expectations.is_array()) {
     for (const auto& e : expectations) {
-      if (!e.is_object() || str_or(e, "peer_gpu").empty() != host || str_or(e, "case") == "bar_copy") continue;
+      if (!e.is_object() || str_or(e, "peer_gpu").empty() != host || str_or(e, "case") == "bar_copy") { continue; }
       Pair& p = pairs[{str_or(e, "gpu"), str_or(e, "peer_gpu")}];
       if (p.name.empty()) {
         const auto ceiling = num(e, "ceiling_gbps");
@@ -80,35 +80,41 @@ PathClasses path_classes(const json& expectations, bool host) {
       }
       p.cases[{str_or(e, "engine"), str_or(e, "direction")}] = {num(e, "expected_gbps"), num(e, "threshold_gbps")};
     }
+  }
   PathClasses out;
   for (const auto& [key, p] : pairs) {
     auto fits = [&](const std::map<PathClasses::Case, PathClasses::Figures>& known) {
-      for (const auto& [c, f] : p.cases)
-        if (auto it = known.find(c); it != known.end() && !(it->second == f)) return false;
+      for (const auto& [c, f] : p.cases) {
+        if (auto it = known.find(c); it != known.end() && !(it->second == f)) { return false; }
+      }
       return true;
     };
     std::string name = p.name;
-    for (int n = 2; out.paths.count(name) && !fits(out.paths[name]); ++n) name = p.name + "~" + std::to_string(n);
-    for (const auto& [c, f] : p.cases) out.paths[name][c] = f;
+    for (int n = 2; out.paths.count(name) && !fits(out.paths[name]); ++n) { name = p.name + "~" + std::to_string(n); }
+    for (const auto& [c, f] : p.cases) { out.paths[name][c] = f; }
     out.of_pair[key] = name;
   }
   return out;
 }
 
-void pair_metrics(Registry& reg, const AgentResult& r, const PathClasses& paths, const PathClasses& host_paths, bool full) {
-  auto& bw = gauge(reg, "p2pnode_p2p_bandwidth_bytes_per_second",
-                   "Median P2P copy bandwidth of the last self-test, from gpu to peer_gpu (write), peer_gpu to gpu (read) or both; "
-                   "path: the pair's class in p2pnode_p2p_path_expected_bandwidth_bytes_per_second");
+void pair_metrics(Registry& reg, const AgentResult& r, const PathClasses& paths, const PathClasses& host_paths,
+                  bool full) {
+  auto& bw = gauge(
+      reg, "p2pnode_p2p_bandwidth_bytes_per_second",
+      "Median P2P copy bandwidth of the last self-test, from gpu to peer_gpu (write), peer_gpu to gpu (read) or both; "
+      "path: the pair's class in p2pnode_p2p_path_expected_bandwidth_bytes_per_second");
   auto& lat = gauge(reg, "p2pnode_p2p_latency_seconds",
                     "Median latency of a dependent load by gpu from peer_gpu's memory in the last self-test");
   auto& integ = gauge(reg, "p2pnode_p2p_integrity_error_bytes",
                       full ? "Bytes that arrived corrupted in P2P copies from gpu to peer_gpu in the last self-test"
-                           : "Bytes that arrived corrupted in P2P copies from gpu to peer_gpu in the last self-test (only pairs with some; "
+                           : "Bytes that arrived corrupted in P2P copies from gpu to peer_gpu in the last self-test "
+                             "(only pairs with some; "
                              "p2pnode_p2p_integrity_checked_pairs counts the pairs checked)");
   auto& access = gauge(reg, "p2pnode_p2p_access", "1 when gpu can access peer_gpu's memory (last self-test)");
-  auto& host = gauge(reg, "p2pnode_gpu_host_bandwidth_bytes_per_second",
-                     "Median host-to-device (h2d) and device-to-host (d2h) bandwidth in the last self-test; path: the GPU's "
-                     "class in p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second");
+  auto& host =
+      gauge(reg, "p2pnode_gpu_host_bandwidth_bytes_per_second",
+            "Median host-to-device (h2d) and device-to-host (d2h) bandwidth in the last self-test; path: the GPU's "
+            "class in p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second");
   auto bdf = [&](std::optional<int> i) {
     const AgentDevice* d = i ? r.device(*i) : nullptr;
     return d ? d->pci_bus_id : std::string();
@@ -118,46 +124,63 @@ void pair_metrics(Registry& reg, const AgentResult& r, const PathClasses& paths,
   for (const auto& c : r.cases) {
     if (c.key == "bar_copy") {  // CPU copies through gdrcopy's mapping: a family of their own
       for (const auto& cell : c.cells) {
-        if (!cell.gpu || (!cell.bar_write_gbps && !cell.bar_read_gbps)) continue;
-        if (!bar)
-          bar = &gauge(reg, "p2pnode_gpu_bar_bandwidth_bytes_per_second",
-                       "Median CPU copy bandwidth through gdrcopy's BAR mapping of the GPU's memory in the last self-test: "
-                       "write (CPU stores, write-combined) and read (CPU loads, uncached)");
-        if (cell.bar_write_gbps) bar->Add({{"gpu", bdf(cell.gpu)}, {"direction", "write"}}).Set(*cell.bar_write_gbps * 1e9);
-        if (cell.bar_read_gbps) bar->Add({{"gpu", bdf(cell.gpu)}, {"direction", "read"}}).Set(*cell.bar_read_gbps * 1e9);
+        if (!cell.gpu || (!cell.bar_write_gbps && !cell.bar_read_gbps)) { continue; }
+        if (!bar) {
+          bar = &gauge(
+              reg, "p2pnode_gpu_bar_bandwidth_bytes_per_second",
+              "Median CPU copy bandwidth through gdrcopy's BAR mapping of the GPU's memory in the last self-test: "
+              "write (CPU stores, write-combined) and read (CPU loads, uncached)");
+        }
+        if (cell.bar_write_gbps) {
+          bar->Add({{"gpu", bdf(cell.gpu)}, {"direction", "write"}}).Set(*cell.bar_write_gbps * 1e9);
+        }
+        if (cell.bar_read_gbps) {
+          bar->Add({{"gpu", bdf(cell.gpu)}, {"direction", "read"}}).Set(*cell.bar_read_gbps * 1e9);
+        }
       }
       continue;
     }
     std::string engine, direction;
-    if (c.key == "ce_write_bandwidth") engine = "ce", direction = "write";
-    else if (c.key == "ce_read_bandwidth") engine = "ce", direction = "read";
-    else if (c.key == "ce_bidir_bandwidth") engine = "ce", direction = "bidirectional";
-    else if (c.key == "sm_write_bandwidth") engine = "sm", direction = "write";
-    else if (c.key == "sm_read_bandwidth") engine = "sm", direction = "read";
+    if (c.key == "ce_write_bandwidth") {
+      engine = "ce", direction = "write";
+    } else if (c.key == "ce_read_bandwidth") {
+      engine = "ce", direction = "read";
+    } else if (c.key == "ce_bidir_bandwidth") {
+      engine = "ce", direction = "bidirectional";
+    } else if (c.key == "sm_write_bandwidth") {
+      engine = "sm", direction = "write";
+    } else if (c.key == "sm_read_bandwidth") {
+      engine = "sm", direction = "read";
+    }
     for (const auto& cell : c.cells) {
       if (cell.gpu) {
         const std::string g = bdf(cell.gpu);
         prometheus::Labels l = {{"gpu", g}};
-        if (auto path = host_paths.path(g, ""); !path.empty()) l["path"] = path;
-        if (cell.h2d_gbps) (l["direction"] = "h2d", host.Add(l).Set(*cell.h2d_gbps * 1e9));
-        if (cell.d2h_gbps) (l["direction"] = "d2h", host.Add(l).Set(*cell.d2h_gbps * 1e9));
+        if (auto path = host_paths.path(g, ""); !path.empty()) { l["path"] = path; }
+        if (cell.h2d_gbps) { (l["direction"] = "h2d", host.Add(l).Set(*cell.h2d_gbps * 1e9)); }
+        if (cell.d2h_gbps) { (l["direction"] = "d2h", host.Add(l).Set(*cell.d2h_gbps * 1e9)); }
         continue;
       }
-      if (!cell.src || !cell.dst) continue;
+      if (!cell.src || !cell.dst) { continue; }
       const std::string g = bdf(cell.src), p = bdf(cell.dst);
       if (!engine.empty() && cell.bandwidth_gbps) {
         prometheus::Labels l = {{"gpu", g}, {"peer_gpu", p}, {"engine", engine}, {"direction", direction}};
-        if (auto path = paths.path(g, p); !path.empty()) l["path"] = path;
+        if (auto path = paths.path(g, p); !path.empty()) { l["path"] = path; }
         bw.Add(l).Set(*cell.bandwidth_gbps * 1e9);
       }
-      if (c.key == "latency" && cell.latency_ns) lat.Add({{"gpu", g}, {"peer_gpu", p}}).Set(*cell.latency_ns * 1e-9);
-      if (c.key == "peer_access" && cell.peer_access) access.Add({{"gpu", g}, {"peer_gpu", p}}).Set(*cell.peer_access);
-      if (!cell.integrity_checked_bytes) continue;
+      if (c.key == "latency" && cell.latency_ns) {
+        lat.Add({{"gpu", g}, {"peer_gpu", p}}).Set(*cell.latency_ns * 1e-9);
+      }
+      if (c.key == "peer_access" && cell.peer_access) {
+        access.Add({{"gpu", g}, {"peer_gpu", p}}).Set(*cell.peer_access);
+      }
+      if (!cell.integrity_checked_bytes) { continue; }
       bad[{g, p}] += static_cast<double>(cell.integrity_bad_bytes);
     }
   }
-  for (const auto& [k, v] : bad)
-    if (full || v > 0) integ.Add({{"gpu", k.first}, {"peer_gpu", k.second}}).Set(v);
+  for (const auto& [k, v] : bad) {
+    if (full || v > 0) { integ.Add({{"gpu", k.first}, {"peer_gpu", k.second}}).Set(v); }
+  }
   gauge(reg, "p2pnode_p2p_integrity_checked_pairs", "GPU pairs whose copies the last self-test checked byte for byte")
       .Add({})
       .Set(static_cast<double>(bad.size()));
@@ -168,40 +191,59 @@ void selftest_sharing_metrics(Registry& reg, const RecordedState& s) {
   const std::int64_t judged = s.selftest ? s.selftest->started_unix : 0;
   const bool skipped = s.selftest_skipped && s.selftest_skipped->at_unix >= judged;
   const bool contended = !skipped && s.selftest_contended && s.selftest_contended->started_unix >= judged;
-  gauge(reg, "p2pnode_selftest_skipped_busy", "1 when the last self-test was skipped because other processes used the GPUs")
-      .Add({}).Set(skipped && s.selftest_skipped->busy ? 1 : 0);
-  gauge(reg, "p2pnode_selftest_contended", "1 when the last self-test shared the GPUs with another process (reported, not judged)")
-      .Add({}).Set(contended ? 1 : 0);
+  gauge(reg, "p2pnode_selftest_skipped_busy",
+        "1 when the last self-test was skipped because other processes used the GPUs")
+      .Add({})
+      .Set(skipped && s.selftest_skipped->busy ? 1 : 0);
+  gauge(reg, "p2pnode_selftest_contended",
+        "1 when the last self-test shared the GPUs with another process (reported, not judged)")
+      .Add({})
+      .Set(contended ? 1 : 0);
   std::size_t others = 0;
   const json* seen = skipped ? &s.selftest_skipped->seen : contended ? &s.selftest_contended->contention : nullptr;
-  if (seen && seen->is_object()) others = seen->value("processes", json::array()).size();
-  gauge(reg, "p2pnode_selftest_other_processes", "Other processes seen on the GPUs at the last self-test (skipped or contended)")
-      .Add({}).Set(static_cast<double>(others));
+  if (seen && seen->is_object()) { others = seen->value("processes", json::array()).size(); }
+  gauge(reg, "p2pnode_selftest_other_processes",
+        "Other processes seen on the GPUs at the last self-test (skipped or contended)")
+      .Add({})
+      .Set(static_cast<double>(others));
 }
 
 void gpu_info_metric(Registry& reg, const RecordedState& s) {
   std::optional<AgentResult> last;
-  if (s.selftest && s.selftest->result.is_object())
-    if (auto r = check_agent_document(s.selftest->result)) last = std::move(*r);
-  auto& info = gauge(reg, "p2pnode_gpu_info",
-                     "Maps p2pnode's gpu (PCI address) to dcgm-exporter's labels: gpu_index (NVML index), UUID, pci_bus_id, Hostname");
-  for (const auto& g : gpu_info(s.devices.value("gpus", json::array()), last ? &*last : nullptr, str_or(s.node, "hostname")))
-    info.Add({{"gpu", g.gpu}, {"gpu_index", g.gpu_index}, {"UUID", g.uuid}, {"pci_bus_id", g.pci_bus_id}, {"Hostname", g.hostname}})
+  if (s.selftest && s.selftest->result.is_object()) {
+    if (auto r = check_agent_document(s.selftest->result)) { last = std::move(*r); }
+  }
+  auto& info = gauge(
+      reg, "p2pnode_gpu_info",
+      "Maps p2pnode's gpu (PCI address) to dcgm-exporter's labels: gpu_index (NVML index), UUID, pci_bus_id, Hostname");
+  for (const auto& g :
+       gpu_info(s.devices.value("gpus", json::array()), last ? &*last : nullptr, str_or(s.node, "hostname"))) {
+    info.Add({{"gpu", g.gpu},
+              {"gpu_index", g.gpu_index},
+              {"UUID", g.uuid},
+              {"pci_bus_id", g.pci_bus_id},
+              {"Hostname", g.hostname}})
         .Set(1);
+  }
 }
 
 // The pair links as the daemon sees them (NV18 when the driver says NVLink, else the PCIe class).
 void link_metrics(Registry& reg, const RecordedState& s) {
   const json devs = s.topology.value("devices", json::array()), kinds = s.topology.value("kinds", json::array()),
              matrix = s.topology.value("matrix", json::array());
-  if (!devs.is_array() || !kinds.is_array() || !matrix.is_array()) return;
+  if (!devs.is_array() || !kinds.is_array() || !matrix.is_array()) { return; }
   auto& info = gauge(reg, "p2pnode_p2p_link_info",
-                     "How gpu reaches peer_gpu: NV<n> (n NVLinks, as the driver reports them) or the PCIe class PIX, PXB, PHB, NODE, SYS");
+                     "How gpu reaches peer_gpu: NV<n> (n NVLinks, as the driver reports them) or the PCIe class PIX, "
+                     "PXB, PHB, NODE, SYS");
   for (std::size_t i = 0; i < devs.size() && i < matrix.size() && i < kinds.size(); ++i) {
-    if (kinds[i] != "gpu" || !matrix[i].is_array()) continue;
+    if (kinds[i] != "gpu" || !matrix[i].is_array()) { continue; }
     for (std::size_t j = 0; j < devs.size() && j < matrix[i].size() && j < kinds.size(); ++j) {
-      if (i == j || kinds[j] != "gpu" || !matrix[i][j].is_string() || !devs[i].is_string() || !devs[j].is_string()) continue;
-      info.Add({{"gpu", devs[i].get<std::string>()}, {"peer_gpu", devs[j].get<std::string>()}, {"link", matrix[i][j].get<std::string>()}})
+      if (i == j || kinds[j] != "gpu" || !matrix[i][j].is_string() || !devs[i].is_string() || !devs[j].is_string()) {
+        continue;
+      }
+      info.Add({{"gpu", devs[i].get<std::string>()},
+                {"peer_gpu", devs[j].get<std::string>()},
+                {"link", matrix[i][j].get<std::string>()}})
           .Set(1);
     }
   }
@@ -209,33 +251,41 @@ void link_metrics(Registry& reg, const RecordedState& s) {
 
 // The constants per path class; regressed cells (with their baseline) and how many; with full
 // detail also expected, threshold, baseline, ratio and regressed for every bandwidth cell.
-void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClasses& paths, const PathClasses& host_paths,
-                         bool full) {
-  if (!t.expectations.is_array() || t.expectations.empty()) return;
-  auto& path_expected = gauge(reg, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second",
-                              "What a pair of this path class should move: the narrowest link's rate x the efficiency healthy boxes "
-                              "reach on that path (the pair's path label on p2pnode_p2p_bandwidth_bytes_per_second)");
-  auto& path_threshold = gauge(reg, "p2pnode_p2p_path_threshold_bytes_per_second",
-                               "The self-test's pass mark for a pair of this path class: the profile's min_bandwidth, else a "
-                               "fraction of the expected figure");
-  for (const auto& [path, cases] : paths.paths)
+void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClasses& paths,
+                         const PathClasses& host_paths, bool full) {
+  if (!t.expectations.is_array() || t.expectations.empty()) { return; }
+  auto& path_expected =
+      gauge(reg, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second",
+            "What a pair of this path class should move: the narrowest link's rate x the efficiency healthy boxes "
+            "reach on that path (the pair's path label on p2pnode_p2p_bandwidth_bytes_per_second)");
+  auto& path_threshold =
+      gauge(reg, "p2pnode_p2p_path_threshold_bytes_per_second",
+            "The self-test's pass mark for a pair of this path class: the profile's min_bandwidth, else a "
+            "fraction of the expected figure");
+  for (const auto& [path, cases] : paths.paths) {
     for (const auto& [c, f] : cases) {
       const prometheus::Labels l = {{"path", path}, {"engine", c.first}, {"direction", c.second}};
-      if (f.expected) path_expected.Add(l).Set(*f.expected * 1e9);
-      if (f.threshold) path_threshold.Add(l).Set(*f.threshold * 1e9);
+      if (f.expected) { path_expected.Add(l).Set(*f.expected * 1e9); }
+      if (f.threshold) { path_threshold.Add(l).Set(*f.threshold * 1e9); }
     }
-  auto& baseline = gauge(reg, "p2pnode_p2p_baseline_bandwidth_bytes_per_second",
-                         full ? "The node's own baseline for the pair: median of its last self-tests (absent until enough runs)"
-                              : "The node's own baseline for a regressed pair: median of its last self-tests");
-  auto& regressed = gauge(reg, "p2pnode_p2p_regressed",
-                          full ? "1 when the pair's bandwidth dropped more than the profile allows below its baseline"
-                               : "1 for a pair whose bandwidth dropped more than the profile allows below its baseline (only those)");
-  auto& host_path = gauge(reg, "p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second",
-                          "What host<->device copies of a GPU of this class should move: its narrowest PCIe link x the host-copy "
-                          "efficiency (the GPU's path label on p2pnode_gpu_host_bandwidth_bytes_per_second)");
-  for (const auto& [path, cases] : host_paths.paths)
-    for (const auto& [c, f] : cases)
-      if (f.expected) host_path.Add({{"path", path}, {"direction", c.second}}).Set(*f.expected * 1e9);
+  }
+  auto& baseline =
+      gauge(reg, "p2pnode_p2p_baseline_bandwidth_bytes_per_second",
+            full ? "The node's own baseline for the pair: median of its last self-tests (absent until enough runs)"
+                 : "The node's own baseline for a regressed pair: median of its last self-tests");
+  auto& regressed =
+      gauge(reg, "p2pnode_p2p_regressed",
+            full ? "1 when the pair's bandwidth dropped more than the profile allows below its baseline"
+                 : "1 for a pair whose bandwidth dropped more than the profile allows below its baseline (only those)");
+  auto& host_path =
+      gauge(reg, "p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second",
+            "What host<->device copies of a GPU of this class should move: its narrowest PCIe link x the host-copy "
+            "efficiency (the GPU's path label on p2pnode_gpu_host_bandwidth_bytes_per_second)");
+  for (const auto& [path, cases] : host_paths.paths) {
+    for (const auto& [c, f] : cases) {
+      if (f.expected) { host_path.Add({{"path", path}, {"direction", c.second}}).Set(*f.expected * 1e9); }
+    }
+  }
   Family<Gauge>* host = nullptr;
   Family<Gauge>* expected = nullptr;
   Family<Gauge>* threshold = nullptr;
@@ -243,74 +293,91 @@ void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClass
   if (full) {
     host = &gauge(reg, "p2pnode_gpu_host_expected_bandwidth_bytes_per_second",
                   "What host<->device copies should move: the GPU's narrowest PCIe link x the host-copy efficiency");
-    expected = &gauge(reg, "p2pnode_p2p_expected_bandwidth_bytes_per_second",
-                      "What the pair should move: the narrowest link's rate x the efficiency healthy boxes reach on that path");
-    threshold = &gauge(reg, "p2pnode_p2p_threshold_bytes_per_second",
-                       "The self-test's pass mark for the pair: the profile's min_bandwidth, else a fraction of the expected figure");
+    expected = &gauge(
+        reg, "p2pnode_p2p_expected_bandwidth_bytes_per_second",
+        "What the pair should move: the narrowest link's rate x the efficiency healthy boxes reach on that path");
+    threshold = &gauge(
+        reg, "p2pnode_p2p_threshold_bytes_per_second",
+        "The self-test's pass mark for the pair: the profile's min_bandwidth, else a fraction of the expected figure");
     ratio = &gauge(reg, "p2pnode_p2p_bandwidth_ratio", "Measured over expected bandwidth in the last self-test");
   }
   double regressed_cells = 0;
   for (const auto& e : t.expectations) {
-    if (!e.is_object() || str_or(e, "case") == "bar_copy") continue;  // not host copies (p2pnode_gpu_bar_*)
+    if (!e.is_object() || str_or(e, "case") == "bar_copy") {
+      continue;  // not host copies (p2pnode_gpu_bar_*)
+    }
     const std::string gpu = str_or(e, "gpu"), peer = str_or(e, "peer_gpu"), direction = str_or(e, "direction");
     if (peer.empty()) {
-      if (auto v = num(e, "expected_gbps"); v && host) host->Add({{"gpu", gpu}, {"direction", direction}}).Set(*v * 1e9);
+      if (auto v = num(e, "expected_gbps"); v && host) {
+        host->Add({{"gpu", gpu}, {"direction", direction}}).Set(*v * 1e9);
+      }
       continue;
     }
-    const prometheus::Labels l = {{"gpu", gpu}, {"peer_gpu", peer}, {"engine", str_or(e, "engine")}, {"direction", direction}};
+    const prometheus::Labels l = {
+        {"gpu", gpu}, {"peer_gpu", peer}, {"engine", str_or(e, "engine")}, {"direction", direction}};
     const auto it = e.find("regressed");
     const bool is_regressed = it != e.end() && it->is_boolean() && it->get<bool>();
     regressed_cells += is_regressed ? 1 : 0;
     if (full || is_regressed) {
-      if (auto v = num(e, "baseline_gbps")) baseline.Add(l).Set(*v * 1e9);
+      if (auto v = num(e, "baseline_gbps")) { baseline.Add(l).Set(*v * 1e9); }
       regressed.Add(l).Set(is_regressed ? 1 : 0);
     }
-    if (!full) continue;
-    if (auto v = num(e, "expected_gbps")) expected->Add(l).Set(*v * 1e9);
-    if (auto v = num(e, "threshold_gbps")) threshold->Add(l).Set(*v * 1e9);
-    if (auto v = num(e, "ratio")) ratio->Add(l).Set(*v);
+    if (!full) { continue; }
+    if (auto v = num(e, "expected_gbps")) { expected->Add(l).Set(*v * 1e9); }
+    if (auto v = num(e, "threshold_gbps")) { threshold->Add(l).Set(*v * 1e9); }
+    if (auto v = num(e, "ratio")) { ratio->Add(l).Set(*v); }
   }
-  gauge(reg, "p2pnode_p2p_regressed_cells", "Bandwidth cells (pair and case) of the last self-test regressed against their baseline")
+  gauge(reg, "p2pnode_p2p_regressed_cells",
+        "Bandwidth cells (pair and case) of the last self-test regressed against their baseline")
       .Add({})
       .Set(regressed_cells);
 }
 
 void device_metrics(Registry& reg, const RecordedState& s) {
-  auto& aperture = gauge(reg, "p2pnode_gpu_aperture_bytes", "Size of the GPU's VRAM aperture (the large prefetchable BAR)");
+  auto& aperture =
+      gauge(reg, "p2pnode_gpu_aperture_bytes", "Size of the GPU's VRAM aperture (the large prefetchable BAR)");
   auto& speed = gauge(reg, "p2pnode_gpu_link_speed_transfers_per_second", "Current PCIe link speed of the GPU");
   auto& max_speed = gauge(reg, "p2pnode_gpu_link_max_speed_transfers_per_second", "Maximum PCIe link speed of the GPU");
   auto& width = gauge(reg, "p2pnode_gpu_link_width_lanes", "Current PCIe link width of the GPU");
   auto& max_width = gauge(reg, "p2pnode_gpu_link_max_width_lanes", "Maximum PCIe link width of the GPU");
   for (const auto& g : s.devices.value("gpus", json::array())) {
     const prometheus::Labels l = {{"gpu", str_or(g, "bdf")}};
-    if (auto v = num(g, "aperture_bytes")) aperture.Add(l).Set(*v);
+    if (auto v = num(g, "aperture_bytes")) { aperture.Add(l).Set(*v); }
     const json link = g.value("link", json::object());
-    if (auto v = num(link, "speed_gts")) speed.Add(l).Set(*v * 1e9);
-    if (auto v = num(link, "max_speed_gts")) max_speed.Add(l).Set(*v * 1e9);
-    if (auto v = num(link, "width")) width.Add(l).Set(*v);
-    if (auto v = num(link, "max_width")) max_width.Add(l).Set(*v);
+    if (auto v = num(link, "speed_gts")) { speed.Add(l).Set(*v * 1e9); }
+    if (auto v = num(link, "max_speed_gts")) { max_speed.Add(l).Set(*v * 1e9); }
+    if (auto v = num(link, "width")) { width.Add(l).Set(*v); }
+    if (auto v = num(link, "max_width")) { max_width.Add(l).Set(*v); }
   }
   auto& nvme_info = gauge(reg, "p2pnode_nvme_info", "NVMe controller with its bound driver and PCI power state");
-  auto& bar0_ok = gauge(reg, "p2pnode_nvme_bar0_ok", "1 when the NVMe controller's BAR0 is assigned and the function is in D0");
+  auto& bar0_ok =
+      gauge(reg, "p2pnode_nvme_bar0_ok", "1 when the NVMe controller's BAR0 is assigned and the function is in D0");
   auto& bar0_bytes = gauge(reg, "p2pnode_nvme_bar0_bytes", "Size of the NVMe controller's BAR0");
   for (const auto& n : s.devices.value("nvme", json::array())) {
     const std::string b = str_or(n, "bdf");
-    nvme_info.Add({{"nvme", b}, {"driver", str_or(n, "driver")}, {"power_state", str_or(n, "power_state")},
-                   {"power_control", str_or(n, "power_control")}})
+    nvme_info
+        .Add({{"nvme", b},
+              {"driver", str_or(n, "driver")},
+              {"power_state", str_or(n, "power_state")},
+              {"power_control", str_or(n, "power_control")}})
         .Set(1);
     bar0_ok.Add({{"nvme", b}}).Set(n.value("bar0_ok", false) ? 1 : 0);
-    if (auto v = num(n, "bar0_bytes")) bar0_bytes.Add({{"nvme", b}}).Set(*v);
+    if (auto v = num(n, "bar0_bytes")) { bar0_bytes.Add({{"nvme", b}}).Set(*v); }
   }
   if (s.node.contains("iommu")) {
     auto& iommu = gauge(reg, "p2pnode_iommu_mode", "The IOMMU mode in effect (1 for the current mode)");
     const std::string cur = str_or(s.node, "iommu", "unknown");
-    for (const char* m : {"off", "passthrough", "translating", "unknown"}) iommu.Add({{"mode", m}}).Set(cur == m ? 1 : 0);
+    for (const char* m : {"off", "passthrough", "translating", "unknown"}) {
+      iommu.Add({{"mode", m}}).Set(cur == m ? 1 : 0);
+    }
   }
   if (!s.driver.empty()) {
     gauge(reg, "p2pnode_driver_info",
           "NVIDIA driver versions: loaded kernel module, userspace library (and which source found it), the profile's")
-        .Add({{"loaded", str_or(s.driver, "loaded_version")}, {"userspace", str_or(s.driver, "userspace_version")},
-              {"userspace_source", str_or(s.driver, "userspace_source")}, {"wanted", str_or(s.driver, "wanted_version")}})
+        .Add({{"loaded", str_or(s.driver, "loaded_version")},
+              {"userspace", str_or(s.driver, "userspace_version")},
+              {"userspace_source", str_or(s.driver, "userspace_source")},
+              {"wanted", str_or(s.driver, "wanted_version")}})
         .Set(1);
     gauge(reg, "p2pnode_driver_versions_match", "1 when the loaded module, the userspace driver and the profile agree")
         .Add({})
@@ -323,16 +390,22 @@ void device_metrics(Registry& reg, const RecordedState& s) {
 void kernel_metrics(Registry& reg, const RecordedState& s) {
   Family<Gauge>* fam = nullptr;
   for (const auto& f : s.findings) {
-    if (str_or(f, "check") != "driver.kernels") continue;
+    if (str_or(f, "check") != "driver.kernels") { continue; }
     if (f.value("observed", json::object()).value("candidate", false)) {  // apt's next kernel, judged before it lands
-      gauge(reg, "p2pnode_next_kernel_keeps_p2p", "1 when the profile's module builds for the kernel apt would install next")
-          .Add({{"kernel", str_or(f, "subject")}}).Set(str_or(f, "severity") == "ok" ? 1 : 0);
+      gauge(reg, "p2pnode_next_kernel_keeps_p2p",
+            "1 when the profile's module builds for the kernel apt would install next")
+          .Add({{"kernel", str_or(f, "subject")}})
+          .Set(str_or(f, "severity") == "ok" ? 1 : 0);
       continue;
     }
-    if (!f.value("expected", json::object()).contains("module")) continue;  // a run-time breakage's warning
-    if (!fam)
-      fam = &gauge(reg, "p2pnode_kernel_module_installed",
-                   "1 when the profile's NVIDIA module is built and installed by DKMS for this kernel (version: the profile's)");
+    if (!f.value("expected", json::object()).contains("module")) {
+      continue;  // a run-time breakage's warning
+    }
+    if (!fam) {
+      fam = &gauge(
+          reg, "p2pnode_kernel_module_installed",
+          "1 when the profile's NVIDIA module is built and installed by DKMS for this kernel (version: the profile's)");
+    }
     const json obs = f.value("observed", json::object()), exp = f.value("expected", json::object());
     const std::string module = str_or(exp, "module");
     fam->Add({{"kernel", str_or(f, "subject")},
@@ -347,16 +420,18 @@ void kernel_metrics(Registry& reg, const RecordedState& s) {
 // profile builds a module): the firmware's state and whether the kernel trusts DKMS's key.
 void secure_boot_metrics(Registry& reg, const RecordedState& s) {
   for (const auto& f : s.findings) {
-    if (str_or(f, "check") != "secureboot.module_signing") continue;
+    if (str_or(f, "check") != "secureboot.module_signing") { continue; }
     const json o = f.value("observed", json::object());
-    const std::string state = !o.value("efi", false)                                            ? "no_uefi"
-                              : o.value("secure_boot", json()).is_null()                          ? "unknown"
-                              : !o.value("secure_boot", false)                                    ? "off"
-                              : (o.value("setup_mode", json()).is_boolean() && o["setup_mode"].get<bool>()) ? "setup_mode"
-                                                                                                  : "on";
-    gauge(reg, "p2pnode_secure_boot",
-          "1 for the node's Secure Boot state (on, off, setup_mode, no_uefi) and whether the kernel trusts the key DKMS "
-          "signs the module with (trusted, queued, untrusted, no_key, unknown, not_enforced)")
+    const std::string state = !o.value("efi", false)                     ? "no_uefi"
+                              : o.value("secure_boot", json()).is_null() ? "unknown"
+                              : !o.value("secure_boot", false)           ? "off"
+                              : (o.value("setup_mode", json()).is_boolean() && o["setup_mode"].get<bool>())
+                                  ? "setup_mode"
+                                  : "on";
+    gauge(
+        reg, "p2pnode_secure_boot",
+        "1 for the node's Secure Boot state (on, off, setup_mode, no_uefi) and whether the kernel trusts the key DKMS "
+        "signs the module with (trusted, queued, untrusted, no_key, unknown, not_enforced)")
         .Add({{"state", state}, {"trust", str_or(o, "trust")}, {"certificate", str_or(o, "certificate")}})
         .Set(1);
   }
@@ -373,11 +448,13 @@ void node_state_metrics(Registry& reg, const RecordedState& s, const Runtime& rt
     const auto st = static_cast<NodeState>(i);
     state.Add({{"state", to_string(st)}}).Set(st == s.state ? 1 : 0);
   }
-  gauge(reg, "p2pnode_node_reasons", "Number of reasons the node is not ready").Add({}).Set(static_cast<double>(s.reasons.size()));
+  gauge(reg, "p2pnode_node_reasons", "Number of reasons the node is not ready")
+      .Add({})
+      .Set(static_cast<double>(s.reasons.size()));
   auto& findings = gauge(reg, "p2pnode_findings", "Findings of the last check by severity");
   std::map<std::string, double> sev = {{"ok", 0}, {"warning", 0}, {"error", 0}};
-  for (const auto& f : s.findings) sev[str_or(f, "severity", "error")]++;
-  for (const auto& [k, v] : sev) findings.Add({{"severity", k}}).Set(v);
+  for (const auto& f : s.findings) { sev[str_or(f, "severity", "error")]++; }
+  for (const auto& [k, v] : sev) { findings.Add({{"severity", k}}).Set(v); }
 }
 
 // The passes: steps left, passes and self-tests counted, when the last pass ran and the daemon started.
@@ -385,76 +462,99 @@ void reconcile_metrics(Registry& reg, const RecordedState& s, const Runtime& rt)
   gauge(reg, "p2pnode_plan_steps", "Steps left in the plan after the last reconcile")
       .Add({})
       .Set(static_cast<double>(s.plan.value("steps", json::array()).size()));
-  auto& runs = BuildCounter().Name("p2pnode_reconcile_runs_total").Help("Reconcile passes by the node state they decided").Register(reg);
-  for (const auto& [k, v] : s.reconcile_runs) runs.Add({{"result", k}}).Increment(static_cast<double>(v));
+  auto& runs = BuildCounter()
+                   .Name("p2pnode_reconcile_runs_total")
+                   .Help("Reconcile passes by the node state they decided")
+                   .Register(reg);
+  for (const auto& [k, v] : s.reconcile_runs) { runs.Add({{"result", k}}).Increment(static_cast<double>(v)); }
   auto& tests = BuildCounter().Name("p2pnode_selftest_runs_total").Help("Self-tests by verdict").Register(reg);
-  for (const auto& [k, v] : s.selftest_runs) tests.Add({{"result", k}}).Increment(static_cast<double>(v));
+  for (const auto& [k, v] : s.selftest_runs) { tests.Add({{"result", k}}).Increment(static_cast<double>(v)); }
   if (s.reconciled_unix) {
     gauge(reg, "p2pnode_reconcile_last_timestamp_seconds", "When the last reconcile finished (Unix time)")
         .Add({})
         .Set(static_cast<double>(s.reconciled_unix));
-    gauge(reg, "p2pnode_reconcile_duration_seconds", "How long the last reconcile took").Add({}).Set(s.reconcile_duration_s);
+    gauge(reg, "p2pnode_reconcile_duration_seconds", "How long the last reconcile took")
+        .Add({})
+        .Set(s.reconcile_duration_s);
   }
-  gauge(reg, "p2pnode_start_time_seconds", "When the daemon started (Unix time)").Add({}).Set(static_cast<double>(rt.started_unix));
+  gauge(reg, "p2pnode_start_time_seconds", "When the daemon started (Unix time)")
+      .Add({})
+      .Set(static_cast<double>(rt.started_unix));
 }
 
 // The last passing self-test and how often one runs.
 void selftest_schedule_metrics(Registry& reg, const RecordedState& s, const Runtime& rt) {
   if (s.selftest_last_success_unix) {
-    gauge(reg, "p2pnode_selftest_last_success_timestamp_seconds", "When the last passing self-test finished (Unix time)")
+    gauge(reg, "p2pnode_selftest_last_success_timestamp_seconds",
+          "When the last passing self-test finished (Unix time)")
         .Add({})
         .Set(static_cast<double>(*s.selftest_last_success_unix));
     gauge(reg, "p2pnode_selftest_last_success_duration_seconds", "How long the last passing self-test took")
         .Add({})
         .Set(s.selftest_last_success_duration_s);
   }
-  if (rt.selftest_schedule_s)
-    gauge(reg, "p2pnode_selftest_schedule_seconds", "How often the self-test runs (the config's schedule, else the profile's)")
+  if (rt.selftest_schedule_s) {
+    gauge(reg, "p2pnode_selftest_schedule_seconds",
+          "How often the self-test runs (the config's schedule, else the profile's)")
         .Add({})
         .Set(*rt.selftest_schedule_s);
+  }
 }
 
 // The last self-test: when, whether it passed, its pairs' figures beside their expectations.
 void selftest_result_metrics(Registry& reg, const RecordedState& s, const Runtime& rt) {
-  if (!s.selftest) return;
+  if (!s.selftest) { return; }
   gauge(reg, "p2pnode_selftest_last_run_timestamp_seconds", "When the last self-test started (Unix time)")
       .Add({})
       .Set(static_cast<double>(s.selftest->started_unix));
-  gauge(reg, "p2pnode_selftest_passed", "1 when the last self-test passed").Add({}).Set(s.selftest->verdict == "passed" ? 1 : 0);
+  gauge(reg, "p2pnode_selftest_passed", "1 when the last self-test passed")
+      .Add({})
+      .Set(s.selftest->verdict == "passed" ? 1 : 0);
   const PathClasses paths = path_classes(s.selftest->expectations, false),
                     host_paths = path_classes(s.selftest->expectations, true);
-  if (s.selftest->result.is_object())
-    if (auto r = check_agent_document(s.selftest->result)) pair_metrics(reg, *r, paths, host_paths, rt.metrics_full_detail);
+  if (s.selftest->result.is_object()) {
+    if (auto r = check_agent_document(s.selftest->result)) {
+      pair_metrics(reg, *r, paths, host_paths, rt.metrics_full_detail);
+    }
+  }
   expectation_metrics(reg, *s.selftest, paths, host_paths, rt.metrics_full_detail);
 }
 
 void nvme_doorbell_metrics(Registry& reg, const RecordedState& s) {
-  if (!s.nvme_doorbell) return;
+  if (!s.nvme_doorbell) { return; }
   // 1: the writer rang the drive's admin SQ tail doorbell and the drive answered Identify with the
   // recorded serial; 0: it failed or could not be tested (the reason is in /v1/selftest).
   auto& ok = gauge(reg, "p2pnode_nvme_doorbell_ok",
                    "1 when the writer (gpu or host) rang the NVMe drive's doorbell and Identify came back right");
-  for (const auto& d : s.nvme_doorbell->results)
-    if (d.writer == "host" || d.writer == "gpu") ok.Add({{"nvme", d.nvme}, {"gpu", d.gpu}, {"writer", d.writer}}).Set(d.ok ? 1 : 0);
+  for (const auto& d : s.nvme_doorbell->results) {
+    if (d.writer == "host" || d.writer == "gpu") {
+      ok.Add({{"nvme", d.nvme}, {"gpu", d.gpu}, {"writer", d.writer}}).Set(d.ok ? 1 : 0);
+    }
+  }
 }
 
 // The remediation ladder, where the profile has one: under way, waiting on a person, the rungs
 // taken and how ladders ended.
 void remediation_metrics(Registry& reg, const RecordedState& s) {
-  if (!s.profile_remediation) return;
-  gauge(reg, "p2pnode_remediation_active", "1 while the remediation ladder is under way (P2P lost, a rung taken or waiting)")
+  if (!s.profile_remediation) { return; }
+  gauge(reg, "p2pnode_remediation_active",
+        "1 while the remediation ladder is under way (P2P lost, a rung taken or waiting)")
       .Add({})
       .Set(s.remediation.active ? 1 : 0);
   gauge(reg, "p2pnode_remediation_service_required",
         "1 when every rung the profile allows was taken (or a wait ran out) and P2P is still lost: a person's turn")
       .Add({})
       .Set(s.remediation.service_required ? 1 : 0);
-  auto& rungs = BuildCounter().Name("p2pnode_remediation_rungs_total").Help("Remediation rungs taken, by rung").Register(reg);
+  auto& rungs =
+      BuildCounter().Name("p2pnode_remediation_rungs_total").Help("Remediation rungs taken, by rung").Register(reg);
   for (const char* r : {"wait_idle", "reset_gpu", "reload_module", "reboot"}) {
     const auto it = s.remediation_rungs.find(r);
     rungs.Add({{"rung", r}}).Increment(it == s.remediation_rungs.end() ? 0.0 : static_cast<double>(it->second));
   }
-  auto& ladders = BuildCounter().Name("p2pnode_remediation_ladders_total").Help("Remediation ladders ended, by outcome").Register(reg);
+  auto& ladders = BuildCounter()
+                      .Name("p2pnode_remediation_ladders_total")
+                      .Help("Remediation ladders ended, by outcome")
+                      .Register(reg);
   for (const char* o : {"recovered", "service_required"}) {
     const auto it = s.remediation_ladders.find(o);
     ladders.Add({{"outcome", o}}).Increment(it == s.remediation_ladders.end() ? 0.0 : static_cast<double>(it->second));

@@ -22,10 +22,11 @@ struct PassContext {
   sys::CommandRunner& agent_runner;   // p2pnode-agent
   const DaemonConfig& config;
   LogFn log;
-  std::string trigger;         // start, reload, api, schedule, device, selftest
-  bool want_selftest = false;  // run the agent in this pass (when the platform allows it)
+  std::string trigger;          // start, reload, api, schedule, device, selftest
+  bool want_selftest = false;   // run the agent in this pass (when the platform allows it)
   bool force_selftest = false;  // an operator asked for it with force: run even on busy GPUs
-  const std::atomic<bool>* cancel = nullptr;  // true: the daemon is stopping or the pass is overdue; commands are killed
+  const std::atomic<bool>* cancel =
+      nullptr;  // true: the daemon is stopping or the pass is overdue; commands are killed
   // The health pass's health.memory errors (uncorrected ECC rose, a remap failed): a self-test that
   // checked integrity says its bytes were compared on memory that cannot be trusted.
   std::vector<std::string> untrusted_memory;

@@ -13,14 +13,15 @@ namespace {
 using remediation::LadderAction;
 
 void log(const PassContext& ctx, LogLevel level, std::string message) {
-  if (ctx.log) ctx.log(LogEvent{level, std::move(message), "", "remediation", ""});
+  if (ctx.log) { ctx.log(LogEvent{level, std::move(message), "", "remediation", ""}); }
 }
 
 // Who uses the GPUs: no process on them (NVML, else the device files' holders) is idle; idle and
 // no job in the scheduler the profile names (selftest.scheduler) is drained.
 void read_activity(const PassContext& ctx, const Profile& profile, remediation::LadderInputs& in) {
   const auto& sched = profile.selftest ? profile.selftest->scheduler : std::nullopt;
-  const std::vector<std::string> ignore = profile.selftest ? profile.selftest->ignore_processes : std::vector<std::string>{};
+  const std::vector<std::string> ignore =
+      profile.selftest ? profile.selftest->ignore_processes : std::vector<std::string>{};
   const auto seen = probe::probe_gpu_activity(ctx.root, ctx.agent_runner, ctx.action_runner,
                                               host_paths(ctx.config, ctx.root).agent_path.string(), sched);
   const judge::Busy busy = judge::judge_busy(seen.agent, seen.device_holders, seen.scheduler, ignore);
@@ -32,8 +33,9 @@ void read_activity(const PassContext& ctx, const Profile& profile, remediation::
 
 std::uint64_t judged_selftests(const RecordedState& st) {
   std::uint64_t n = 0;
-  for (const char* v : {"passed", "failed", "error", "below_threshold"})
-    if (const auto it = st.selftest_runs.find(v); it != st.selftest_runs.end()) n += it->second;
+  for (const char* v : {"passed", "failed", "error", "below_threshold"}) {
+    if (const auto it = st.selftest_runs.find(v); it != st.selftest_runs.end()) { n += it->second; }
+  }
   return n;
 }
 
@@ -42,9 +44,12 @@ namespace {
 remediation::LadderInputs read_inputs(const PassContext& ctx, const Profile& profile, const RecordedState& st) {
   remediation::LadderInputs in;
   in.now_unix = static_cast<std::int64_t>(std::time(nullptr));
-  if (!ctx.lost_p2p.empty()) in.lost_p2p = ctx.lost_p2p.front();
-  else if (st.selftest && st.selftest->verdict == "failed")
-    in.lost_p2p = "self-test failed" + (st.selftest->reasons.empty() ? std::string() : ": " + st.selftest->reasons.front());
+  if (!ctx.lost_p2p.empty()) {
+    in.lost_p2p = ctx.lost_p2p.front();
+  } else if (st.selftest && st.selftest->verdict == "failed") {
+    in.lost_p2p =
+        "self-test failed" + (st.selftest->reasons.empty() ? std::string() : ": " + st.selftest->reasons.front());
+  }
   in.selftests = judged_selftests(st);
   if (st.selftest) {
     in.selftest_passed = st.selftest->verdict == "passed";
@@ -52,7 +57,7 @@ remediation::LadderInputs read_inputs(const PassContext& ctx, const Profile& pro
   }
   in.health_watching = ctx.health_watching;
   in.health_read_unix = ctx.health_read_unix;
-  if (st.remediation.active || in.lost_p2p) read_activity(ctx, profile, in);
+  if (st.remediation.active || in.lost_p2p) { read_activity(ctx, profile, in); }
   return in;
 }
 
@@ -69,20 +74,27 @@ std::string take(const PassContext& ctx, const Profile& profile, const Inventory
         c.cancel = ctx.cancel;
         const auto r = ctx.action_runner.run(c);
         log(ctx, r.success() ? LogLevel::notice : LogLevel::error, c.display() + ": " + r.describe());
-        if (!r.success()) failed += (failed.empty() ? "" : "; ") + g->bdf + " " + r.describe() + (r.err.empty() ? "" : ": " + r.err.substr(0, 200));
+        if (!r.success()) {
+          failed += (failed.empty() ? "" : "; ") + g->bdf + " " + r.describe() +
+                    (r.err.empty() ? "" : ": " + r.err.substr(0, 200));
+        }
       }
-      if (inv.gpus().empty()) return "failed: no GPU in the last discovery";
+      if (inv.gpus().empty()) { return "failed: no GPU in the last discovery"; }
       return failed.empty() ? "done" : "failed: " + failed;
     }
     case Rung::reload_module: {
       actions::ApplyContext actx{ctx.root, ctx.action_runner, profile};
       actx.force_reload = true;
-      actx.log = [&](std::string_view, std::string_view, std::string_view line) { log(ctx, LogLevel::info, std::string(line)); };
+      actx.log = [&](std::string_view, std::string_view, std::string_view line) {
+        log(ctx, LogLevel::info, std::string(line));
+      };
       const auto results = actions::make_driver_reload()->apply(actx, inv);
       std::string failed;
-      for (const auto& r : results)
-        if (r.outcome != StepOutcome::changed && r.outcome != StepOutcome::unchanged)
+      for (const auto& r : results) {
+        if (r.outcome != StepOutcome::changed && r.outcome != StepOutcome::unchanged) {
           failed += (failed.empty() ? "" : "; ") + std::string(to_string(r.outcome)) + ": " + r.message;
+        }
+      }
       return failed.empty() ? "done" : "failed: " + failed;
     }
     case Rung::reboot: {
@@ -110,7 +122,7 @@ LadderRaises run_ladder(const PassContext& ctx, const Profile& profile, Inventor
     auto step = remediation::decide_ladder(st.remediation, spec, in);
     st.remediation = std::move(step.record);
     const auto& d = step.decision;
-    if (d.action == LadderAction::none) break;
+    if (d.action == LadderAction::none) { break; }
     if (d.action == LadderAction::recovered) {
       st.remediation_ladders["recovered"]++;
       log(ctx, LogLevel::notice, "remediation: P2P is back, " + d.why + "; the ladder ends");
@@ -124,7 +136,7 @@ LadderRaises run_ladder(const PassContext& ctx, const Profile& profile, Inventor
       break;
     }
     if (d.action == LadderAction::wait) {
-      if (d.why != why_before) log(ctx, LogLevel::notice, "remediation: " + d.why);
+      if (d.why != why_before) { log(ctx, LogLevel::notice, "remediation: " + d.why); }
       st.remediation.why = d.why;
       break;
     }
@@ -132,19 +144,24 @@ LadderRaises run_ladder(const PassContext& ctx, const Profile& profile, Inventor
     const Rung rung = *d.rung;
     st.remediation_rungs[to_string(rung)]++;
     log(ctx, LogLevel::warning, "remediation: " + d.why);
-    if (ctx.persist) ctx.persist(st);
+    if (ctx.persist) { ctx.persist(st); }
     const std::string outcome = take(ctx, profile, inv, rung);
-    if (!st.remediation.history.empty()) st.remediation.history.back().outcome = outcome;
+    if (!st.remediation.history.empty()) { st.remediation.history.back().outcome = outcome; }
     log(ctx, outcome.rfind("done", 0) == 0 ? LogLevel::notice : LogLevel::error,
         std::string("remediation: ") + to_string(rung) + " " + outcome);
-    if (rung == Rung::reboot) break;  // the pass after the boot runs the self-test
-    if (rung != Rung::wait_idle) inv = hooks.rediscover();
+    if (rung == Rung::reboot) {
+      break;  // the pass after the boot runs the self-test
+    }
+    if (rung != Rung::wait_idle) { inv = hooks.rediscover(); }
     hooks.selftest(inv);
   }
   LadderRaises raises;
   const auto& r = st.remediation;
-  if (r.service_required) raises.emplace_back(NodeState::blocked, "remediation: service required: " + r.why);
-  else if (r.active) raises.emplace_back(NodeState::degraded, "remediation: " + r.why);
+  if (r.service_required) {
+    raises.emplace_back(NodeState::blocked, "remediation: service required: " + r.why);
+  } else if (r.active) {
+    raises.emplace_back(NodeState::degraded, "remediation: " + r.why);
+  }
   return raises;
 }
 

@@ -16,7 +16,8 @@ namespace p2pnode::engine {
 
 struct LadderHooks {
   std::function<Inventory()> rediscover;  // the box after a rung (a reset or a reload changes it)
-  std::function<void(const Inventory&)> selftest;  // a self-test now, recorded in the state (it may be skipped: busy GPUs)
+  std::function<void(const Inventory&)>
+      selftest;  // a self-test now, recorded in the state (it may be skipped: busy GPUs)
 };
 
 // Why the node is not ready because of the ladder: (state, reason) pairs the pass raises.

@@ -7,9 +7,9 @@
 
 #include "core/inventory.hpp"
 #include "core/profile.hpp"
+#include "engine/state.hpp"
 #include "judge/contention.hpp"
 #include "judge/verdict.hpp"
-#include "engine/state.hpp"
 #include "sys/sysroot.hpp"
 
 namespace p2pnode::engine {
@@ -27,9 +27,10 @@ struct RecordNotes {
 // The agent's arguments for a self-test: the config's, the libgdrapi gdrcopy.library built from the
 // profile's gdrcopy source where it is there (bar_copy then uses the release gdrdrv came from),
 // and the profile's cases.
-std::vector<std::string> selftest_agent_args(std::vector<std::string> base, const Profile& profile, const sys::SysRoot& root);
+std::vector<std::string> selftest_agent_args(std::vector<std::string> base, const Profile& profile,
+                                             const sys::SysRoot& root);
 
-RecordNotes record_selftest(RecordedState& st, const judge::AgentRun& run, const SelftestSpec& spec, const Inventory& inv,
-                            const std::string& trigger, const judge::Contention& contention = {});
+RecordNotes record_selftest(RecordedState& st, const judge::AgentRun& run, const SelftestSpec& spec,
+                            const Inventory& inv, const std::string& trigger, const judge::Contention& contention = {});
 
 }  // namespace p2pnode::engine

@@ -18,19 +18,18 @@ struct Bad {
   std::string message;
 };
 const json& at(const json& j, const char* key, json::value_t type) {
-  if (!j.is_object() || !j.contains(key)) throw Bad{std::string("missing '") + key + "'"};
+  if (!j.is_object() || !j.contains(key)) { throw Bad{std::string("missing '") + key + "'"}; }
   const json& v = j.at(key);
-  const bool ok = v.type() == type ||
-                  (type == json::value_t::number_float && v.is_number()) ||
+  const bool ok = v.type() == type || (type == json::value_t::number_float && v.is_number()) ||
                   (type == json::value_t::number_integer && v.is_number_integer());
-  if (!ok) throw Bad{std::string("'") + key + "' has the wrong type (" + v.type_name() + ")"};
+  if (!ok) { throw Bad{std::string("'") + key + "' has the wrong type (" + v.type_name() + ")"}; }
   return v;
 }
 std::string str(const json& j, const char* key) { return at(j, key, json::value_t::string).get<std::string>(); }
 std::vector<std::string> strs(const json& j, const char* key) {
   std::vector<std::string> out;
   for (const auto& v : at(j, key, json::value_t::array)) {
-    if (!v.is_string()) throw Bad{std::string("'") + key + "' holds a non-string"};
+    if (!v.is_string()) { throw Bad{std::string("'") + key + "' holds a non-string"}; }
     out.push_back(v.get<std::string>());
   }
   return out;
@@ -38,8 +37,9 @@ std::vector<std::string> strs(const json& j, const char* key) {
 std::map<std::string, std::uint64_t> counters(const json& j, const char* key) {
   std::map<std::string, std::uint64_t> out;
   for (const auto& [k, v] : at(j, key, json::value_t::object).items()) {
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
       throw Bad{std::string("'") + key + "." + k + "' is not a count"};
+    }
     out[k] = v.get<std::uint64_t>();
   }
   return out;
@@ -49,17 +49,18 @@ std::map<std::string, std::uint64_t> counters(const json& j, const char* key) {
 const char* to_string(NodeState s) { return kStateNames[static_cast<int>(s)]; }
 
 std::optional<NodeState> node_state_from(std::string_view s) {
-  for (int i = 0; i < 6; ++i)
-    if (s == kStateNames[i]) return static_cast<NodeState>(i);
+  for (int i = 0; i < 6; ++i) {
+    if (s == kStateNames[i]) { return static_cast<NodeState>(i); }
+  }
   return std::nullopt;
 }
 
 int severity_rank(NodeState s) { return s == NodeState::starting ? -1 : static_cast<int>(s) - 1; }
 
 json to_json(const SelftestRecord& s) {
-  return {{"verdict", s.verdict},           {"reasons", s.reasons},   {"trigger", s.trigger},
+  return {{"verdict", s.verdict},           {"reasons", s.reasons},       {"trigger", s.trigger},
           {"started_unix", s.started_unix}, {"duration_s", s.duration_s}, {"result", s.result},
-          {"expectations", s.expectations}, {"warnings", s.warnings},   {"notes", s.notes},
+          {"expectations", s.expectations}, {"warnings", s.warnings},     {"notes", s.notes},
           {"contention", s.contention}};
 }
 
@@ -107,26 +108,27 @@ SelftestRecord selftest_from_json(const json& t, const std::string& name) {
   r.trigger = str(t, "trigger");
   r.started_unix = at(t, "started_unix", json::value_t::number_integer).get<std::int64_t>();
   r.duration_s = at(t, "duration_s", json::value_t::number_float).get<double>();
-  if (!t.contains("result")) throw Bad{"missing '" + name + ".result'"};
+  if (!t.contains("result")) { throw Bad{"missing '" + name + ".result'"}; }
   r.result = t["result"];
   // Optional: states written by older versions have neither, nor contention before the busy-GPU work.
-  if (t.contains("expectations")) r.expectations = at(t, "expectations", json::value_t::array);
-  if (t.contains("warnings")) r.warnings = strs(t, "warnings");
-  if (t.contains("notes")) r.notes = strs(t, "notes");
-  if (t.contains("contention")) r.contention = t["contention"];
+  if (t.contains("expectations")) { r.expectations = at(t, "expectations", json::value_t::array); }
+  if (t.contains("warnings")) { r.warnings = strs(t, "warnings"); }
+  if (t.contains("notes")) { r.notes = strs(t, "notes"); }
+  if (t.contains("contention")) { r.contention = t["contention"]; }
   return r;
 }
 }  // namespace
 
 Result<RecordedState> state_from_json(const json& j) {
   try {
-    if (!j.is_object()) throw Bad{"not a JSON object"};
+    if (!j.is_object()) { throw Bad{"not a JSON object"}; }
     const auto version = at(j, "schema_version", json::value_t::number_integer).get<int>();
-    if (version != kStateSchemaVersion)
+    if (version != kStateSchemaVersion) {
       throw Bad{"schema_version " + std::to_string(version) + ", expected " + std::to_string(kStateSchemaVersion)};
+    }
     RecordedState s;
     auto st = node_state_from(str(j, "state"));
-    if (!st) throw Bad{"unknown state '" + str(j, "state") + "'"};
+    if (!st) { throw Bad{"unknown state '" + str(j, "state") + "'"}; }
     s.state = *st;
     s.reasons = strs(j, "reasons");
     s.profile = str(j, "profile");
@@ -141,10 +143,12 @@ Result<RecordedState> state_from_json(const json& j) {
     s.plan = at(j, "plan", json::value_t::object);
     s.applied = at(j, "applied", json::value_t::array);
     s.findings_table = str(j, "findings_table");
-    if (!j.contains("selftest")) throw Bad{"missing 'selftest'"};
+    if (!j.contains("selftest")) { throw Bad{"missing 'selftest'"}; }
     // Absent in state files written before self-tests knew about other jobs.
-    if (j.contains("selftest_contended") && !j["selftest_contended"].is_null())
-      s.selftest_contended = selftest_from_json(at(j, "selftest_contended", json::value_t::object), "selftest_contended");
+    if (j.contains("selftest_contended") && !j["selftest_contended"].is_null()) {
+      s.selftest_contended =
+          selftest_from_json(at(j, "selftest_contended", json::value_t::object), "selftest_contended");
+    }
     if (j.contains("selftest_skipped") && !j["selftest_skipped"].is_null()) {
       const json& t = at(j, "selftest_skipped", json::value_t::object);
       SelftestSkip k;
@@ -152,39 +156,42 @@ Result<RecordedState> state_from_json(const json& j) {
       k.trigger = str(t, "trigger");
       k.reason = str(t, "reason");
       k.busy = at(t, "busy", json::value_t::boolean).get<bool>();
-      if (t.contains("seen")) k.seen = t["seen"];
+      if (t.contains("seen")) { k.seen = t["seen"]; }
       s.selftest_skipped = std::move(k);
     }
-    if (!j["selftest"].is_null()) s.selftest = selftest_from_json(at(j, "selftest", json::value_t::object), "selftest");
-    if (!j.contains("selftest_last_success_unix")) throw Bad{"missing 'selftest_last_success_unix'"};
-    if (!j["selftest_last_success_unix"].is_null())
-      s.selftest_last_success_unix = at(j, "selftest_last_success_unix", json::value_t::number_integer).get<std::int64_t>();
-    s.selftest_last_success_duration_s = at(j, "selftest_last_success_duration_s", json::value_t::number_float).get<double>();
+    if (!j["selftest"].is_null()) {
+      s.selftest = selftest_from_json(at(j, "selftest", json::value_t::object), "selftest");
+    }
+    if (!j.contains("selftest_last_success_unix")) { throw Bad{"missing 'selftest_last_success_unix'"}; }
+    if (!j["selftest_last_success_unix"].is_null()) {
+      s.selftest_last_success_unix =
+          at(j, "selftest_last_success_unix", json::value_t::number_integer).get<std::int64_t>();
+    }
+    s.selftest_last_success_duration_s =
+        at(j, "selftest_last_success_duration_s", json::value_t::number_float).get<double>();
     s.reconcile_runs = counters(j, "reconcile_runs");
     s.selftest_runs = counters(j, "selftest_runs");
     // Absent in state files written before the doorbell test existed.
     if (j.contains("nvme_doorbell") && !j["nvme_doorbell"].is_null()) {
       auto d = judge::doorbell_record_from_json(at(j, "nvme_doorbell", json::value_t::object));
-      if (!d) throw Bad{d.error().message};
+      if (!d) { throw Bad{d.error().message}; }
       s.nvme_doorbell = std::move(d).value();
     }
     if (j.contains("baselines")) {
       auto b = judge::baselines_from_json(j["baselines"]);
-      if (!b) throw Bad{b.error().message};
+      if (!b) { throw Bad{b.error().message}; }
       s.baselines = std::move(b).value();
     }
     // Absent in state files written before the remediation ladder.
     if (j.contains("remediation")) {
       auto r = remediation::ladder_record_from_json(j["remediation"]);
-      if (!r) throw Bad{r.error().message};
+      if (!r) { throw Bad{r.error().message}; }
       s.remediation = std::move(r).value();
       s.remediation_rungs = counters(j, "remediation_rungs");
       s.remediation_ladders = counters(j, "remediation_ladders");
     }
     return s;
-  } catch (const Bad& b) {
-    return Error{b.message};
-  } catch (const json::exception& e) {
+  } catch (const Bad& b) { return Error{b.message}; } catch (const json::exception& e) {
     return Error{e.what()};
   }
 }
@@ -217,8 +224,9 @@ StateLoad StateStore::load() const {
 
 Status StateStore::save(const RecordedState& s) const {
   const auto dir = std::filesystem::path(path_).parent_path().string();
-  if (!root_.is_dir(dir))
-    if (auto st = root_.make_dirs(dir); !st) return st.context("creating the state directory");
+  if (!root_.is_dir(dir)) {
+    if (auto st = root_.make_dirs(dir); !st) { return st.context("creating the state directory"); }
+  }
   return root_.write_file_atomic(path_, json_text(to_json(s), 1), std::filesystem::perms(0644))
       .context("writing the state file " + path_);
 }

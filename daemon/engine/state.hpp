@@ -72,17 +72,17 @@ struct RecordedState {
   std::optional<SelftestSkip> selftest_skipped;        // the last self-test that did not run; cleared by a run
   std::optional<std::int64_t> selftest_last_success_unix;
   double selftest_last_success_duration_s = 0;
-  std::map<std::string, std::uint64_t> reconcile_runs;  // by resulting node state
-  std::map<std::string, std::uint64_t> selftest_runs;   // by verdict
+  std::map<std::string, std::uint64_t> reconcile_runs;       // by resulting node state
+  std::map<std::string, std::uint64_t> selftest_runs;        // by verdict
   std::optional<judge::DoorbellRecord> nvme_doorbell;        // the last NVMe doorbell test
-  judge::Baselines baselines;                          // per pair and case, the last runs' figures
-  remediation::LadderRecord remediation;               // where the remediation ladder stands
+  judge::Baselines baselines;                                // per pair and case, the last runs' figures
+  remediation::LadderRecord remediation;                     // where the remediation ladder stands
   std::map<std::string, std::uint64_t> remediation_rungs;    // rungs taken, by rung
   std::map<std::string, std::uint64_t> remediation_ladders;  // ladders ended: recovered, service_required
   // Not persisted: the matched profile's self-test schedule (re-read on every pass).
   std::optional<std::chrono::nanoseconds> profile_selftest_schedule;
   std::optional<std::chrono::nanoseconds> profile_selftest_retry;  // selftest.retry_busy
-  bool profile_remediation = false;  // the matched profile names a remediation ladder
+  bool profile_remediation = false;                                // the matched profile names a remediation ladder
 };
 
 nlohmann::json to_json(const SelftestRecord& s);

@@ -1,5 +1,5 @@
-#include "core/hex.hpp"
 #include "engine/views.hpp"
+#include "core/hex.hpp"
 
 #include <cstdio>
 #include <set>
@@ -25,8 +25,13 @@ json link_json(const LinkInfo& l) {
 }
 
 json base_json(const PciDevice& d) {
-  return {{"bdf", d.bdf}, {"vendor_id", hex4(d.vendor)}, {"device_id", hex4(d.device)}, {"driver", d.driver},
-          {"numa_node", d.numa_node}, {"root_complex", d.root_complex}, {"link", link_json(d.link)},
+  return {{"bdf", d.bdf},
+          {"vendor_id", hex4(d.vendor)},
+          {"device_id", hex4(d.device)},
+          {"driver", d.driver},
+          {"numa_node", d.numa_node},
+          {"root_complex", d.root_complex},
+          {"link", link_json(d.link)},
           {"power_state", d.power_state}};
 }
 
@@ -54,8 +59,9 @@ json devices_view(const Inventory& inv) {
     json j = base_json(*n);
     j["power_control"] = n->power_control;
     std::uint64_t bar0 = 0;
-    for (const auto& b : n->bars)
-      if (b.index == 0) bar0 = b.size();
+    for (const auto& b : n->bars) {
+      if (b.index == 0) { bar0 = b.size(); }
+    }
     j["bar0_bytes"] = bar0;
     // BAR0 is healthy when it is assigned and the function is awake (D3cold reads as all ones).
     j["bar0_ok"] = bar0 > 0 && (n->power_state.empty() || n->power_state == "D0");
@@ -66,7 +72,7 @@ json devices_view(const Inventory& inv) {
   }
   for (const auto& b : on_paths) {
     const PciDevice* d = inv.find(b);
-    if (!d) continue;
+    if (!d) { continue; }
     json j = base_json(*d);
     j["acs_redirect"] = d->acs ? json(d->acs->redirects()) : json(nullptr);
     bridges.push_back(std::move(j));
@@ -76,7 +82,7 @@ json devices_view(const Inventory& inv) {
 
 json topology_view(const Inventory& inv) {
   std::vector<const PciDevice*> devs = inv.gpus();
-  for (const auto* n : inv.nvme_controllers()) devs.push_back(n);
+  for (const auto* n : inv.nvme_controllers()) { devs.push_back(n); }
   const auto m = pci::topology_matrix(devs);
   json rows = json::array();
   for (std::size_t i = 0; i < m.cls.size(); ++i) {
@@ -88,7 +94,7 @@ json topology_view(const Inventory& inv) {
     rows.push_back(std::move(r));
   }
   json kinds = json::array();
-  for (const auto* d : devs) kinds.push_back(d->kind == DeviceKind::nvme ? "nvme" : "gpu");
+  for (const auto* d : devs) { kinds.push_back(d->kind == DeviceKind::nvme ? "nvme" : "gpu"); }
   return {{"devices", m.bdfs}, {"kinds", kinds}, {"matrix", rows}};
 }
 
@@ -100,8 +106,8 @@ json driver_view(const Inventory& inv, const Profile* profile) {
             {"wanted_version", profile && profile->driver ? json(profile->driver->version) : json(nullptr)},
             {"open_module", n.open_module ? json(*n.open_module) : json(nullptr)}};
   bool match = n.loaded_version.has_value();
-  if (match && n.userspace_version) match = *n.userspace_version == *n.loaded_version;
-  if (match && profile && profile->driver) match = profile->driver->version == *n.loaded_version;
+  if (match && n.userspace_version) { match = *n.userspace_version == *n.loaded_version; }
+  if (match && profile && profile->driver) { match = profile->driver->version == *n.loaded_version; }
   j["match"] = match;
   return j;
 }
@@ -109,67 +115,79 @@ json driver_view(const Inventory& inv, const Profile* profile) {
 // One line on a self-test that did not judge the node: skipped, or run beside another job.
 json selftest_note(const RecordedState& s) {
   const std::int64_t judged = s.selftest ? s.selftest->started_unix : 0;
-  if (s.selftest_skipped && s.selftest_skipped->at_unix >= judged)
+  if (s.selftest_skipped && s.selftest_skipped->at_unix >= judged) {
     return "self-test skipped (" + s.selftest_skipped->trigger + "): " + s.selftest_skipped->reason;
-  if (s.selftest_contended && s.selftest_contended->started_unix >= judged && !s.selftest_contended->reasons.empty())
+  }
+  if (s.selftest_contended && s.selftest_contended->started_unix >= judged && !s.selftest_contended->reasons.empty()) {
     return "self-test contended (" + s.selftest_contended->trigger + "): " + s.selftest_contended->reasons.front();
+  }
   return nullptr;
 }
 
 json status_body(const RecordedState& s, const Runtime& rt) {
   std::map<std::string, int> counts = {{"ok", 0}, {"warning", 0}, {"error", 0}};
-  for (const auto& f : s.findings)
-    if (f.contains("severity") && f["severity"].is_string()) counts[f["severity"].get<std::string>()]++;
+  for (const auto& f : s.findings) {
+    if (f.contains("severity") && f["severity"].is_string()) { counts[f["severity"].get<std::string>()]++; }
+  }
   json selftest = nullptr;
   if (s.selftest) {
-    selftest = {{"verdict", s.selftest->verdict}, {"reasons", s.selftest->reasons}, {"trigger", s.selftest->trigger},
-                {"started_unix", s.selftest->started_unix}, {"duration_s", s.selftest->duration_s}};
+    selftest = {{"verdict", s.selftest->verdict},
+                {"reasons", s.selftest->reasons},
+                {"trigger", s.selftest->trigger},
+                {"started_unix", s.selftest->started_unix},
+                {"duration_s", s.selftest->duration_s}};
     const json& r = s.selftest->result;
-    if (r.is_object() && r.contains("summary")) selftest["summary"] = r["summary"];
-    else selftest["summary"] = nullptr;
+    if (r.is_object() && r.contains("summary")) {
+      selftest["summary"] = r["summary"];
+    } else {
+      selftest["summary"] = nullptr;
+    }
     selftest["expectations"] = s.selftest->expectations;  // measured, expected, ratio per cell
     selftest["warnings"] = s.selftest->warnings;
     selftest["notes"] = s.selftest->notes;
   }
-  json j = {
-      {"state", to_string(s.state)},
-      {"ready", s.state == NodeState::ready},
-      {"reasons", s.reasons},
-      {"profile", s.profile.empty() ? json(nullptr) : json(s.profile)},
-      {"node", s.node},
-      {"versions", {{"p2pnode", rt.version},
-                    {"driver_loaded", s.driver.value("loaded_version", json(nullptr))},
-                    {"driver_userspace", s.driver.value("userspace_version", json(nullptr))},
-                    {"driver_userspace_source", s.driver.value("userspace_source", std::string())},
-                    {"driver_wanted", s.driver.value("wanted_version", json(nullptr))},
-                    {"driver_match", s.driver.value("match", false)}}},
-      {"counts", {{"gpus", s.devices.value("gpus", json::array()).size()},
-                  {"nvme", s.devices.value("nvme", json::array()).size()},
-                  {"findings_ok", counts["ok"]},
-                  {"findings_warning", counts["warning"]},
-                  {"findings_error", counts["error"]},
-                  {"plan_steps", s.plan.value("steps", json::array()).size()}}},
-      {"reconcile", {{"running", rt.reconcile_running},
-                     {"queued", rt.reconcile_queued},
-                     {"last_trigger", s.trigger},
-                     {"last_unix", s.reconciled_unix},
-                     {"last_duration_s", s.reconcile_duration_s},
-                     {"runs", s.reconcile_runs}}},
-      {"selftest", selftest},
-      {"nvme_doorbell", s.nvme_doorbell ? json{{"verdict", s.nvme_doorbell->verdict},
-                                               {"lines", judge::doorbell_lines(*s.nvme_doorbell)},
-                                               {"started_unix", s.nvme_doorbell->started_unix}}
-                                        : json(nullptr)},
-      {"selftest_last_success_unix",
-       s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr)},
-      {"selftest_note", selftest_note(s)},
-      {"next_selftest_unix", rt.next_selftest_unix ? json(*rt.next_selftest_unix) : json(nullptr)},
-      {"daemon", {{"started_unix", rt.started_unix},
-                  {"config_file", rt.config_file},
-                  {"config_problem", rt.config_problem.empty() ? json(nullptr) : json(rt.config_problem)},
-                  {"state_file", rt.state_file},
-                  {"state_problem", rt.state_problem.empty() ? json(nullptr) : json(rt.state_problem)}}}};
-  if (!rt.health.is_null()) j["health"] = rt.health;
+  json j = {{"state", to_string(s.state)},
+            {"ready", s.state == NodeState::ready},
+            {"reasons", s.reasons},
+            {"profile", s.profile.empty() ? json(nullptr) : json(s.profile)},
+            {"node", s.node},
+            {"versions",
+             {{"p2pnode", rt.version},
+              {"driver_loaded", s.driver.value("loaded_version", json(nullptr))},
+              {"driver_userspace", s.driver.value("userspace_version", json(nullptr))},
+              {"driver_userspace_source", s.driver.value("userspace_source", std::string())},
+              {"driver_wanted", s.driver.value("wanted_version", json(nullptr))},
+              {"driver_match", s.driver.value("match", false)}}},
+            {"counts",
+             {{"gpus", s.devices.value("gpus", json::array()).size()},
+              {"nvme", s.devices.value("nvme", json::array()).size()},
+              {"findings_ok", counts["ok"]},
+              {"findings_warning", counts["warning"]},
+              {"findings_error", counts["error"]},
+              {"plan_steps", s.plan.value("steps", json::array()).size()}}},
+            {"reconcile",
+             {{"running", rt.reconcile_running},
+              {"queued", rt.reconcile_queued},
+              {"last_trigger", s.trigger},
+              {"last_unix", s.reconciled_unix},
+              {"last_duration_s", s.reconcile_duration_s},
+              {"runs", s.reconcile_runs}}},
+            {"selftest", selftest},
+            {"nvme_doorbell", s.nvme_doorbell ? json{{"verdict", s.nvme_doorbell->verdict},
+                                                     {"lines", judge::doorbell_lines(*s.nvme_doorbell)},
+                                                     {"started_unix", s.nvme_doorbell->started_unix}}
+                                              : json(nullptr)},
+            {"selftest_last_success_unix",
+             s.selftest_last_success_unix ? json(*s.selftest_last_success_unix) : json(nullptr)},
+            {"selftest_note", selftest_note(s)},
+            {"next_selftest_unix", rt.next_selftest_unix ? json(*rt.next_selftest_unix) : json(nullptr)},
+            {"daemon",
+             {{"started_unix", rt.started_unix},
+              {"config_file", rt.config_file},
+              {"config_problem", rt.config_problem.empty() ? json(nullptr) : json(rt.config_problem)},
+              {"state_file", rt.state_file},
+              {"state_problem", rt.state_problem.empty() ? json(nullptr) : json(rt.state_problem)}}}};
+  if (!rt.health.is_null()) { j["health"] = rt.health; }
   // The remediation ladder: where it stands, the rungs it took with what was seen before and after.
   if (s.profile_remediation || s.remediation.active || !s.remediation.history.empty()) {
     json r = remediation::to_json(s.remediation);
@@ -184,13 +202,14 @@ json status_body(const RecordedState& s, const Runtime& rt) {
 }
 
 json health_summary(const json& h) {
-  if (!h.is_object()) return nullptr;
+  if (!h.is_object()) { return nullptr; }
   int warning = 0, error = 0;
   json lines = json::array();
   for (const auto& f : h.value("findings", json::array())) {
-    if (!f.is_object()) continue;
+    if (!f.is_object()) { continue; }
     (f.value("severity", "") == "error" ? error : warning)++;
-    lines.push_back(f.value("severity", "") + " " + f.value("check", "") + " " + f.value("subject", "") + ": " + f.value("summary", ""));
+    lines.push_back(f.value("severity", "") + " " + f.value("check", "") + " " + f.value("subject", "") + ": " +
+                    f.value("summary", ""));
   }
   return {{"enabled", h.value("enabled", false)},
           {"passes", h.value("passes", 0)},
@@ -202,23 +221,24 @@ json health_summary(const json& h) {
 }
 
 std::string expectations_table(const json& rows) {
-  if (!rows.is_array() || rows.empty()) return {};
+  if (!rows.is_array() || rows.empty()) { return {}; }
   std::string out = "self-test bandwidth (GB/s): measured / expected (ratio), threshold, baseline\n";
   auto fmt = [](const json& e, const char* k, const char* f) -> std::string {
     auto it = e.find(k);
-    if (it == e.end() || !it->is_number()) return "-";
+    if (it == e.end() || !it->is_number()) { return "-"; }
     char b[32];
     std::snprintf(b, sizeof b, f, it->get<double>());
     return b;
   };
   for (const auto& e : rows) {
-    if (!e.is_object()) continue;
+    if (!e.is_object()) { continue; }
     const std::string peer = e.value("peer_gpu", json()).is_string() ? "->" + e["peer_gpu"].get<std::string>() : "";
     char line[320];
     std::snprintf(line, sizeof line, "  %-21s %-13s %s%s %-5s %8s / %8s (%s), threshold %s, baseline %s%s\n",
-                  e.value("case", "?").c_str(), e.value("direction", "?").c_str(), e.value("gpu", "?").c_str(), peer.c_str(),
-                  e.value("link", "?").c_str(), fmt(e, "measured_gbps", "%.1f").c_str(), fmt(e, "expected_gbps", "%.1f").c_str(),
-                  fmt(e, "ratio", "%.2f").c_str(), fmt(e, "threshold_gbps", "%.1f").c_str(), fmt(e, "baseline_gbps", "%.1f").c_str(),
+                  e.value("case", "?").c_str(), e.value("direction", "?").c_str(), e.value("gpu", "?").c_str(),
+                  peer.c_str(), e.value("link", "?").c_str(), fmt(e, "measured_gbps", "%.1f").c_str(),
+                  fmt(e, "expected_gbps", "%.1f").c_str(), fmt(e, "ratio", "%.2f").c_str(),
+                  fmt(e, "threshold_gbps", "%.1f").c_str(), fmt(e, "baseline_gbps", "%.1f").c_str(),
                   e.value("regressed", false) ? "  REGRESSED" : (e.value("below_threshold", false) ? "  BELOW" : ""));
     out += line;
   }
@@ -227,24 +247,29 @@ std::string expectations_table(const json& rows) {
 
 std::vector<std::string> health_holds(const json& h) {
   std::vector<std::string> out;
-  if (!h.is_object()) return out;
-  for (const auto& f : h.value("findings", json::array()))
-    if (f.is_object() && f.value("check", "") == "health.recovery" && f.contains("observed") && f["observed"].is_object() &&
-        f["observed"].value("p2p_ready", true) == false)
+  if (!h.is_object()) { return out; }
+  for (const auto& f : h.value("findings", json::array())) {
+    if (f.is_object() && f.value("check", "") == "health.recovery" && f.contains("observed") &&
+        f["observed"].is_object() && f["observed"].value("p2p_ready", true) == false) {
       out.push_back("health.recovery " + f.value("subject", "") + ": " + f.value("summary", ""));
+    }
+  }
   return out;
 }
 
 std::vector<std::string> lost_p2p_paths(const json& h) {
   std::vector<std::string> out = health_holds(h);
-  if (!h.is_object()) return out;
-  for (const auto& f : h.value("findings", json::array()))
-    if (!f.is_object()) continue;
-    else if (f.value("check", "") == "health.p2p_status" && f.value("severity", "") == "error")
+  if (!h.is_object()) { return out; }
+  for (const auto& f : h.value("findings", json::array())) {
+    if (!f.is_object()) {
+      continue;
+    } else if (f.value("check", "") == "health.p2p_status" && f.value("severity", "") == "error") {
       out.push_back("health.p2p_status " + f.value("subject", "") + ": " + f.value("summary", ""));
-    else if (f.value("check", "") == "health.nvlink" && f.contains("observed") && f["observed"].is_object() &&
-             f["observed"].value("active", true) == false)
+    } else if (f.value("check", "") == "health.nvlink" && f.contains("observed") && f["observed"].is_object() &&
+               f["observed"].value("active", true) == false) {
       out.push_back("health.nvlink " + f.value("subject", "") + ": " + f.value("summary", ""));
+    }
+  }
   return out;
 }
 
@@ -264,23 +289,28 @@ json findings_body(const RecordedState& s) {
 
 json devices_body(const RecordedState& s) {
   json j = s.devices.is_object() ? s.devices : json::object();
-  for (const char* k : {"gpus", "nvme", "bridges"})
-    if (!j.contains(k)) j[k] = json::array();
+  for (const char* k : {"gpus", "nvme", "bridges"}) {
+    if (!j.contains(k)) { j[k] = json::array(); }
+  }
   return with_version(std::move(j));
 }
 
 json topology_body(const RecordedState& s) {
   json j = s.topology.is_object() ? s.topology : json::object();
-  for (const char* k : {"devices", "kinds", "matrix"})
-    if (!j.contains(k)) j[k] = json::array();
+  for (const char* k : {"devices", "kinds", "matrix"}) {
+    if (!j.contains(k)) { j[k] = json::array(); }
+  }
   return with_version(std::move(j));
 }
 
 json plan_body(const RecordedState& s) {
   json plan = s.plan;
   json applied = s.applied.is_array() ? s.applied : json::array();
-  for (auto& step : applied)
-    if (step.is_object() && step.contains("after") && step["after"].is_object()) step["after"].erase("installer_log_tail");
+  for (auto& step : applied) {
+    if (step.is_object() && step.contains("after") && step["after"].is_object()) {
+      step["after"].erase("installer_log_tail");
+    }
+  }
   return with_version({{"profile", s.profile},
                        {"steps", plan.value("steps", json::array())},
                        {"reboot_required", plan.value("reboot_required", false)},
@@ -292,8 +322,8 @@ json selftest_body(const RecordedState& s) {
   const json doorbell = s.nvme_doorbell ? to_json(*s.nvme_doorbell) : json(nullptr);
   json j;
   if (!s.selftest) {
-    j = {{"verdict", nullptr}, {"reasons", json::array()}, {"trigger", nullptr},
-         {"started_unix", nullptr}, {"duration_s", nullptr}, {"result", nullptr}, {"contention", nullptr}};
+    j = {{"verdict", nullptr},    {"reasons", json::array()}, {"trigger", nullptr},   {"started_unix", nullptr},
+         {"duration_s", nullptr}, {"result", nullptr},        {"contention", nullptr}};
   } else {
     j = to_json(*s.selftest);
   }

@@ -19,8 +19,8 @@ nlohmann::json driver_view(const Inventory& inv, const Profile* profile);
 struct Runtime {
   std::string version;
   std::int64_t started_unix = 0;
-  std::string config_file;    // empty: defaults
-  std::string config_problem; // a reload that was refused, with why
+  std::string config_file;     // empty: defaults
+  std::string config_problem;  // a reload that was refused, with why
   std::string state_file;
   std::string state_problem;  // the state file was missing or corrupt at start, or cannot be written
   bool reconcile_running = false;

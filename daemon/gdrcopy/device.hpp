@@ -12,11 +12,11 @@
 namespace p2pnode::gdrcopy {
 
 struct DeviceWork {
-  bool load = false;         // gdrdrv is not loaded: modprobe it (which loads nvidia first)
-  bool remove_node = false;  // /dev/gdrdrv is there but is not gdrdrv's node (not a char device, an old major)
-  bool make_node = false;    // mknod /dev/gdrdrv c <major> 0
-  bool set_mode = false;     // chmod
-  bool set_owner = false;    // chown owner:group
+  bool load = false;             // gdrdrv is not loaded: modprobe it (which loads nvidia first)
+  bool remove_node = false;      // /dev/gdrdrv is there but is not gdrdrv's node (not a char device, an old major)
+  bool make_node = false;        // mknod /dev/gdrdrv c <major> 0
+  bool set_mode = false;         // chmod
+  bool set_owner = false;        // chown owner:group
   std::vector<std::string> why;  // one clause per item of work
   bool nothing() const { return !load && !remove_node && !make_node && !set_mode && !set_owner; }
 };

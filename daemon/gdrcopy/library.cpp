@@ -8,11 +8,13 @@ std::string library_identity_path(const GdrcopySpec& g) { return library_dir(g) 
 
 std::optional<std::string> library_work(const GdrcopySpec& g, bool library_exists,
                                         const std::optional<std::string>& built_from) {
-  if (!library_exists) return "libgdrapi " + g.version + " is not built yet";
+  if (!library_exists) { return "libgdrapi " + g.version + " is not built yet"; }
   std::string from = built_from.value_or("");
-  while (!from.empty() && (from.back() == '\n' || from.back() == ' ')) from.pop_back();
-  if (from.empty()) return library_path(g) + " has no record of its source (" + library_identity_path(g) + ")";
-  if (from != g.source.sha256) return "built from another source (sha256 " + from + ", the profile's is " + g.source.sha256 + ")";
+  while (!from.empty() && (from.back() == '\n' || from.back() == ' ')) { from.pop_back(); }
+  if (from.empty()) { return library_path(g) + " has no record of its source (" + library_identity_path(g) + ")"; }
+  if (from != g.source.sha256) {
+    return "built from another source (sha256 " + from + ", the profile's is " + g.source.sha256 + ")";
+  }
   return std::nullopt;
 }
 

@@ -14,8 +14,8 @@ namespace p2pnode::gdrcopy {
 
 inline constexpr const char* kLibraryRoot = "/var/lib/p2pnode/gdrcopy";
 
-std::string library_dir(const GdrcopySpec& g);       // /var/lib/p2pnode/gdrcopy/2.6
-std::string library_path(const GdrcopySpec& g);      // …/libgdrapi.so.2, what the agent opens
+std::string library_dir(const GdrcopySpec& g);            // /var/lib/p2pnode/gdrcopy/2.6
+std::string library_path(const GdrcopySpec& g);           // …/libgdrapi.so.2, what the agent opens
 std::string library_identity_path(const GdrcopySpec& g);  // …/source.sha256: the source it was built from
 
 // Why libgdrapi must be built ("not built yet", "built from another source (…)"), or nullopt when

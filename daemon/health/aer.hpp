@@ -13,8 +13,8 @@
 namespace p2pnode::health {
 
 enum class AerSeverity { correctable, nonfatal, fatal };
-const char* to_string(AerSeverity s);                // "correctable", "nonfatal", "fatal"
-const char* aer_file_name(AerSeverity s);            // "aer_dev_correctable", …
+const char* to_string(AerSeverity s);      // "correctable", "nonfatal", "fatal"
+const char* aer_file_name(AerSeverity s);  // "aer_dev_correctable", …
 inline constexpr AerSeverity kAerSeverities[] = {AerSeverity::correctable, AerSeverity::nonfatal, AerSeverity::fatal};
 
 struct AerCounts {

@@ -15,7 +15,7 @@ std::vector<std::string> lines_of(std::string_view text) {
     if (text[i] == '\n' || text.substr(i, 4) == "\\x0a") {
       out.push_back(cur);
       cur.clear();
-      if (text[i] != '\n') i += 3;
+      if (text[i] != '\n') { i += 3; }
       continue;
     }
     cur += text[i];
@@ -35,7 +35,8 @@ const std::regex& pci_id() {  // "NVRM: (PCI ID: 10de:26b5) installed in this sy
   return r;
 }
 const std::regex& older_form() {  // "NVRM: GPU at 0000:01:00.0 has fallen off the bus."
-  static const std::regex r(R"(^NVRM: GPU at (?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?) has fallen off the bus)");
+  static const std::regex r(
+      R"(^NVRM: GPU at (?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?) has fallen off the bus)");
   return r;
 }
 // "nvidia 0000:01:00.0: PCIe Bus Error: severity=Correctable, type=Physical Layer, (Receiver ID)";
@@ -46,8 +47,10 @@ const std::regex& bus_error() {
   return r;
 }
 std::string aer_class(const std::string& severity) {
-  if (severity.find("Fatal") != std::string::npos && severity.find("Non-Fatal") == std::string::npos) return "fatal";
-  if (severity.find("Non-Fatal") != std::string::npos) return "nonfatal";
+  if (severity.find("Fatal") != std::string::npos && severity.find("Non-Fatal") == std::string::npos) {
+    return "fatal";
+  }
+  if (severity.find("Non-Fatal") != std::string::npos) { return "nonfatal"; }
   return "correctable";  // "Corrected" (before 6.x) or "Correctable"
 }
 }  // namespace
@@ -58,7 +61,9 @@ std::optional<KernelEvent> KernelLogParser::feed(std::string_view raw) {
     return std::nullopt;
   }
   const auto kt = kernel_text(raw);
-  if (!kt) return std::nullopt;  // not the kernel's record: it neither starts nor ends a report
+  if (!kt) {
+    return std::nullopt;  // not the kernel's record: it neither starts nor ends a report
+  }
   const std::optional<std::uint64_t> seq = kt->seq, ts = kt->ts_us;
   std::optional<KernelEvent> done;
   // Only a record's first line is where the kernel began it; a later line (after an escaped
@@ -68,12 +73,12 @@ std::optional<KernelEvent> KernelLogParser::feed(std::string_view raw) {
   for (const auto& l : lines_of(kt->text)) {
     const bool anchored = first || driver_record;
     first = false;
-    if (!anchored) break;
+    if (!anchored) { break; }
     std::string_view t = l;  // a dmesg continuation line is indented
-    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
-    while (!t.empty() && (t.back() == '\r' || t.back() == '\n' || t.back() == ' ')) t.remove_suffix(1);
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) { t.remove_prefix(1); }
+    while (!t.empty() && (t.back() == '\r' || t.back() == '\n' || t.back() == ' ')) { t.remove_suffix(1); }
     const std::string line(t);
-    if (line.empty()) continue;
+    if (line.empty()) { continue; }
     std::smatch m;
     if (std::regex_search(line, m, gpu_head())) {
       KernelEvent ev;
@@ -89,13 +94,15 @@ std::optional<KernelEvent> KernelLogParser::feed(std::string_view raw) {
     }
     if (pending_) {
       pending_->message += " / " + line;
-      if (std::regex_search(line, m, pci_id())) pending_->detail = "PCI ID " + m[1].str();
+      if (std::regex_search(line, m, pci_id())) { pending_->detail = "PCI ID " + m[1].str(); }
       if (line.rfind("NVRM: ", 0) == 0 && line.find("fallen off the bus") != std::string::npos) {
         done = pending_;
         pending_.reset();
         continue;
       }
-      if (++pending_lines_ > 3) pending_.reset();  // not the report we took it for
+      if (++pending_lines_ > 3) {
+        pending_.reset();  // not the report we took it for
+      }
       continue;
     }
     if (std::regex_search(line, m, older_form())) {

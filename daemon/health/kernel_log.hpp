@@ -12,11 +12,11 @@
 namespace p2pnode::health {
 
 struct KernelEvent {
-  std::string kind;      // "fallen_off_bus" or "aer"
-  std::string bdf;       // the device the message names
+  std::string kind;       // "fallen_off_bus" or "aer"
+  std::string bdf;        // the device the message names
   std::string aer_class;  // aer: correctable, nonfatal or fatal
-  std::string detail;    // aer: "type=Physical Layer, (Receiver ID)"; fallen_off_bus: "PCI ID 10de:26b5"
-  std::string message;   // the whole report, its lines joined with " / "
+  std::string detail;     // aer: "type=Physical Layer, (Receiver ID)"; fallen_off_bus: "PCI ID 10de:26b5"
+  std::string message;    // the whole report, its lines joined with " / "
   std::optional<std::uint64_t> seq, ts_us;  // the record's (the first line's, for several)
 };
 

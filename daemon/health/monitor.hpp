@@ -1,7 +1,7 @@
 #pragma once
 // The health monitor: fed one HealthSample per pass, it keeps the counters' windows and the recent
-// Xid events, and says what rose faster than healthy hardware lets it (thresholds.hpp): findings health.aer, health.link, health.nvlink, health.xid,
-// health.kernel (kernel_verdict.cpp: the log's reports that are not Xids), and
+// Xid events, and says what rose faster than healthy hardware lets it (thresholds.hpp): findings health.aer,
+// health.link, health.nvlink, health.xid, health.kernel (kernel_verdict.cpp: the log's reports that are not Xids), and
 // from the driver's own word (driver_verdict.cpp) health.recovery, health.gpu_pcie, health.memory,
 // health.p2p_status, each naming the device and the P2P paths it is on. Pure: no clock, no I/O.
 #include <cstdint>
@@ -55,18 +55,19 @@ class HealthMonitor {
   HealthLimits limits_ = HealthLimits::defaults();
   std::uint64_t passes_ = 0;
   std::vector<Finding> findings_;
-  nlohmann::json devices_ = nlohmann::json::array(), nvlink_ = nlohmann::json::object(), xid_ = nlohmann::json::object();
+  nlohmann::json devices_ = nlohmann::json::array(), nvlink_ = nlohmann::json::object(),
+                 xid_ = nlohmann::json::object();
   nlohmann::json gpus_ = nlohmann::json::array(), p2p_status_ = nlohmann::json::array();
-  std::set<std::string> links_seen_active_;               // "gpu/link"
-  std::set<std::string> p2p_seen_ok_;                     // "gpu>peer/capability" once seen "ok"
+  std::set<std::string> links_seen_active_;                          // "gpu/link"
+  std::set<std::string> p2p_seen_ok_;                                // "gpu>peer/capability" once seen "ok"
   std::map<std::pair<std::string, int>, std::uint64_t> xid_counts_;  // (gpu, xid) -> events read
-  std::deque<SeenXid> recent_xids_;                       // within the window, the newest 4096
+  std::deque<SeenXid> recent_xids_;                                  // within the window, the newest 4096
   std::optional<std::uint64_t> last_xid_seq_;
   struct SeenKernel {
     KernelEvent ev;
     double seen_mono = 0;
   };
-  std::deque<SeenKernel> recent_kernel_;                  // fallen off the bus, AER reports: the newest 4096
+  std::deque<SeenKernel> recent_kernel_;  // fallen off the bus, AER reports: the newest 4096
   std::optional<std::uint64_t> last_kernel_seq_;
 };
 

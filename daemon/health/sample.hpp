@@ -24,11 +24,11 @@ struct Endpoint {
 
 struct DeviceReading {
   std::string bdf;
-  std::string kind;                             // gpu, nvme, bridge
-  std::map<std::string, AerCounts> aer;         // "correctable", "nonfatal", "fatal"; empty: no AER statistics
-  std::string aer_absent;                       // why there are none (or a file that did not decode)
+  std::string kind;                      // gpu, nvme, bridge
+  std::map<std::string, AerCounts> aer;  // "correctable", "nonfatal", "fatal"; empty: no AER statistics
+  std::string aer_absent;                // why there are none (or a file that did not decode)
   LinkInfo link;
-  bool link_idles = false;                      // a GPU's own link: GPUs lower the speed when idle
+  bool link_idles = false;  // a GPU's own link: GPUs lower the speed when idle
 };
 
 inline constexpr const char* kNvlinkCounters[] = {"replay", "recovery", "crc_flit", "crc_data", "ecc_data"};
@@ -36,7 +36,7 @@ inline constexpr const char* kNvlinkCounters[] = {"replay", "recovery", "crc_fli
 struct NvlinkLinkReading {
   int link = 0;
   bool active = false;
-  std::string remote;                                   // far end's PCI bus id (GPU or NVSwitch), if known
+  std::string remote;                                          // far end's PCI bus id (GPU or NVSwitch), if known
   std::map<std::string, std::optional<std::uint64_t>> errors;  // kNvlinkCounters; nullopt: not supported
 };
 // The GPU's own view of its PCIe link, through NVML (where sysfs has no AER files).
@@ -75,16 +75,16 @@ struct AgentReading {
 };
 
 struct XidReading {
-  std::string source;                    // /dev/kmsg
-  std::string problem;                   // why it could not be read
-  std::vector<XidEvent> events;          // new since the last pass
+  std::string source;                      // /dev/kmsg
+  std::string problem;                     // why it could not be read
+  std::vector<XidEvent> events;            // new since the last pass
   std::vector<KernelEvent> kernel_events;  // the same log's other reports: fallen off the bus, AER
-  std::optional<double> uptime_s;        // the kernel's clock now (/proc/uptime), to age events
-  std::size_t oversize_records = 0;      // records over 8 KiB skipped unread (not the kernel's)
+  std::optional<double> uptime_s;          // the kernel's clock now (/proc/uptime), to age events
+  std::size_t oversize_records = 0;        // records over 8 KiB skipped unread (not the kernel's)
 };
 
 struct HealthSample {
-  double mono_s = 0;          // monotonic seconds, for the windows
+  double mono_s = 0;  // monotonic seconds, for the windows
   std::int64_t unix_s = 0;
   double duration_s = 0;
   std::vector<DeviceReading> devices;

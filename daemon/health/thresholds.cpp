@@ -32,7 +32,8 @@ const HealthLimits& HealthLimits::defaults() {
         // A flit that fails its CRC is dropped and replayed; healthy H100s and H200s showed none [H100, H200].
         {"crc_flit", 1, 0, Severity::warning, "DCGM warns at any CRC flit error; healthy H100/H200 links showed none"},
         // Healthy H200 links count a few data CRC errors a minute [H200]: DCGM's failing rate, per link.
-        {"crc_data", 1, 100, Severity::warning, "DCGM: CRC errors matter at 100/s or more; healthy H200 links count up to 0.6/s"},
+        {"crc_data", 1, 100, Severity::warning,
+         "DCGM: CRC errors matter at 100/s or more; healthy H200 links count up to 0.6/s"},
         // Corrected on the link, no data lost: rises with traffic and at rest [H100]. 1000/s a link is 50x
         // the highest healthy rate (18.7/s under a self-test) and 3x what a GPU's 18 links reach together
         // at that rate (337/s), so the alert on the GPU's sum is silent on a healthy GPU at full traffic.
@@ -55,17 +56,19 @@ const HealthLimits& HealthLimits::defaults() {
 }
 
 const CounterLimit* HealthLimits::nvlink_limit(std::string_view counter) const {
-  for (const auto& l : nvlink)
-    if (counter == l.counter) return &l;
+  for (const auto& l : nvlink) {
+    if (counter == l.counter) { return &l; }
+  }
   return nullptr;
 }
 CounterLimit* HealthLimits::nvlink_limit(std::string_view counter) {
-  for (auto& l : nvlink)
-    if (counter == l.counter) return &l;
+  for (auto& l : nvlink) {
+    if (counter == l.counter) { return &l; }
+  }
   return nullptr;
 }
 const CounterLimit& HealthLimits::aer_limit(std::string_view aer_class) const {
-  if (aer_class == "correctable") return aer_correctable;
+  if (aer_class == "correctable") { return aer_correctable; }
   return aer_class == "nonfatal" ? aer_nonfatal : aer_fatal;
 }
 
@@ -79,9 +82,13 @@ bool over_limit(const CounterLimit& l, std::uint64_t rise, double span_s) {
 
 std::string limit_text(const CounterLimit& l) {
   char b[48];
-  if (l.per_second <= 0) std::snprintf(b, sizeof b, "any");
-  else if (l.per_second < 1) std::snprintf(b, sizeof b, "%g/min", std::round(l.per_second * 60 * 100) / 100);
-  else std::snprintf(b, sizeof b, "%g/s", l.per_second);
+  if (l.per_second <= 0) {
+    std::snprintf(b, sizeof b, "any");
+  } else if (l.per_second < 1) {
+    std::snprintf(b, sizeof b, "%g/min", std::round(l.per_second * 60 * 100) / 100);
+  } else {
+    std::snprintf(b, sizeof b, "%g/s", l.per_second);
+  }
   return b;
 }
 

@@ -19,7 +19,7 @@ struct CounterLimit {
   std::uint64_t min_rise = 1;  // a finding needs at least this many in the window …
   double per_second = 0;       // … and at least this rate over it (0: the count alone decides)
   Severity severity = Severity::warning;
-  std::string source;          // where the figure comes from, for the finding's evidence
+  std::string source;  // where the figure comes from, for the finding's evidence
 };
 
 // Every limit the health pass judges by: today's figures (defaults(), their sources in
@@ -34,7 +34,7 @@ struct HealthLimits {
 
   const CounterLimit* nvlink_limit(std::string_view counter) const;  // nullptr: not judged
   CounterLimit* nvlink_limit(std::string_view counter);
-  const CounterLimit& aer_limit(std::string_view aer_class) const;   // correctable, nonfatal, fatal
+  const CounterLimit& aer_limit(std::string_view aer_class) const;  // correctable, nonfatal, fatal
   static const HealthLimits& defaults();
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // Rise detection over a sliding window: each pass records every counter; a counter "rose" when its
-// newest value is above the one it had a window ago, at the rate rise / span (thresholds.hpp judges it). A value below the last one (the device was
-// reset, the machine rebooted) starts that counter over, as Prometheus treats a counter reset.
+// newest value is above the one it had a window ago, at the rate rise / span (thresholds.hpp judges it). A value below
+// the last one (the device was reset, the machine rebooted) starts that counter over, as Prometheus treats a counter
+// reset.
 #include <cstdint>
 #include <deque>
 #include <map>

@@ -27,13 +27,13 @@ const std::vector<XidInfo>& xid_table();
 const XidInfo* find_xid(int xid);  // nullptr: not in the table (still reported, as a warning)
 
 struct XidEvent {
-  std::string bdf;                    // 0000:2b:00.0 (the driver logs bus and device; function 0)
+  std::string bdf;  // 0000:2b:00.0 (the driver logs bus and device; function 0)
   int xid = 0;
-  std::optional<long> pid;            // pid=1896; absent or '<unknown>' in some lines
-  std::string process;                // name=python3, when logged
-  std::string message;                // the text after "NN, " (pid and name kept out)
-  std::optional<std::uint64_t> seq;   // /dev/kmsg sequence number
-  std::optional<std::uint64_t> ts_us; // kernel timestamp, microseconds since boot
+  std::optional<long> pid;             // pid=1896; absent or '<unknown>' in some lines
+  std::string process;                 // name=python3, when logged
+  std::string message;                 // the text after "NN, " (pid and name kept out)
+  std::optional<std::uint64_t> seq;    // /dev/kmsg sequence number
+  std::optional<std::uint64_t> ts_us;  // kernel timestamp, microseconds since boot
 };
 
 // "0000:2b:00" or "0000:2b:00.0" or "00000000:2B:00.0" (domain 4 or 8 hex digits) -> "0000:2b:00.0";

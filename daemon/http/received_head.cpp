@@ -22,8 +22,10 @@ std::size_t offset_in_head(std::uintptr_t head, const char* p) {
 MHD_Result read_field(void* cls, MHD_ValueKind, const char* key, std::size_t key_size, const char* value,
                       std::size_t value_size) {
   auto* read = static_cast<FieldsRead*>(cls);
-  if (!key) return MHD_YES;
-  if (!value) value = key + key_size;  // no value: an empty one where the name ends
+  if (!key) { return MHD_YES; }
+  if (!value) {
+    value = key + key_size;  // no value: an empty one where the name ends
+  }
   read->fields.push_back({std::string_view(key, key_size), std::string_view(value, value_size)});
   read->places.push_back({offset_in_head(read->head, key), key_size, offset_in_head(read->head, value), value_size});
   return MHD_YES;
@@ -31,10 +33,10 @@ MHD_Result read_field(void* cls, MHD_ValueKind, const char* key, std::size_t key
 
 #if MHD_VERSION < 0x01000000
 // libmicrohttpd 0.9 hides a NUL inside a line and mangles an obs-fold line; 1.0 refuses both.
-std::optional<Refusal> refuse_layout(MHD_Connection* c, const FieldsRead& read, const char* method,
-                                     const char* version, const TargetSeen& target) {
+std::optional<Refusal> refuse_layout(MHD_Connection* c, const FieldsRead& read, const char* method, const char* version,
+                                     const TargetSeen& target) {
   const auto* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
-  if (!info || !target.at || !version) return std::nullopt;
+  if (!info || !target.at || !version) { return std::nullopt; }
   HeadLayout l;
   l.size = info->header_size;
   l.method_size = std::strlen(method);
@@ -55,13 +57,12 @@ std::optional<Refusal> refuse_layout(MHD_Connection*, const FieldsRead&, const c
 
 std::optional<Refusal> refuse_received_head(MHD_Connection* c, const char* method, const char* version,
                                             const TargetSeen& target) {
-  if (!method) return Refusal{400, "the request line has no method"};
+  if (!method) { return Refusal{400, "the request line has no method"}; }
   FieldsRead read;
   read.head = reinterpret_cast<std::uintptr_t>(method);
   MHD_get_connection_values_n(c, MHD_HEADER_KIND, &read_field, &read);
-  if (auto r = refuse_layout(c, read, method, version, target)) return r;
-  RequestHead head{method, target.text,
-                   version ? version : "", std::move(read.fields)};
+  if (auto r = refuse_layout(c, read, method, version, target)) { return r; }
+  RequestHead head{method, target.text, version ? version : "", std::move(read.fields)};
   return refuse_head(head);
 }
 

@@ -18,8 +18,8 @@ struct HeadField {
 
 struct RequestHead {
   std::string_view method;
-  std::string_view target;   // the request-target as received, before any decoding
-  std::string_view version;  // "HTTP/1.1"
+  std::string_view target;        // the request-target as received, before any decoding
+  std::string_view version;       // "HTTP/1.1"
   std::vector<HeadField> fields;  // in the order received: a repeated name once per line
 };
 

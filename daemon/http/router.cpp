@@ -13,29 +13,43 @@ constexpr const char* kJson = "application/json";
 
 const char* reason_phrase(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 414: return "URI Too Long";
-    case 416: return "Range Not Satisfiable";
-    case 421: return "Misdirected Request";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    default: return "Error";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
+    case 416:
+      return "Range Not Satisfiable";
+    case 421:
+      return "Misdirected Request";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
   }
 }
 
 const std::map<std::string, std::string>& known_paths() {  // path -> Allow
   static const std::map<std::string, std::string> m = {
-      {"/livez", "GET, HEAD"},         {"/readyz", "GET, HEAD"},         {"/metrics", "GET, HEAD"},
-      {"/v1/status", "GET, HEAD"},     {"/v1/findings", "GET, HEAD"},    {"/v1/devices", "GET, HEAD"},
-      {"/v1/topology", "GET, HEAD"},   {"/v1/plan", "GET, HEAD"},        {"/v1/selftest", "GET, HEAD, POST"},
-      {"/v1/reconcile", "POST"},       {"/v1/health", "GET, HEAD"}};
+      {"/livez", "GET, HEAD"},       {"/readyz", "GET, HEAD"},      {"/metrics", "GET, HEAD"},
+      {"/v1/status", "GET, HEAD"},   {"/v1/findings", "GET, HEAD"}, {"/v1/devices", "GET, HEAD"},
+      {"/v1/topology", "GET, HEAD"}, {"/v1/plan", "GET, HEAD"},     {"/v1/selftest", "GET, HEAD, POST"},
+      {"/v1/reconcile", "POST"},     {"/v1/health", "GET, HEAD"}};
   return m;
 }
 
@@ -49,7 +63,7 @@ Response ok(std::string body, const char* type) { return Response{200, type, std
 
 Response problem(int status, const std::string& detail, json extra) {
   json j = {{"type", "about:blank"}, {"title", reason_phrase(status)}, {"status", status}, {"detail", detail}};
-  for (auto& [k, v] : extra.items()) j[k] = v;
+  for (auto& [k, v] : extra.items()) { j[k] = v; }
   return Response{status, "application/problem+json", json_text(j), {}};
 }
 
@@ -85,7 +99,8 @@ bool Router::authorized(const Request& req, Response& denied) {
   const std::string h = header(req, "authorization");
   static constexpr std::string_view kBearer = "Bearer ";
   if (h.size() <= kBearer.size() || h.compare(0, kBearer.size(), kBearer) != 0) {
-    denied = problem(401, "this endpoint needs 'Authorization: Bearer <token>' (the token is in the daemon's token_file)");
+    denied =
+        problem(401, "this endpoint needs 'Authorization: Bearer <token>' (the token is in the daemon's token_file)");
     denied.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"p2pnode\"");
     return false;
   }
@@ -100,23 +115,27 @@ bool Router::authorized(const Request& req, Response& denied) {
 
 Response Router::post(const Request& req, bool selftest) {
   Response denied;
-  if (!authorized(req, denied)) return denied;
+  if (!authorized(req, denied)) { return denied; }
   // POST /v1/selftest {"force": true}: run even while other processes use the GPUs.
   bool force = false;
   if (selftest && req.body.find_first_not_of(" \t\r\n") != std::string::npos) {
     const json body = json::parse(req.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object())
+    if (body.is_discarded() || !body.is_object()) {
       return problem(400, "the body must be a JSON object such as {\"force\": true}, or empty");
-    for (const auto& [k, v] : body.items())
-      if (k != "force") return problem(400, "unknown field '" + k + "' in the body; the only one is force (a boolean)");
+    }
+    for (const auto& [k, v] : body.items()) {
+      if (k != "force") {
+        return problem(400, "unknown field '" + k + "' in the body; the only one is force (a boolean)");
+      }
+    }
     if (auto f = body.find("force"); f != body.end()) {
-      if (!f->is_boolean()) return problem(400, "force: expected true or false");
+      if (!f->is_boolean()) { return problem(400, "force: expected true or false"); }
       force = f->get<bool>();
     }
   }
   const auto r = engine_.request(selftest ? "api-selftest" : "api", selftest, force);
   json out{{"accepted", true}, {"request", engine::to_string(r)}, {"selftest", selftest}};
-  if (selftest) out["force"] = force;
+  if (selftest) { out["force"] = force; }
   return Response{202, kJson, json_text(out), {}};
 }
 
@@ -126,26 +145,31 @@ void Router::set_server_names(std::vector<std::string> names) {
 }
 
 Response Router::handle(const Request& req) {
-  if (const std::size_t most = max_headers_; req.header_count > most)
+  if (const std::size_t most = max_headers_; req.header_count > most) {
     return problem(431, "more than " + std::to_string(most) + " header fields");
+  }
   // The HTTP process refuses these already; the daemon does not rely on it.
-  for (const auto& [name, value] : req.headers)
-    if (has_control_character(value))
+  for (const auto& [name, value] : req.headers) {
+    if (has_control_character(value)) {
       return problem(400, "the header field " + name + " holds a control character (RFC 9110 §5.5)");
+    }
+  }
   {
     const auto host = req.headers.find("host");
     std::lock_guard lock(token_mu_);
-    if (!host_allowed(host == req.headers.end() ? "" : host->second, host != req.headers.end(), server_names_))
-      return problem(421, "the Host header names neither an address, localhost nor one of this daemon's names "
-                          "(http.server_names in the configuration)");
+    if (!host_allowed(host == req.headers.end() ? "" : host->second, host != req.headers.end(), server_names_)) {
+      return problem(421,
+                     "the Host header names neither an address, localhost nor one of this daemon's names "
+                     "(http.server_names in the configuration)");
+    }
   }
   const bool get = req.method == "GET" || req.method == "HEAD";
   const auto& p = req.path;
   if (get) {
-    if (p == "/livez") return ok(R"({"status":"alive"})", kJson);
+    if (p == "/livez") { return ok(R"({"status":"alive"})", kJson); }
     auto snap = engine_.snapshot();
     if (p == "/readyz") {
-      if (snap->ready) return ok(snap->readyz, kJson);
+      if (snap->ready) { return ok(snap->readyz, kJson); }
       const auto& st = snap->state;
       auto reasons = st.reasons;
       reasons.insert(reasons.end(), snap->health_holds.begin(), snap->health_holds.end());
@@ -154,24 +178,27 @@ Response Router::handle(const Request& req) {
                                     : std::string("the node is ") + engine::to_string(st.state);
       return problem(503, title, {{"state", engine::to_string(st.state)}, {"ready", false}, {"reasons", reasons}});
     }
-    if (p == "/metrics") return ok(snap->metrics + (metrics_extra_ ? metrics_extra_() : std::string()), engine::kMetricsContentType);
-    if (p == "/v1/status") return ok(snap->status, kJson);
+    if (p == "/metrics") {
+      return ok(snap->metrics + (metrics_extra_ ? metrics_extra_() : std::string()), engine::kMetricsContentType);
+    }
+    if (p == "/v1/status") { return ok(snap->status, kJson); }
     if (p == "/v1/findings") {
       const std::string accept = header(req, "accept");
-      if (accept.find("text/plain") != std::string::npos && accept.find("json") == std::string::npos)
+      if (accept.find("text/plain") != std::string::npos && accept.find("json") == std::string::npos) {
         return ok(snap->findings_table, "text/plain; charset=utf-8");
+      }
       return ok(snap->findings, kJson);
     }
-    if (p == "/v1/devices") return ok(snap->devices, kJson);
-    if (p == "/v1/topology") return ok(snap->topology, kJson);
-    if (p == "/v1/plan") return ok(snap->plan, kJson);
-    if (p == "/v1/selftest") return ok(snap->selftest, kJson);
-    if (p == "/v1/health") return ok(snap->health, kJson);
+    if (p == "/v1/devices") { return ok(snap->devices, kJson); }
+    if (p == "/v1/topology") { return ok(snap->topology, kJson); }
+    if (p == "/v1/plan") { return ok(snap->plan, kJson); }
+    if (p == "/v1/selftest") { return ok(snap->selftest, kJson); }
+    if (p == "/v1/health") { return ok(snap->health, kJson); }
   } else if (req.method == "POST" && (p == "/v1/reconcile" || p == "/v1/selftest")) {
     return post(req, p == "/v1/selftest");  // these take no body; whatever came is ignored
   }
   auto it = known_paths().find(p);
-  if (it == known_paths().end()) return problem(404, "no such endpoint; see api/openapi.yaml");
+  if (it == known_paths().end()) { return problem(404, "no such endpoint; see api/openapi.yaml"); }
   Response r = problem(405, req.method + " is not allowed on " + p + "; allowed: " + it->second);
   r.headers.emplace_back("Allow", it->second);
   return r;

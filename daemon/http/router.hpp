@@ -18,10 +18,10 @@
 namespace p2pnode::http {
 
 struct Request {
-  std::string method;  // GET, HEAD, POST, …
-  std::string path;    // without the query
+  std::string method;                          // GET, HEAD, POST, …
+  std::string path;                            // without the query
   std::map<std::string, std::string> headers;  // names lower-cased
-  std::size_t header_count = 0;  // as sent (repeated names count each time)
+  std::size_t header_count = 0;                // as sent (repeated names count each time)
   std::string body;
 };
 

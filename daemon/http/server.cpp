@@ -27,10 +27,10 @@ namespace p2pnode::http {
 
 Result<std::string> read_token_file(const std::filesystem::path& path) {
   auto read = sys::read_private_file(path, "token file", 4096);
-  if (!read) return read.error();
+  if (!read) { return read.error(); }
   std::string token = std::move(read).value();
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
-  if (token.size() < 16) return Error{"token file " + path.string() + " holds fewer than 16 characters"};
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) { token.pop_back(); }
+  if (token.size() < 16) { return Error{"token file " + path.string() + " holds fewer than 16 characters"}; }
   return token;
 }
 
@@ -39,13 +39,16 @@ namespace {
 // IPv6 address counts as the IPv4 one).
 std::string client_of(const sockaddr* addr) {
   char buf[INET6_ADDRSTRLEN] = "?";
-  if (!addr) return buf;
+  if (!addr) { return buf; }
   if (addr->sa_family == AF_INET) {
     ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, buf, sizeof buf);
   } else if (addr->sa_family == AF_INET6) {
     const auto* a6 = reinterpret_cast<const sockaddr_in6*>(addr);
-    if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) ::inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], buf, sizeof buf);
-    else ::inet_ntop(AF_INET6, &a6->sin6_addr, buf, sizeof buf);
+    if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) {
+      ::inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], buf, sizeof buf);
+    } else {
+      ::inet_ntop(AF_INET6, &a6->sin6_addr, buf, sizeof buf);
+    }
   }
   return buf;
 }
@@ -60,10 +63,11 @@ struct RequestState {
 };
 
 MHD_Result send(MHD_Connection* c, const Response& r) {
-  MHD_Response* m = MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
-  if (!m) return MHD_NO;
-  if (!r.content_type.empty()) MHD_add_response_header(m, MHD_HTTP_HEADER_CONTENT_TYPE, r.content_type.c_str());
-  for (const auto& [k, v] : r.headers) MHD_add_response_header(m, k.c_str(), v.c_str());
+  MHD_Response* m =
+      MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (!m) { return MHD_NO; }
+  if (!r.content_type.empty()) { MHD_add_response_header(m, MHD_HTTP_HEADER_CONTENT_TYPE, r.content_type.c_str()); }
+  for (const auto& [k, v] : r.headers) { MHD_add_response_header(m, k.c_str(), v.c_str()); }
   const MHD_Result ret = MHD_queue_response(c, static_cast<unsigned>(r.status), m);
   MHD_destroy_response(m);
   return ret;
@@ -72,9 +76,9 @@ MHD_Result send(MHD_Connection* c, const Response& r) {
 MHD_Result collect_header(void* cls, MHD_ValueKind, const char* key, const char* value) {
   auto* req = static_cast<Request*>(cls);
   std::string k = key ? key : "";
-  for (auto& ch : k) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (auto& ch : k) { ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch))); }
   auto [it, fresh] = req->headers.emplace(k, value ? value : "");
-  if (!fresh) it->second += std::string(", ") + (value ? value : "");
+  if (!fresh) { it->second += std::string(", ") + (value ? value : ""); }
   ++req->header_count;
   return MHD_YES;
 }
@@ -97,7 +101,7 @@ struct ApiServer::Impl {
   ServerOptions opt;
   ConnectionGuard guard;
   std::atomic<std::size_t> max_body;  // read by the event loops, changed by a reload
-  int listen_fd = -1;  // ours until a libmicrohttpd daemon takes it over
+  int listen_fd = -1;                 // ours until a libmicrohttpd daemon takes it over
   bool tls = false;
   mutable std::mutex daemon_mu;  // the current daemon, swapped on a certificate reload
   MHD_Daemon* daemon = nullptr;
@@ -107,15 +111,16 @@ struct ApiServer::Impl {
   Impl(int listen_socket, Handler h, ServerOptions o)
       : handler(std::move(h)),
         opt(std::move(o)),
-        guard(guard_limits(opt), [this](const std::string& m) { log(engine::LogLevel::warning, m); },
-              [](int fd) { ::shutdown(fd, SHUT_RDWR); }),
+        guard(
+            guard_limits(opt), [this](const std::string& m) { log(engine::LogLevel::warning, m); },
+            [](int fd) { ::shutdown(fd, SHUT_RDWR); }),
         max_body(opt.max_body),
         listen_fd(listen_socket),
         tls(opt.tls != nullptr) {}
 
   static ConnectionGuard::Limits guard_limits(const ServerOptions& o) {
-    return {o.max_connections, o.max_connections_per_client, o.request_timeout, o.max_connection_time,
-            std::chrono::seconds(10), std::chrono::milliseconds(250)};
+    return {o.max_connections,     o.max_connections_per_client, o.request_timeout,
+            o.max_connection_time, std::chrono::seconds(10),     std::chrono::milliseconds(250)};
   }
 
   // Hands the listening socket to a new libmicrohttpd daemon built from opt (daemon_mu held): it
@@ -124,13 +129,13 @@ struct ApiServer::Impl {
   bool swap_daemon(const tls::PemIdentity* pem, std::string* why) {
     const int fd = ::fcntl(listen_fd, F_DUPFD_CLOEXEC, 0);
     if (fd < 0) {
-      if (why) *why = std::string("cannot duplicate the listening socket: ") + std::strerror(errno);
+      if (why) { *why = std::string("cannot duplicate the listening socket: ") + std::strerror(errno); }
       return false;
     }
     std::string problem_text;
     MHD_Daemon* fresh = start_daemon(fd, pem, &problem_text);
     if (!fresh) {
-      if (why) *why = problem_text;
+      if (why) { *why = problem_text; }
       return false;
     }
     MHD_Daemon* old = daemon;
@@ -138,12 +143,12 @@ struct ApiServer::Impl {
     daemon = fresh;
     listen_fd = fd;
     MHD_stop_daemon(old);
-    if (old_fd != MHD_INVALID_SOCKET) ::close(old_fd);
+    if (old_fd != MHD_INVALID_SOCKET) { ::close(old_fd); }
     return true;
   }
 
   void log(engine::LogLevel level, const std::string& m) {
-    if (opt.log) opt.log({level, m, "", "http", ""});
+    if (opt.log) { opt.log({level, m, "", "http", ""}); }
   }
 
   // ---- libmicrohttpd callbacks (cls is this Impl) ----
@@ -180,7 +185,7 @@ struct ApiServer::Impl {
     char buf[512];
     std::vsnprintf(buf, sizeof buf, fmt, ap);
     std::string m(buf);
-    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) { m.pop_back(); }
     auto* self = static_cast<Impl*>(cls);
     {
       std::lock_guard lk(self->error_mu);
@@ -194,7 +199,7 @@ struct ApiServer::Impl {
   // Its return value is the request's con_cls in on_request.
   static void* on_request_line(void*, const char* uri, MHD_Connection*) {
     auto* st = new RequestState;
-    if (uri) st->target = TargetSeen{uri, uri};
+    if (uri) { st->target = TargetSeen{uri, uri}; }
     return st;
   }
 
@@ -219,19 +224,24 @@ struct ApiServer::Impl {
                                const char* upload_data, std::size_t* upload_size, void** con_cls) {
     auto* self = static_cast<Impl*>(cls);
     auto* st = static_cast<RequestState*>(*con_cls);
-    if (!st) *con_cls = st = new RequestState;  // on_request_line makes it; never trust that alone
+    if (!st) {
+      *con_cls = st = new RequestState;  // on_request_line makes it; never trust that alone
+    }
     if (!st->head_checked) {
       st->head_checked = true;
       return self->on_head(c, method, version, *st);
     }
     if (*upload_size) {
-      if (st->body.size() + *upload_size > self->max_body.load()) st->too_large = true;
-      else if (!st->too_large) st->body.append(upload_data, *upload_size);
+      if (st->body.size() + *upload_size > self->max_body.load()) {
+        st->too_large = true;
+      } else if (!st->too_large) {
+        st->body.append(upload_data, *upload_size);
+      }
       *upload_size = 0;
       return MHD_YES;
     }
     self->guard.request_complete(connection_id(c));
-    if (st->too_large) return send(c, problem(413, "the request body is larger than the daemon accepts"));
+    if (st->too_large) { return send(c, problem(413, "the request body is larger than the daemon accepts")); }
     Request req;
     req.method = method ? method : "";
     req.path = url ? url : "";
@@ -241,7 +251,8 @@ struct ApiServer::Impl {
       return send(c, self->handler(req));
     } catch (const std::exception& e) {
       // The text stays in the journal: it may name paths or values a client has no business seeing.
-      self->log(engine::LogLevel::error, std::string("internal error answering ") + req.method + " " + req.path + ": " + e.what());
+      self->log(engine::LogLevel::error,
+                std::string("internal error answering ") + req.method + " " + req.path + ": " + e.what());
       return send(c, problem(500, "internal error (the daemon's log says what)"));
     }
   }
@@ -251,10 +262,12 @@ struct ApiServer::Impl {
   MHD_Daemon* start_daemon(int fd, const tls::PemIdentity* pem, std::string* why) {
     // epoll for plain HTTP. With TLS, libmicrohttpd 0.9.75's epoll loop spins (recv EAGAIN, then
     // epoll_wait with a zero timeout, over and over) while a handshake waits for the client,
-    // taking the CPU the client needs; its poll loop waits properly (measured: docs/benchmarks.md, "The API under a flood and under load").
-    unsigned flags = (pem ? MHD_USE_POLL_INTERNAL_THREAD : MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    if (pem) flags |= MHD_USE_TLS;
-    if (socket_family(fd) == AF_INET6) flags |= MHD_USE_IPv6;
+    // taking the CPU the client needs; its poll loop waits properly (measured: docs/benchmarks.md, "The API under a
+    // flood and under load").
+    unsigned flags =
+        (pem ? MHD_USE_POLL_INTERNAL_THREAD : MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (pem) { flags |= MHD_USE_TLS; }
+    if (socket_family(fd) == AF_INET6) { flags |= MHD_USE_IPv6; }
     const auto secs = [](std::chrono::milliseconds d) {
       return static_cast<intptr_t>(std::max<long long>(1, (d.count() + 999) / 1000));
     };
@@ -271,7 +284,7 @@ struct ApiServer::Impl {
         {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&on_log), this},
         {MHD_OPTION_URI_LOG_CALLBACK, reinterpret_cast<intptr_t>(&on_request_line), this},
     };
-    if (threads > 1) o.push_back({MHD_OPTION_THREAD_POOL_SIZE, static_cast<intptr_t>(threads), nullptr});
+    if (threads > 1) { o.push_back({MHD_OPTION_THREAD_POOL_SIZE, static_cast<intptr_t>(threads), nullptr}); }
     if (pem) {
       o.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(pem->chain.c_str())});
       o.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(pem->key.c_str())});
@@ -282,7 +295,8 @@ struct ApiServer::Impl {
       std::lock_guard lk(error_mu);
       last_error.clear();
     }
-    MHD_Daemon* d = MHD_start_daemon(flags, 0, &on_accept, this, &on_request, this, MHD_OPTION_ARRAY, o.data(), MHD_OPTION_END);
+    MHD_Daemon* d =
+        MHD_start_daemon(flags, 0, &on_accept, this, &on_request, this, MHD_OPTION_ARRAY, o.data(), MHD_OPTION_END);
     if (!d && why) {
       std::lock_guard lk(error_mu);
       *why = "libmicrohttpd did not start" + (last_error.empty() ? std::string() : ": " + last_error);
@@ -303,14 +317,15 @@ Result<Listener> bind_listener(const engine::ListenAddress& l) {
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   const std::string port = std::to_string(l.port);
-  if (int rc = ::getaddrinfo(l.host.c_str(), port.c_str(), &hints, &found); rc != 0)
+  if (int rc = ::getaddrinfo(l.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
     return Error{"cannot listen on " + l.display() + ": " + ::gai_strerror(rc)};
+  }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
   const int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, found->ai_protocol);
-  if (fd < 0) return Error{"cannot listen on " + l.display() + ": " + std::strerror(errno), errno};
+  if (fd < 0) { return Error{"cannot listen on " + l.display() + ": " + std::strerror(errno), errno}; }
   const int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (found->ai_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (found->ai_family == AF_INET6) { ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one); }
   // Connections that send nothing wait in the kernel for their first bytes (10 s), not in the server.
   const int defer_s = 10;
   ::setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof defer_s);
@@ -328,9 +343,9 @@ Result<Listener> bind_listener(const engine::ListenAddress& l) {
 }
 
 Status ApiServer::start() {
-  if (impl_->listen_fd < 0) return Error{"the API server is not bound"};
+  if (impl_->listen_fd < 0) { return Error{"the API server is not bound"}; }
   std::lock_guard lk(impl_->daemon_mu);
-  if (impl_->daemon) return Status::success();
+  if (impl_->daemon) { return Status::success(); }
   std::string why;
   impl_->guard.start();
   impl_->daemon = impl_->start_daemon(impl_->listen_fd, impl_->opt.tls.get(), &why);
@@ -343,7 +358,7 @@ Status ApiServer::start() {
 }
 
 void ApiServer::stop() {
-  if (!impl_) return;
+  if (!impl_) { return; }
   MHD_Daemon* d = nullptr;
   {
     std::lock_guard lk(impl_->daemon_mu);
@@ -362,12 +377,12 @@ void ApiServer::stop() {
 
 bool ApiServer::set_tls_identity(std::shared_ptr<const tls::PemIdentity> identity, std::string* why) {
   if (!impl_->tls || !identity) {
-    if (why) *why = "the server speaks plain HTTP; turning TLS on takes a restart";
+    if (why) { *why = "the server speaks plain HTTP; turning TLS on takes a restart"; }
     return false;
   }
   std::lock_guard lk(impl_->daemon_mu);
-  if (!impl_->daemon) return false;
-  if (!impl_->swap_daemon(identity.get(), why)) return false;
+  if (!impl_->daemon) { return false; }
+  if (!impl_->swap_daemon(identity.get(), why)) { return false; }
   impl_->opt.tls = std::move(identity);
   return true;
 }
@@ -388,10 +403,12 @@ bool ApiServer::set_limits(const ServerOptions& fresh, std::string* why) {
   o.idle_timeout = fresh.idle_timeout;
   o.max_connections = fresh.max_connections;
   o.max_connections_per_client = fresh.max_connections_per_client;
-  if (!daemon_level) return true;
+  if (!daemon_level) { return true; }
   std::lock_guard lk(impl_->daemon_mu);
-  if (!impl_->daemon) return true;  // not started yet: start() uses the new options
-  if (impl_->swap_daemon(o.tls.get(), why)) return true;
+  if (!impl_->daemon) {
+    return true;  // not started yet: start() uses the new options
+  }
+  if (impl_->swap_daemon(o.tls.get(), why)) { return true; }
   // The old server goes on with its own options: put back those of them a new one would read.
   o.threads = before.threads;
   o.idle_timeout = before.idle_timeout;

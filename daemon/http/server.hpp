@@ -18,17 +18,17 @@ namespace p2pnode::http {
 
 struct ServerOptions {
   engine::ListenAddress listen;
-  int threads = 2;                 // event loops (epoll), each serving any number of connections
+  int threads = 2;  // event loops (epoll), each serving any number of connections
   std::size_t max_body = 64 * 1024;
   std::size_t max_headers = 64;
-  std::size_t max_connections = 256;           // in all; more are closed at accept
-  std::size_t max_connections_per_client = 32; // from one address; more are closed at accept
+  std::size_t max_connections = 256;                                   // in all; more are closed at accept
+  std::size_t max_connections_per_client = 32;                         // from one address; more are closed at accept
   std::chrono::milliseconds request_timeout{std::chrono::seconds(5)};  // a whole request must arrive this fast
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(10)};    // no byte in either direction for this long
   std::chrono::milliseconds max_connection_time{std::chrono::seconds(60)};  // then shut down
   std::shared_ptr<const tls::PemIdentity> tls;  // set: HTTPS only (TLS 1.2 or later); null: plain HTTP
-  std::vector<std::string> server_names;     // Host names answered besides addresses and localhost
-  engine::LogFn log;                         // what the server sheds, summed; libmicrohttpd's errors
+  std::vector<std::string> server_names;        // Host names answered besides addresses and localhost
+  engine::LogFn log;                            // what the server sheds, summed; libmicrohttpd's errors
 };
 
 // The token from a root-only file: an error when missing, empty, or readable by group/others.

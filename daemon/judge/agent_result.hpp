@@ -25,9 +25,9 @@ struct AgentSummary {  // statistics over the timed samples; the median is the f
 };
 
 struct AgentCell {
-  std::optional<int> src, dst, gpu;  // pair cells: src/dst; gpu cells: gpu
+  std::optional<int> src, dst, gpu;    // pair cells: src/dst; gpu cells: gpu
   std::string nvme, writer, pair_gpu;  // nvme cells (nvme_doorbell): the drive, host|gpu|none, its GPU
-  std::string status;                // passed, failed, waived
+  std::string status;                  // passed, failed, waived
   std::string reason;
   std::optional<double> bandwidth_gbps, direction_bandwidth_gbps, latency_ns;
   std::optional<double> h2d_gbps, d2h_gbps;
@@ -51,9 +51,9 @@ struct AgentDevice {
 // How the driver connects one unordered pair (the document's `interconnect`, read through NVML).
 struct AgentPairLink {
   int a = 0, b = 0;
-  int nvlinks = 0;  // 0: PCIe
-  unsigned nvlink_version = 0;  // nvmlNvlinkVersion_t
-  std::string via;              // direct, nvswitch; empty for PCIe
+  int nvlinks = 0;                                // 0: PCIe
+  unsigned nvlink_version = 0;                    // nvmlNvlinkVersion_t
+  std::string via;                                // direct, nvswitch; empty for PCIe
   std::map<std::string, std::string> p2p_status;  // read, write, nvlink, atomics -> ok, chipset_not_supported, …
 };
 

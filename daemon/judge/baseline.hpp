@@ -23,7 +23,7 @@ constexpr std::size_t kMinBaselineRuns = 3;
 
 struct Baselines {
   std::string fingerprint;
-  std::map<std::string, std::vector<double>> history;  // CellExpectation::key() -> GB/s, oldest first
+  std::map<std::string, std::vector<double>> history;            // CellExpectation::key() -> GB/s, oldest first
   std::optional<double> baseline(const std::string& key) const;  // median; none below kMinBaselineRuns
 };
 
@@ -38,8 +38,8 @@ struct Regression {
 };
 
 struct BaselineUpdate {
-  std::vector<Regression> regressions;  // against the history before this run
-  std::string reset;                    // why the history started over; empty when it did not
+  std::vector<Regression> regressions;             // against the history before this run
+  std::string reset;                               // why the history started over; empty when it did not
   nlohmann::json cells = nlohmann::json::array();  // per cell: key, baseline_gbps, regressed
 };
 // Judges the cells against the baselines, then appends them (keeping the last `runs`).

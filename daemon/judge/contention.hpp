@@ -49,11 +49,11 @@ SelftestDecision decide_selftest(SelftestWhen when, bool forced, const Busy& bus
 // foreign_processes. contended: some process (ignored names left out) was seen.
 struct Contention {
   bool contended = false;
-  std::string source;  // nvml, none (the agent could not tell), absent (an agent before this)
-  std::vector<GpuUser> processes;  // each pid once, with where it was first seen
+  std::string source;                // nvml, none (the agent could not tell), absent (an agent before this)
+  std::vector<GpuUser> processes;    // each pid once, with where it was first seen
   std::vector<std::string> seen_at;  // "before", "after", "case ce_write_bandwidth", …
   std::size_t cases = 0;             // cases the agent sampled after (describe says "every case")
-  std::string describe() const;  // "pid 4242 (python3) on 0000:06:00.0, 0000:07:00.0; seen before, case …"
+  std::string describe() const;      // "pid 4242 (python3) on 0000:06:00.0, 0000:07:00.0; seen before, case …"
 };
 Contention contention_in(const nlohmann::json& agent_document, const std::vector<std::string>& ignore);
 

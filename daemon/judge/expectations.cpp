@@ -5,8 +5,8 @@
 #include <tuple>
 
 #include "core/link_rate.hpp"
-#include "pci/expectation.hpp"
 #include "judge/interconnect.hpp"
+#include "pci/expectation.hpp"
 
 namespace p2pnode::judge {
 
@@ -40,15 +40,17 @@ PciDevice from_document(const AgentResult& r, int index) {
   const AgentDevice* a = r.device(index);
   d.bdf = a ? a->pci_bus_id : "gpu" + std::to_string(index);
   d.kind = DeviceKind::gpu;
-  if (!a || !r.raw.is_object()) return d;
+  if (!a || !r.raw.is_object()) { return d; }
   const auto& devs = r.raw.value("devices", json::array());
-  if (static_cast<std::size_t>(index) >= devs.size()) return d;
+  if (static_cast<std::size_t>(index) >= devs.size()) { return d; }
   const json link = devs[static_cast<std::size_t>(index)].value("pcie_link", json());
   if (link.is_object()) {
-    if (link.contains("current_speed_gts") && link["current_speed_gts"].is_number())
+    if (link.contains("current_speed_gts") && link["current_speed_gts"].is_number()) {
       d.link.current_gts = link["current_speed_gts"].get<double>();
-    if (link.contains("current_width") && link["current_width"].is_number_integer())
+    }
+    if (link.contains("current_width") && link["current_width"].is_number_integer()) {
       d.link.current_width = link["current_width"].get<int>();
+    }
   }
   return d;
 }
@@ -59,7 +61,7 @@ void merge_interconnects(Inventory& inv, const AgentResult& r) { (void)merge_age
 void merge_interconnects(Inventory& inv, const nlohmann::json& doc) { (void)merge_agent_interconnect(inv, doc); }
 
 std::optional<double> CellExpectation::ratio() const {
-  if (!expected_gbps || *expected_gbps <= 0) return std::nullopt;
+  if (!expected_gbps || *expected_gbps <= 0) { return std::nullopt; }
   return measured_gbps / *expected_gbps;
 }
 
@@ -72,15 +74,17 @@ std::vector<CellExpectation> expectations(const AgentResult& r, const Inventory&
   std::vector<CellExpectation> out;
   auto device = [&](int i, PciDevice& scratch) -> const PciDevice* {
     const AgentDevice* a = r.device(i);
-    if (a)
-      if (const PciDevice* d = inv.find(a->pci_bus_id)) return d;
+    if (a) {
+      if (const PciDevice* d = inv.find(a->pci_bus_id)) { return d; }
+    }
     scratch = from_document(r, i);
     return &scratch;
   };
   for (const auto& c : r.cases) {
     const CaseKind* kind = nullptr;
-    for (const auto& k : kPairCases)
-      if (c.key == k.key) kind = &k;
+    for (const auto& k : kPairCases) {
+      if (c.key == k.key) { kind = &k; }
+    }
     for (const auto& cell : c.cells) {
       if (kind && cell.src && cell.dst && cell.bandwidth_gbps) {
         PciDevice sa, sb;
@@ -116,7 +120,7 @@ std::vector<CellExpectation> expectations(const AgentResult& r, const Inventory&
         const std::optional<CopyKind> d2h_kind = bar ? std::nullopt : std::optional(CopyKind::ce);
         for (const auto& [dir, v, copy] : {std::tuple{"h2d", bar ? cell.bar_write_gbps : cell.h2d_gbps, h2d_kind},
                                            {"d2h", bar ? cell.bar_read_gbps : cell.d2h_gbps, d2h_kind}}) {
-          if (!v) continue;
+          if (!v) { continue; }
           CellExpectation e;
           e.case_key = c.key;
           e.src = *cell.gpu;
@@ -142,10 +146,13 @@ std::vector<CellExpectation> expectations(const AgentResult& r, const Inventory&
 
 json to_json(const CellExpectation& e) {
   auto round3 = [](double v) { return static_cast<double>(static_cast<long long>(v * 1000 + 0.5)) / 1000; };
-  json j = {{"case", e.case_key},        {"gpu", e.gpu},
+  json j = {{"case", e.case_key},
+            {"gpu", e.gpu},
             {"peer_gpu", e.peer_gpu.empty() ? json() : json(e.peer_gpu)},
-            {"engine", e.engine},        {"direction", e.direction},
-            {"link", e.link},            {"measured_gbps", round3(e.measured_gbps)},
+            {"engine", e.engine},
+            {"direction", e.direction},
+            {"link", e.link},
+            {"measured_gbps", round3(e.measured_gbps)},
             {"ceiling_gbps", e.ceiling_gbps ? json(round3(*e.ceiling_gbps)) : json()},
             {"expected_gbps", e.expected_gbps ? json(round3(*e.expected_gbps)) : json()},
             {"ratio", e.ratio() ? json(round3(*e.ratio())) : json()},

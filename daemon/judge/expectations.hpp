@@ -29,9 +29,9 @@ struct CellExpectation {
   double measured_gbps = 0;
   std::optional<double> ceiling_gbps, expected_gbps;  // none: no link figure known
   double efficiency = 0;
-  std::string narrowest;          // the link that sets the ceiling
+  std::string narrowest;                // the link that sets the ceiling
   std::optional<double> ratio() const;  // measured / expected
-  std::string key() const;        // "ce_write_bandwidth 0000:00:06.0->0000:00:07.0"
+  std::string key() const;              // "ce_write_bandwidth 0000:00:06.0->0000:00:07.0"
 };
 
 // Every bandwidth cell of the result, pair and host, with its expectation; inv should already

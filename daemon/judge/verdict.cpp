@@ -23,7 +23,7 @@ std::string gbps(double v) {
 void raise_verdict(Judgement& j, const char* verdict) {
   static const std::vector<std::string> order = {"passed", "below_threshold", "failed", "error"};
   auto rank = [&](const std::string& v) { return std::find(order.begin(), order.end(), v) - order.begin(); };
-  if (rank(verdict) > rank(j.verdict)) j.verdict = verdict;
+  if (rank(verdict) > rank(j.verdict)) { j.verdict = verdict; }
 }
 
 // A GPU of the document by its PCI address, else by its index ("gpu 3", "gpu ?").
@@ -39,22 +39,25 @@ void judge_case_cell(Judgement& j, const AgentResult& r, const SelftestSpec& spe
   const auto addr = [&](std::optional<int> i) { return agent_gpu_label(r, i); };
   if (cell.status == "failed" && c.status != "failed") {
     raise_verdict(j, "failed");
-    const std::string who = !cell.nvme.empty() ? cell.nvme + " (" + cell.writer + " writer)"
-                                               : addr(cell.src ? cell.src : cell.gpu) + (cell.dst ? "→" + addr(cell.dst) : "");
+    const std::string who = !cell.nvme.empty()
+                                ? cell.nvme + " (" + cell.writer + " writer)"
+                                : addr(cell.src ? cell.src : cell.gpu) + (cell.dst ? "→" + addr(cell.dst) : "");
     j.reasons.push_back(c.key + " " + who + " failed" + (cell.reason.empty() ? "" : ": " + cell.reason));
   }
   if (c.key == "peer_access" && cell.src && cell.dst && cell.peer_access && *cell.peer_access == 0) {
     const auto why = explain_denied_peer_access(r, *cell.src, *cell.dst, merged);
     std::string line = "peer access " + addr(cell.src) + "→" + addr(cell.dst) + " denied: ";
-    if (why.empty()) line += "no cause found in the evidence (GPU models, IOMMU, BAR size, driver, root complex)";
-    for (std::size_t k = 0; k < why.size(); ++k) line += (k ? "; " : "") + why[k];
-    if (const auto d = nvml_cuda_disagreement(r, *cell.src, *cell.dst, false)) line += "; " + *d;
+    if (why.empty()) { line += "no cause found in the evidence (GPU models, IOMMU, BAR size, driver, root complex)"; }
+    for (std::size_t k = 0; k < why.size(); ++k) { line += (k ? "; " : "") + why[k]; }
+    if (const auto d = nvml_cuda_disagreement(r, *cell.src, *cell.dst, false)) { line += "; " + *d; }
     j.reasons.push_back(line);
     j.load_independent_failure = true;
   }
-  if (c.key == "peer_access" && cell.src && cell.dst && cell.peer_access && *cell.peer_access == 1)
-    if (const auto d = nvml_cuda_disagreement(r, *cell.src, *cell.dst, true))
+  if (c.key == "peer_access" && cell.src && cell.dst && cell.peer_access && *cell.peer_access == 1) {
+    if (const auto d = nvml_cuda_disagreement(r, *cell.src, *cell.dst, true)) {
       j.notes.push_back("peer access " + addr(cell.src) + "→" + addr(cell.dst) + ": " + *d);
+    }
+  }
   // Through a write-combined mapping CPU stores are many times faster than loads (seed 004); as
   // fast or slower, the mapping is uncached (PAT off, or the driver refused write combining).
   if (c.key == "bar_copy" && cell.gpu && cell.bar_write_gbps && cell.bar_read_gbps &&
@@ -127,7 +130,7 @@ void judge_bandwidth_cell(Judgement& j, const SelftestSpec& spec, const CellExpe
       why += b;
     }
     why += ", below " + gbps(*threshold) + " (" + source + ")";
-    if (!e.narrowest.empty()) why += "; narrowest link " + e.narrowest;
+    if (!e.narrowest.empty()) { why += "; narrowest link " + e.narrowest; }
     j.reasons.push_back(why);
   }
   j.expectations.push_back(std::move(row));
@@ -140,7 +143,8 @@ void judge_run_totals(Judgement& j, const AgentResult& r, const SelftestSpec& sp
   if (bad_bytes > spec.max_integrity_errors) {
     raise_verdict(j, "failed");
     j.load_independent_failure = true;
-    j.reasons.push_back("integrity: " + std::to_string(bad_bytes) + " corrupted byte(s) in P2P copies (the profile allows " +
+    j.reasons.push_back("integrity: " + std::to_string(bad_bytes) +
+                        " corrupted byte(s) in P2P copies (the profile allows " +
                         std::to_string(spec.max_integrity_errors) + ")");
   }
   if (r.cases_passed == 0 && j.verdict == "passed") {
@@ -158,7 +162,8 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
   Judgement j;
   if (r.status == "error") {
     raise_verdict(j, "error");
-    j.reasons.push_back("the agent could not run its tests: " + (r.error.empty() ? std::string("no reason given") : r.error));
+    j.reasons.push_back("the agent could not run its tests: " +
+                        (r.error.empty() ? std::string("no reason given") : r.error));
     return j;
   }
   // The pair's class as the driver sees it (NV18 …), and what each cell should reach.
@@ -176,13 +181,14 @@ Judgement judge_agent_result(const AgentResult& r, const SelftestSpec& spec, con
       judge_case_cell(j, r, spec, merged, c, cell);
     }
   }
-  for (const auto& e : cells) judge_bandwidth_cell(j, spec, e);
+  for (const auto& e : cells) { judge_bandwidth_cell(j, spec, e); }
   judge_run_totals(j, r, spec, cell_bad);
   return j;
 }
 
-AgentRun judge_agent_run(sys::CommandResult process, std::int64_t started_unix, double duration_s, const std::string& path,
-                         std::chrono::nanoseconds time_limit, const SelftestSpec& spec, const Inventory& inv) {
+AgentRun judge_agent_run(sys::CommandResult process, std::int64_t started_unix, double duration_s,
+                         const std::string& path, std::chrono::nanoseconds time_limit, const SelftestSpec& spec,
+                         const Inventory& inv) {
   AgentRun run;
   run.process = std::move(process);
   run.started_unix = started_unix;
@@ -191,7 +197,7 @@ AgentRun judge_agent_run(sys::CommandResult process, std::int64_t started_unix, 
   const auto& p = run.process;
   auto stderr_tail = [&] {
     std::string e = p.err.size() > 300 ? p.err.substr(p.err.size() - 300) : p.err;
-    while (!e.empty() && (e.back() == '\n' || e.back() == ' ')) e.pop_back();
+    while (!e.empty() && (e.back() == '\n' || e.back() == ' ')) { e.pop_back(); }
     return e.empty() ? std::string() : " (stderr: " + e + ")";
   };
   if (p.start_failed) {
@@ -199,7 +205,8 @@ AgentRun judge_agent_run(sys::CommandResult process, std::int64_t started_unix, 
     return run;
   }
   if (p.timed_out) {
-    j = {"error", {"the agent hung: no result within " + format_duration(time_limit) + "; its process group was killed"}};
+    j = {"error",
+         {"the agent hung: no result within " + format_duration(time_limit) + "; its process group was killed"}};
     return run;
   }
   if (!p.exited) {
@@ -216,8 +223,9 @@ AgentRun judge_agent_run(sys::CommandResult process, std::int64_t started_unix, 
     return run;
   }
   if (parsed->exit_code != p.exit_code) {
-    j = {"error", {"the agent exited " + std::to_string(p.exit_code) + " but its document says exit_code " +
-                   std::to_string(parsed->exit_code)}};
+    j = {"error",
+         {"the agent exited " + std::to_string(p.exit_code) + " but its document says exit_code " +
+          std::to_string(parsed->exit_code)}};
     return run;
   }
   j = judge_agent_result(*parsed, spec, inv);

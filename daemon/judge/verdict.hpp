@@ -45,7 +45,8 @@ struct AgentRun {
 };
 // The verdict on a finished agent process (probe/agent_run.hpp ran it): a hung, crashed, silent,
 // oversized or lying agent is an error; otherwise the judge's verdict on its document.
-AgentRun judge_agent_run(sys::CommandResult process, std::int64_t started_unix, double duration_s, const std::string& path,
-                         std::chrono::nanoseconds time_limit, const SelftestSpec& spec, const Inventory& inv);
+AgentRun judge_agent_run(sys::CommandResult process, std::int64_t started_unix, double duration_s,
+                         const std::string& path, std::chrono::nanoseconds time_limit, const SelftestSpec& spec,
+                         const Inventory& inv);
 
 }  // namespace p2pnode::judge

@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -31,9 +31,10 @@ Error mismatch(std::string_view label, std::string_view where, const std::string
 // One path component of [A-Za-z0-9._-], never "." or ".." or hidden: a git URL ending in "/.."
 // must not name the artifacts folder itself (which a stale checkout's removal would then delete).
 std::string safe_name(std::string s) {
-  for (char& c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) c = '_';
-  if (!s.empty() && s.front() == '.') s.front() = '_';
+  for (char& c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) { c = '_'; }
+  }
+  if (!s.empty() && s.front() == '.') { s.front() = '_'; }
   return s.empty() ? "artifact" : s;
 }
 
@@ -42,26 +43,27 @@ std::string safe_name(std::string s) {
 // kMaxArtifactBytes, read to its end.
 Result<std::string> hash_host_file(const fs::path& p) {
   const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return Error{"cannot open " + p.string() + ": " + std::strerror(errno), errno};
+  if (fd < 0) { return Error{"cannot open " + p.string() + ": " + std::strerror(errno), errno}; }
   struct Close {
     int fd;
     ~Close() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return Error{"cannot stat " + p.string() + ": " + std::strerror(errno), errno};
-  if (!S_ISREG(st.st_mode)) return Error{p.string() + " is not a regular file: refusing to read it"};
-  if (static_cast<std::uint64_t>(st.st_size) > kMaxArtifactBytes)
+  if (::fstat(fd, &st) != 0) { return Error{"cannot stat " + p.string() + ": " + std::strerror(errno), errno}; }
+  if (!S_ISREG(st.st_mode)) { return Error{p.string() + " is not a regular file: refusing to read it"}; }
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxArtifactBytes) {
     return Error{p.string() + " is " + std::to_string(st.st_size) + " bytes; a file artifact is at most 8 GiB"};
+  }
   nvidia::Sha256 h;
   std::vector<char> buf(1 << 16);
   std::uint64_t total = 0;
   for (;;) {
     const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error{"reading " + p.string() + ": " + std::strerror(errno), errno};
-    if (n == 0) break;
+    if (n < 0 && errno == EINTR) { continue; }
+    if (n < 0) { return Error{"reading " + p.string() + ": " + std::strerror(errno), errno}; }
+    if (n == 0) { break; }
     total += static_cast<std::uint64_t>(n);
-    if (total > kMaxArtifactBytes) return Error{p.string() + " grew past 8 GiB while it was read"};
+    if (total > kMaxArtifactBytes) { return Error{p.string() + " grew past 8 GiB while it was read"}; }
     h.update(buf.data(), static_cast<std::size_t>(n));
   }
   return h.hex();
@@ -75,25 +77,27 @@ Result<std::pair<std::string, bool>> local_artifact(const sys::SysRoot& root, co
                                                     std::string_view label) {
   const std::string where = std::string(label) + ": " + path;
   auto info = root.lstat(path);
-  if (!info) return info.error().with_context(std::string(label));
-  if (info->type == sys::FileType::missing) return Error{where + " does not exist"};
+  if (!info) { return info.error().with_context(std::string(label)); }
+  if (info->type == sys::FileType::missing) { return Error{where + " does not exist"}; }
   std::string real = path;
   std::string shown = path;
   if (info->type == sys::FileType::symlink) {
     auto r = root.resolve(path);
-    if (!r) return Error{where + ": " + r.error().message};
+    if (!r) { return Error{where + ": " + r.error().message}; }
     real = *r;
     shown = path + " (a link to " + real + ")";
     info = root.lstat(real);
-    if (!info) return info.error().with_context(std::string(label));
+    if (!info) { return info.error().with_context(std::string(label)); }
   }
-  if (info->type == sys::FileType::directory) return std::pair{real, true};
-  if (info->type != sys::FileType::regular)
+  if (info->type == sys::FileType::directory) { return std::pair{real, true}; }
+  if (info->type != sys::FileType::regular) {
     return Error{std::string(label) + ": " + shown + " is " + std::string(sys::describe(info->type)) +
                  ": a path: artifact must be a regular file or a directory"};
-  if (info->size > kMaxArtifactBytes)
+  }
+  if (info->size > kMaxArtifactBytes) {
     return Error{std::string(label) + ": " + shown + " is " + std::to_string(info->size) +
                  " bytes; a file artifact is at most 8 GiB (as curl's --max-filesize for a download)"};
+  }
   return std::pair{real, false};
 }
 
@@ -102,32 +106,40 @@ Result<std::pair<std::string, bool>> local_artifact(const sys::SysRoot& root, co
 Result<Fetched> check_path(const sys::SysRoot& root, const std::string& named, const Artifact& a,
                            std::string_view label) {
   const auto local = local_artifact(root, named, label);
-  if (!local) return local.error();
+  if (!local) { return local.error(); }
   const std::string& path = local->first;
   Fetched f;
   f.is_dir = local->second;
   // The original first: a wrong one is refused before anything is written.
-  if (auto h = f.is_dir ? sha256_tree(root, path) : sha256_file(root, path); !h || *h != a.sha256)
+  if (auto h = f.is_dir ? sha256_tree(root, path) : sha256_file(root, path); !h || *h != a.sha256) {
     return !h ? h.error().with_context(std::string(label)) : mismatch(label, path, a.sha256, *h);
+  }
   // Named by digest too: two artifacts of one name (a source and a patch both called src) never share a copy.
-  const std::string dest = sys::join(kArtifactDir, "local", a.sha256.substr(0, 16) + "-" + safe_name(artifact_basename(a)));
+  const std::string dest =
+      sys::join(kArtifactDir, "local", a.sha256.substr(0, 16) + "-" + safe_name(artifact_basename(a)));
   const std::string part = dest + ".part";
-  if (auto st = root.make_dirs(sys::join(kArtifactDir, "local")); !st) return st.error().with_context(std::string(label));
+  if (auto st = root.make_dirs(sys::join(kArtifactDir, "local")); !st) {
+    return st.error().with_context(std::string(label));
+  }
   std::error_code ec;
   fs::remove_all(root.host_path(part), ec);
   if (f.is_dir) {
-    if (auto st = copy_tree(root.host_path(path), root.host_path(part)); !st) return st.error().with_context(std::string(label));
+    if (auto st = copy_tree(root.host_path(path), root.host_path(part)); !st) {
+      return st.error().with_context(std::string(label));
+    }
   } else {
     fs::copy_file(root.host_path(path), root.host_path(part), fs::copy_options::overwrite_existing, ec);
-    if (ec) return Error{std::string(label) + ": copying " + path + " to " + part + ": " + ec.message(), ec.value()};
+    if (ec) {
+      return Error{std::string(label) + ": copying " + path + " to " + part + ": " + ec.message(), ec.value()};
+    }
   }
   auto h = f.is_dir ? sha256_tree(root, part) : sha256_file(root, part);
-  if (!h || *h != a.sha256) fs::remove_all(root.host_path(part), ec);
-  if (!h) return h.error().with_context(std::string(label));
-  if (*h != a.sha256) return mismatch(label, path, a.sha256, *h);
+  if (!h || *h != a.sha256) { fs::remove_all(root.host_path(part), ec); }
+  if (!h) { return h.error().with_context(std::string(label)); }
+  if (*h != a.sha256) { return mismatch(label, path, a.sha256, *h); }
   fs::remove_all(root.host_path(dest), ec);
   fs::rename(root.host_path(part), root.host_path(dest), ec);
-  if (ec) return Error{std::string(label) + ": renaming " + part + ": " + ec.message(), ec.value()};
+  if (ec) { return Error{std::string(label) + ": renaming " + part + ": " + ec.message(), ec.value()}; }
   f.path = dest;
   f.sha256 = *h;
   return f;
@@ -137,9 +149,9 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
                          std::string_view label, const LogFn& log) {
   const std::string dest = sys::join(kArtifactDir, artifact_basename(a));
   if (root.exists(dest)) {
-    if (auto h = sha256_file(root, dest); h && *h == a.sha256) return Fetched{dest, false, *h, false};
+    if (auto h = sha256_file(root, dest); h && *h == a.sha256) { return Fetched{dest, false, *h, false}; }
   }
-  if (auto st = root.make_dirs(kArtifactDir); !st) return st.error().with_context(std::string(label));
+  if (auto st = root.make_dirs(kArtifactDir); !st) { return st.error().with_context(std::string(label)); }
   const std::string part = dest + ".part";
   std::error_code ec;
   const auto have = fs::exists(root.host_path(part)) ? fs::file_size(root.host_path(part), ec) : 0;
@@ -175,8 +187,9 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
     // The server cannot resume (no ranges, or the file changed): a kept .part would fail every
     // later apply the same way, so it goes and the next apply starts over.
     (void)root.remove_file(part);
-    return Error{std::string(label) + ": downloading " + shown + ": curl " + r.describe() + ": " + grammar::redact_userinfo(curl_error_lines(r.err)) +
-                     " (the server cannot resume " + part + ": removed, the next apply downloads it whole)",
+    return Error{std::string(label) + ": downloading " + shown + ": curl " + r.describe() + ": " +
+                     grammar::redact_userinfo(curl_error_lines(r.err)) + " (the server cannot resume " + part +
+                     ": removed, the next apply downloads it whole)",
                  r.exit_code};
   }
   if (!r.success()) {
@@ -186,14 +199,14 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
                  r.exit_code};
   }
   auto h = sha256_file(root, part);
-  if (!h) return h.error().with_context(std::string(label));
+  if (!h) { return h.error().with_context(std::string(label)); }
   if (*h != a.sha256) {
     // A complete download with the wrong digest cannot be fixed by resuming it.
     (void)root.remove_file(part);
     return mismatch(label, shown, a.sha256, *h);
   }
   fs::rename(root.host_path(part), root.host_path(dest), ec);
-  if (ec) return Error{std::string(label) + ": renaming " + part + ": " + ec.message(), ec.value()};
+  if (ec) { return Error{std::string(label) + ": renaming " + part + ": " + ec.message(), ec.value()}; }
   return Fetched{dest, false, *h, true};
 }
 
@@ -206,16 +219,18 @@ std::string git_checkout_dir(const Artifact& a) {
 
 namespace {
 
-Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, const Artifact& a,
-                      std::string_view label, const LogFn& log) {
+Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, const Artifact& a, std::string_view label,
+                      const LogFn& log) {
   const std::string branch = a.branch.value_or("");
   const std::string dest = git_checkout_dir(a);
   if (root.is_dir(dest)) {
-    if (auto h = sha256_tree(root, dest); h && *h == a.sha256) return Fetched{dest, true, *h, false};
+    if (auto h = sha256_tree(root, dest); h && *h == a.sha256) { return Fetched{dest, true, *h, false}; }
     std::error_code ec;
     fs::remove_all(root.host_path(dest), ec);  // ours, and not what the profile wants: start over
   }
-  if (auto st = root.make_dirs(sys::join(kArtifactDir, "git")); !st) return st.error().with_context(std::string(label));
+  if (auto st = root.make_dirs(sys::join(kArtifactDir, "git")); !st) {
+    return st.error().with_context(std::string(label));
+  }
   // A password or token in the URL never reaches a message or the log (GET /v1/plan has no token),
   // nor does git's own echo of the URL.
   const std::string shown = grammar::redact_url(*a.git);
@@ -224,19 +239,20 @@ Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, cons
   // ext:: runs a program and fd:: reads a descriptor: never, whatever git's defaults (the loader
   // refuses any <transport>:: form too).
   cmd.argv = {"git", "-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never", "clone", "--depth", "1"};
-  if (!branch.empty()) cmd.argv.insert(cmd.argv.end(), {"--branch", branch});
+  if (!branch.empty()) { cmd.argv.insert(cmd.argv.end(), {"--branch", branch}); }
   // After --: a repository that starts with '-' is never read as an option (the loader refuses one too).
   cmd.argv.insert(cmd.argv.end(), {"--", *a.git, root.host_path(dest).string()});
   cmd.timeout = std::chrono::hours(1);
   cmd.on_line = [&](std::string_view line, bool) { log(grammar::redact_userinfo(line)); };
   const auto r = runner.run(cmd);
-  if (!r.success())
+  if (!r.success()) {
     return Error{std::string(label) + ": git clone " + shown + ": " + r.describe() +
                      (r.err.empty() ? "" : ": " + grammar::redact_userinfo(r.err)),
                  r.exit_code};
+  }
   auto h = sha256_tree(root, dest);
-  if (!h) return h.error().with_context(std::string(label));
-  if (*h != a.sha256) return mismatch(label, dest + " (git " + branch + ")", a.sha256, *h);
+  if (!h) { return h.error().with_context(std::string(label)); }
+  if (*h != a.sha256) { return mismatch(label, dest + " (git " + branch + ")", a.sha256, *h); }
   return Fetched{dest, true, *h, true};
 }
 
@@ -245,12 +261,12 @@ Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, cons
 std::string artifact_basename(const Artifact& a) {
   std::string s = a.path ? *a.path : a.url ? *a.url : a.git ? *a.git : std::string();
   // A URL's user info never names a file or a folder (https://user:token@host has no path).
-  if (!a.path) s = grammar::redact_url(s);
-  if (const auto q = s.find_first_of("?#"); q != std::string::npos && !a.path) s.resize(q);
-  while (!s.empty() && s.back() == '/') s.pop_back();
+  if (!a.path) { s = grammar::redact_url(s); }
+  if (const auto q = s.find_first_of("?#"); q != std::string::npos && !a.path) { s.resize(q); }
+  while (!s.empty() && s.back() == '/') { s.pop_back(); }
   const auto slash = s.rfind('/');
   std::string base = slash == std::string::npos ? s : s.substr(slash + 1);
-  if (a.git && base.size() > 4 && base.compare(base.size() - 4, 4, ".git") == 0) base.resize(base.size() - 4);
+  if (a.git && base.size() > 4 && base.compare(base.size() - 4, 4, ".git") == 0) { base.resize(base.size() - 4); }
   return base;
 }
 
@@ -260,52 +276,54 @@ Result<std::string> sha256_file(const sys::SysRoot& root, std::string_view path)
 
 Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir) {
   auto members = walk_tree(root, dir);
-  if (!members) return Error{std::string(dir) + ": " + members.error().message + ": refusing the tree"};
+  if (!members) { return Error{std::string(dir) + ": " + members.error().message + ": refusing the tree"}; }
   std::vector<std::string> lines;
   for (const auto& m : *members) {
-    if (m.kind == TreeMember::Kind::directory) continue;
+    if (m.kind == TreeMember::Kind::directory) { continue; }
     if (m.kind == TreeMember::Kind::link) {
       lines.push_back(nvidia::sha256_hex(m.target) + "  " + m.path + "\n");
       continue;
     }
     auto h = hash_host_file(root.host_path(sys::join(dir, m.path.substr(2))));
-    if (!h) return h.error();
+    if (!h) { return h.error(); }
     lines.push_back(*h + "  " + m.path + "\n");
   }
   std::sort(lines.begin(), lines.end(), [](const std::string& x, const std::string& y) {
     return x.substr(66) < y.substr(66);  // by path, bytewise, as LC_ALL=C sort -z of the names
   });
   std::string listing;
-  for (const auto& l : lines) listing += l;
+  for (const auto& l : lines) { listing += l; }
   return listing;
 }
 
 Result<std::string> sha256_tree(const sys::SysRoot& root, std::string_view dir) {
   auto l = tree_listing(root, dir);
-  if (!l) return l.error();
+  if (!l) { return l.error(); }
   return nvidia::sha256_hex(*l);
 }
 
 Result<Fetched> fetch_artifact(const sys::SysRoot& root, sys::CommandRunner& runner, const Artifact& a,
                                std::string_view label, const LogFn& log) {
-  if (a.sha256.empty()) return Error{std::string(label) + ": the profile gives no sha256"};
-  if (a.path) return check_path(root, *a.path, a, label);
-  if (a.url) return download(root, runner, a, label, log);
-  if (a.git) return clone(root, runner, a, label, log);
+  if (a.sha256.empty()) { return Error{std::string(label) + ": the profile gives no sha256"}; }
+  if (a.path) { return check_path(root, *a.path, a, label); }
+  if (a.url) { return download(root, runner, a, label, log); }
+  if (a.git) { return clone(root, runner, a, label, log); }
   return Error{std::string(label) + ": the profile names no path, url or git"};
 }
 
 std::optional<double> curl_progress_percent(std::string_view line) {
-  while (!line.empty() && line.back() == ' ') line.remove_suffix(1);
-  if (line.size() < 2 || line.back() != '%') return std::nullopt;
+  while (!line.empty() && line.back() == ' ') { line.remove_suffix(1); }
+  if (line.size() < 2 || line.back() != '%') { return std::nullopt; }
   line.remove_suffix(1);
   const auto sp = line.find_last_of(' ');
   const std::string_view num = sp == std::string_view::npos ? line : line.substr(sp + 1);
   const std::string_view bar = sp == std::string_view::npos ? std::string_view() : line.substr(0, sp);
-  if (bar.find_first_not_of("#=-O ") != std::string_view::npos) return std::nullopt;  // not a bar
+  if (bar.find_first_not_of("#=-O ") != std::string_view::npos) {
+    return std::nullopt;  // not a bar
+  }
   double v = 0;
   const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-  if (ec != std::errc() || end != num.data() + num.size() || v < 0 || v > 100) return std::nullopt;
+  if (ec != std::errc() || end != num.data() + num.size() || v < 0 || v > 100) { return std::nullopt; }
   return v;
 }
 
@@ -315,8 +333,8 @@ std::string curl_error_lines(std::string_view err) {
   while (start <= err.size()) {
     const auto end = err.find_first_of("\r\n", start);
     const auto line = err.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (line.rfind("curl:", 0) == 0) out += (out.empty() ? "" : "; ") + std::string(line);
-    if (end == std::string_view::npos) break;
+    if (line.rfind("curl:", 0) == 0) { out += (out.empty() ? "" : "; ") + std::string(line); }
+    if (end == std::string_view::npos) { break; }
     start = end + 1;
   }
   return out;

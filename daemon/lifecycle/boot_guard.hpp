@@ -34,9 +34,9 @@ struct BootGuardInputs {
 
 struct BootGuardDecision {
   enum class What { nothing, hold, release } what = What::nothing;
-  std::string kernel;  // hold: the kernel to boot (the newest with the module)
-  std::string reason;  // why, for the plan, the step and the finding
-  bool unsafe = false; // the next boot kernel lacks the module and nothing can be done about it
+  std::string kernel;   // hold: the kernel to boot (the newest with the module)
+  std::string reason;   // why, for the plan, the step and the finding
+  bool unsafe = false;  // the next boot kernel lacks the module and nothing can be done about it
 };
 
 BootGuardDecision decide_boot_guard(const BootGuardInputs& in);

@@ -20,9 +20,9 @@ Result<BuildLock> BuildLock::acquire(const sys::SysRoot& root, const std::string
   const auto host = root.host_path(path);
   std::error_code ec;
   std::filesystem::create_directories(host.parent_path(), ec);
-  if (ec) return Error{"creating " + host.parent_path().string() + ": " + ec.message(), ec.value()};
+  if (ec) { return Error{"creating " + host.parent_path().string() + ": " + ec.message(), ec.value()}; }
   const int fd = ::open(host.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Error{"opening " + path + ": " + std::strerror(errno), errno};
+  if (fd < 0) { return Error{"opening " + path + ": " + std::strerror(errno), errno}; }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK) {
       const int e = errno;
@@ -32,9 +32,9 @@ Result<BuildLock> BuildLock::acquire(const sys::SysRoot& root, const std::string
     std::ifstream in(host);
     std::string holder;
     std::getline(in, holder);
-    if (waiting) waiting(holder.empty() ? "another p2pnode" : holder);
+    if (waiting) { waiting(holder.empty() ? "another p2pnode" : holder); }
     while (::flock(fd, LOCK_EX) != 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR) { continue; }
       const int e = errno;
       ::close(fd);
       return Error{"locking " + path + ": " + std::strerror(e), e};
@@ -47,12 +47,14 @@ Result<BuildLock> BuildLock::acquire(const sys::SysRoot& root, const std::string
   std::getline(comm, name);
   who << "pid " << ::getpid() << ": " << (name.empty() ? "p2pnode" : name) << "\n";
   const std::string text = who.str();
-  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, text.data(), text.size(), 0);
+  if (::ftruncate(fd, 0) == 0) { (void)!::pwrite(fd, text.data(), text.size(), 0); }
   return BuildLock(fd);
 }
 
 BuildLock::~BuildLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the flock
+  if (fd_ >= 0) {
+    ::close(fd_);  // releases the flock
+  }
 }
 
 }  // namespace p2pnode::lifecycle

@@ -40,8 +40,8 @@ class ProgressWatcher {
     std::optional<std::uintmax_t> size;
     std::string tail;
   };
-  ProgressWatcher(std::function<Sample()> poll, std::function<void(const std::string&)> out, std::string log_name = "make.log",
-                  double interval_s = 30,
+  ProgressWatcher(std::function<Sample()> poll, std::function<void(const std::string&)> out,
+                  std::string log_name = "make.log", double interval_s = 30,
                   std::chrono::milliseconds poll_every = std::chrono::seconds(5));
   ~ProgressWatcher();
   ProgressWatcher(const ProgressWatcher&) = delete;

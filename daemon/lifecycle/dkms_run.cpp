@@ -14,8 +14,8 @@ constexpr std::size_t kLogTail = 20;
 // A build p2pnode starts is not a sub-make of whatever started p2pnode (`make test`, a provisioning
 // Makefile): with MAKELEVEL set, DKMS's `make -f - show-CC` prints "Entering directory" into CC and
 // NVIDIA's kernel-open/Makefile fails with "Unterminated quoted string".
-const std::vector<std::string> kOuterMake = {"MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "MAKE_TERMOUT",
-                                             "MAKE_TERMERR", "GNUMAKEFLAGS"};
+const std::vector<std::string> kOuterMake = {"MAKEFLAGS",    "MAKELEVEL",    "MFLAGS",      "MAKEOVERRIDES",
+                                             "MAKE_TERMOUT", "MAKE_TERMERR", "GNUMAKEFLAGS"};
 }  // namespace
 
 std::string seconds(std::chrono::steady_clock::duration d) {
@@ -36,13 +36,16 @@ sys::CommandResult Runner::run(const std::string& step, std::vector<std::string>
   cmd.unset_env = kOuterMake;
   const auto start = std::chrono::steady_clock::now();
   cmd.on_line = [&](std::string_view line, bool) {
-    if (on_line) on_line(line);
-    else if (!line.empty()) log_("[" + step + " +" + seconds(std::chrono::steady_clock::now() - start) + "] " + std::string(line));
+    if (on_line) {
+      on_line(line);
+    } else if (!line.empty()) {
+      log_("[" + step + " +" + seconds(std::chrono::steady_clock::now() - start) + "] " + std::string(line));
+    }
   };
   log_("[" + step + "] " + cmd.display());
   auto r = runner_.run(cmd);
   log_("[" + step + "] " + r.describe() + " after " + seconds(std::chrono::steady_clock::now() - start));
-  if (changes) ++changes_;
+  if (changes) { ++changes_; }
   return r;
 }
 
@@ -62,7 +65,7 @@ std::unique_ptr<lifecycle::ProgressWatcher> watch_build(const sys::SysRoot& root
         lifecycle::ProgressWatcher::Sample s;
         std::error_code ec;
         const auto size = fs::file_size(host, ec);
-        if (ec) return s;
+        if (ec) { return s; }
         s.size = size;
         if (std::FILE* f = std::fopen(host.c_str(), "rb")) {
           const long from = size > 4096 ? static_cast<long>(size - 4096) : 0;
@@ -79,12 +82,12 @@ std::unique_ptr<lifecycle::ProgressWatcher> watch_build(const sys::SysRoot& root
 // dkms status entries for one package.
 Result<std::vector<dkms::StatusEntry>> status_of(Runner& run, const std::string& name, const std::string& version) {
   std::vector<std::string> argv = {"dkms", "status", "-m", name};
-  if (!version.empty()) argv.insert(argv.end(), {"-v", version});
+  if (!version.empty()) { argv.insert(argv.end(), {"-v", version}); }
   // DKMS 3.x reads every built module's files for its status; on a loaded box that is minutes.
   const auto r = run.run("dkms status", argv, kStatusTimeout, false);
   if (!r.success()) {
     std::string said = dkms::tail_lines(r.err, 1);  // DKMS's last word, "…\n"
-    if (!said.empty()) said.pop_back();
+    if (!said.empty()) { said.pop_back(); }
     return Error{"`dkms status -m " + name + (version.empty() ? "" : " -v " + version) + "` " + r.describe() +
                  (said.empty() ? "" : ": " + said)};
   }
@@ -92,8 +95,9 @@ Result<std::vector<dkms::StatusEntry>> status_of(Runner& run, const std::string&
 }
 
 bool installed_for(const std::vector<dkms::StatusEntry>& st, const std::string& version, const std::string& kernel) {
-  for (const auto& e : st)
-    if (e.version == version && e.kernel == kernel && e.state == "installed") return true;
+  for (const auto& e : st) {
+    if (e.version == version && e.kernel == kernel && e.state == "installed") { return true; }
+  }
   return false;
 }
 
@@ -102,9 +106,9 @@ bool installed_for(const std::vector<dkms::StatusEntry>& st, const std::string& 
 std::string failure_report(const std::string& what, const sys::CommandResult& r, const sys::SysRoot& root,
                            const std::string& make_log, json& details, const std::string& driver_version) {
   std::string msg = what + ": dkms " + r.describe();
-  if (r.exited) msg += " (" + dkms::exit_code_meaning(r.exit_code) + ")";
+  if (r.exited) { msg += " (" + dkms::exit_code_meaning(r.exit_code) + ")"; }
   details["dkms_exit_code"] = r.exited ? r.exit_code : -1;
-  if (auto line = dkms::dkms_failure_line(r.out + "\n" + r.err)) msg += "; " + *line;
+  if (auto line = dkms::dkms_failure_line(r.out + "\n" + r.err)) { msg += "; " + *line; }
   if (auto log = root.read_text(make_log, 16 << 20)) {
     details["make_log"] = make_log;
     details["make_log_tail"] = dkms::tail_lines(*log, kLogTail);
@@ -131,14 +135,14 @@ std::string failure_report(const std::string& what, const sys::CommandResult& r,
 Status copy_tree(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::create_directories(to, ec);
-  if (ec) return Error{"creating " + to.string() + ": " + ec.message(), ec.value()};
+  if (ec) { return Error{"creating " + to.string() + ": " + ec.message(), ec.value()}; }
   for (const auto& e : fs::directory_iterator(from, ec)) {
-    if (e.path().filename() == ".git") continue;
+    if (e.path().filename() == ".git") { continue; }
     fs::copy(e.path(), to / e.path().filename(),
              fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
-    if (ec) return Error{"copying " + e.path().string() + ": " + ec.message(), ec.value()};
+    if (ec) { return Error{"copying " + e.path().string() + ": " + ec.message(), ec.value()}; }
   }
-  if (ec) return Error{"listing " + from.string() + ": " + ec.message(), ec.value()};
+  if (ec) { return Error{"listing " + from.string() + ": " + ec.message(), ec.value()}; }
   return {};
 }
 
@@ -154,29 +158,34 @@ Status strip_setid(const fs::path& dir) {
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const auto st = it->symlink_status(ec);
-    if (ec || fs::is_symlink(st)) continue;
-    if ((st.permissions() & (fs::perms::set_uid | fs::perms::set_gid)) != fs::perms::none)
+    if (ec || fs::is_symlink(st)) { continue; }
+    if ((st.permissions() & (fs::perms::set_uid | fs::perms::set_gid)) != fs::perms::none) {
       fs::permissions(it->path(), fs::perms::set_uid | fs::perms::set_gid, fs::perm_options::remove, ec);
-    if (ec) return Error{"clearing the set-id bits of " + it->path().string() + ": " + ec.message(), ec.value()};
+    }
+    if (ec) { return Error{"clearing the set-id bits of " + it->path().string() + ": " + ec.message(), ec.value()}; }
   }
-  if (ec) return Error{"listing " + dir.string() + ": " + ec.message(), ec.value()};
+  if (ec) { return Error{"listing " + dir.string() + ": " + ec.message(), ec.value()}; }
   return {};
 }
 
 Status move_tree(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::rename(from, to, ec);
-  if (!ec) return {};
-  if (ec != std::errc::cross_device_link) return Error{"moving " + from.string() + " to " + to.string() + ": " + ec.message(), ec.value()};
+  if (!ec) { return {}; }
+  if (ec != std::errc::cross_device_link) {
+    return Error{"moving " + from.string() + " to " + to.string() + ": " + ec.message(), ec.value()};
+  }
   ec.clear();
   if (fs::is_directory(fs::symlink_status(from))) {
-    if (auto st = copy_tree(from, to); !st) return st;
+    if (auto st = copy_tree(from, to); !st) { return st; }
   } else {
     fs::copy(from, to, fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
-    if (ec) return Error{"copying " + from.string() + " to " + to.string() + ": " + ec.message(), ec.value()};
+    if (ec) { return Error{"copying " + from.string() + " to " + to.string() + ": " + ec.message(), ec.value()}; }
   }
   fs::remove_all(from, ec);
-  if (ec) return Error{"removing " + from.string() + " after copying it to " + to.string() + ": " + ec.message(), ec.value()};
+  if (ec) {
+    return Error{"removing " + from.string() + " after copying it to " + to.string() + ": " + ec.message(), ec.value()};
+  }
   return {};
 }
 

@@ -54,7 +54,8 @@ bool installed_for(const std::vector<dkms::StatusEntry>& st, const std::string& 
 // A failed DKMS step: its exit code and meaning, DKMS's own error line, the compiler's first error
 // and the tail of make.log, and the known breakage it matches.
 std::string failure_report(const std::string& what, const sys::CommandResult& r, const sys::SysRoot& root,
-                           const std::string& make_log, nlohmann::json& details, const std::string& driver_version = {});
+                           const std::string& make_log, nlohmann::json& details,
+                           const std::string& driver_version = {});
 
 // The tree under `from` into `to` (host paths; .git left out; symlinks kept as links).
 Status copy_tree(const std::filesystem::path& from, const std::filesystem::path& to);

@@ -9,7 +9,7 @@ std::string gdrdrv_nvidia_src_dir(const DriverSpec& nvidia) {
 }
 
 std::optional<DriverSpec> gdrdrv_spec(const Profile& p) {
-  if (!p.gdrcopy || !p.driver || !p.driver->kernel_module) return std::nullopt;
+  if (!p.gdrcopy || !p.driver || !p.driver->kernel_module) { return std::nullopt; }
   DriverSpec d;
   d.version = p.gdrcopy->version;
   ModuleSource m;

@@ -26,16 +26,18 @@ Status unpack_source(const sys::SysRoot& root, sys::CommandRunner& runner, const
   list.argv = list_argv(root.host_path(archive).string());
   list.timeout = std::chrono::minutes(10);
   const auto l = runner.run(list);
-  if (!l.success()) return Error{"listing " + archive + ": tar " + l.describe() + ": " + l.err, l.exit_code};
-  if (const auto special = special_archive_member(l.out))
-    return Error{"the archive's member " + *special + ": a source tree holds only files, directories and symbolic links "
+  if (!l.success()) { return Error{"listing " + archive + ": tar " + l.describe() + ": " + l.err, l.exit_code}; }
+  if (const auto special = special_archive_member(l.out)) {
+    return Error{"the archive's member " + *special +
+                 ": a source tree holds only files, directories and symbolic links "
                  "(nothing was unpacked)"};
+  }
   sys::Command tar;
   tar.argv = unpack_argv(root.host_path(archive).string(), root.host_path(dir).string());
   tar.timeout = std::chrono::minutes(10);
   const auto r = runner.run(tar);
-  if (!r.success()) return Error{"unpacking " + archive + ": tar " + r.describe() + ": " + r.err, r.exit_code};
-  if (auto st = strip_setid(root.host_path(dir)); !st) return st.error().with_context("unpacking " + archive);
+  if (!r.success()) { return Error{"unpacking " + archive + ": tar " + r.describe() + ": " + r.err, r.exit_code}; }
+  if (auto st = strip_setid(root.host_path(dir)); !st) { return st.error().with_context("unpacking " + archive); }
   const auto top = root.list_dir(dir);
   const auto inner_info = top.size() == 1 ? root.lstat(sys::join(dir, top[0])) : Result<sys::FileInfo>(sys::FileInfo{});
   if (inner_info && inner_info->type == sys::FileType::directory) {
@@ -44,9 +46,9 @@ Status unpack_source(const sys::SysRoot& root, sys::CommandRunner& runner, const
     const fs::path tmp = root.host_path(dir + ".unpack");
     fs::remove_all(tmp, ec);
     fs::rename(inner, tmp, ec);
-    if (!ec) fs::remove_all(root.host_path(dir), ec);
-    if (!ec) fs::rename(tmp, root.host_path(dir), ec);
-    if (ec) return Error{"flattening " + dir + ": " + ec.message(), ec.value()};
+    if (!ec) { fs::remove_all(root.host_path(dir), ec); }
+    if (!ec) { fs::rename(tmp, root.host_path(dir), ec); }
+    if (ec) { return Error{"flattening " + dir + ": " + ec.message(), ec.value()}; }
   }
   return {};
 }
@@ -54,14 +56,16 @@ Status unpack_source(const sys::SysRoot& root, sys::CommandRunner& runner, const
 // The staged tree held to the tree rules (lifecycle/tree_rules.hpp), whatever it came from, before
 // p2pnode writes dkms.conf and patches/ into it: the staging folder and patches/ real folders.
 Status check_staged_tree(const sys::SysRoot& root, const std::string& dir, bool writes_patches) {
-  if (auto members = walk_tree(root, dir); !members)
+  if (auto members = walk_tree(root, dir); !members) {
     return Error{"the staged tree " + dir + ": " + members.error().message + ": refusing it"};
-  if (!writes_patches) return {};
+  }
+  if (!writes_patches) { return {}; }
   const std::string patches = sys::join(dir, "patches");
   const auto info = root.lstat(patches);
-  if (!info) return info.error();
-  if (info->type == sys::FileType::missing || info->type == sys::FileType::directory) return {};
-  const auto target = info->type == sys::FileType::symlink ? root.read_link(patches) : Result<std::string>(std::string());
+  if (!info) { return info.error(); }
+  if (info->type == sys::FileType::missing || info->type == sys::FileType::directory) { return {}; }
+  const auto target =
+      info->type == sys::FileType::symlink ? root.read_link(patches) : Result<std::string>(std::string());
   return Error{"the staged tree " + dir + ": ./patches is " + std::string(sys::describe(info->type)) +
                (target && !target->empty() ? " (to " + *target + ")" : "") +
                ", not a folder: p2pnode writes the profile's patches there, and only into a folder of the tree itself"};
@@ -73,24 +77,25 @@ Result<std::vector<std::string>> stage_patch_files(const sys::SysRoot& root, con
                                                    const std::vector<PatchFile>& patches, Staged& s) {
   std::vector<std::string> patch_names;
   std::error_code ec;
-  if (auto st = root.make_dirs(sys::join(s.dir, "patches")); !st) return st.error();
+  if (auto st = root.make_dirs(sys::join(s.dir, "patches")); !st) { return st.error(); }
   for (std::size_t i = 0; i < patches.size(); ++i) {
     patch_names.push_back(patch_name(i, d.kernel_module->patches[i]));
     const std::string to = sys::join(s.dir, "patches", patch_names.back());
     s.patches.push_back(to);
     // The tree's own file of that name (a link among them) is replaced, never written through; a
     // refused tree leaves nothing behind in the staging folder.
-    if (root.exists(to))
+    if (root.exists(to)) {
       if (auto st = root.remove_file(to); !st) {
         fs::remove_all(root.host_path(s.dir), ec);
         return st.error();
       }
+    }
     if (patches[i].from.empty()) {
-      if (auto st = root.write_file_atomic(to, patches[i].text); !st) return st.error();
+      if (auto st = root.write_file_atomic(to, patches[i].text); !st) { return st.error(); }
       continue;
     }
     fs::copy_file(root.host_path(patches[i].from), root.host_path(to), fs::copy_options::overwrite_existing, ec);
-    if (ec) return Error{"copying patch " + patches[i].from + ": " + ec.message(), ec.value()};
+    if (ec) { return Error{"copying patch " + patches[i].from + ": " + ec.message(), ec.value()}; }
   }
   return patch_names;
 }
@@ -102,12 +107,15 @@ Result<dkms::Conf> stage_conf_nvidia_open(const sys::SysRoot& root, const Driver
                                           const std::vector<std::string>& patch_names, Staged& s) {
   auto vmk = root.read_text(sys::join(s.dir, "version.mk"));
   const auto tree_version = vmk ? dkms::nvidia_tree_version(*vmk) : std::nullopt;
-  if (!tree_version)
-    return Error{"the source tree has kernel-open/ and src/ but no NVIDIA_VERSION in version.mk: is it an "
-                 "open-gpu-kernel-modules checkout?"};
-  if (*tree_version != d.version)
+  if (!tree_version) {
+    return Error{
+        "the source tree has kernel-open/ and src/ but no NVIDIA_VERSION in version.mk: is it an "
+        "open-gpu-kernel-modules checkout?"};
+  }
+  if (*tree_version != d.version) {
     return Error{"the source tree is version " + *tree_version + " (version.mk) but the profile's driver.version is " +
                  d.version + ": the module and the userspace must be the same version"};
+  }
   s.modules = dkms::nvidia_modules(root.list_dir(sys::join(s.dir, "kernel-open")));
   std::vector<std::string> texts(patches.size());
   std::vector<nvidia::CorePatch> core_patches;
@@ -116,40 +124,49 @@ Result<dkms::Conf> stage_conf_nvidia_open(const sys::SysRoot& root, const Driver
     core_patches.push_back({patch_names[i], texts[i], patches[i].match});
   }
   s.core = nvidia::decide_core(core_patches);
-  for (const auto& o : nvidia::kCoreObjects)
+  for (const auto& o : nvidia::kCoreObjects) {
     if (s.core.reuse && !root.is_dir(sys::join(s.dir, std::string(o.dir)))) {
       s.core = {};
       s.core.why_not = "the tree has no " + std::string(o.dir) + "/";
     }
+  }
   return dkms::nvidia_open_conf(t.name, t.version, s.modules, patch_names, s.core.reuse);
 }
 
 // gdrcopy's release tarball, of the profile's release, built against the NVIDIA tree `against`.
 Result<dkms::Conf> stage_conf_gdrdrv(const sys::SysRoot& root, const DriverSpec& d, const ModuleTarget& t,
                                      const std::string& against, Staged& s) {
-  if (!root.exists(sys::join(s.dir, "src/gdrdrv/gdrdrv.c")) || !root.is_dir(sys::join(s.dir, "scripts")))
-    return Error{"the gdrcopy source has no src/gdrdrv/gdrdrv.c or no scripts/ (its conftests): is it gdrcopy's "
-                 "release tarball (github.com/NVIDIA/gdrcopy, v" + d.version + ")?"};
+  if (!root.exists(sys::join(s.dir, "src/gdrdrv/gdrdrv.c")) || !root.is_dir(sys::join(s.dir, "scripts"))) {
+    return Error{
+        "the gdrcopy source has no src/gdrdrv/gdrdrv.c or no scripts/ (its conftests): is it gdrcopy's "
+        "release tarball (github.com/NVIDIA/gdrcopy, v" +
+        d.version + ")?"};
+  }
   // gdrdrv's version is the release's major.minor (2.6 for 2.6 and 2.6.1): the tarball must be the
   // profile's release, as an NVIDIA tree must be the profile's driver version.
   const auto h = root.read_text(sys::join(s.dir, "src/gdrdrv/gdrdrv.h"));
   const auto hv = h ? dkms::gdrdrv_header_version(*h) : std::nullopt;
   const auto dot = d.version.find('.', d.version.find('.') + 1);
   const std::string want = d.version.substr(0, dot);
-  if (!hv) return Error{"the gdrcopy source has no GDRDRV_MAJOR_VERSION/GDRDRV_MINOR_VERSION in src/gdrdrv/gdrdrv.h"};
-  if (*hv != want)
-    return Error{"the gdrcopy source is gdrdrv " + *hv + " (src/gdrdrv/gdrdrv.h) but the profile's gdrcopy.version is " +
-                 d.version + ": the module and the library must be the same release"};
+  if (!hv) {
+    return Error{"the gdrcopy source has no GDRDRV_MAJOR_VERSION/GDRDRV_MINOR_VERSION in src/gdrdrv/gdrdrv.h"};
+  }
+  if (*hv != want) {
+    return Error{"the gdrcopy source is gdrdrv " + *hv +
+                 " (src/gdrdrv/gdrdrv.h) but the profile's gdrcopy.version is " + d.version +
+                 ": the module and the library must be the same release"};
+  }
   s.modules = {"gdrdrv"};
   return dkms::gdrdrv_conf(t.name, t.version, against);
 }
 
 // Any other Kbuild tree: the modules its Kbuild and Makefile name (obj-m).
-dkms::Conf stage_conf_kbuild(const sys::SysRoot& root, const ModuleTarget& t, const std::vector<std::string>& patch_names,
-                             Staged& s) {
+dkms::Conf stage_conf_kbuild(const sys::SysRoot& root, const ModuleTarget& t,
+                             const std::vector<std::string>& patch_names, Staged& s) {
   std::string mk;
-  for (const char* f : {"Kbuild", "Makefile"})
-    if (auto text = root.read_text(sys::join(s.dir, f))) mk += *text + "\n";
+  for (const char* f : {"Kbuild", "Makefile"}) {
+    if (auto text = root.read_text(sys::join(s.dir, f))) { mk += *text + "\n"; }
+  }
   s.modules = dkms::kbuild_modules(mk);
   return dkms::kbuild_conf(t.name, t.version, s.modules, patch_names);
 }
@@ -157,46 +174,48 @@ dkms::Conf stage_conf_kbuild(const sys::SysRoot& root, const ModuleTarget& t, co
 }  // namespace
 
 // Copies (or unpacks) the verified source and patches into the staging directory and writes dkms.conf.
-Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
-                     const ModuleTarget& t, const Fetched& src, const std::vector<PatchFile>& patches) {
+Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d, const ModuleTarget& t,
+                     const Fetched& src, const std::vector<PatchFile>& patches) {
   Staged s;
   const std::string stage_parent = std::string(kStateDir) + "/stage";
   s.dir = sys::join(stage_parent, t.dir_name());
   std::error_code ec;
   fs::remove_all(root.host_path(s.dir), ec);
-  if (auto st = root.make_dirs(s.dir); !st) return st.error();
+  if (auto st = root.make_dirs(s.dir); !st) { return st.error(); }
   // A refused tree leaves nothing behind in the staging folder.
   auto refuse = [&](const Error& e) {
     fs::remove_all(root.host_path(s.dir), ec);
     return e;
   };
   if (src.is_dir) {
-    if (auto st = copy_tree(root.host_path(src.path), root.host_path(s.dir)); !st) return refuse(st.error());
+    if (auto st = copy_tree(root.host_path(src.path), root.host_path(s.dir)); !st) { return refuse(st.error()); }
   } else if (auto st = unpack_source(root, runner, src.path, s.dir); !st) {
     return refuse(st.error());
   }
-  if (auto st = check_staged_tree(root, s.dir, !patches.empty()); !st) return refuse(st.error());
+  if (auto st = check_staged_tree(root, s.dir, !patches.empty()); !st) { return refuse(st.error()); }
   const auto top = root.list_dir(s.dir);
   const std::string& against = d.kernel_module->nvidia_src_dir;
   s.kind = against.empty() ? dkms::classify_tree(top) : dkms::TreeKind::gdrdrv;
   std::vector<std::string> patch_names, patch_match;
   if (!patches.empty()) {
     auto names = stage_patch_files(root, d, patches, s);
-    if (!names) return names.error();
+    if (!names) { return names.error(); }
     patch_names = std::move(names.value());
-    for (const auto& p : patches) patch_match.push_back(p.match);
+    for (const auto& p : patches) { patch_match.push_back(p.match); }
   }
   auto conf = s.kind == dkms::TreeKind::nvidia_open ? stage_conf_nvidia_open(root, d, t, patches, patch_names, s)
               : s.kind == dkms::TreeKind::gdrdrv    ? stage_conf_gdrdrv(root, d, t, against, s)
                                                     : Result<dkms::Conf>(stage_conf_kbuild(root, t, patch_names, s));
-  if (!conf) return conf.error();
+  if (!conf) { return conf.error(); }
   conf.value().patch_match = patch_match;
-  if (s.modules.empty())
-    return Error{"the source tree builds no module that p2pnode can name (no kernel-open/nvidia, no obj-m in "
-                 "Makefile/Kbuild)"};
-  if (auto why = dkms::unsafe_value(*conf)) return Error{"writing " + s.dir + "/dkms.conf: " + *why};
+  if (s.modules.empty()) {
+    return Error{
+        "the source tree builds no module that p2pnode can name (no kernel-open/nvidia, no obj-m in "
+        "Makefile/Kbuild)"};
+  }
+  if (auto why = dkms::unsafe_value(*conf)) { return Error{"writing " + s.dir + "/dkms.conf: " + *why}; }
   s.conf_text = dkms::render(*conf);
-  if (auto st = root.write_file_atomic(sys::join(s.dir, "dkms.conf"), s.conf_text); !st) return st.error();
+  if (auto st = root.write_file_atomic(sys::join(s.dir, "dkms.conf"), s.conf_text); !st) { return st.error(); }
   return s;
 }
 

@@ -29,12 +29,12 @@ struct Staged {
   dkms::TreeKind kind = dkms::TreeKind::kbuild;
   std::vector<std::string> modules;
   std::vector<std::string> patches;  // in-root paths of the staged patches, in order
-  nvidia::CoreDecision core;                 // NVIDIA open tree: whether the core is built once (dkms.conf says so)
+  nvidia::CoreDecision core;         // NVIDIA open tree: whether the core is built once (dkms.conf says so)
   std::string conf_text;
 };
 
 // Copies (or unpacks) the verified source and patches into the staging directory and writes dkms.conf.
-Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d,
-                     const ModuleTarget& t, const Fetched& src, const std::vector<PatchFile>& patches);
+Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const DriverSpec& d, const ModuleTarget& t,
+                     const Fetched& src, const std::vector<PatchFile>& patches);
 
 }  // namespace p2pnode::lifecycle

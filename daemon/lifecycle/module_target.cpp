@@ -15,10 +15,15 @@ ModuleTarget module_target(const DriverSpec& d) {
   std::string id(kStampFormat);
   if (d.kernel_module) {
     id += "\nsource " + d.kernel_module->artifact.sha256;
-    for (const auto& p : d.kernel_module->patches)
-      id += "\npatch " + (p.builtin ? "builtin:" + *p.builtin + " " + nvidia::sha256_hex(std::string(nvidia::builtin_patch(*p.builtin).value_or(""))) : p.sha256);
-    if (!d.kernel_module->nvidia_identity.empty())
+    for (const auto& p : d.kernel_module->patches) {
+      id +=
+          "\npatch " + (p.builtin ? "builtin:" + *p.builtin + " " +
+                                        nvidia::sha256_hex(std::string(nvidia::builtin_patch(*p.builtin).value_or("")))
+                                  : p.sha256);
+    }
+    if (!d.kernel_module->nvidia_identity.empty()) {
       id += "\nbuilt against " + d.kernel_module->nvidia_src_dir + " " + d.kernel_module->nvidia_identity;
+    }
   }
   t.identity = nvidia::sha256_hex(id);
   return t;

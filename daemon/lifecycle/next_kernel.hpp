@@ -43,9 +43,9 @@ std::vector<DkmsPatch> parse_dkms_patches(std::string_view conf_text);
 
 // --- the judgement -----------------------------------------------------------------------------
 struct NextKernel {
-  std::string meta;     // linux-image-amd64
-  std::string version;  // the metapackage's candidate: 6.1.192-2
-  std::string release;  // 6.1.0-56-amd64
+  std::string meta;        // linux-image-amd64
+  std::string version;     // the metapackage's candidate: 6.1.192-2
+  std::string release;     // 6.1.0-56-amd64
   bool installed = false;  // /lib/modules/<release> exists already (driver.kernels judges it)
 };
 // The candidate of the installed kernel metapackage (linux-image-amd64, -cloud-amd64, -rt-amd64,
@@ -54,17 +54,17 @@ Result<std::optional<NextKernel>> find_next_kernel(const sys::SysRoot& root, sys
 
 struct KernelVerdict {
   std::string release, package_version;
-  std::string module;                   // nvidia-p2p/550.90.07
+  std::string module;  // nvidia-p2p/550.90.07
   bool keeps_p2p = false;
-  std::string summary;                  // one line: "the next kernel X keeps P2P" / what breaks
-  std::vector<std::string> breakages;   // known breakage ids the build log matches
-  std::vector<std::string> fixes;       // their builtin patches
+  std::string summary;                       // one line: "the next kernel X keeps P2P" / what breaks
+  std::vector<std::string> breakages;        // known breakage ids the build log matches
+  std::vector<std::string> fixes;            // their builtin patches
   std::vector<std::string> patches_applied;  // the staged patches whose PATCH_MATCH took this kernel
   std::string first_error;
-  std::string make_log;                 // in-root
+  std::string make_log;  // in-root
   double build_seconds = 0;
-  std::string core;                     // "cached core linked" / why the link was not checked
-  std::string staged_sha256;            // of the staged dkms.conf and patches: a changed profile is judged again
+  std::string core;           // "cached core linked" / why the link was not checked
+  std::string staged_sha256;  // of the staged dkms.conf and patches: a changed profile is judged again
 };
 nlohmann::json to_json(const KernelVerdict& v);
 Result<KernelVerdict> verdict_from_json(const nlohmann::json& j);

@@ -25,17 +25,20 @@ constexpr std::string_view kCoreFormat = "p2pnode-nvidia-core-v1";
 // The first line of a tool's --version, or an error naming the tool.
 Result<std::string> first_line(Runner& run, const std::vector<std::string>& argv) {
   const auto r = run.quiet(argv, std::chrono::seconds(30));
-  if (!r.success())
-    return Error{argv[0] + " " + r.describe() + (r.start_failed ? " (not installed? the NVIDIA tree needs build-essential)" : "")};
+  if (!r.success()) {
+    return Error{argv[0] + " " + r.describe() +
+                 (r.start_failed ? " (not installed? the NVIDIA tree needs build-essential)" : "")};
+  }
   return r.out.substr(0, r.out.find('\n'));
 }
 
-Result<nvidia::CoreInputs> inputs(const sys::SysRoot& root, Runner& run, const Staged& s, const std::string& source_sha256) {
+Result<nvidia::CoreInputs> inputs(const sys::SysRoot& root, Runner& run, const Staged& s,
+                                  const std::string& source_sha256) {
   nvidia::CoreInputs in;
   in.source_sha256 = source_sha256;
   for (auto i : s.core.apply) {
     auto sha = sha256_file(root, s.patches[i]);
-    if (!sha) return sha.error();
+    if (!sha) { return sha.error(); }
     in.patch_sha256.push_back(*sha);
   }
   // NVIDIA's utils.mk compiles with $(CC) and $(CXX), gcc and g++ when unset (src/nvidia-modeset has
@@ -46,8 +49,9 @@ Result<nvidia::CoreInputs> inputs(const sys::SysRoot& root, Runner& run, const S
   auto gxx = first_line(run, {cxx && *cxx ? std::string(cxx) : std::string("g++"), "--version"});
   auto ld = first_line(run, {"ld", "--version"});
   auto arch = first_line(run, {"uname", "-m"});
-  for (const auto* r : {&gcc, &gxx, &ld, &arch})
-    if (!*r) return r->error();
+  for (const auto* r : {&gcc, &gxx, &ld, &arch}) {
+    if (!*r) { return r->error(); }
+  }
   in.compiler = (cc && *cc ? "CC=" + std::string(cc) + "; " : "") + *gcc +
                 (cxx && *cxx ? "; CXX=" + std::string(cxx) : "") + "; " + *gxx;
   in.linker = *ld;
@@ -58,18 +62,16 @@ Result<nvidia::CoreInputs> inputs(const sys::SysRoot& root, Runner& run, const S
 // The cached core of `dir` when core.json is there and every object still hashes as recorded.
 std::optional<json> cached(const sys::SysRoot& root, const std::string& dir, const std::string& key) {
   auto text = root.read_text(sys::join(dir, "core.json"));
-  if (!text) return std::nullopt;
+  if (!text) { return std::nullopt; }
   try {
     json j = json::parse(*text);
-    if (j.at("format") != kCoreFormat || j.at("key") != key) return std::nullopt;
+    if (j.at("format") != kCoreFormat || j.at("key") != key) { return std::nullopt; }
     for (const auto& o : nvidia::kCoreObjects) {
       auto sha = sha256_file(root, sys::join(dir, std::string(o.object)));
-      if (!sha || *sha != j.at("objects").at(std::string(o.object)).get<std::string>()) return std::nullopt;
+      if (!sha || *sha != j.at("objects").at(std::string(o.object)).get<std::string>()) { return std::nullopt; }
     }
     return j;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  } catch (const std::exception&) { return std::nullopt; }
 }
 
 Status place(const sys::SysRoot& root, const std::string& cache, const Staged& s) {
@@ -77,8 +79,9 @@ Status place(const sys::SysRoot& root, const std::string& cache, const Staged& s
     std::error_code ec;
     const auto to = root.host_path(sys::join(s.dir, std::string(o.binary)));
     fs::remove(to, ec);  // a symlink left by an earlier `make modules` in the tree
-    fs::copy_file(root.host_path(sys::join(cache, std::string(o.object))), to, fs::copy_options::overwrite_existing, ec);
-    if (ec) return Error{"placing " + std::string(o.binary) + ": " + ec.message(), ec.value()};
+    fs::copy_file(root.host_path(sys::join(cache, std::string(o.object))), to, fs::copy_options::overwrite_existing,
+                  ec);
+    if (ec) { return Error{"placing " + std::string(o.binary) + ": " + ec.message(), ec.value()}; }
   }
   return {};
 }
@@ -90,26 +93,31 @@ void prune(const sys::SysRoot& root, const std::string& keep) {
   std::error_code ec;
   const auto day_ago = fs::file_time_type::clock::now() - std::chrono::hours(24);
   for (const auto& e : fs::directory_iterator(root.host_path(kCoreCacheDir), ec)) {
-    if (!e.is_directory(ec) || e.path().filename() == keep) continue;
+    if (!e.is_directory(ec) || e.path().filename() == keep) { continue; }
     const auto used = fs::last_write_time(e.path(), ec);
     if (e.path().filename().string().front() == '.') {
-      if (used < day_ago) fs::remove_all(e.path(), ec);
+      if (used < day_ago) { fs::remove_all(e.path(), ec); }
       continue;
     }
     dirs.emplace_back(used, e.path());
   }
   std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (std::size_t i = kCoreCacheKeep > 0 ? kCoreCacheKeep - 1 : 0; i < dirs.size(); ++i) fs::remove_all(dirs[i].second, ec);
+  for (std::size_t i = kCoreCacheKeep > 0 ? kCoreCacheKeep - 1 : 0; i < dirs.size(); ++i) {
+    fs::remove_all(dirs[i].second, ec);
+  }
 }
 
 // The one object NVIDIA's Makefile wrote under <dir>/_out/<os>_<arch>/.
 Result<fs::path> built_object(const fs::path& dir, std::string_view object) {
   std::vector<fs::path> found;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir / "_out", ec))
-    if (fs::is_regular_file(e.path() / object, ec)) found.push_back(e.path() / object);
-  if (found.size() != 1)
-    return Error{"expected one " + std::string(object) + " under " + (dir / "_out").string() + ", found " + std::to_string(found.size())};
+  for (const auto& e : fs::directory_iterator(dir / "_out", ec)) {
+    if (fs::is_regular_file(e.path() / object, ec)) { found.push_back(e.path() / object); }
+  }
+  if (found.size() != 1) {
+    return Error{"expected one " + std::string(object) + " under " + (dir / "_out").string() + ", found " +
+                 std::to_string(found.size())};
+  }
   return found.front();
 }
 
@@ -133,12 +141,14 @@ Status core_scratch_copy(const sys::SysRoot& root, Runner& run, const Staged& s,
   }
   for (auto i : s.core.apply) {
     const std::string name = s.patches[i].substr(s.patches[i].rfind('/') + 1);
-    auto r = run.run("core patch " + name, {"patch", "-p1", "--batch", "--forward", "-d", root.host_path(scratch).string(), "-i",
-                                             root.host_path(s.patches[i]).string()},
+    auto r = run.run("core patch " + name,
+                     {"patch", "-p1", "--batch", "--forward", "-d", root.host_path(scratch).string(), "-i",
+                      root.host_path(s.patches[i]).string()},
                      std::chrono::minutes(5), false);
     if (!r.success()) {
       drop_core_scratch(root, scratch);
-      return Error{"patch " + name + " does not apply to the core: patch " + r.describe() + ": " + dkms::tail_lines(r.out + r.err, 5)};
+      return Error{"patch " + name + " does not apply to the core: patch " + r.describe() + ": " +
+                   dkms::tail_lines(r.out + r.err, 5)};
     }
   }
   return {};
@@ -146,8 +156,8 @@ Status core_scratch_copy(const sys::SysRoot& root, Runner& run, const Staged& s,
 
 // Each core object built in the scratch copy and copied into `tmp`: their sha256 by name. On failure
 // the scratch copy and `tmp` are gone and the error names the first compiler error and the log.
-Result<json> build_core_objects(const sys::SysRoot& root, Runner& run, const std::string& scratch, const std::string& tmp,
-                                const std::string& log_path) {
+Result<json> build_core_objects(const sys::SysRoot& root, Runner& run, const std::string& scratch,
+                                const std::string& tmp, const std::string& log_path) {
   std::error_code ec;
   (void)root.make_dirs(log_path.substr(0, log_path.rfind('/')));
   std::ofstream log_file(root.host_path(log_path), std::ios::trunc);
@@ -156,20 +166,23 @@ Result<json> build_core_objects(const sys::SysRoot& root, Runner& run, const std
   for (const auto& o : nvidia::kCoreObjects) {
     const std::string step = "core build " + std::string(o.dir);
     auto progress = watch_build(root, log_path, step, run.log());
-    auto r = run.run(step, {"make", "-C", root.host_path(sys::join(scratch, std::string(o.dir))).string(), "-j" + jobs},
-                     std::chrono::hours(2), true, [&](std::string_view line) { log_file << line << '\n' << std::flush; });
+    auto r =
+        run.run(step, {"make", "-C", root.host_path(sys::join(scratch, std::string(o.dir))).string(), "-j" + jobs},
+                std::chrono::hours(2), true, [&](std::string_view line) { log_file << line << '\n'
+                                                                                   << std::flush; });
     progress.reset();
     auto obj = r.success() ? built_object(root.host_path(sys::join(scratch, std::string(o.dir))), o.object)
                            : Result<fs::path>(Error{"make " + r.describe()});
-    if (obj) fs::copy_file(*obj, root.host_path(sys::join(tmp, std::string(o.object))), ec);
+    if (obj) { fs::copy_file(*obj, root.host_path(sys::join(tmp, std::string(o.object))), ec); }
     if (!obj || ec) {
       drop_core_scratch(root, scratch);
       fs::remove_all(root.host_path(tmp), ec);
-      std::string msg = "building " + std::string(o.object) + " (" + std::string(o.dir) + "): " +
-                        (obj ? "copying it: " + ec.message() : obj.error().message);
+      std::string msg = "building " + std::string(o.object) + " (" + std::string(o.dir) +
+                        "): " + (obj ? "copying it: " + ec.message() : obj.error().message);
       log_file.close();
-      if (auto text = root.read_text(log_path, 16 << 20))
-        if (auto err = dkms::first_compiler_error(*text)) msg += "; first error: " + *err;
+      if (auto text = root.read_text(log_path, 16 << 20)) {
+        if (auto err = dkms::first_compiler_error(*text)) { msg += "; first error: " + *err; }
+      }
       return Error{msg + "; build log: " + log_path};
     }
     auto sha = sha256_file(root, sys::join(tmp, std::string(o.object)));
@@ -183,28 +196,32 @@ Result<json> build_core_objects(const sys::SysRoot& root, Runner& run, const std
 Status keep_core(const sys::SysRoot& root, const std::string& tmp, const std::string& cache, const std::string& key,
                  const json& info) {
   std::error_code ec;
-  if (auto st = root.write_file_atomic(sys::join(tmp, "core.json"), json_text(info, 2) + "\n"); !st) return st.error();
-  if (!cached(root, cache, key)) fs::remove_all(root.host_path(cache), ec);  // a damaged one
+  if (auto st = root.write_file_atomic(sys::join(tmp, "core.json"), json_text(info, 2) + "\n"); !st) {
+    return st.error();
+  }
+  if (!cached(root, cache, key)) {
+    fs::remove_all(root.host_path(cache), ec);  // a damaged one
+  }
   fs::rename(root.host_path(tmp), root.host_path(cache), ec);
   if (ec && cached(root, cache, key)) {  // the other build kept the same core first: use that one
     fs::remove_all(root.host_path(tmp), ec);
     ec.clear();
   }
-  if (ec) return Error{"keeping the core in " + cache + ": " + ec.message(), ec.value()};
+  if (ec) { return Error{"keeping the core in " + cache + ": " + ec.message(), ec.value()}; }
   return {};
 }
 }  // namespace
 
-Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const Staged& s, const std::string& source_sha256,
-                                  const std::string& log_path) {
+Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const Staged& s,
+                                  const std::string& source_sha256, const std::string& log_path) {
   auto in = inputs(root, run, s, source_sha256);
-  if (!in) return Error{"the core's inputs: " + in.error().message};
+  if (!in) { return Error{"the core's inputs: " + in.error().message}; }
   CoreProvided out;
   out.key = nvidia::core_key(*in);
   const std::string cache = sys::join(std::string(kCoreCacheDir), out.key);
   std::error_code ec;
   if (auto j = cached(root, cache, out.key)) {
-    if (auto st = place(root, cache, s); !st) return st.error();
+    if (auto st = place(root, cache, s); !st) { return st.error(); }
     fs::last_write_time(root.host_path(cache), fs::file_time_type::clock::now(), ec);
     out.from_cache = true;
     out.message = "reused from " + cache + " (built " + j->value("built_at", std::string("?")) + " in " +
@@ -213,26 +230,34 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
   }
 
   const std::string scratch = std::string(kStateDir) + "/core-build/" + s.dir.substr(s.dir.rfind('/') + 1);
-  if (auto st = core_scratch_copy(root, run, s, scratch); !st) return st.error();
+  if (auto st = core_scratch_copy(root, run, s, scratch); !st) { return st.error(); }
   const auto start = std::chrono::steady_clock::now();
   (void)root.make_dirs(kCoreCacheDir);
   // Another package with the same source may be building the same core: each its own tmp directory.
-  const std::string tmp = sys::join(std::string(kCoreCacheDir), "." + out.key + "." + std::to_string(::getpid()) + ".tmp");
+  const std::string tmp =
+      sys::join(std::string(kCoreCacheDir), "." + out.key + "." + std::to_string(::getpid()) + ".tmp");
   fs::remove_all(root.host_path(tmp), ec);
   fs::create_directories(root.host_path(tmp), ec);
   auto objects = build_core_objects(root, run, scratch, tmp, log_path);
-  if (!objects) return objects.error();
+  if (!objects) { return objects.error(); }
   drop_core_scratch(root, scratch);
   const std::string took = seconds(std::chrono::steady_clock::now() - start);
   char when[32] = "?";
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  const json info = {{"format", kCoreFormat}, {"key", out.key},     {"source_sha256", in->source_sha256},
-                     {"patch_sha256", in->patch_sha256}, {"compiler", in->compiler}, {"linker", in->linker},
-                     {"arch", in->arch}, {"objects", *objects}, {"built_s", took}, {"built_at", when}};
-  if (auto st = keep_core(root, tmp, cache, out.key, info); !st) return st.error();
+  const json info = {{"format", kCoreFormat},
+                     {"key", out.key},
+                     {"source_sha256", in->source_sha256},
+                     {"patch_sha256", in->patch_sha256},
+                     {"compiler", in->compiler},
+                     {"linker", in->linker},
+                     {"arch", in->arch},
+                     {"objects", *objects},
+                     {"built_s", took},
+                     {"built_at", when}};
+  if (auto st = keep_core(root, tmp, cache, out.key, info); !st) { return st.error(); }
   prune(root, out.key);
-  if (auto st = place(root, cache, s); !st) return st.error();
+  if (auto st = place(root, cache, s); !st) { return st.error(); }
   out.message = "built in " + took + " (" + in->compiler + "), kept in " + cache +
                 ": each kernel's build compiles kernel-open/ only";
   return out;

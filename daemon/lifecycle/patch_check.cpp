@@ -10,12 +10,12 @@ namespace {
 
 // A name from a patch that stays inside the tree: relative, no "..", no empty component.
 bool inside(const std::string& rel) {
-  if (rel.empty() || rel.front() == '/') return false;
+  if (rel.empty() || rel.front() == '/') { return false; }
   for (std::size_t pos = 0; pos <= rel.size();) {
     const auto slash = rel.find('/', pos);
     const auto part = rel.substr(pos, (slash == std::string::npos ? rel.size() : slash) - pos);
-    if (part.empty() || part == "." || part == "..") return false;
-    if (slash == std::string::npos) break;
+    if (part.empty() || part == "." || part == "..") { return false; }
+    if (slash == std::string::npos) { break; }
     pos = slash + 1;
   }
   return true;
@@ -25,13 +25,13 @@ bool inside(const std::string& rel) {
 
 Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& s, const std::vector<Artifact>& listed,
                            const std::string& tree) {
-  if (s.patches.empty()) return {};
+  if (s.patches.empty()) { return {}; }
   const std::string scratch = std::string(kStateDir) + "/patch-check/" + s.dir.substr(s.dir.rfind('/') + 1);
   const fs::path host = root.host_path(scratch);
   std::error_code ec;
   fs::remove_all(host, ec);
   fs::create_directories(host, ec);
-  if (ec) return Error{"making " + scratch + ": " + ec.message(), ec.value()};
+  if (ec) { return Error{"making " + scratch + ": " + ec.message(), ec.value()}; }
   struct Drop {
     fs::path dir;
     ~Drop() {
@@ -45,14 +45,16 @@ Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& 
   // out, so patch says the tree lacks it, as DKMS's copy would not follow it either).
   for (const auto& p : s.patches) {
     const auto text = root.read_text(p, 64 << 20);
-    if (!text) return text.error().with_context("reading " + p);
+    if (!text) { return text.error().with_context("reading " + p); }
     for (const auto& rel : nvidia::patch_inputs(*text)) {
-      if (!inside(rel)) return Error{"patch " + p.substr(p.rfind('/') + 1) + " names " + rel + ", outside the tree"};
+      if (!inside(rel)) {
+        return Error{"patch " + p.substr(p.rfind('/') + 1) + " names " + rel + ", outside the tree"};
+      }
       const fs::path from = root.host_path(sys::join(s.dir, rel));
-      if (!fs::is_regular_file(fs::symlink_status(from, ec)) || fs::exists(host / rel, ec)) continue;
+      if (!fs::is_regular_file(fs::symlink_status(from, ec)) || fs::exists(host / rel, ec)) { continue; }
       fs::create_directories((host / rel).parent_path(), ec);
       fs::copy_file(from, host / rel, ec);
-      if (ec) return Error{"copying " + rel + " to " + scratch + ": " + ec.message(), ec.value()};
+      if (ec) { return Error{"copying " + rel + " to " + scratch + ": " + ec.message(), ec.value()}; }
     }
   }
   int fuzzed = 0;
@@ -62,9 +64,12 @@ Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& 
     const bool strict = i >= listed.size() || !listed[i].builtin;
     const fs::path rej = host / ".rejects";
     fs::remove(rej, ec);
-    std::vector<std::string> argv{"patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-r", rej.string()};
-    if (strict) argv.push_back("--fuzz=0");
-    for (const auto& a : {std::string("-d"), host.string(), std::string("-i"), root.host_path(p).string()}) argv.push_back(a);
+    std::vector<std::string> argv{"patch", "-p1",       "--batch", "--forward", "--no-backup-if-mismatch",
+                                  "-r",    rej.string()};
+    if (strict) { argv.push_back("--fuzz=0"); }
+    for (const auto& a : {std::string("-d"), host.string(), std::string("-i"), root.host_path(p).string()}) {
+      argv.push_back(a);
+    }
     const auto r = run.quiet(std::move(argv), std::chrono::minutes(5));
     const auto outcome = nvidia::read_patch_output(r.out + "\n" + r.err);
     if (r.success() && outcome.clean()) {
@@ -72,17 +77,21 @@ Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& 
       continue;
     }
     std::vector<std::string> rejects;
-    if (auto text = root.read_text(scratch + "/.rejects", 1 << 20)) rejects = nvidia::reject_hunks(*text);
-    if (outcome.clean())
+    if (auto text = root.read_text(scratch + "/.rejects", 1 << 20)) { rejects = nvidia::reject_hunks(*text); }
+    if (outcome.clean()) {
       return Error{"patch " + name + " does not apply to " + tree + ": patch " + r.describe() + ": " +
                    dkms::tail_lines(r.out + r.err, 5)};
+    }
     std::string why = nvidia::describe_patch_failure(name, tree, outcome, rejects);
-    if (strict && !outcome.failed.empty())
-      why.insert(why.find('\n') == std::string::npos ? why.size() : why.find('\n'),
-                 " (a profile's patch must apply with no fuzz: a hunk whose context moved may land in the wrong function)");
+    if (strict && !outcome.failed.empty()) {
+      why.insert(
+          why.find('\n') == std::string::npos ? why.size() : why.find('\n'),
+          " (a profile's patch must apply with no fuzz: a hunk whose context moved may land in the wrong function)");
+    }
     return Error{why};
   }
-  run.log()("patches: " + std::to_string(s.patches.size()) + " apply to " + tree + " in order (patch -p1, as DKMS applies them)" +
+  run.log()("patches: " + std::to_string(s.patches.size()) + " apply to " + tree +
+            " in order (patch -p1, as DKMS applies them)" +
             (fuzzed ? ", " + std::to_string(fuzzed) + " hunk(s) with fuzz" : ""));
   return {};
 }

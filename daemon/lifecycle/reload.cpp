@@ -10,7 +10,9 @@ std::vector<Holder> find_holders(const sys::SysRoot& root, std::string_view pref
   for (const auto& e : root.list_dir("/proc")) {
     int pid = 0;
     const auto [end, ec] = std::from_chars(e.data(), e.data() + e.size(), pid);
-    if (e.empty() || ec != std::errc() || end != e.data() + e.size() || pid <= 0) continue;  // not a pid (or junk)
+    if (e.empty() || ec != std::errc() || end != e.data() + e.size() || pid <= 0) {
+      continue;  // not a pid (or junk)
+    }
     pids.emplace_back(pid, e);
   }
   std::sort(pids.begin(), pids.end());
@@ -22,10 +24,11 @@ std::vector<Holder> find_holders(const sys::SysRoot& root, std::string_view pref
     for (const auto& fd : root.list_dir(fd_dir)) {
       auto target = root.read_link(sys::join(fd_dir, fd));
       if (target && target->rfind(prefix, 0) == 0 &&
-          std::find(h.files.begin(), h.files.end(), *target) == h.files.end())
+          std::find(h.files.begin(), h.files.end(), *target) == h.files.end()) {
         h.files.push_back(*target);
+      }
     }
-    if (h.files.empty()) continue;
+    if (h.files.empty()) { continue; }
     h.comm = root.read_attr(sys::join("/proc", name, "comm")).value_or("?");
     out.push_back(std::move(h));
   }
@@ -34,26 +37,33 @@ std::vector<Holder> find_holders(const sys::SysRoot& root, std::string_view pref
 
 std::string describe(const std::vector<Holder>& holders) {
   std::string s;
-  for (const auto& h : holders) s += (s.empty() ? "" : ", ") + std::to_string(h.pid) + " (" + h.comm + ")";
+  for (const auto& h : holders) { s += (s.empty() ? "" : ", ") + std::to_string(h.pid) + " (" + h.comm + ")"; }
   return s;
 }
 
 const char* to_string(ReloadKind k) {
   switch (k) {
-    case ReloadKind::not_needed: return "not_needed";
-    case ReloadKind::load: return "load";
-    case ReloadKind::reload: return "reload";
-    case ReloadKind::reboot_required: return "reboot_required";
-    case ReloadKind::refused: return "refused";
-    case ReloadKind::nothing_built: return "nothing_built";
+    case ReloadKind::not_needed:
+      return "not_needed";
+    case ReloadKind::load:
+      return "load";
+    case ReloadKind::reload:
+      return "reload";
+    case ReloadKind::reboot_required:
+      return "reboot_required";
+    case ReloadKind::refused:
+      return "refused";
+    case ReloadKind::nothing_built:
+      return "nothing_built";
   }
   return "?";
 }
 
 ReloadDecision decide_reload(const ReloadInputs& in) {
   ReloadDecision d;
-  for (const auto& m : kUnloadOrder)
-    if (std::find(in.loaded.begin(), in.loaded.end(), m) != in.loaded.end()) d.unload.push_back(m);
+  for (const auto& m : kUnloadOrder) {
+    if (std::find(in.loaded.begin(), in.loaded.end(), m) != in.loaded.end()) { d.unload.push_back(m); }
+  }
   const bool nvidia_loaded = std::find(in.loaded.begin(), in.loaded.end(), "nvidia") != in.loaded.end();
   if (in.disk_version && *in.disk_version != in.wanted_version) {
     d.kind = ReloadKind::refused;
@@ -67,8 +77,8 @@ ReloadDecision decide_reload(const ReloadInputs& in) {
     // only into a kernel that has one.
     d.unload.clear();
     const bool next_has = !in.next_boot_kernel.empty() && in.next_boot_kernel != in.running_kernel &&
-                          std::find(in.kernels_with_module.begin(), in.kernels_with_module.end(), in.next_boot_kernel) !=
-                              in.kernels_with_module.end();
+                          std::find(in.kernels_with_module.begin(), in.kernels_with_module.end(),
+                                    in.next_boot_kernel) != in.kernels_with_module.end();
     if (next_has) {
       d.kind = ReloadKind::reboot_required;
       d.reason = in.wanted_version + " is installed for " + in.next_boot_kernel +
@@ -106,12 +116,12 @@ ReloadDecision decide_reload(const ReloadInputs& in) {
     d.reason = "the loaded module is " + in.wanted_version + " and matches the one on disk";
     return d;
   }
-  const std::string why = in.force && version_ok && src_ok
-                              ? "the remediation ladder reloads " + in.wanted_version + " (P2P was lost)"
-                          : !version_ok ? "the loaded module is " + in.loaded_version.value_or("unknown") +
-                                              ", the profile wants " + in.wanted_version
-                                        : "the loaded module's srcversion " + *in.loaded_srcversion +
-                                              " differs from the installed one's " + *in.disk_srcversion;
+  const std::string why =
+      in.force && version_ok && src_ok ? "the remediation ladder reloads " + in.wanted_version + " (P2P was lost)"
+      : !version_ok
+          ? "the loaded module is " + in.loaded_version.value_or("unknown") + ", the profile wants " + in.wanted_version
+          : "the loaded module's srcversion " + *in.loaded_srcversion + " differs from the installed one's " +
+                *in.disk_srcversion;
   if (!in.allow_reload && !in.force) {
     d.kind = ReloadKind::reboot_required;
     d.reason = why + "; the profile does not allow a reload (driver.reload.allow): reboot required";
@@ -124,7 +134,7 @@ ReloadDecision decide_reload(const ReloadInputs& in) {
                  " (stop them, or set driver.reload.kill_holders; or reboot)";
       return d;
     }
-    for (const auto& h : in.holders) d.kill.push_back(h.pid);
+    for (const auto& h : in.holders) { d.kill.push_back(h.pid); }
   }
   d.kind = ReloadKind::reload;
   d.reason = why + ": unload and load";

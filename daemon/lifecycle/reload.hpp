@@ -11,8 +11,8 @@ namespace p2pnode::lifecycle {
 
 // Unload order: users of nvidia first (gdrcopy's gdrdrv, peermem, drm → modeset, uvm), nvidia last.
 // Load is the reverse (gdrdrv by gdrcopy.device, after the reload).
-inline const std::vector<std::string> kUnloadOrder = {"gdrdrv", "nvidia_peermem", "nvidia_drm", "nvidia_modeset",
-                                                      "nvidia_uvm", "nvidia"};
+inline const std::vector<std::string> kUnloadOrder = {"gdrdrv",         "nvidia_peermem", "nvidia_drm",
+                                                      "nvidia_modeset", "nvidia_uvm",     "nvidia"};
 
 struct Holder {
   int pid = 0;
@@ -29,9 +29,9 @@ struct ReloadInputs {
   std::vector<std::string> loaded;            // modules loaded now (/sys/module)
   std::optional<std::string> loaded_version;  // /sys/module/nvidia/version
   std::optional<std::string> loaded_srcversion;
-  std::optional<std::string> disk_version;    // modinfo -F version nvidia
-  std::optional<std::string> disk_srcversion; // modinfo -F srcversion nvidia
-  std::string wanted_version;                 // the profile's
+  std::optional<std::string> disk_version;     // modinfo -F version nvidia
+  std::optional<std::string> disk_srcversion;  // modinfo -F srcversion nvidia
+  std::string wanted_version;                  // the profile's
   bool allow_reload = false;
   bool allow_kill_holders = false;
   // The remediation ladder's reload_module rung: reload although the loaded module is the wanted one

@@ -17,7 +17,7 @@ namespace p2pnode::lifecycle {
 
 struct TreeMember {
   enum class Kind { file, directory, link };
-  std::string path;    // "./a/b.c", relative to the tree
+  std::string path;  // "./a/b.c", relative to the tree
   Kind kind = Kind::file;
   std::string target;  // a link's text
 };

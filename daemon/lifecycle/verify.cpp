@@ -10,7 +10,7 @@
 namespace p2pnode::lifecycle {
 namespace {
 std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) { s.pop_back(); }
   return s;
 }
 
@@ -30,21 +30,30 @@ std::optional<std::string> api_mismatch_since_load(std::string_view log) {
     // Anchored where the driver begins its message (health::kernel_text): text the kernel quotes
     // from a process (an audit record's comm="NVRM: API mismatch") is nobody's word here.
     const auto kt = health::kernel_text(line);
-    if (!kt) continue;
-    if (kt->text.rfind("NVRM: loading", 0) == 0) found.reset();
-    else if (!found && kt->text.rfind("NVRM: API mismatch", 0) == 0) found = line;
+    if (!kt) { continue; }
+    if (kt->text.rfind("NVRM: loading", 0) == 0) {
+      found.reset();
+    } else if (!found && kt->text.rfind("NVRM: API mismatch", 0) == 0) {
+      found = line;
+    }
   }
   return found;
 }
 
 std::vector<std::string> userspace_versions(const sys::SysRoot& root) {
   std::vector<std::string> out;
-  if (auto u = nvidia::find_userspace_driver(root); u.version) out.push_back(*u.version);  // what ld.so would load
-  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"})
-    for (const auto& f : root.list_dir(dir))
+  if (auto u = nvidia::find_userspace_driver(root); u.version) {
+    out.push_back(*u.version);  // what ld.so would load
+  }
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"}) {
+    for (const auto& f : root.list_dir(dir)) {
       if (f.rfind("libcuda.so.", 0) == 0 && nvidia::looks_like_version(f.substr(11)) &&
-          std::count(f.begin() + 11, f.end(), '.') >= 1 && std::find(out.begin(), out.end(), f.substr(11)) == out.end())
+          std::count(f.begin() + 11, f.end(), '.') >= 1 &&
+          std::find(out.begin(), out.end(), f.substr(11)) == out.end()) {
         out.push_back(f.substr(11));
+      }
+    }
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -64,11 +73,12 @@ void check_nvidia_smi(sys::CommandRunner& runner, const std::string& wanted, Dri
   } else if (!smi.success() || !rep.problem.empty()) {
     v.notes.push_back("nvidia-smi " + smi.describe() + ": " + rep.problem);  // no GPU visible, …
   }
-  for (const auto& got : rep.versions)
+  for (const auto& got : rep.versions) {
     if (got != wanted) {
       v.problems.push_back("nvidia-smi reports driver " + got + ", the profile wants " + wanted);
       break;
     }
+  }
 }
 
 DriverVerification verify_driver(const sys::SysRoot& root, sys::CommandRunner& runner, const std::string& wanted,
@@ -83,16 +93,19 @@ DriverVerification verify_driver(const sys::SysRoot& root, sys::CommandRunner& r
     v.problems.push_back("the nvidia module is not loaded (no /proc/driver/nvidia/version, no /sys/module/nvidia)");
     return v;
   }
-  if (parsed && parsed->version != wanted)
+  if (parsed && parsed->version != wanted) {
     v.problems.push_back("/proc/driver/nvidia/version says " + parsed->version + ", the profile wants " + wanted);
-  if (sys_version && *sys_version != wanted)
+  }
+  if (sys_version && *sys_version != wanted) {
     v.problems.push_back("/sys/module/nvidia/version is " + *sys_version + ", the profile wants " + wanted);
+  }
 
   if (check_userspace) {
     const auto us = userspace_versions(root);
     v.observed["userspace_versions"] = us;
-    if (std::find(us.begin(), us.end(), wanted) == us.end())
+    if (std::find(us.begin(), us.end(), wanted) == us.end()) {
       v.problems.push_back("no libcuda.so." + wanted + ": the userspace driver does not match the module");
+    }
     check_nvidia_smi(runner, wanted, v);
   }
 
@@ -100,8 +113,9 @@ DriverVerification verify_driver(const sys::SysRoot& root, sys::CommandRunner& r
   if (path.success()) {
     const std::string p = trimmed(path.out);
     v.observed["modinfo_path"] = p;
-    if (p.find("/updates/dkms/") == std::string::npos)
+    if (p.find("/updates/dkms/") == std::string::npos) {
       v.problems.push_back("modprobe would load " + p + ", not the DKMS copy under updates/dkms");
+    }
   } else {
     v.notes.push_back("modinfo -n nvidia: " + path.describe());
   }
@@ -110,17 +124,18 @@ DriverVerification verify_driver(const sys::SysRoot& root, sys::CommandRunner& r
   if (disk_src.success() && loaded_src) {
     v.observed["srcversion_disk"] = trimmed(disk_src.out);
     v.observed["srcversion_loaded"] = *loaded_src;
-    if (trimmed(disk_src.out) != *loaded_src)
+    if (trimmed(disk_src.out) != *loaded_src) {
       v.problems.push_back("the loaded module (srcversion " + *loaded_src + ") is not the one on disk (" +
                            trimmed(disk_src.out) + "): the old module is still loaded");
+    }
   } else {
     v.notes.push_back("srcversion not compared (modinfo or /sys/module/nvidia/srcversion unavailable)");
   }
 
   auto log = run(runner, {"journalctl", "-k", "-b", "--no-pager", "-o", "cat"});
-  if (!log.success()) log = run(runner, {"dmesg"});
+  if (!log.success()) { log = run(runner, {"dmesg"}); }
   if (log.success()) {
-    if (auto line = api_mismatch_since_load(log.out)) v.problems.push_back("kernel log since load: " + *line);
+    if (auto line = api_mismatch_since_load(log.out)) { v.problems.push_back("kernel log since load: " + *line); }
   } else {
     v.notes.push_back("kernel log unavailable (journalctl -k and dmesg failed): API mismatch not checked");
   }

@@ -9,7 +9,7 @@ constexpr std::string_view kDisabledPrefix = "# disabled by p2pnode (driver.conf
 
 bool is_false_command(std::istringstream& words) {
   std::string prog;
-  if (!(words >> prog)) return false;
+  if (!(words >> prog)) { return false; }
   return prog == "/bin/false" || prog == "/bin/true" || prog == "/usr/bin/false" || prog == "/usr/bin/true" ||
          prog == "false" || prog == "true";
 }
@@ -18,8 +18,8 @@ bool disables_nvidia(std::string_view line) {
   std::string code(line.substr(0, line.find('#')));
   std::istringstream words(code);
   std::string cmd, mod;
-  if (!(words >> cmd >> mod) || !is_nvidia_module_name(mod)) return false;
-  if (cmd == "blacklist") return true;
+  if (!(words >> cmd >> mod) || !is_nvidia_module_name(mod)) { return false; }
+  if (cmd == "blacklist") { return true; }
   return cmd == "install" && is_false_command(words);
 }
 
@@ -27,8 +27,9 @@ bool disables_nvidia(std::string_view line) {
 
 bool is_nvidia_module_name(std::string_view name) {
   std::string n(name);
-  for (char& c : n)
-    if (c == '-') c = '_';
+  for (char& c : n) {
+    if (c == '-') { c = '_'; }
+  }
   return n == "nvidia" || n == "nvidia_uvm" || n == "nvidia_modeset" || n == "nvidia_drm" || n == "nvidia_peermem";
 }
 
@@ -38,8 +39,8 @@ std::vector<BlacklistLine> find_nvidia_blacklists(std::string_view text) {
   for (int n = 1; start < text.size(); ++n) {
     const auto end = text.find('\n', start);
     const auto line = text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (disables_nvidia(line)) out.push_back({n, std::string(line)});
-    if (end == std::string_view::npos) break;
+    if (disables_nvidia(line)) { out.push_back({n, std::string(line)}); }
+    if (end == std::string_view::npos) { break; }
     start = end + 1;
   }
   return out;
@@ -52,9 +53,9 @@ std::string disable_nvidia_blacklists(std::string_view text) {
   while (start < text.size()) {
     const auto end = text.find('\n', start);
     const auto line = text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (disables_nvidia(line)) out += kDisabledPrefix;
+    if (disables_nvidia(line)) { out += kDisabledPrefix; }
     out += line;
-    if (end == std::string_view::npos) break;
+    if (end == std::string_view::npos) { break; }
     out += '\n';
     start = end + 1;
   }

@@ -12,8 +12,8 @@ namespace p2pnode::nvidia {
 bool is_nvidia_module_name(std::string_view name);
 
 struct BlacklistLine {
-  int line = 0;       // 1-based
-  std::string text;   // as written
+  int line = 0;      // 1-based
+  std::string text;  // as written
 };
 
 // Lines of one modprobe.d file that disable an NVIDIA module.

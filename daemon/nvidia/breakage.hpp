@@ -43,8 +43,8 @@ inline constexpr std::string_view kNewestReleaseChecked = "595.45.04";
 enum class EvidenceKind { build, tag, report };
 struct Evidence {
   EvidenceKind kind = EvidenceKind::report;
-  std::string ref;   // build: what was built and how; tag: what the file shows; report: owner/repo#N
-  std::string says;  // report: what it says (required); otherwise empty
+  std::string ref;               // build: what was built and how; tag: what the file shows; report: owner/repo#N
+  std::string says;              // report: what it says (required); otherwise empty
   std::string describe() const;  // "build here: …", "NVIDIA's tag: …", "NVIDIA/open-gpu-kernel-modules#1224: …"
 };
 // A release known to be affected, or to carry the fix, and how that is known.
@@ -63,8 +63,8 @@ struct Breakage {
   std::string id;
   std::optional<std::string> signature;  // regex over one make.log line; absent: fails at run time
   BreakageStage stage = BreakageStage::build;
-  std::vector<std::string> branches;     // driver.version prefixes; empty = all (a branch newer than
-                                         // every listed one counts too: not read when the list was made)
+  std::vector<std::string> branches;                  // driver.version prefixes; empty = all (a branch newer than
+                                                      // every listed one counts too: not read when the list was made)
   std::optional<std::string> kernel_min, kernel_max;  // "6.10", inclusive
   std::optional<HeaderTest> headers;
   std::optional<SourceTest> source;

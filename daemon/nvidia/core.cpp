@@ -13,8 +13,8 @@ namespace {
 std::string strip1(std::string_view field) {
   const auto end = field.find_first_of("\t");
   field = field.substr(0, end);
-  while (!field.empty() && (field.back() == ' ' || field.back() == '\r')) field.remove_suffix(1);
-  if (field == "/dev/null") return {};
+  while (!field.empty() && (field.back() == ' ' || field.back() == '\r')) { field.remove_suffix(1); }
+  if (field == "/dev/null") { return {}; }
   const auto slash = field.find('/');
   return slash == std::string_view::npos ? std::string(field) : std::string(field.substr(slash + 1));
 }
@@ -25,7 +25,7 @@ std::string strip1(std::string_view field) {
 bool hunk_counts(std::string_view line, long& old_n, long& new_n) {
   auto count = [](std::string_view s, char sign, long& n) {
     const auto p = s.find(sign);
-    if (p == std::string_view::npos) return false;
+    if (p == std::string_view::npos) { return false; }
     s.remove_prefix(p + 1);
     const auto end = s.find(' ');
     const auto range = s.substr(0, end);
@@ -52,20 +52,24 @@ std::vector<std::string> patched_paths(std::string_view diff) {
     const auto line = lines[i];
     if (line.rfind("@@ ", 0) == 0) {  // skip the hunk's body, whose lines may start with "---"/"+++"
       long old_n = 0, new_n = 0;
-      if (!hunk_counts(line, old_n, new_n)) continue;
+      if (!hunk_counts(line, old_n, new_n)) { continue; }
       while ((old_n > 0 || new_n > 0) && i + 1 < lines.size()) {
         const auto body = lines[++i];
         const char c = body.empty() ? ' ' : body[0];
-        if (c == '\\') continue;  // "\ No newline at end of file"
-        if (c != '+') --old_n;
-        if (c != '-') --new_n;
+        if (c == '\\') {
+          continue;  // "\ No newline at end of file"
+        }
+        if (c != '+') { --old_n; }
+        if (c != '-') { --new_n; }
       }
       continue;
     }
-    if (line.rfind("--- ", 0) != 0 || i + 1 >= lines.size() || lines[i + 1].rfind("+++ ", 0) != 0) continue;
+    if (line.rfind("--- ", 0) != 0 || i + 1 >= lines.size() || lines[i + 1].rfind("+++ ", 0) != 0) { continue; }
     std::string path = strip1(lines[i + 1].substr(4));
-    if (path.empty()) path = strip1(line.substr(4));  // a deleted file: +++ /dev/null
-    if (!path.empty() && std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+    if (path.empty()) {
+      path = strip1(line.substr(4));  // a deleted file: +++ /dev/null
+    }
+    if (!path.empty() && std::find(out.begin(), out.end(), path) == out.end()) { out.push_back(path); }
     ++i;
   }
   return out;
@@ -85,11 +89,12 @@ CoreDecision decide_core(const std::vector<CorePatch>& patches) {
       return d;
     }
     const auto core = std::find_if(paths.begin(), paths.end(), [](const auto& s) { return !in_kernel_layer(s); });
-    if (core == paths.end()) continue;
+    if (core == paths.end()) { continue; }
     if (!p.match.empty()) {
       d.reuse = false;
-      d.why_not = "patch " + p.name + " changes " + *core + " (the kernel-independent core) but only for kernels matching " +
-                  p.match + ", so the core differs between kernels";
+      d.why_not = "patch " + p.name + " changes " + *core +
+                  " (the kernel-independent core) but only for kernels matching " + p.match +
+                  ", so the core differs between kernels";
       return d;
     }
     d.apply.push_back(i);
@@ -100,7 +105,7 @@ CoreDecision decide_core(const std::vector<CorePatch>& patches) {
 std::string core_key(const CoreInputs& in) {
   std::ostringstream o;
   o << "p2pnode-nvidia-core-v1\nsource " << in.source_sha256 << "\n";
-  for (const auto& p : in.patch_sha256) o << "patch " << p << "\n";
+  for (const auto& p : in.patch_sha256) { o << "patch " << p << "\n"; }
   o << "cc " << in.compiler << "\nld " << in.linker << "\narch " << in.arch << "\n";
   return sha256_hex(o.str());
 }

@@ -26,9 +26,9 @@ struct CorePatch {
 };
 
 struct CoreDecision {
-  bool reuse = false;               // build the core once; every kernel's build links it
-  std::vector<std::size_t> apply;   // the patches that change the core: applied before it is built
-  std::string why_not;              // !reuse: why each kernel must compile the core itself
+  bool reuse = false;              // build the core once; every kernel's build links it
+  std::vector<std::size_t> apply;  // the patches that change the core: applied before it is built
+  std::string why_not;             // !reuse: why each kernel must compile the core itself
 };
 CoreDecision decide_core(const std::vector<CorePatch>& patches);
 

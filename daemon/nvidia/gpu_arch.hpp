@@ -18,12 +18,12 @@ struct IdRange {
 };
 
 struct GpuArch {
-  std::string_view name;      // "Blackwell (GB20x)"
-  std::string_view examples;  // "RTX 5090 0x2b85, RTX 5080 0x2c02, RTX PRO 6000 0x2bb1"
-  IdRange ids[3];             // up to three ranges; {0, 0} marks an unused slot
-  int first_branch;           // the first driver branch (major) whose open module drives it
+  std::string_view name;           // "Blackwell (GB20x)"
+  std::string_view examples;       // "RTX 5090 0x2b85, RTX 5080 0x2c02, RTX PRO 6000 0x2bb1"
+  IdRange ids[3];                  // up to three ranges; {0, 0} marks an unused slot
+  int first_branch;                // the first driver branch (major) whose open module drives it
   std::string_view first_release;  // a release of that branch known to drive it, for the message
-  std::string_view p2p;       // the P2P branches known for it and what their users reported
+  std::string_view p2p;            // the P2P branches known for it and what their users reported
 };
 
 // The architecture of an NVIDIA device id, or nullptr (not a GPU p2pnode knows: no judgement).
@@ -39,13 +39,13 @@ std::vector<std::string> gpus_not_driven(const Inventory& inv, std::string_view 
 // The P2P branch table: which patched branch brings P2P to which card (the forks' READMEs and
 // issues, cited in gpu_arch.cpp). Data-center GPUs peer natively and are not in it.
 struct P2pCard {
-  std::string_view name;         // "RTX 5090 (GB202)"
-  IdRange ids;                   // inclusive
-  std::string_view generation;   // "Ada", "Blackwell": a box that mixes generations needs more
-  std::string_view first_p2p;    // the first P2P release that brings P2P to it: "575.64.05"
-  std::string_view first_branch; // how it is named: "aikitoria's 575.64.05-p2p"
-  std::string_view not_before;   // why earlier branches do not (what their users reported)
-  std::string_view source;       // where first_p2p comes from: the branch's README, an issue (owner/repo#N)
+  std::string_view name;          // "RTX 5090 (GB202)"
+  IdRange ids;                    // inclusive
+  std::string_view generation;    // "Ada", "Blackwell": a box that mixes generations needs more
+  std::string_view first_p2p;     // the first P2P release that brings P2P to it: "575.64.05"
+  std::string_view first_branch;  // how it is named: "aikitoria's 575.64.05-p2p"
+  std::string_view not_before;    // why earlier branches do not (what their users reported)
+  std::string_view source;        // where first_p2p comes from: the branch's README, an issue (owner/repo#N)
 };
 const P2pCard* find_p2p_card(std::uint16_t device_id);
 
@@ -69,7 +69,8 @@ inline constexpr std::string_view kMixedModelsOneGeneration = "595.71.05";
 
 // A 5090 that drives a monitor: what is known (no release is known to fix it for GB202).
 inline constexpr std::string_view kDisplayAttached5090 =
-    "a 5090 that drives a monitor breaks P2P between 5090s (aikitoria#9, #11, open); a display-aware BAR1 for GB202 was "
+    "a 5090 that drives a monitor breaks P2P between 5090s (aikitoria#9, #11, open); a display-aware BAR1 for GB202 "
+    "was "
     "proposed on 610.43.03-p2p (aikitoria PR #34, #36), and that branch's README credits display support to GB206 only";
 
 }  // namespace p2pnode::nvidia

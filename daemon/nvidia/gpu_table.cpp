@@ -31,8 +31,9 @@ constexpr std::array<GpuModel, 22> kModels{{
 }  // namespace
 
 std::optional<GpuModel> find_gpu_model(std::uint16_t device_id) {
-  for (const auto& m : kModels)
-    if (m.device_id == device_id) return m;
+  for (const auto& m : kModels) {
+    if (m.device_id == device_id) { return m; }
+  }
   return std::nullopt;
 }
 

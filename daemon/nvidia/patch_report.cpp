@@ -28,21 +28,21 @@ long number_at(std::string_view s) {
 
 // "'a b.c'" -> "a b.c" (patch quotes a name with blanks or odd characters).
 std::string unquote(std::string_view s) {
-  if (s.size() >= 2 && s.front() == '\'' && s.back() == '\'') s = s.substr(1, s.size() - 2);
+  if (s.size() >= 2 && s.front() == '\'' && s.back() == '\'') { s = s.substr(1, s.size() - 2); }
   return std::string(s);
 }
 
 // "x/kernel-open/a.c\t2024-…" -> "kernel-open/a.c" (-p1).
 std::string strip1(std::string_view field) {
   field = field.substr(0, field.find('\t'));
-  while (!field.empty() && (field.back() == ' ' || field.back() == '\r')) field.remove_suffix(1);
-  if (field == "/dev/null") return {};
+  while (!field.empty() && (field.back() == ' ' || field.back() == '\r')) { field.remove_suffix(1); }
+  if (field == "/dev/null") { return {}; }
   const auto slash = field.find('/');
   return slash == std::string_view::npos ? std::string(field) : std::string(field.substr(slash + 1));
 }
 
 void add(std::vector<std::string>& v, std::string s) {
-  if (!s.empty() && std::find(v.begin(), v.end(), s) == v.end()) v.push_back(std::move(s));
+  if (!s.empty() && std::find(v.begin(), v.end(), s) == v.end()) { v.push_back(std::move(s)); }
 }
 
 }  // namespace
@@ -56,7 +56,7 @@ PatchOutcome read_patch_output(std::string_view out) {
     } else if (starts(line, "Hunk #")) {
       const auto rest = line.substr(6);
       const auto sp = rest.find(' ');
-      if (sp == std::string_view::npos) continue;
+      if (sp == std::string_view::npos) { continue; }
       const auto verdict = rest.substr(sp + 1);
       if (starts(verdict, "FAILED at ")) {
         o.failed.push_back({file, static_cast<int>(number_at(rest)), number_at(verdict.substr(10))});
@@ -67,7 +67,7 @@ PatchOutcome read_patch_output(std::string_view out) {
       file.clear();
       o.missing.emplace_back();  // named by the "|+++ " line that follows
     } else if (starts(line, "|+++ ") || starts(line, "|--- ")) {
-      if (!o.missing.empty() && o.missing.back().empty()) o.missing.back() = strip1(line.substr(5));
+      if (!o.missing.empty() && o.missing.back().empty()) { o.missing.back() = strip1(line.substr(5)); }
     } else if (starts(line, "Reversed (or previously applied) patch detected")) {
       o.reversed = true;
     } else if (starts(line, "patch: **** ")) {
@@ -81,15 +81,17 @@ PatchOutcome read_patch_output(std::string_view out) {
 
 std::vector<std::string> reject_hunks(std::string_view rej) {
   std::vector<std::string> out;
-  std::string head;  // the current file's "---"/"+++" lines
+  std::string head;                 // the current file's "---"/"+++" lines
   long old_left = 0, new_left = 0;  // lines of the current hunk still to come
   for (const auto line : lines_of(rej)) {
     if (old_left > 0 || new_left > 0) {  // a hunk's body: its lines may start with "---" too
       out.back() += std::string(line) + "\n";
       const char c = line.empty() ? ' ' : line[0];
-      if (c == '\\') continue;  // "\ No newline at end of file"
-      if (c != '+') --old_left;
-      if (c != '-') --new_left;
+      if (c == '\\') {
+        continue;  // "\ No newline at end of file"
+      }
+      if (c != '+') { --old_left; }
+      if (c != '-') { --new_left; }
       continue;
     }
     if (starts(line, "--- ")) {
@@ -98,7 +100,7 @@ std::vector<std::string> reject_hunks(std::string_view rej) {
       head += std::string(line) + "\n";
     } else if (starts(line, "@@ ")) {
       out.push_back(head + std::string(line) + "\n");
-      if (!hunk_counts(line, old_left, new_left)) old_left = new_left = 0;
+      if (!hunk_counts(line, old_left, new_left)) { old_left = new_left = 0; }
     } else if (!out.empty() && starts(line, "\\")) {
       out.back() += std::string(line) + "\n";
     }
@@ -116,9 +118,9 @@ std::vector<std::string> patch_inputs(std::string_view diff) {
       while ((old_n > 0 || new_n > 0) && i + 1 < lines.size()) {
         const auto body = lines[++i];
         const char c = body.empty() ? ' ' : body[0];
-        if (c == '\\') continue;
-        if (c != '+') --old_n;
-        if (c != '-') --new_n;
+        if (c == '\\') { continue; }
+        if (c != '+') { --old_n; }
+        if (c != '-') { --new_n; }
       }
     } else if (starts(l, "--- ") && i + 1 < lines.size() && starts(lines[i + 1], "+++ ")) {
       add(out, strip1(l.substr(4)));
@@ -134,21 +136,23 @@ std::vector<std::string> patch_inputs(std::string_view diff) {
 std::string describe_patch_failure(const std::string& patch, const std::string& tree, const PatchOutcome& o,
                                    const std::vector<std::string>& rejects, std::size_t max_lines) {
   std::string m = "patch " + patch + " does not apply to " + tree + ": ";
-  if (!o.garbage.empty()) return m + "patch says \"" + o.garbage + "\" (is it a unified diff?)";
+  if (!o.garbage.empty()) { return m + "patch says \"" + o.garbage + "\" (is it a unified diff?)"; }
   if (!o.missing.empty()) {
     m += "the tree has no " + o.missing.front();
-    if (o.missing.size() > 1) m += " (nor " + std::to_string(o.missing.size() - 1) + " other file(s) it changes)";
+    if (o.missing.size() > 1) { m += " (nor " + std::to_string(o.missing.size() - 1) + " other file(s) it changes)"; }
     m += ": a patch for another release, or made with another -p level (DKMS applies patches with -p1)";
     return m;
   }
-  if (o.reversed && o.failed.empty()) return m + "it is already in the tree (patch detects it as applied or reversed)";
-  if (o.failed.empty()) return m + "patch failed without naming a hunk";
+  if (o.reversed && o.failed.empty()) {
+    return m + "it is already in the tree (patch detects it as applied or reversed)";
+  }
+  if (o.failed.empty()) { return m + "patch failed without naming a hunk"; }
   const auto& f = o.failed.front();
   m += "hunk #" + std::to_string(f.hunk) + " of " + f.file + " FAILED at line " + std::to_string(f.line);
   std::vector<std::string> files;
-  for (const auto& h : o.failed) add(files, h.file);
+  for (const auto& h : o.failed) { add(files, h.file); }
   m += " (" + std::to_string(o.failed.size()) + " hunk(s) failed in " + std::to_string(files.size()) + " file(s)";
-  if (files.size() > 1) m += ": " + files[0] + ", " + files[1] + (files.size() > 2 ? ", …" : "");
+  if (files.size() > 1) { m += ": " + files[0] + ", " + files[1] + (files.size() > 2 ? ", …" : ""); }
   m += "); the tree's code there differs from what the patch expects: use a patch made for this release";
   if (!rejects.empty()) {
     m += "\nthe hunk that failed:\n";
@@ -161,7 +165,7 @@ std::string describe_patch_failure(const std::string& patch, const std::string& 
       }
       m += "  " + std::string(line) + "\n";
     }
-    if (!m.empty() && m.back() == '\n') m.pop_back();
+    if (!m.empty() && m.back() == '\n') { m.pop_back(); }
   }
   return m;
 }

@@ -8,19 +8,20 @@
 namespace p2pnode::nvidia {
 
 std::optional<bool> demands_peer_alignment(std::string_view text) {
-  static const std::regex check(R"(if\s*\(\s*!\s*NV_IS_ALIGNED64\s*\(\s*peerDmaAddr\s*,\s*RM_PAGE_SIZE_512M\s*\)\s*\))");
+  static const std::regex check(
+      R"(if\s*\(\s*!\s*NV_IS_ALIGNED64\s*\(\s*peerDmaAddr\s*,\s*RM_PAGE_SIZE_512M\s*\)\s*\))");
   std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_search(text.begin(), text.end(), m, check)) return std::nullopt;
+  if (!std::regex_search(text.begin(), text.end(), m, check)) { return std::nullopt; }
   // The statement the if guards: its braced block (the trees' style), or one statement up to ';'.
   std::size_t at = static_cast<std::size_t>(m.position(0) + m.length(0));
-  while (at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) ++at;
+  while (at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) { ++at; }
   std::string_view body;
   if (at < text.size() && text[at] == '{') {
     int depth = 0;
     std::size_t end = at;
     for (; end < text.size(); ++end) {
-      if (text[end] == '{') ++depth;
-      if (text[end] == '}' && --depth == 0) break;
+      if (text[end] == '{') { ++depth; }
+      if (text[end] == '}' && --depth == 0) { break; }
     }
     body = text.substr(at, end - at);
   } else {
@@ -45,14 +46,16 @@ constexpr ClientRc kClientRcs[] = {
 }  // namespace
 
 std::optional<std::string> offset_peer_address_platform(const Inventory& inv) {
-  if (inv.gpus().size() < 2) return std::nullopt;
+  if (inv.gpus().size() < 2) { return std::nullopt; }
   std::set<std::string> complexes;
-  for (const auto& d : inv.devices)
-    if (d.kind == DeviceKind::host_bridge && !d.root_complex.empty()) complexes.insert(d.root_complex);
   for (const auto& d : inv.devices) {
-    if (d.kind != DeviceKind::host_bridge || d.vendor != 0x1022) continue;
-    for (const auto& c : kClientRcs)
-      if (d.device == c.device && (!c.shared_with_server || complexes.size() == 1)) return std::string(c.name);
+    if (d.kind == DeviceKind::host_bridge && !d.root_complex.empty()) { complexes.insert(d.root_complex); }
+  }
+  for (const auto& d : inv.devices) {
+    if (d.kind != DeviceKind::host_bridge || d.vendor != 0x1022) { continue; }
+    for (const auto& c : kClientRcs) {
+      if (d.device == c.device && (!c.shared_with_server || complexes.size() == 1)) { return std::string(c.name); }
+    }
   }
   return std::nullopt;
 }

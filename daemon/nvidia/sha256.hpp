@@ -14,7 +14,7 @@ class Sha256 {
   void update(const void* data, std::size_t len);
   void update(std::string_view s) { update(s.data(), s.size()); }
   std::array<std::uint8_t, 32> digest();  // finishes; the object is spent afterwards
-  std::string hex();                       // lowercase, as sha256sum prints it
+  std::string hex();                      // lowercase, as sha256sum prints it
 
  private:
   void block(const std::uint8_t* p);

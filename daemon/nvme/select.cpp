@@ -7,9 +7,9 @@ namespace p2pnode::nvme {
 std::string trim(std::string s) {
   const auto not_space = [](char c) { return c != ' ' && c != '\t' && c != '\n' && c != '\0'; };
   std::size_t b = 0;
-  while (b < s.size() && !not_space(s[b])) ++b;
+  while (b < s.size() && !not_space(s[b])) { ++b; }
   std::size_t e = s.size();
-  while (e > b && !not_space(s[e - 1])) --e;
+  while (e > b && !not_space(s[e - 1])) { --e; }
   return s.substr(b, e - b);
 }
 
@@ -19,9 +19,9 @@ Selection select_nvme_drives(const std::vector<NvmeDrive>& drives, const std::ve
   for (const auto& d : drives) {
     std::vector<const ControllerIdentity*> hits;
     for (const auto& c : ctrls) {
-      if (d.serial && (!c.serial || trim(*c.serial) != trim(*d.serial))) continue;
-      if (d.model && (!c.model || trim(*c.model) != trim(*d.model))) continue;
-      if (d.address && !(*d.address == c.bdf)) continue;
+      if (d.serial && (!c.serial || trim(*c.serial) != trim(*d.serial))) { continue; }
+      if (d.model && (!c.model || trim(*c.model) != trim(*d.model))) { continue; }
+      if (d.address && !(*d.address == c.bdf)) { continue; }
       hits.push_back(&c);
     }
     const std::string key = drive_key(d);
@@ -31,9 +31,9 @@ Selection select_nvme_drives(const std::vector<NvmeDrive>& drives, const std::ve
     }
     if (hits.size() > 1) {
       std::string list;
-      for (const auto* h : hits) list += (list.empty() ? "" : ", ") + h->bdf;
-      out.problems.push_back("the drive with " + key + " matches " + std::to_string(hits.size()) +
-                             " controllers (" + list + "); name it by serial");
+      for (const auto* h : hits) { list += (list.empty() ? "" : ", ") + h->bdf; }
+      out.problems.push_back("the drive with " + key + " matches " + std::to_string(hits.size()) + " controllers (" +
+                             list + "); name it by serial");
       continue;
     }
     if (auto [it, fresh] = taken.emplace(hits[0]->bdf, key); !fresh) {

@@ -4,10 +4,10 @@ namespace p2pnode::privsep {
 namespace {
 
 void put_u32(std::string& out, std::uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
+  for (int shift = 24; shift >= 0; shift -= 8) { out.push_back(static_cast<char>((v >> shift) & 0xff)); }
 }
 void put_u64(std::string& out, std::uint64_t v) {
-  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
+  for (int shift = 56; shift >= 0; shift -= 8) { out.push_back(static_cast<char>((v >> shift) & 0xff)); }
 }
 void put_str(std::string& out, std::string_view s) {
   put_u32(out, static_cast<std::uint32_t>(s.size()));
@@ -26,7 +26,7 @@ void put_pairs(std::string& out, const Pairs& pairs) {
 
 std::uint64_t get_be(std::string_view s, std::size_t n) {
   std::uint64_t v = 0;
-  for (std::size_t i = 0; i < n; ++i) v = (v << 8) | static_cast<unsigned char>(s[i]);
+  for (std::size_t i = 0; i < n; ++i) { v = (v << 8) | static_cast<unsigned char>(s[i]); }
   return v;
 }
 
@@ -35,18 +35,18 @@ class Cursor {
  public:
   explicit Cursor(std::string_view s) : s_(s) {}
   bool u32(std::uint32_t& v) {
-    if (!take(4)) return false;
+    if (!take(4)) { return false; }
     v = static_cast<std::uint32_t>(get_be(s_.substr(pos_ - 4), 4));
     return true;
   }
   bool u64(std::uint64_t& v) {
-    if (!take(8)) return false;
+    if (!take(8)) { return false; }
     v = get_be(s_.substr(pos_ - 8), 8);
     return true;
   }
   bool str(std::string& v) {
     std::uint32_t n = 0;
-    if (!u32(n) || !take(n)) return false;
+    if (!u32(n) || !take(n)) { return false; }
     v.assign(s_.substr(pos_ - n, n));
     return true;
   }
@@ -55,7 +55,7 @@ class Cursor {
 
  private:
   bool take(std::size_t n) {
-    if (!ok_ || s_.size() - pos_ < n) return ok_ = false;
+    if (!ok_ || s_.size() - pos_ < n) { return ok_ = false; }
     pos_ += n;
     return true;
   }
@@ -83,8 +83,9 @@ std::string encode_request(const http::Request& req) {
   put_str(out, req.path);
   put_u32(out, static_cast<std::uint32_t>(req.header_count));
   std::vector<std::pair<std::string, std::string>> kept;
-  for (const char* name : kForwardedHeaders)
-    if (auto it = req.headers.find(name); it != req.headers.end()) kept.emplace_back(*it);
+  for (const char* name : kForwardedHeaders) {
+    if (auto it = req.headers.find(name); it != req.headers.end()) { kept.emplace_back(*it); }
+  }
   put_pairs(out, kept);
   put_str(out, req.body);
   return out;
@@ -94,14 +95,14 @@ Result<http::Request> decode_request(std::string_view payload) {
   Cursor c(payload);
   http::Request r;
   std::uint32_t count = 0, n = 0;
-  if (!c.str(r.method) || !c.str(r.path) || !c.u32(count) || !c.count(n)) return malformed_frame("request");
+  if (!c.str(r.method) || !c.str(r.path) || !c.u32(count) || !c.count(n)) { return malformed_frame("request"); }
   r.header_count = count;
   for (std::uint32_t i = 0; i < n; ++i) {
     std::string k, v;
-    if (!c.str(k) || !c.str(v)) return malformed_frame("request");
+    if (!c.str(k) || !c.str(v)) { return malformed_frame("request"); }
     r.headers[k] = std::move(v);
   }
-  if (!c.str(r.body) || !c.done()) return malformed_frame("request");
+  if (!c.str(r.body) || !c.done()) { return malformed_frame("request"); }
   return r;
 }
 
@@ -118,15 +119,15 @@ Result<http::Response> decode_response(std::string_view payload) {
   Cursor c(payload);
   http::Response r;
   std::uint32_t status = 0, n = 0;
-  if (!c.u32(status) || !c.str(r.content_type) || !c.count(n)) return malformed_frame("response");
-  if (status < 100 || status > 599) return malformed_frame("response");
+  if (!c.u32(status) || !c.str(r.content_type) || !c.count(n)) { return malformed_frame("response"); }
+  if (status < 100 || status > 599) { return malformed_frame("response"); }
   r.status = static_cast<int>(status);
   for (std::uint32_t i = 0; i < n; ++i) {
     std::string k, v;
-    if (!c.str(k) || !c.str(v)) return malformed_frame("response");
+    if (!c.str(k) || !c.str(v)) { return malformed_frame("response"); }
     r.headers.emplace_back(std::move(k), std::move(v));
   }
-  if (!c.str(r.body) || !c.done()) return malformed_frame("response");
+  if (!c.str(r.body) || !c.done()) { return malformed_frame("response"); }
   return r;
 }
 
@@ -134,8 +135,9 @@ std::string encode_settings(const HttpSettings& s) {
   std::string out;
   put_u32(out, s.threads);
   for (std::uint64_t v : {s.max_body, s.max_connections, s.max_connections_per_client, s.request_timeout_ms,
-                          s.idle_timeout_ms, s.max_connection_time_ms})
+                          s.idle_timeout_ms, s.max_connection_time_ms}) {
     put_u64(out, v);
+  }
   put_str(out, s.tls_chain);
   put_str(out, s.tls_key);
   put_str(out, s.tls_describe);
@@ -147,20 +149,22 @@ Result<HttpSettings> decode_settings(std::string_view payload) {
   HttpSettings s;
   if (!c.u32(s.threads) || !c.u64(s.max_body) || !c.u64(s.max_connections) || !c.u64(s.max_connections_per_client) ||
       !c.u64(s.request_timeout_ms) || !c.u64(s.idle_timeout_ms) || !c.u64(s.max_connection_time_ms) ||
-      !c.str(s.tls_chain) || !c.str(s.tls_key) || !c.str(s.tls_describe) || !c.done())
+      !c.str(s.tls_chain) || !c.str(s.tls_key) || !c.str(s.tls_describe) || !c.done()) {
     return malformed_frame("settings");
+  }
   return s;
 }
 
 Result<std::optional<Frame>> FrameReader::next() {
-  if (buffered() < kFrameHeader) return std::optional<Frame>();
+  if (buffered() < kFrameHeader) { return std::optional<Frame>(); }
   const std::size_t len = get_be(std::string_view(buf_).substr(pos_), 4);
-  if (len < 9 || len > max_frame_)
+  if (len < 9 || len > max_frame_) {
     return Error{"frame length " + std::to_string(len) + " is outside 9.." + std::to_string(max_frame_)};
-  if (buffered() < kFrameHeader + len) return std::optional<Frame>();
+  }
+  if (buffered() < kFrameHeader + len) { return std::optional<Frame>(); }
   const std::string_view body = std::string_view(buf_).substr(pos_ + kFrameHeader, len);
   const auto type = static_cast<unsigned char>(body[0]);
-  if (type < 1 || type > 3) return Error{"unknown frame type " + std::to_string(type)};
+  if (type < 1 || type > 3) { return Error{"unknown frame type " + std::to_string(type)}; }
   Frame f{static_cast<FrameType>(type), get_be(body.substr(1), 8), std::string(body.substr(9))};
   pos_ += kFrameHeader + len;
   if (pos_ == buf_.size()) {
@@ -174,7 +178,7 @@ Result<std::optional<Frame>> FrameReader::next() {
 }
 
 Status FrameReader::finish() const {
-  if (buffered() == 0) return Status::success();
+  if (buffered() == 0) { return Status::success(); }
   return Error{"the stream ended inside a frame (" + std::to_string(buffered()) + " bytes left)"};
 }
 

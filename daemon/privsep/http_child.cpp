@@ -31,7 +31,7 @@ engine::LogFn stderr_logger(bool verbose) {
   const bool journal = service::stderr_is_journal();
   auto mu = std::make_shared<std::mutex>();
   return [verbose, journal, mu](const engine::LogEvent& e) {
-    if (e.level == engine::LogLevel::debug && !verbose) return;
+    if (e.level == engine::LogLevel::debug && !verbose) { return; }
     static constexpr const char* kPriority[] = {"<7>", "<6>", "<5>", "<4>", "<3>"};
     static constexpr const char* kName[] = {"debug", "info", "notice", "warning", "error"};
     const auto level = static_cast<std::size_t>(e.level);
@@ -55,7 +55,7 @@ class Forwarder {
 
   http::Response forward(const http::Request& req) {
     std::unique_lock lk(mu_);
-    if (closed_) return http::problem(503, "the daemon is stopping");
+    if (closed_) { return http::problem(503, "the daemon is stopping"); }
     const std::uint64_t id = next_id_++;
     answers_[id];
     lk.unlock();
@@ -65,16 +65,20 @@ class Forwarder {
       sent = write_all(fd_, encode_frame(FrameType::request, id, encode_request(req)));
     }
     lk.lock();
-    if (sent) cv_.wait_for(lk, kAnswerDeadline, [&] { return closed_ || answers_[id].has_value(); });
+    if (sent) {
+      cv_.wait_for(lk, kAnswerDeadline, [&] { return closed_ || answers_[id].has_value(); });
+    }
     auto node = answers_.extract(id);
-    if (node.mapped()) return std::move(*node.mapped());
+    if (node.mapped()) { return std::move(*node.mapped()); }
     return http::problem(503, closed_ || !sent ? "the daemon is stopping" : "the daemon did not answer in time");
   }
 
   void deliver(std::uint64_t id, http::Response r) {
     std::lock_guard lk(mu_);
     auto it = answers_.find(id);
-    if (it == answers_.end()) return;  // its client had its 503 already
+    if (it == answers_.end()) {
+      return;  // its client had its 503 already
+    }
     it->second = std::move(r);
     cv_.notify_all();
   }
@@ -109,16 +113,19 @@ http::ServerOptions with_settings(http::ServerOptions o, const HttpSettings& s) 
 void apply_settings(http::ApiServer& server, const http::ServerOptions& current, const HttpSettings& s,
                     const engine::LogFn& log) {
   std::string why;
-  if (!server.set_limits(with_settings(current, s), &why))
-    log({engine::LogLevel::error, "the new HTTP limits could not take effect, the previous ones stay: " + why, "", "http", ""});
-  if (s.tls_chain.empty()) return;
+  if (!server.set_limits(with_settings(current, s), &why)) {
+    log({engine::LogLevel::error, "the new HTTP limits could not take effect, the previous ones stay: " + why, "",
+         "http", ""});
+  }
+  if (s.tls_chain.empty()) { return; }
   auto pem = std::make_shared<tls::PemIdentity>();
   pem->chain = s.tls_chain;
   pem->key = tls::SecretPem(s.tls_key);
-  if (server.set_tls_identity(std::move(pem), &why))
+  if (server.set_tls_identity(std::move(pem), &why)) {
     log({engine::LogLevel::notice, "TLS certificate reloaded for new connections: " + s.tls_describe, "", "tls", ""});
-  else
+  } else {
     log({engine::LogLevel::error, "TLS certificate not reloaded, the previous one is served: " + why, "", "tls", ""});
+  }
 }
 
 // The daemon's first frame: the limits to serve with and, with TLS, the certificate and key. It
@@ -126,10 +133,11 @@ void apply_settings(http::ApiServer& server, const http::ServerOptions& current,
 HttpSettings first_settings(FrameReader& reader) {
   set_socket_timeouts(kChannelFd, 10000, 10000);
   auto frame = read_frame(kChannelFd, reader);
-  if (!frame || !*frame || (*frame)->type != FrameType::settings)
+  if (!frame || !*frame || (*frame)->type != FrameType::settings) {
     die("the daemon did not send the settings first" + (frame ? std::string() : ": " + frame.error().message));
+  }
   auto s = decode_settings((*frame)->payload);
-  if (!s) die(s.error().message);
+  if (!s) { die(s.error().message); }
   set_socket_timeouts(kChannelFd, 10000, 0);
   return std::move(s).value();
 }
@@ -150,7 +158,7 @@ http::ServerOptions initial_options(const HttpSettings& s, const engine::LogFn& 
 
 void run_http_child(const ChildStart& start) {
   // The daemon's death ends this process (set before the exec, which keeps it); it may be gone already.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != start.parent) ::_exit(1);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != start.parent) { ::_exit(1); }
   ::prctl(PR_SET_NAME, "p2pnode-http");  // not "exe", as /proc/self/exe would name it
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGHUP, SIG_IGN);  // the daemon reloads and sends the settings that concern us
@@ -159,23 +167,26 @@ void run_http_child(const ChildStart& start) {
   ::fcntl(kChannelFd, F_SETFD, FD_CLOEXEC);
 
   Status confined = start.account ? drop_privileges(*start.account) : confine_unprivileged();
-  if (!confined) die("refusing to serve HTTP: " + confined.error().message);
+  if (!confined) { die("refusing to serve HTTP: " + confined.error().message); }
   // A change of uid or gid clears the parent-death signal: set it again, then check the parent.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != start.parent) ::_exit(1);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != start.parent) { ::_exit(1); }
 
   const engine::LogFn log = stderr_logger(start.verbose);
   FrameReader reader(kMaxResponseFrame);
   http::ServerOptions options = initial_options(first_settings(reader), log);
   Forwarder forwarder(kChannelFd);
   http::ApiServer* served = nullptr;
-  http::ApiServer server(kListenFd, [&](const http::Request& req) {
-    http::Response r = forwarder.forward(req);
-    // What this process shed is counted here: /metrics gets it appended.
-    if (r.status == 200 && req.path == "/metrics" && served) r.body += served->connection_metrics();
-    return r;
-  }, options);
+  http::ApiServer server(
+      kListenFd,
+      [&](const http::Request& req) {
+        http::Response r = forwarder.forward(req);
+        // What this process shed is counted here: /metrics gets it appended.
+        if (r.status == 200 && req.path == "/metrics" && served) { r.body += served->connection_metrics(); }
+        return r;
+      },
+      options);
   served = &server;
-  if (auto st = server.start(); !st) die(st.error().message);
+  if (auto st = server.start(); !st) { die(st.error().message); }
 
   int code = 0;
   for (;;) {
@@ -185,15 +196,17 @@ void run_http_child(const ChildStart& start) {
       code = 1;
       break;
     }
-    if (!*frame) break;  // the daemon closed its end: it is stopping
+    if (!*frame) {
+      break;  // the daemon closed its end: it is stopping
+    }
     const Frame& f = **frame;
     if (f.type == FrameType::response) {
       auto r = decode_response(f.payload);
-      if (!r) die(r.error().message);
+      if (!r) { die(r.error().message); }
       forwarder.deliver(f.id, std::move(r).value());
     } else if (f.type == FrameType::settings) {
       auto s = decode_settings(f.payload);
-      if (!s) die(s.error().message);
+      if (!s) { die(s.error().message); }
       apply_settings(server, options, *s, log);
       options = with_settings(options, *s);
     } else {

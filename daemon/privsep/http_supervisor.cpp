@@ -16,20 +16,23 @@ std::string seconds_text(std::chrono::milliseconds d) {
 
 HttpSupervisor::HttpSupervisor(int listen_fd, HttpSettings settings, std::optional<Account> account, bool verbose,
                                engine::LogFn log)
-    : listen_fd_(listen_fd), settings_(std::move(settings)), account_(std::move(account)), verbose_(verbose),
+    : listen_fd_(listen_fd),
+      settings_(std::move(settings)),
+      account_(std::move(account)),
+      verbose_(verbose),
       log_(std::move(log)) {}
 
 HttpSupervisor::~HttpSupervisor() {
   stop();
   std::fill(settings_.tls_key.begin(), settings_.tls_key.end(), '\0');
-  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (listen_fd_ >= 0) { ::close(listen_fd_); }
 }
 
 Status HttpSupervisor::start() { return spawn(); }
 
 Status HttpSupervisor::spawn() {
   auto p = HttpProcess::start(listen_fd_, settings_, account_, verbose_, log_);
-  if (!p) return p.error();
+  if (!p) { return p.error(); }
   process_ = std::move(p).value();
   started_at_ = Clock::now();
   return Status::success();
@@ -37,27 +40,28 @@ Status HttpSupervisor::spawn() {
 
 void HttpSupervisor::serve(http::Handler handler) {
   handler_ = std::move(handler);
-  if (process_) process_->serve(handler_);
+  if (process_) { process_->serve(handler_); }
 }
 
 void HttpSupervisor::tend() {
-  if (stopped_) return;
-  if (process_) reap();
-  if (!process_ && due_ && Clock::now() >= *due_) start_next();
+  if (stopped_) { return; }
+  if (process_) { reap(); }
+  if (!process_ && due_ && Clock::now() >= *due_) { start_next(); }
 }
 
 void HttpSupervisor::reap() {
   const auto how = process_->exited();
-  if (!how) return;
+  if (!how) { return; }
   const auto uptime = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_at_);
   const pid_t pid = process_->pid();
   process_->stop();  // joins its answering thread, which saw the end of stream
   process_.reset();
   const auto wait = backoff_.after_exit(uptime);
   due_ = Clock::now() + wait;
-  log_({engine::LogLevel::error, "the HTTP process " + std::to_string(pid) + " " + *how + " after " +
-                                     seconds_text(uptime) + ": starting another in " + seconds_text(wait) +
-                                     " (connections wait in the listening socket's backlog)", "", "privsep", ""});
+  log_({engine::LogLevel::error,
+        "the HTTP process " + std::to_string(pid) + " " + *how + " after " + seconds_text(uptime) +
+            ": starting another in " + seconds_text(wait) + " (connections wait in the listening socket's backlog)",
+        "", "privsep", ""});
 }
 
 void HttpSupervisor::start_next() {
@@ -65,16 +69,18 @@ void HttpSupervisor::start_next() {
   if (auto st = spawn(); !st) {
     const auto wait = backoff_.after_failed_start();
     due_ = Clock::now() + wait;
-    log_({engine::LogLevel::error, "cannot start the HTTP process: " + st.error().message + "; trying again in " +
-                                       seconds_text(wait) + " (the daemon goes on reconciling)", "", "privsep", ""});
+    log_({engine::LogLevel::error,
+          "cannot start the HTTP process: " + st.error().message + "; trying again in " + seconds_text(wait) +
+              " (the daemon goes on reconciling)",
+          "", "privsep", ""});
     return;
   }
   ++restarts_;
-  if (handler_) process_->serve(handler_);
+  if (handler_) { process_->serve(handler_); }
 }
 
 std::optional<std::chrono::milliseconds> HttpSupervisor::next_due() const {
-  if (!due_ || stopped_) return std::nullopt;
+  if (!due_ || stopped_) { return std::nullopt; }
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(*due_ - Clock::now());
   return std::max(left, std::chrono::milliseconds(0));
 }
@@ -88,7 +94,9 @@ Status HttpSupervisor::send_settings(const HttpSettings& settings) {
   }
   std::fill(settings_.tls_key.begin(), settings_.tls_key.end(), '\0');
   settings_ = std::move(kept);
-  if (!process_) return Status::success();  // the next one starts with them
+  if (!process_) {
+    return Status::success();  // the next one starts with them
+  }
   return process_->send_settings(settings);
 }
 
@@ -96,13 +104,14 @@ std::string HttpSupervisor::metrics_text() const {
   return "# HELP p2pnode_http_child_restarts_total Times the daemon started its HTTP process again after it ended "
          "(privilege separation)\n"
          "# TYPE p2pnode_http_child_restarts_total counter\n"
-         "p2pnode_http_child_restarts_total " + std::to_string(restarts_.load()) + "\n";
+         "p2pnode_http_child_restarts_total " +
+         std::to_string(restarts_.load()) + "\n";
 }
 
 void HttpSupervisor::stop() {
   stopped_ = true;
   due_.reset();
-  if (process_) process_->stop();
+  if (process_) { process_->stop(); }
   process_.reset();
 }
 

@@ -20,8 +20,7 @@ namespace p2pnode::privsep {
 class HttpSupervisor {
  public:
   // Takes `listen_fd`. `settings` carry the certificate and key when serving TLS.
-  HttpSupervisor(int listen_fd, HttpSettings settings, std::optional<Account> account, bool verbose,
-                 engine::LogFn log);
+  HttpSupervisor(int listen_fd, HttpSettings settings, std::optional<Account> account, bool verbose, engine::LogFn log);
   ~HttpSupervisor();
   HttpSupervisor(const HttpSupervisor&) = delete;
   HttpSupervisor& operator=(const HttpSupervisor&) = delete;

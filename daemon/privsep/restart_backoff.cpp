@@ -5,7 +5,7 @@
 namespace p2pnode::privsep {
 
 std::chrono::milliseconds RestartBackoff::after_exit(std::chrono::milliseconds uptime) {
-  if (uptime >= kSteady) next_ = kFirst;
+  if (uptime >= kSteady) { next_ = kFirst; }
   return take();
 }
 

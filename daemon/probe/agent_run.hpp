@@ -16,7 +16,8 @@ struct AgentProcess {
   std::int64_t started_unix = 0;
   double duration_s = 0;
 };
-// Output beyond max_output_bytes is cut (and flagged). cancel: when it turns true (the daemon is stopping) the agent is killed and process.cancelled set.
+// Output beyond max_output_bytes is cut (and flagged). cancel: when it turns true (the daemon is stopping) the agent is
+// killed and process.cancelled set.
 AgentProcess run_agent(sys::CommandRunner& runner, const std::string& path, const std::vector<std::string>& args,
                        std::chrono::nanoseconds time_limit, std::size_t max_output_bytes,
                        const std::atomic<bool>* cancel = nullptr);

@@ -20,7 +20,7 @@ std::string account_name(const sys::SysRoot& root, const char* file, unsigned id
     const auto a = line.find(':');
     const auto b = a == std::string::npos ? a : line.find(':', a + 1);
     const auto c = b == std::string::npos ? b : line.find(':', b + 1);
-    if (c != std::string::npos && line.substr(b + 1, c - b - 1) == wanted) return line.substr(0, a);
+    if (c != std::string::npos && line.substr(b + 1, c - b - 1) == wanted) { return line.substr(0, a); }
   }
   return wanted;
 }
@@ -30,7 +30,7 @@ std::string account_name(const sys::SysRoot& root, const char* file, unsigned id
 GdrdrvState probe_gdrdrv(const sys::SysRoot& root) {
   GdrdrvState s;
   s.loaded = root.is_dir("/sys/module/gdrdrv");
-  if (auto v = root.read_attr("/sys/module/gdrdrv/version"); v && !v->empty()) s.version = *v;
+  if (auto v = root.read_attr("/sys/module/gdrdrv/version"); v && !v->empty()) { s.version = *v; }
   if (auto params = root.read_text("/proc/driver/gdrdrv/params")) {
     std::istringstream in(*params);
     for (std::string line; std::getline(in, line);) {
@@ -39,10 +39,10 @@ GdrdrvState probe_gdrdrv(const sys::SysRoot& root) {
         std::istringstream word(line.substr(key.size()));
         std::string flavour;
         word >> flavour;
-        if (flavour == "opensource") s.open_flavour = true;
-        if (flavour == "proprietary") s.open_flavour = false;
+        if (flavour == "opensource") { s.open_flavour = true; }
+        if (flavour == "proprietary") { s.open_flavour = false; }
       }
-      if (line.rfind("Version: ", 0) == 0 && !s.version) s.version = line.substr(9);
+      if (line.rfind("Version: ", 0) == 0 && !s.version) { s.version = line.substr(9); }
     }
   }
   if (auto devices = root.read_text("/proc/devices")) {
@@ -51,8 +51,8 @@ GdrdrvState probe_gdrdrv(const sys::SysRoot& root) {
       std::istringstream words(line);
       int major = 0;
       std::string name;
-      if (words >> major >> name && name == "gdrdrv") s.major = major;
-      if (line.rfind("Block devices:", 0) == 0) break;
+      if (words >> major >> name && name == "gdrdrv") { s.major = major; }
+      if (line.rfind("Block devices:", 0) == 0) { break; }
     }
   }
   struct stat st {};
@@ -60,7 +60,7 @@ GdrdrvState probe_gdrdrv(const sys::SysRoot& root) {
     s.device_node = true;
     s.device_is_char = S_ISCHR(st.st_mode);
     s.device_mode = static_cast<unsigned>(st.st_mode & 07777);
-    if (s.device_is_char) s.device_major = static_cast<int>(major(st.st_rdev));
+    if (s.device_is_char) { s.device_major = static_cast<int>(major(st.st_rdev)); }
     s.device_uid = st.st_uid;
     s.device_gid = st.st_gid;
     s.device_owner = account_name(root, "/etc/passwd", st.st_uid);

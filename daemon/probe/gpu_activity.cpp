@@ -9,7 +9,7 @@ namespace p2pnode::probe {
 namespace {
 std::string first_line(const std::string& s) {
   std::string l = s.substr(0, s.find('\n'));
-  while (!l.empty() && (l.back() == '\r' || l.back() == ' ')) l.pop_back();
+  while (!l.empty() && (l.back() == '\r' || l.back() == ' ')) { l.pop_back(); }
   return l.size() > 200 ? l.substr(0, 200) : l;
 }
 }  // namespace
@@ -23,7 +23,7 @@ SchedulerView probe_scheduler(const sys::SysRoot& root, sys::CommandRunner& runn
     v.reason = *spec.busy_file + " exists";
     return v;
   }
-  if (spec.command.empty()) return v;
+  if (spec.command.empty()) { return v; }
   sys::Command cmd;
   cmd.argv = spec.command;
   cmd.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(spec.timeout);
@@ -35,7 +35,8 @@ SchedulerView probe_scheduler(const sys::SysRoot& root, sys::CommandRunner& runn
     v.reason = cmd.display() + " exited " + std::to_string(r.exit_code) + (said.empty() ? "" : ": " + said);
   } else {
     v.known = false;
-    v.reason = cmd.display() + " " + r.describe() + (said.empty() ? "" : ": " + said) + " (expected exit 0 idle or 1 busy)";
+    v.reason =
+        cmd.display() + " " + r.describe() + (said.empty() ? "" : ": " + said) + " (expected exit 0 idle or 1 busy)";
   }
   return v;
 }
@@ -53,10 +54,10 @@ GpuActivityReading probe_gpu_activity(const sys::SysRoot& root, sys::CommandRunn
     GpuUser u;
     u.pid = h.pid;
     u.name = h.comm;
-    for (const auto& f : h.files) u.seen += (u.seen.empty() ? "" : " ") + f;
+    for (const auto& f : h.files) { u.seen += (u.seen.empty() ? "" : " ") + f; }
     r.device_holders.push_back(std::move(u));
   }
-  if (scheduler) r.scheduler = probe_scheduler(root, host_runner, *scheduler);
+  if (scheduler) { r.scheduler = probe_scheduler(root, host_runner, *scheduler); }
   return r;
 }
 

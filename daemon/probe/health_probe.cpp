@@ -30,7 +30,9 @@ std::vector<health::DeviceReading> probe_device_health(const sys::SysRoot& root,
     }
     for (const auto sev : health::kAerSeverities) {
       const auto text = root.read_text(join(dir, health::aer_file_name(sev)), 64 * 1024);
-      if (!text) continue;  // no AER capability, or the kernel's AER driver does not own the port
+      if (!text) {
+        continue;  // no AER capability, or the kernel's AER driver does not own the port
+      }
       auto counts = health::decode_aer_stats(*text);
       if (!counts) {
         d.aer_absent = std::string(health::aer_file_name(sev)) + ": " + counts.error().message;
@@ -38,20 +40,21 @@ std::vector<health::DeviceReading> probe_device_health(const sys::SysRoot& root,
       }
       d.aer[health::to_string(sev)] = std::move(counts).value();
     }
-    if (d.aer.empty() && d.aer_absent.empty())
+    if (d.aer.empty() && d.aer_absent.empty()) {
       d.aer_absent = "no AER statistics in sysfs (no AER capability, or the firmware kept AER)";
+    }
     auto attr = [&](const char* name) { return root.read_attr(join(dir, name)); };
-    if (auto t = attr("current_link_speed")) d.link.current_gts = pci::parse_link_speed(*t);
-    if (auto t = attr("max_link_speed")) d.link.max_gts = pci::parse_link_speed(*t);
-    if (auto t = attr("current_link_width")) d.link.current_width = pci::parse_int(*t);
-    if (auto t = attr("max_link_width")) d.link.max_width = pci::parse_int(*t);
+    if (auto t = attr("current_link_speed")) { d.link.current_gts = pci::parse_link_speed(*t); }
+    if (auto t = attr("max_link_speed")) { d.link.max_gts = pci::parse_link_speed(*t); }
+    if (auto t = attr("current_link_width")) { d.link.current_width = pci::parse_int(*t); }
+    if (auto t = attr("max_link_width")) { d.link.max_width = pci::parse_int(*t); }
     out.push_back(std::move(d));
   }
   return out;
 }
 
 KmsgReader::~KmsgReader() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) { ::close(fd_); }
 }
 
 health::XidReading KmsgReader::read_new() {
@@ -61,8 +64,7 @@ health::XidReading KmsgReader::read_new() {
   if (auto up = root_.read_attr("/proc/uptime")) {
     try {
       r.uptime_s = std::stod(up->substr(0, up->find(' ')));
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   const std::string host = root_.host_path(path_).string();
   if (fd_ < 0) {
@@ -74,23 +76,28 @@ health::XidReading KmsgReader::read_new() {
     struct stat st {};
     regular_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
   }
-  if (regular_) ::lseek(fd_, 0, SEEK_SET);
+  if (regular_) { ::lseek(fd_, 0, SEEK_SET); }
   // /dev/kmsg returns one record per read(); a regular file returns whatever fits.
   std::string pending;
   char buf[8192];
   auto take = [&](std::string_view rec) {
-    if (auto ev = health::parse_xid_line(rec)) r.events.push_back(std::move(*ev));
-    else if (auto k = kernel_log_.feed(rec)) r.kernel_events.push_back(std::move(*k));
+    if (auto ev = health::parse_xid_line(rec)) {
+      r.events.push_back(std::move(*ev));
+    } else if (auto k = kernel_log_.feed(rec)) {
+      r.kernel_events.push_back(std::move(*k));
+    }
   };
   for (int guard = 0; guard < 100000; ++guard) {
     const ssize_t n = ::read(fd_, buf, sizeof buf);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EPIPE) continue;  // records were overwritten before we read them; go on from the next
-      if (errno != EAGAIN) r.problem = "reading " + path_ + ": " + std::strerror(errno);
+      if (errno == EINTR) { continue; }
+      if (errno == EPIPE) {
+        continue;  // records were overwritten before we read them; go on from the next
+      }
+      if (errno != EAGAIN) { r.problem = "reading " + path_ + ": " + std::strerror(errno); }
       break;
     }
-    if (n == 0) break;
+    if (n == 0) { break; }
     if (!regular_) {
       take(std::string_view(buf, static_cast<std::size_t>(n)));
       continue;
@@ -106,14 +113,15 @@ health::XidReading KmsgReader::read_new() {
     }
   }
   r.oversize_records = kernel_log_.oversize_records() - oversize_before;
-  if (r.oversize_records > 0 && r.problem.empty())
+  if (r.oversize_records > 0 && r.problem.empty()) {
     r.problem = std::to_string(r.oversize_records) + " record(s) of " + path_ + " over " +
                 std::to_string(health::KernelLogParser::kMaxRecordBytes) + " bytes skipped unread (not the kernel's)";
+  }
   return r;
 }
 
 health::AgentReading probe_nvlink(sys::CommandRunner& runner, const std::string& agent_host_path,
-                                   std::chrono::milliseconds time_limit, const std::atomic<bool>* cancel) {
+                                  std::chrono::milliseconds time_limit, const std::atomic<bool>* cancel) {
   health::AgentReading r;
   std::error_code ec;
   if (!std::filesystem::exists(agent_host_path, ec)) {
@@ -128,7 +136,7 @@ health::AgentReading probe_nvlink(sys::CommandRunner& runner, const std::string&
   const auto res = runner.run(c);
   if (!res.success()) {
     std::string err = res.err.substr(0, 300);
-    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) { err.pop_back(); }
     r.skipped = "`" + c.display() + "` " + res.describe() + (err.empty() ? "" : ": " + err);
     return r;
   }

@@ -39,6 +39,6 @@ class KmsgReader {
 // Runs `<agent> --health --json` (NVML only: no CUDA context) with a time limit and decodes it.
 // Never fails: what went wrong is in AgentReading::skipped.
 health::AgentReading probe_nvlink(sys::CommandRunner& runner, const std::string& agent_host_path,
-                                   std::chrono::milliseconds time_limit, const std::atomic<bool>* cancel = nullptr);
+                                  std::chrono::milliseconds time_limit, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace p2pnode::probe

@@ -7,10 +7,10 @@
 namespace p2pnode::probe {
 
 void probe_module_signatures_by_commands(const sys::SysRoot& root, sys::CommandRunner& runner, Inventory& inv) {
-  if (secureboot::decide_signing(inv.secure_boot).trust == secureboot::Trust::not_enforced) return;
-  for (auto& k : inv.kernels.kernels)
+  if (secureboot::decide_signing(inv.secure_boot).trust == secureboot::Trust::not_enforced) { return; }
+  for (auto& k : inv.kernels.kernels) {
     for (auto& d : k.dkms) {
-      if (!d.installed || d.modules.empty()) continue;
+      if (!d.installed || d.modules.empty()) { continue; }
       bool all_signed = true, read = true;
       for (const auto& m : d.modules) {
         sys::Command c;
@@ -22,12 +22,16 @@ void probe_module_signatures_by_commands(const sys::SysRoot& root, sys::CommandR
           break;
         }
         std::string signer = r.out;
-        while (!signer.empty() && (signer.back() == '\n' || signer.back() == ' ')) signer.pop_back();
-        if (signer.empty()) all_signed = false;
-        else if (d.signer.empty()) d.signer = signer;
+        while (!signer.empty() && (signer.back() == '\n' || signer.back() == ' ')) { signer.pop_back(); }
+        if (signer.empty()) {
+          all_signed = false;
+        } else if (d.signer.empty()) {
+          d.signer = signer;
+        }
       }
-      if (read) d.signed_modules = all_signed;
+      if (read) { d.signed_modules = all_signed; }
     }
+  }
 }
 
 }  // namespace p2pnode::probe

@@ -18,15 +18,15 @@ inline constexpr const char* kNvmeSerialsFile = "/var/lib/p2pnode/nvme-serials.j
 
 struct NvmeFunctionState {
   std::string bdf;
-  std::string dir;                      // /sys/bus/pci/devices/<bdf>
-  bool present = false;                 // the directory exists
-  std::string driver;                   // nvme, vfio-pci, "" when none
-  std::string driver_override;          // "" when "(null)"
+  std::string dir;              // /sys/bus/pci/devices/<bdf>
+  bool present = false;         // the directory exists
+  std::string driver;           // nvme, vfio-pci, "" when none
+  std::string driver_override;  // "" when "(null)"
   std::string power_state, power_control;
-  std::vector<std::string> controllers; // nvme1 (only while bound to nvme)
+  std::vector<std::string> controllers;  // nvme1 (only while bound to nvme)
   std::optional<std::string> serial, model;
-  std::vector<std::uint8_t> config;     // at least the first 256 bytes when readable
-  std::optional<int> pm_state;          // PMCSR D-state (PM capability found by walking the list)
+  std::vector<std::uint8_t> config;  // at least the first 256 bytes when readable
+  std::optional<int> pm_state;       // PMCSR D-state (PM capability found by walking the list)
   std::optional<std::uint16_t> command;
 };
 

@@ -26,21 +26,28 @@ class LimitChecker : public YAML::EventHandler {
 
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
-  void OnAnchor(const YAML::Mark& mark, const std::string& name) override { anchors_.push_back({name, mark, 0, false}); }
+  void OnAnchor(const YAML::Mark& mark, const std::string& name) override {
+    anchors_.push_back({name, mark, 0, false});
+  }
   void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { leaf(anchor); }
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, const std::string&) override {
     leaf(anchor);
   }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     Anchor* a = find(anchor);
-    if (a == nullptr) return;  // yaml-cpp refuses an unknown alias itself
-    if (!a->closed)
+    if (a == nullptr) {
+      return;  // yaml-cpp refuses an unknown alias itself
+    }
+    if (!a->closed) {
       fail(mark, "the alias *" + a->name + " refers to the node it is inside (anchored &" + a->name + " at line " +
-                     std::to_string(a->mark.line + 1) + "): that is a cycle; an alias may only repeat a node that ends before it");
+                     std::to_string(a->mark.line + 1) +
+                     "): that is a cycle; an alias may only repeat a node that ends before it");
+    }
     alias_nodes_ = add(alias_nodes_, a->size);
-    if (alias_nodes_ > limits_.max_alias_nodes)
-      fail(mark, "aliases expand to more than " + std::to_string(limits_.max_alias_nodes) +
-                     " nodes (at *" + a->name + "): an alias bomb? write the values out or use fewer aliases");
+    if (alias_nodes_ > limits_.max_alias_nodes) {
+      fail(mark, "aliases expand to more than " + std::to_string(limits_.max_alias_nodes) + " nodes (at *" + a->name +
+                     "): an alias bomb? write the values out or use fewer aliases");
+    }
     count_in_parent(a->size);
   }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
@@ -48,7 +55,8 @@ class LimitChecker : public YAML::EventHandler {
     open(mark, anchor);
   }
   void OnSequenceEnd() override { close(); }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
     open(mark, anchor);
   }
   void OnMapEnd() override { close(); }
@@ -68,9 +76,7 @@ class LimitChecker : public YAML::EventHandler {
   static constexpr std::size_t kSaturated = std::size_t{1} << 48;
   static std::size_t add(std::size_t a, std::size_t b) { return std::min(kSaturated, a + std::min(kSaturated, b)); }
 
-  Anchor* find(YAML::anchor_t id) {
-    return id >= 1 && id <= anchors_.size() ? &anchors_[id - 1] : nullptr;
-  }
+  Anchor* find(YAML::anchor_t id) { return id >= 1 && id <= anchors_.size() ? &anchors_[id - 1] : nullptr; }
   void leaf(YAML::anchor_t anchor) {
     if (Anchor* a = find(anchor)) {
       a->size = 1;
@@ -79,12 +85,13 @@ class LimitChecker : public YAML::EventHandler {
     count_in_parent(1);
   }
   void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
-    if (stack_.size() >= limits_.max_depth)
+    if (stack_.size() >= limits_.max_depth) {
       fail(mark, "mappings and lists are nested more than " + std::to_string(limits_.max_depth) + " deep");
+    }
     stack_.push_back({anchor, 1});
   }
   void close() {
-    if (stack_.empty()) return;
+    if (stack_.empty()) { return; }
     const Open done = stack_.back();
     stack_.pop_back();
     if (Anchor* a = find(done.anchor)) {
@@ -94,7 +101,7 @@ class LimitChecker : public YAML::EventHandler {
     count_in_parent(done.size);
   }
   void count_in_parent(std::size_t n) {
-    if (!stack_.empty()) stack_.back().size = add(stack_.back().size, n);
+    if (!stack_.empty()) { stack_.back().size = add(stack_.back().size, n); }
   }
   [[noreturn]] static void fail(const YAML::Mark& mark, std::string message) {
     throw Breach{{mark.line >= 0 ? mark.line + 1 : 0, mark.column >= 0 ? mark.column + 1 : 0, std::move(message)}};
@@ -114,9 +121,7 @@ std::optional<YamlLimitBreach> find_yaml_limit_breach(std::string_view text, con
     YAML::Parser parser(in);
     LimitChecker checker(limits);
     parser.HandleNextDocument(checker);
-  } catch (const Breach& b) {
-    return b.what;
-  } catch (const YAML::Exception&) {
+  } catch (const Breach& b) { return b.what; } catch (const YAML::Exception&) {
     return std::nullopt;  // a syntax error: YAML::Load says which
   }
   return std::nullopt;

@@ -11,8 +11,8 @@
 namespace p2pnode::profile {
 
 struct YamlLimits {
-  std::size_t max_depth = 64;             // nested mappings and lists (a profile uses about 6)
-  std::size_t max_alias_nodes = 10'000;   // nodes added by expanding every alias, in all
+  std::size_t max_depth = 64;            // nested mappings and lists (a profile uses about 6)
+  std::size_t max_alias_nodes = 10'000;  // nodes added by expanding every alias, in all
 };
 
 struct YamlLimitBreach {

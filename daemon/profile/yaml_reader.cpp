@@ -12,9 +12,9 @@ namespace p2pnode::profile {
 
 std::string Diagnostic::format() const {
   std::string s = file;
-  if (line > 0) s += ":" + std::to_string(line) + ":" + std::to_string(column);
+  if (line > 0) { s += ":" + std::to_string(line) + ":" + std::to_string(column); }
   s += ": ";
-  if (!key_path.empty()) s += key_path + ": ";
+  if (!key_path.empty()) { s += key_path + ": "; }
   return s + message;
 }
 
@@ -29,7 +29,7 @@ void Diagnostics::add(int line, int column, const std::string& path, std::string
 
 std::string Diagnostics::format() const {
   std::string s;
-  for (const auto& d : list_) s += d.format() + "\n";
+  for (const auto& d : list_) { s += d.format() + "\n"; }
   return s;
 }
 
@@ -48,11 +48,11 @@ std::pair<int, int> line_col(std::string_view s, std::size_t offset) {
 }
 }  // namespace
 
-std::optional<YAML::Node> parse_yaml_text(std::string_view text, Diagnostics& diag,
-                                          std::size_t max_bytes) {
+std::optional<YAML::Node> parse_yaml_text(std::string_view text, Diagnostics& diag, std::size_t max_bytes) {
   if (text.size() > max_bytes) {
-    diag.add(0, 0, "", "the file is " + std::to_string(text.size()) + " bytes; a profile is at most " +
-                           std::to_string(max_bytes) + " bytes");
+    diag.add(0, 0, "",
+             "the file is " + std::to_string(text.size()) + " bytes; a profile is at most " +
+                 std::to_string(max_bytes) + " bytes");
     return std::nullopt;
   }
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
@@ -66,9 +66,10 @@ std::optional<YAML::Node> parse_yaml_text(std::string_view text, Diagnostics& di
   }
   if (const auto bad = utf8::first_invalid(text)) {
     const auto [l, c] = line_col(text, *bad);
-    diag.add(l, c, "", "the file is not valid UTF-8 at byte " + std::to_string(*bad) +
-                           " (expected UTF-8 text: no Latin-1 or binary bytes, overlong forms, surrogates or code "
-                           "points above U+10FFFF)");
+    diag.add(l, c, "",
+             "the file is not valid UTF-8 at byte " + std::to_string(*bad) +
+                 " (expected UTF-8 text: no Latin-1 or binary bytes, overlong forms, surrogates or code "
+                 "points above U+10FFFF)");
     return std::nullopt;
   }
   // YAML forbids tabs in indentation; say so plainly instead of yaml-cpp's generic message.
@@ -76,14 +77,14 @@ std::optional<YAML::Node> parse_yaml_text(std::string_view text, Diagnostics& di
   int line_no = 1;
   while (line_start < text.size()) {
     std::size_t i = line_start;
-    while (i < text.size() && text[i] == ' ') ++i;
+    while (i < text.size() && text[i] == ' ') { ++i; }
     if (i < text.size() && text[i] == '\t') {
       diag.add(line_no, static_cast<int>(i - line_start + 1), "",
                "a tab is used for indentation; YAML indents with spaces only");
       return std::nullopt;
     }
     const auto nl = text.find('\n', line_start);
-    if (nl == std::string_view::npos) break;
+    if (nl == std::string_view::npos) { break; }
     line_start = nl + 1;
     ++line_no;
   }
@@ -102,21 +103,21 @@ std::optional<YAML::Node> parse_yaml_text(std::string_view text, Diagnostics& di
 }
 
 std::string describe_node(const YAML::Node& n) {
-  if (!n.IsDefined() || n.IsNull()) return "nothing (null)";
-  if (n.IsMap()) return "a mapping";
-  if (n.IsSequence()) return "a list";
+  if (!n.IsDefined() || n.IsNull()) { return "nothing (null)"; }
+  if (n.IsMap()) { return "a mapping"; }
+  if (n.IsSequence()) { return "a list"; }
   return "'" + n.Scalar() + "'";
 }
 
 std::optional<std::string> closest(std::string_view word, const std::vector<std::string_view>& known) {
   auto distance = [](std::string_view a, std::string_view b) {
     std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (std::size_t j = 0; j <= b.size(); ++j) { prev[j] = j; }
     for (std::size_t i = 1; i <= a.size(); ++i) {
       cur[0] = i;
       for (std::size_t j = 1; j <= b.size(); ++j) {
-        const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                          std::tolower(static_cast<unsigned char>(b[j - 1]));
+        const bool same =
+            std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
         cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (same ? 0 : 1)});
       }
       std::swap(prev, cur);
@@ -139,11 +140,14 @@ std::optional<std::string> closest(std::string_view word, const std::vector<std:
 
 std::optional<std::uint16_t> parse_pci_id(std::string_view t) {
   int base = 16;
-  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) t.remove_prefix(2);
-  else if (t.find_first_not_of("0123456789") == std::string_view::npos) base = 10;
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+    t.remove_prefix(2);
+  } else if (t.find_first_not_of("0123456789") == std::string_view::npos) {
+    base = 10;
+  }
   unsigned v = 0;
   const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v, base);
-  if (t.empty() || ec != std::errc() || p != t.data() + t.size() || v > 0xFFFF) return std::nullopt;
+  if (t.empty() || ec != std::errc() || p != t.data() + t.size() || v > 0xFFFF) { return std::nullopt; }
   return static_cast<std::uint16_t>(v);
 }
 
@@ -163,14 +167,16 @@ MapReader::MapReader(const YAML::Node& node, std::string path, Diagnostics& diag
       diag_.add(kv.first, path_, "a key must be a plain word, found " + describe_node(kv.first));
       continue;
     }
-    if (!seen.insert(key).second)
+    if (!seen.insert(key).second) {
       diag_.add(kv.first, child_path(key), "duplicate key '" + key + "' (each key may appear once)");
+    }
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       std::string msg = "unknown key '" + key + "'";
-      if (auto best = closest(key, known)) msg += "; did you mean '" + *best + "'?";
-      else {
+      if (auto best = closest(key, known)) {
+        msg += "; did you mean '" + *best + "'?";
+      } else {
         msg += "; known keys here: ";
-        for (std::size_t i = 0; i < known.size(); ++i) msg += (i ? ", " : "") + std::string(known[i]);
+        for (std::size_t i = 0; i < known.size(); ++i) { msg += (i ? ", " : "") + std::string(known[i]); }
       }
       diag_.add(kv.first, child_path(key), msg);
     }
@@ -184,17 +190,17 @@ std::string MapReader::child_path(std::string_view key) const {
 bool MapReader::has(std::string_view key) const { return valid_ && node_[std::string(key)].IsDefined(); }
 
 YAML::Node MapReader::get(std::string_view key) const {
-  if (!valid_) return YAML::Node(YAML::NodeType::Undefined);
+  if (!valid_) { return YAML::Node(YAML::NodeType::Undefined); }
   return node_[std::string(key)];
 }
 
 void MapReader::require(std::string_view key) {
-  if (valid_ && !has(key)) diag_.add(node_, child_path(key), "required key '" + std::string(key) + "' is missing");
+  if (valid_ && !has(key)) { diag_.add(node_, child_path(key), "required key '" + std::string(key) + "' is missing"); }
 }
 
 std::optional<std::string> MapReader::scalar(std::string_view key, const char* expected) {
   const YAML::Node n = get(key);
-  if (!n.IsDefined()) return std::nullopt;
+  if (!n.IsDefined()) { return std::nullopt; }
   if (!n.IsScalar()) {
     diag_.add(n, child_path(key), std::string("expected ") + expected + ", found " + describe_node(n));
     return std::nullopt;
@@ -203,7 +209,7 @@ std::optional<std::string> MapReader::scalar(std::string_view key, const char* e
 }
 
 std::optional<std::string> MapReader::string(std::string_view key, bool required) {
-  if (required) require(key);
+  if (required) { require(key); }
   auto s = scalar(key, "a string");
   if (s && s->empty()) {
     diag_.add(get(key), child_path(key), "expected a non-empty string");
@@ -214,22 +220,22 @@ std::optional<std::string> MapReader::string(std::string_view key, bool required
 
 std::optional<bool> MapReader::boolean(std::string_view key) {
   auto s = scalar(key, "true or false");
-  if (!s) return std::nullopt;
-  if (*s == "true") return true;
-  if (*s == "false") return false;
+  if (!s) { return std::nullopt; }
+  if (*s == "true") { return true; }
+  if (*s == "false") { return false; }
   diag_.add(get(key), child_path(key), "expected true or false, found '" + *s + "'");
   return std::nullopt;
 }
 
 std::optional<long long> MapReader::integer(std::string_view key, long long min, long long max) {
   auto s = scalar(key, "an integer");
-  if (!s) return std::nullopt;
+  if (!s) { return std::nullopt; }
   long long v = 0;
   const auto [p, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
   if (ec != std::errc() || p != s->data() + s->size() || v < min || v > max) {
-    diag_.add(get(key), child_path(key),
-              "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
-                  ", found '" + *s + "'");
+    diag_.add(
+        get(key), child_path(key),
+        "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", found '" + *s + "'");
     return std::nullopt;
   }
   return v;
@@ -237,7 +243,7 @@ std::optional<long long> MapReader::integer(std::string_view key, long long min,
 
 template <typename T, typename Parse>
 static std::optional<T> typed(MapReader& r, std::optional<std::string> s, std::string_view key, Parse parse) {
-  if (!s) return std::nullopt;
+  if (!s) { return std::nullopt; }
   auto v = parse(*s);
   if (!v) {
     r.diag().add(r.get(key), r.child_path(key), v.error().message);
@@ -255,20 +261,18 @@ std::optional<Bandwidth> MapReader::bandwidth(std::string_view key) {
 }
 
 std::optional<std::chrono::nanoseconds> MapReader::duration(std::string_view key) {
-  return typed<std::chrono::nanoseconds>(*this, scalar(key, "a duration such as 2us or 6h"), key,
-                                         parse_duration);
+  return typed<std::chrono::nanoseconds>(*this, scalar(key, "a duration such as 2us or 6h"), key, parse_duration);
 }
 
-std::optional<std::string> MapReader::choice(std::string_view key,
-                                             std::initializer_list<std::string_view> words) {
+std::optional<std::string> MapReader::choice(std::string_view key, std::initializer_list<std::string_view> words) {
   auto s = scalar(key, "a word");
-  if (!s) return std::nullopt;
-  if (std::find(words.begin(), words.end(), *s) != words.end()) return s;
+  if (!s) { return std::nullopt; }
+  if (std::find(words.begin(), words.end(), *s) != words.end()) { return s; }
   std::string msg = "expected one of ";
   std::size_t i = 0;
-  for (auto w : words) msg += (i++ ? ", " : "") + std::string(w);
+  for (auto w : words) { msg += (i++ ? ", " : "") + std::string(w); }
   msg += "; found '" + *s + "'";
-  if (auto best = closest(*s, std::vector<std::string_view>(words))) msg += " (did you mean '" + *best + "'?)";
+  if (auto best = closest(*s, std::vector<std::string_view>(words))) { msg += " (did you mean '" + *best + "'?)"; }
   diag_.add(get(key), child_path(key), msg);
   return std::nullopt;
 }
@@ -276,7 +280,7 @@ std::optional<std::string> MapReader::choice(std::string_view key,
 std::vector<std::string> MapReader::string_list(std::string_view key) {
   std::vector<std::string> out;
   const YAML::Node n = get(key);
-  if (!n.IsDefined()) return out;
+  if (!n.IsDefined()) { return out; }
   if (!n.IsSequence()) {
     diag_.add(n, child_path(key), "expected a list of strings, found " + describe_node(n));
     return out;
@@ -294,21 +298,21 @@ std::vector<std::string> MapReader::string_list(std::string_view key) {
 
 std::optional<MapReader> MapReader::map(std::string_view key, std::initializer_list<std::string_view> known) {
   const YAML::Node n = get(key);
-  if (!n.IsDefined() || n.IsNull()) return std::nullopt;
+  if (!n.IsDefined() || n.IsNull()) { return std::nullopt; }
   MapReader sub(n, child_path(key), diag_, known);
-  if (!sub.valid()) return std::nullopt;
+  if (!sub.valid()) { return std::nullopt; }
   return sub;
 }
 
 std::vector<YAML::Node> MapReader::sequence(std::string_view key) {
   std::vector<YAML::Node> out;
   const YAML::Node n = get(key);
-  if (!n.IsDefined() || n.IsNull()) return out;
+  if (!n.IsDefined() || n.IsNull()) { return out; }
   if (!n.IsSequence()) {
     diag_.add(n, child_path(key), "expected a list, found " + describe_node(n));
     return out;
   }
-  for (std::size_t i = 0; i < n.size(); ++i) out.push_back(n[i]);
+  for (std::size_t i = 0; i < n.size(); ++i) { out.push_back(n[i]); }
   return out;
 }
 

@@ -41,8 +41,7 @@ class Diagnostics {
 
 // Parses text into a YAML document after the cheap sanity checks (size, NUL bytes, UTF-8, tabs
 // in indentation); adds a diagnostic and returns nullopt on failure.
-std::optional<YAML::Node> parse_yaml_text(std::string_view text, Diagnostics& diag,
-                                          std::size_t max_bytes = 1 << 20);
+std::optional<YAML::Node> parse_yaml_text(std::string_view text, Diagnostics& diag, std::size_t max_bytes = 1 << 20);
 
 // A mapping whose keys are checked against a fixed list.
 class MapReader {

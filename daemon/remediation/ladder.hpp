@@ -19,26 +19,26 @@ namespace p2pnode::remediation {
 struct RungTaken {
   Rung rung = Rung::wait_idle;
   std::int64_t taken_unix = 0;
-  std::string before;  // the lost P2P path that made the node take it
-  std::string after;   // the self-test after it ("passed", "failed: …"); empty until one ran
-  std::string outcome; // "taken", or why the rung's command failed
+  std::string before;   // the lost P2P path that made the node take it
+  std::string after;    // the self-test after it ("passed", "failed: …"); empty until one ran
+  std::string outcome;  // "taken", or why the rung's command failed
 };
 constexpr std::size_t kRungHistory = 16;  // the last rungs kept in the record
 
 // Where the ladder stands (persisted in the state file).
 struct LadderRecord {
-  bool active = false;              // a ladder is under way (false: only last_reboot_unix matters)
-  std::string trigger;              // the lost P2P path that started it
+  bool active = false;  // a ladder is under way (false: only last_reboot_unix matters)
+  std::string trigger;  // the lost P2P path that started it
   std::int64_t started_unix = 0;
-  std::uint64_t selftests_at = 0;   // judged self-tests so far when it started or the last rung was taken
-  std::size_t next = 0;             // the next rung to try: an index into the profile's rungs
-  std::optional<Rung> taken;        // the rung taken last, until a self-test after it says how it went
+  std::uint64_t selftests_at = 0;  // judged self-tests so far when it started or the last rung was taken
+  std::size_t next = 0;            // the next rung to try: an index into the profile's rungs
+  std::optional<Rung> taken;       // the rung taken last, until a self-test after it says how it went
   std::int64_t taken_unix = 0;
   std::int64_t waiting_since_unix = 0;  // a rung that needs idle GPUs or a drained node is waiting since
   std::int64_t last_reboot_unix = 0;    // kept across ladders: at most one reboot in the window
-  bool service_required = false;    // every allowed rung was taken, or a wait ran out: a person's turn
-  std::string why;                  // the last decision's reason, for /v1/status
-  std::vector<RungTaken> history;   // the last kRungHistory rungs, across ladders
+  bool service_required = false;        // every allowed rung was taken, or a wait ran out: a person's turn
+  std::string why;                      // the last decision's reason, for /v1/status
+  std::vector<RungTaken> history;       // the last kRungHistory rungs, across ladders
 };
 
 // What the pass saw.

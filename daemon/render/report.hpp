@@ -29,8 +29,8 @@ struct FindingRow {
 std::vector<FindingRow> group_findings(const Inventory& inv, const std::vector<Finding>& findings);
 
 // One row per group (verbose: per finding), remediation wrapped beneath it, a summary line at the end.
-std::string render_check_table(const Inventory& inv, const std::string& profile,
-                               const std::vector<Finding>& findings, bool verbose = false);
+std::string render_check_table(const Inventory& inv, const std::string& profile, const std::vector<Finding>& findings,
+                               bool verbose = false);
 // Word-wraps text to width with the given indent on every line.
 std::string wrap(const std::string& text, std::size_t width, const std::string& indent);
 

@@ -33,7 +33,7 @@ std::string decode_lockdown(std::string_view text);
 struct DkmsSigning {
   std::string key = "/var/lib/dkms/mok.key";   // DKMS 3.x's defaults
   std::string cert = "/var/lib/dkms/mok.pub";  // DER
-  bool from_config = false;                     // a framework.conf set either
+  bool from_config = false;                    // a framework.conf set either
 };
 // Applies framework.conf texts in order (the main file, then framework.conf.d/*.conf sorted).
 DkmsSigning decode_dkms_signing(const std::vector<std::string>& framework_texts);

@@ -3,50 +3,62 @@
 #include <systemd/sd-device.h>
 #include <systemd/sd-event.h>
 
-#include <cerrno>
-#include <cstring>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 namespace p2pnode::service {
 
 bool pci_event_matters(std::string_view bdf, std::string_view pci_class, const engine::RecordedState& state) {
   // PCI_CLASS is hex without 0x: 030000 VGA, 030200 3D controller, 010802 NVMe.
   if (pci_class.rfind("300", 0) == 0 || pci_class.rfind("302", 0) == 0 || pci_class.rfind("10802", 0) == 0 ||
-      pci_class.rfind("0300", 0) == 0 || pci_class.rfind("0302", 0) == 0 || pci_class.rfind("010802", 0) == 0)
+      pci_class.rfind("0300", 0) == 0 || pci_class.rfind("0302", 0) == 0 || pci_class.rfind("010802", 0) == 0) {
     return true;
-  for (const char* kind : {"gpus", "nvme"})
-    for (const auto& d : state.devices.value(kind, nlohmann::json::array()))
-      if (d.value("bdf", "") == bdf) return true;
+  }
+  for (const char* kind : {"gpus", "nvme"}) {
+    for (const auto& d : state.devices.value(kind, nlohmann::json::array())) {
+      if (d.value("bdf", "") == bdf) { return true; }
+    }
+  }
   return false;
 }
 
 std::optional<std::string> reconcile_reason(const DeviceEvent& e, const engine::RecordedState& state) {
-  if (e.bdf.empty() || !pci_event_matters(e.bdf, e.pci_class, state)) return std::nullopt;
+  if (e.bdf.empty() || !pci_event_matters(e.bdf, e.pci_class, state)) { return std::nullopt; }
   if (e.subsystem == "pci") {
-    if (e.action == "add") return "PCI device " + e.bdf + " added";
-    if (e.action == "remove") return "PCI device " + e.bdf + " removed";
-    if (e.action == "bind") return "PCI device " + e.bdf + " bound to " + (e.driver.empty() ? "a driver" : e.driver);
-    if (e.action == "unbind") return "PCI device " + e.bdf + " unbound from its driver";
+    if (e.action == "add") { return "PCI device " + e.bdf + " added"; }
+    if (e.action == "remove") { return "PCI device " + e.bdf + " removed"; }
+    if (e.action == "bind") {
+      return "PCI device " + e.bdf + " bound to " + (e.driver.empty() ? "a driver" : e.driver);
+    }
+    if (e.action == "unbind") { return "PCI device " + e.bdf + " unbound from its driver"; }
     return std::nullopt;
   }
-  if (e.subsystem == "nvme" && e.action == "change" && e.nvme_event == "connected")
+  if (e.subsystem == "nvme" && e.action == "change" && e.nvme_event == "connected") {
     return "NVMe controller " + e.name + " on " + e.bdf + " connected";
+  }
   return std::nullopt;
 }
 
 namespace {
 std::string action_of(sd_device* dev) {
   sd_device_action_t a{};
-  if (sd_device_get_action(dev, &a) < 0) return "";
+  if (sd_device_get_action(dev, &a) < 0) { return ""; }
   switch (a) {
-    case SD_DEVICE_ADD: return "add";
-    case SD_DEVICE_REMOVE: return "remove";
-    case SD_DEVICE_CHANGE: return "change";
-    case SD_DEVICE_BIND: return "bind";
-    case SD_DEVICE_UNBIND: return "unbind";
-    default: return "other";
+    case SD_DEVICE_ADD:
+      return "add";
+    case SD_DEVICE_REMOVE:
+      return "remove";
+    case SD_DEVICE_CHANGE:
+      return "change";
+    case SD_DEVICE_BIND:
+      return "bind";
+    case SD_DEVICE_UNBIND:
+      return "unbind";
+    default:
+      return "other";
   }
 }
 std::string property(sd_device* dev, const char* key) {
@@ -93,7 +105,7 @@ struct DeviceMonitor::Impl {
     }
     auto snap = self->engine.snapshot();
     const auto why = reconcile_reason(e, snap->state);
-    if (!why) return 0;
+    if (!why) { return 0; }
     if (self->engine.request("device", false) == engine::RequestResult::ignored) {
       self->log({engine::LogLevel::warning,
                  *why + ": not reconciling: the last " + std::to_string(engine::DeviceLoopGuard::kMaxStreak) +
@@ -111,9 +123,9 @@ struct DeviceMonitor::Impl {
   }
 
   ~Impl() {
-    if (monitor) sd_device_monitor_unref(monitor);
-    if (event) sd_event_unref(event);
-    if (stop_fd >= 0) ::close(stop_fd);
+    if (monitor) { sd_device_monitor_unref(monitor); }
+    if (event) { sd_event_unref(event); }
+    if (stop_fd >= 0) { ::close(stop_fd); }
   }
 };
 
@@ -125,30 +137,29 @@ DeviceMonitor::~DeviceMonitor() { stop(); }
 Status DeviceMonitor::start() {
   auto& m = *impl_;
   int r = sd_event_new(&m.event);
-  if (r < 0) return Error{std::string("sd_event_new: ") + std::strerror(-r), -r};
+  if (r < 0) { return Error{std::string("sd_event_new: ") + std::strerror(-r), -r}; }
   r = sd_device_monitor_new(&m.monitor);
-  if (r < 0) return Error{std::string("sd_device_monitor_new: ") + std::strerror(-r), -r};
+  if (r < 0) { return Error{std::string("sd_device_monitor_new: ") + std::strerror(-r), -r}; }
   for (const char* subsystem : {"pci", "nvme"}) {
     r = sd_device_monitor_filter_add_match_subsystem_devtype(m.monitor, subsystem, nullptr);
-    if (r < 0) return Error{std::string("filtering on ") + subsystem + ": " + std::strerror(-r), -r};
+    if (r < 0) { return Error{std::string("filtering on ") + subsystem + ": " + std::strerror(-r), -r}; }
   }
   r = sd_device_monitor_attach_event(m.monitor, m.event);
-  if (r < 0) return Error{std::string("attaching the monitor: ") + std::strerror(-r), -r};
+  if (r < 0) { return Error{std::string("attaching the monitor: ") + std::strerror(-r), -r}; }
   r = sd_device_monitor_start(m.monitor, &Impl::on_device, &m);
-  if (r < 0) return Error{std::string("starting the monitor: ") + std::strerror(-r), -r};
+  if (r < 0) { return Error{std::string("starting the monitor: ") + std::strerror(-r), -r}; }
   m.stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (m.stop_fd < 0) return Error{std::string("eventfd: ") + std::strerror(errno), errno};
+  if (m.stop_fd < 0) { return Error{std::string("eventfd: ") + std::strerror(errno), errno}; }
   r = sd_event_add_io(m.event, nullptr, m.stop_fd, EPOLLIN, &Impl::on_stop, &m);
-  if (r < 0) return Error{std::string("sd_event_add_io: ") + std::strerror(-r), -r};
+  if (r < 0) { return Error{std::string("sd_event_add_io: ") + std::strerror(-r), -r}; }
   m.thread = std::thread([&m] { sd_event_loop(m.event); });
   return Status::success();
 }
 
 void DeviceMonitor::stop() {
-  if (!impl_ || !impl_->thread.joinable()) return;
+  if (!impl_ || !impl_->thread.joinable()) { return; }
   const std::uint64_t one = 1;
-  if (::write(impl_->stop_fd, &one, sizeof one) < 0) {
-  }
+  if (::write(impl_->stop_fd, &one, sizeof one) < 0) {}
   impl_->thread.join();
 }
 

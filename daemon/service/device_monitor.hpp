@@ -22,13 +22,13 @@ bool pci_event_matters(std::string_view bdf, std::string_view pci_class, const e
 
 // One uevent as udev passes it on, reduced to what the decision needs.
 struct DeviceEvent {
-  std::string subsystem;  // "pci" or "nvme"
-  std::string action;     // add, remove, bind, unbind, change, ...
-  std::string name;       // the device's sysname: the PCI address, or nvme0 for a controller
-  std::string bdf;        // the PCI address: the device's own, or the PCI parent of an nvme controller
-  std::string pci_class;  // PCI_CLASS (hex without 0x), empty when unknown
-  std::string driver;     // DRIVER on a bind
-  std::string nvme_event; // NVME_EVENT on an nvme change (connected, rediscover)
+  std::string subsystem;   // "pci" or "nvme"
+  std::string action;      // add, remove, bind, unbind, change, ...
+  std::string name;        // the device's sysname: the PCI address, or nvme0 for a controller
+  std::string bdf;         // the PCI address: the device's own, or the PCI parent of an nvme controller
+  std::string pci_class;   // PCI_CLASS (hex without 0x), empty when unknown
+  std::string driver;      // DRIVER on a bind
+  std::string nvme_event;  // NVME_EVENT on an nvme change (connected, rediscover)
 };
 
 // Why the event calls for a reconcile, as the log line says it ("removed", "bound to nvme", ...),

@@ -17,7 +17,7 @@ struct Command {
   std::vector<std::string> argv;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::map<std::string, std::string> env;  // added to the inherited environment
-  std::vector<std::string> unset_env;       // names taken out of the inherited environment
+  std::vector<std::string> unset_env;      // names taken out of the inherited environment
   std::optional<std::string> cwd;
   std::size_t max_output_bytes = 8 << 20;  // each of stdout and stderr is cut beyond this
   // Called with each complete line of stdout and stderr as it arrives (DKMS builds take minutes).
@@ -31,12 +31,12 @@ struct Command {
 };
 
 struct CommandResult {
-  int exit_code = -1;          // valid when exited
-  bool exited = false;         // false: killed by a signal, timed out or never started
+  int exit_code = -1;   // valid when exited
+  bool exited = false;  // false: killed by a signal, timed out or never started
   int signal = 0;
   bool timed_out = false;
-  bool cancelled = false;      // killed because Command::cancel turned true
-  bool start_failed = false;   // exec failed (program missing?)
+  bool cancelled = false;     // killed because Command::cancel turned true
+  bool start_failed = false;  // exec failed (program missing?)
   std::string out, err;
   bool out_truncated = false;
   std::chrono::milliseconds elapsed{0};
@@ -57,7 +57,7 @@ class CancellingRunner final : public CommandRunner {
  public:
   CancellingRunner(CommandRunner& inner, const std::atomic<bool>* cancel) : inner_(inner), cancel_(cancel) {}
   CommandResult run(const Command& cmd) override {
-    if (cmd.cancel || !cancel_) return inner_.run(cmd);
+    if (cmd.cancel || !cancel_) { return inner_.run(cmd); }
     Command c = cmd;
     c.cancel = cancel_;
     return inner_.run(c);

@@ -37,8 +37,7 @@ class SysRoot {
   Result<std::string> read_text(std::string_view path, std::size_t max_bytes = 1 << 20) const;
   // read_text with trailing whitespace removed.
   Result<std::string> read_attr(std::string_view path) const;
-  Result<std::vector<std::uint8_t>> read_bytes(std::string_view path,
-                                               std::size_t max_bytes = 1 << 20) const;
+  Result<std::vector<std::uint8_t>> read_bytes(std::string_view path, std::size_t max_bytes = 1 << 20) const;
   // Raw target of a symlink as stored ("../../../devices/…").
   Result<std::string> read_link(std::string_view path) const;
   // Canonical in-root path with every link resolved; an error if it leaves the root.
@@ -57,8 +56,7 @@ class SysRoot {
   // One write(2) of the whole value, as sysfs attributes want it (no temp file, no truncate).
   Status write_attr(std::string_view path, std::string_view value) const;
   // pwrite at an offset (PCI config space read-modify-write).
-  Status write_bytes_at(std::string_view path, std::uint64_t offset,
-                        std::span<const std::uint8_t> bytes) const;
+  Status write_bytes_at(std::string_view path, std::uint64_t offset, std::span<const std::uint8_t> bytes) const;
   // Regular files we own: temp file, fsync, rename, fsync of the directory; never half-written.
   Status write_file_atomic(std::string_view path, std::string_view content,
                            std::filesystem::perms mode = std::filesystem::perms(0644)) const;

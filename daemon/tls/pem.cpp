@@ -12,7 +12,7 @@ std::string drain(BIO* bio) {
   char* data = nullptr;
   const long n = BIO_get_mem_data(bio, &data);
   std::string s(data, static_cast<std::size_t>(n > 0 ? n : 0));
-  if (n > 0) OPENSSL_cleanse(data, static_cast<std::size_t>(n));
+  if (n > 0) { OPENSSL_cleanse(data, static_cast<std::size_t>(n)); }
   return s;
 }
 }  // namespace
@@ -27,7 +27,7 @@ SecretPem& SecretPem::operator=(SecretPem&& o) noexcept {
 }
 
 void SecretPem::wipe() {
-  if (!text_.empty()) OPENSSL_cleanse(text_.data(), text_.size());
+  if (!text_.empty()) { OPENSSL_cleanse(text_.data(), text_.size()); }
   text_.clear();
 }
 
@@ -35,12 +35,14 @@ PemIdentity to_pem(const Identity& id) {
   PemIdentity out;
   BioPtr certs(BIO_new(BIO_s_mem()), &BIO_free);
   bool ok = certs && PEM_write_bio_X509(certs.get(), id.certificate()) == 1;
-  for (int i = 0; ok && i < sk_X509_num(id.intermediates()); ++i)
+  for (int i = 0; ok && i < sk_X509_num(id.intermediates()); ++i) {
     ok = PEM_write_bio_X509(certs.get(), sk_X509_value(id.intermediates(), i)) == 1;
-  if (ok) out.chain = drain(certs.get());
+  }
+  if (ok) { out.chain = drain(certs.get()); }
   BioPtr key(BIO_new(BIO_s_secmem()), &BIO_free);
-  if (key && PEM_write_bio_PrivateKey(key.get(), id.key(), nullptr, nullptr, 0, nullptr, nullptr) == 1)
+  if (key && PEM_write_bio_PrivateKey(key.get(), id.key(), nullptr, nullptr, 0, nullptr, nullptr) == 1) {
     out.key = SecretPem(drain(key.get()));
+  }
   return out;
 }
 

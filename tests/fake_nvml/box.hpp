@@ -60,8 +60,8 @@ double state(const char* key, double fallback);
 // P2PNODE_FAKE_NVML_BOX names. What every box answers the same way (count, handles, PCI info,
 // processes) the entry points answer from bus_ids alone.
 struct Box {
-  const char* name = "";            // what P2PNODE_FAKE_NVML_BOX says
-  const char* driver_version = "";  // nvmlSystemGetDriverVersion
+  const char* name = "";             // what P2PNODE_FAKE_NVML_BOX says
+  const char* driver_version = "";   // nvmlSystemGetDriverVersion
   std::vector<const char*> bus_ids;  // nvmlDeviceGetPciInfo's busId, NVML's 8-digit domain
 
   Box() = default;

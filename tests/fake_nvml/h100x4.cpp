@@ -39,17 +39,21 @@ struct H100x4 final : Box {
     if (c == 4) {
       const double spread = 0.5 + (l % 5) * 0.25;  // the mean over five links is 1
       double v = spread * (kIdlePerLink * t + kSelftestPerLink * selftest);
-      if (bad(g, l, 2)) v += 2000 * t;
+      if (bad(g, l, 2)) { v += 2000 * t; }
       return static_cast<unsigned long long>(std::floor(v));
     }
-    if (bad(g, l, 1) && c == 0) return static_cast<unsigned long long>(t / 20);   // 3 replays a minute
-    if (bad(g, l, 1) && c == 1) return static_cast<unsigned long long>(t / 120);  // a recovery every 2 minutes
+    if (bad(g, l, 1) && c == 0) {
+      return static_cast<unsigned long long>(t / 20);  // 3 replays a minute
+    }
+    if (bad(g, l, 1) && c == 1) {
+      return static_cast<unsigned long long>(t / 120);  // a recovery every 2 minutes
+    }
     return 0;
   }
 
   const char* gpu_name(int) const override { return "NVIDIA H100 80GB HBM3"; }
   int link_state(int, unsigned link, int* active) const override {
-    if (link >= kLinks) return kInvalidArgument;
+    if (link >= kLinks) { return kInvalidArgument; }
     return *active = 1, kSuccess;
   }
   int link_remote(int gpu, unsigned link, char* bus_id, unsigned len) const override {
@@ -57,19 +61,31 @@ struct H100x4 final : Box {
     return kSuccess;
   }
   int error_counter(int gpu, unsigned link, int c, unsigned long long* v) const override {
-    if (link >= kLinks || c < 0 || c > 4) return kInvalidArgument;
+    if (link >= kLinks || c < 0 || c > 4) { return kInvalidArgument; }
     return *v = counter(gpu, link, c), kSuccess;
   }
   void field_value(int gpu, nvmlFieldValue_t& v) const override {
     switch (v.fieldId) {
-      case 230: v.valueType = 1; v.value.uiVal = 0; break;  // recovery action: none
-      case 94: v.valueType = 1; v.value.uiVal = kPcieReplays[gpu]; break;
-      case 95: v.valueType = 1; v.value.uiVal = 0; break;
-      case 161: case 162: case 163:  // NVML_FI_DEV_NVLINK_ERROR_DL_*: replay, recovery, flit CRC of link scopeId
+      case 230:
+        v.valueType = 1;
+        v.value.uiVal = 0;
+        break;  // recovery action: none
+      case 94:
+        v.valueType = 1;
+        v.value.uiVal = kPcieReplays[gpu];
+        break;
+      case 95:
+        v.valueType = 1;
+        v.value.uiVal = 0;
+        break;
+      case 161:
+      case 162:
+      case 163:  // NVML_FI_DEV_NVLINK_ERROR_DL_*: replay, recovery, flit CRC of link scopeId
         v.valueType = 3;
         v.value.ullVal = counter(gpu, v.scopeId, static_cast<int>(v.fieldId) - 161);
         break;
-      default: v.nvmlReturn = kInvalidArgument;
+      default:
+        v.nvmlReturn = kInvalidArgument;
     }
   }
   int pcie_replay(int gpu, unsigned* v) const override { return *v = kPcieReplays[gpu], kSuccess; }
@@ -80,7 +96,7 @@ struct H100x4 final : Box {
     return kSuccess;
   }
   int total_ecc(int, int type, int c, unsigned long long* v) const override {
-    if (type != 1 || c != 0) return kInvalidArgument;
+    if (type != 1 || c != 0) { return kInvalidArgument; }
     return *v = 0, kSuccess;
   }
   // NVLink between every pair: read, write, NVLink and atomics OK; PCI P2P not supported (the H100 box's).

@@ -15,7 +15,7 @@ struct H200Nvswitch final : Box {
     bus_ids = {"00000000:00:06.0", "00000000:00:07.0", "00000000:00:08.0"};
   }
   int link_state(int gpu, unsigned link, int* active) const override {
-    if (link >= 18) return kInvalidArgument;
+    if (link >= 18) { return kInvalidArgument; }
     *active = gpu < 2 ? 1 : 0;
     return gpu < 2 ? kSuccess : kNotSupported;  // the PCIe-only GPU
   }
@@ -26,8 +26,11 @@ struct H200Nvswitch final : Box {
   }
   int p2p_status(int a, int b, int cap, int* status) const override {
     const bool nvlink_pair = a < 2 && b < 2;
-    if (nvlink_pair) *status = 0;
-    else *status = cap == 2 ? 5 : (cap == 0 || cap == 1 ? 1 : 5);  // NVLink not_supported; read/write CNS
+    if (nvlink_pair) {
+      *status = 0;
+    } else {
+      *status = cap == 2 ? 5 : (cap == 0 || cap == 1 ? 1 : 5);  // NVLink not_supported; read/write CNS
+    }
     return kSuccess;
   }
 };

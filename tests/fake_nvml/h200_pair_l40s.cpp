@@ -31,8 +31,12 @@ struct H200PairL40s final : Box {
 
   const char* gpu_name(int gpu) const override { return gpu < 2 ? "NVIDIA H200" : "NVIDIA L40S"; }
   int link_state(int gpu, unsigned link, int* active) const override {
-    if (gpu == 2) return kNotSupported;     // no NVLink
-    if (link >= 4) return kInvalidArgument;  // no such link
+    if (gpu == 2) {
+      return kNotSupported;  // no NVLink
+    }
+    if (link >= 4) {
+      return kInvalidArgument;  // no such link
+    }
     *active = !(gpu == 0 && link == 2);
     return kSuccess;
   }
@@ -41,7 +45,9 @@ struct H200PairL40s final : Box {
     return kSuccess;
   }
   int error_counter(int gpu, unsigned link, int counter, unsigned long long* v) const override {
-    if (counter == 4) return kNotSupported;  // ECC data
+    if (counter == 4) {
+      return kNotSupported;  // ECC data
+    }
     *v = link_counter(gpu, link, counter);
     return kSuccess;
   }
@@ -63,11 +69,14 @@ struct H200PairL40s final : Box {
         v.valueType = 1;
         v.value.uiVal = gpu_state(gpu, "rollover", 0);
         break;
-      case 161: case 162: case 163:  // NVML_FI_DEV_NVLINK_ERROR_DL_*: replay, recovery, flit CRC of link scopeId
+      case 161:
+      case 162:
+      case 163:  // NVML_FI_DEV_NVLINK_ERROR_DL_*: replay, recovery, flit CRC of link scopeId
         v.valueType = 3;
         v.value.ullVal = link_counter(gpu, v.scopeId, static_cast<int>(v.fieldId) - 161);
         break;
-      default: v.nvmlReturn = kInvalidArgument;
+      default:
+        v.nvmlReturn = kInvalidArgument;
     }
   }
   int pcie_replay(int gpu, unsigned* v) const override { return *v = gpu_state(gpu, "replay", 0), kSuccess; }
@@ -78,7 +87,9 @@ struct H200PairL40s final : Box {
     return *v = max ? 16 : gpu_state(gpu, "width", 16), kSuccess;
   }
   int remapped_rows(int gpu, unsigned* corr, unsigned* unc, unsigned* pending, unsigned* failure) const override {
-    if (gpu == 2) return kNotSupported;  // an L40S-like board without the row remapper
+    if (gpu == 2) {
+      return kNotSupported;  // an L40S-like board without the row remapper
+    }
     *corr = 0;
     *unc = gpu_state(gpu, "unc_rows", 0);
     *pending = gpu_state(gpu, "pending", 0);
@@ -86,7 +97,9 @@ struct H200PairL40s final : Box {
     return kSuccess;
   }
   int total_ecc(int gpu, int type, int counter, unsigned long long* v) const override {
-    if (type != 1 || counter != 0) return kInvalidArgument;  // only volatile uncorrected is asked for
+    if (type != 1 || counter != 0) {
+      return kInvalidArgument;  // only volatile uncorrected is asked for
+    }
     return *v = gpu_state(gpu, "ecc", 0), kSuccess;
   }
   // GPU 0 and 1 talk NVLink (PCI P2P not supported between them, as on the H200 box); GPU 2 is
@@ -94,8 +107,11 @@ struct H200PairL40s final : Box {
   int p2p_status(int a, int b, int cap, int* st) const override {
     const std::string key = "p2p." + std::to_string(a) + "." + std::to_string(b) + "." + std::to_string(cap);
     int def = 0;
-    if (a == 2 || b == 2) def = 1;
-    else if (cap == 4) def = 5;
+    if (a == 2 || b == 2) {
+      def = 1;
+    } else if (cap == 4) {
+      def = 5;
+    }
     *st = static_cast<int>(state(key.c_str(), def));
     return kSuccess;
   }

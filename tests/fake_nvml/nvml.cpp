@@ -23,14 +23,15 @@ namespace p2pnode::fake_nvml {
 
 double state(const char* key, double fallback) {
   const char* path = std::getenv("P2PNODE_FAKE_NVML_STATE");
-  if (!path) return fallback;
+  if (!path) { return fallback; }
   FILE* f = std::fopen(path, "r");
-  if (!f) return fallback;
+  if (!f) { return fallback; }
   char line[128];
   double v = fallback;
   const std::size_t n = std::strlen(key);
-  while (std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, key, n) == 0 && line[n] == '=') v = std::strtod(line + n + 1, nullptr);
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, key, n) == 0 && line[n] == '=') { v = std::strtod(line + n + 1, nullptr); }
+  }
   std::fclose(f);
   return v;
 }
@@ -39,9 +40,10 @@ namespace {
 
 const Box* chosen_box() {
   const char* name = std::getenv("P2PNODE_FAKE_NVML_BOX");
-  if (!name) return nullptr;
-  for (const Box* b : {&h200_nvswitch(), &h200_pair_l40s(), &h100x4()})
-    if (std::strcmp(b->name, name) == 0) return b;
+  if (!name) { return nullptr; }
+  for (const Box* b : {&h200_nvswitch(), &h200_pair_l40s(), &h100x4()}) {
+    if (std::strcmp(b->name, name) == 0) { return b; }
+  }
   return nullptr;
 }
 
@@ -54,7 +56,7 @@ int gpu_count(const Box& b) { return static_cast<int>(b.bus_ids.size()); }
 // first four digits, in either case.
 bool same_bus_id(const char* nvml_id, const char* asked) {
   const std::size_t n = std::strlen(nvml_id), m = std::strlen(asked);
-  if (m > n) return false;
+  if (m > n) { return false; }
   return strcasecmp(nvml_id + (n - m), asked) == 0 && (m == n || std::strspn(nvml_id, "0") >= n - m);
 }
 
@@ -72,9 +74,9 @@ unsigned fake_rows(int gpu, nvmlProcessInfo_t* out, unsigned room, char names[][
     unsigned pid = 0;
     char name[64] = {};
     unsigned long long bytes = 0;
-    if (std::sscanf(row.c_str(), "%d:%u:%63[^:]:%llu", &g, &pid, name, &bytes) != 4 || g != gpu) continue;
-    if (n < room && out) out[n] = {pid, bytes, 0, 0};
-    if (n < room && names) std::snprintf(names[n], 64, "%s", name);
+    if (std::sscanf(row.c_str(), "%d:%u:%63[^:]:%llu", &g, &pid, name, &bytes) != 4 || g != gpu) { continue; }
+    if (n < room && out) { out[n] = {pid, bytes, 0, 0}; }
+    if (n < room && names) { std::snprintf(names[n], 64, "%s", name); }
     ++n;
   }
   return n;
@@ -89,8 +91,8 @@ using namespace p2pnode::fake_nvml;
 
 // Every entry point below that takes a device asks the chosen box; without one there is no handle
 // to pass (nvmlInit_v2 failed), so only the calls without a device check.
-#define FAKE_NVML_BOX_OR_FAIL                  \
-  const Box* box = chosen_box();               \
+#define FAKE_NVML_BOX_OR_FAIL    \
+  const Box* box = chosen_box(); \
   if (!box) return kUninitialized
 
 extern "C" {
@@ -100,13 +102,20 @@ int nvmlInit_v2() { return chosen_box() ? kSuccess : kUninitialized; }
 int nvmlShutdown() { return kSuccess; }
 const char* nvmlErrorString(int r) {
   switch (r) {
-    case kSuccess: return "Success";
-    case kUninitialized: return "Uninitialized (no P2PNODE_FAKE_NVML_BOX, or none by that name)";
-    case kInvalidArgument: return "Invalid Argument";
-    case kNotSupported: return "Not Supported";
-    case kNotFound: return "Not Found";
-    case kInsufficientSize: return "Insufficient Size";
-    default: return "Unknown Error";
+    case kSuccess:
+      return "Success";
+    case kUninitialized:
+      return "Uninitialized (no P2PNODE_FAKE_NVML_BOX, or none by that name)";
+    case kInvalidArgument:
+      return "Invalid Argument";
+    case kNotSupported:
+      return "Not Supported";
+    case kNotFound:
+      return "Not Found";
+    case kInsufficientSize:
+      return "Insufficient Size";
+    default:
+      return "Unknown Error";
   }
 }
 int nvmlSystemGetDriverVersion(char* v, unsigned n) {
@@ -123,8 +132,9 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* d) {
 }
 int nvmlDeviceGetHandleByPciBusId_v2(const char* id, nvmlDevice_t* d) {
   FAKE_NVML_BOX_OR_FAIL;
-  for (int i = 0; i < gpu_count(*box); ++i)
-    if (same_bus_id(box->bus_ids[static_cast<unsigned>(i)], id)) return *d = &g_dev[i], kSuccess;
+  for (int i = 0; i < gpu_count(*box); ++i) {
+    if (same_bus_id(box->bus_ids[static_cast<unsigned>(i)], id)) { return *d = &g_dev[i], kSuccess; }
+  }
   return kNotFound;
 }
 int nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* p) {
@@ -199,7 +209,7 @@ int nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, int cap, int* status)
 int nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned* count, nvmlProcessInfo_t* infos) {
   FAKE_NVML_BOX_OR_FAIL;
   const unsigned n = fake_rows(d->index, nullptr, 0, nullptr);
-  if (n > *count) return *count = n, kInsufficientSize;
+  if (n > *count) { return *count = n, kInsufficientSize; }
   *count = fake_rows(d->index, infos, *count, nullptr);
   return kSuccess;
 }
@@ -209,8 +219,9 @@ int nvmlSystemGetProcessName(unsigned pid, char* name, unsigned len) {
     nvmlProcessInfo_t rows[16];
     char names[16][64];
     const unsigned n = fake_rows(g, rows, 16, names);
-    for (unsigned k = 0; k < n && k < 16; ++k)
-      if (rows[k].pid == pid) return std::snprintf(name, len, "/usr/bin/%s", names[k]), kSuccess;
+    for (unsigned k = 0; k < n && k < 16; ++k) {
+      if (rows[k].pid == pid) { return std::snprintf(name, len, "/usr/bin/%s", names[k]), kSuccess; }
+    }
   }
   return kNotFound;
 }

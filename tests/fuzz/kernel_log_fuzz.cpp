@@ -13,9 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   while (!text.empty()) {
     const auto nl = text.find('\n');
     const auto record = text.substr(0, nl);
-    if (auto x = p2pnode::health::parse_xid_line(record)) (void)x->xid;
-    if (auto k = parser.feed(record)) (void)k->bdf;
-    if (nl == std::string_view::npos) break;
+    if (auto x = p2pnode::health::parse_xid_line(record)) { (void)x->xid; }
+    if (auto k = parser.feed(record)) { (void)k->bdf; }
+    if (nl == std::string_view::npos) { break; }
     text.remove_prefix(nl + 1);
   }
   return 0;

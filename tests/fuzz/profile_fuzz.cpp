@@ -10,7 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto r = p2pnode::profile::load_profile_text(text, "fuzz.yaml");
   // Exactly one of the two outcomes, and every diagnostic formats.
-  if (r.profile.has_value() == !r.diagnostics.empty()) __builtin_trap();
-  for (const auto& d : r.diagnostics.list()) (void)d.format();
+  if (r.profile.has_value() == !r.diagnostics.empty()) { __builtin_trap(); }
+  for (const auto& d : r.diagnostics.list()) { (void)d.format(); }
   return 0;
 }

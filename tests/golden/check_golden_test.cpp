@@ -79,19 +79,21 @@ TEST_P(CheckGolden, MatchesGoldenFiles) {
   expect_golden(dir / "plan.json", to_json(actions::plan_all(profile, inv, root)).dump(2) + "\n");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, CheckGolden,
-    ::testing::Values(Case{"h100-1gpu", "", 0}, Case{"tinybox-6x4090", "", 0},
-                      Case{"tinybox-6x4090-bios-default", "", 1}, Case{"epyc-8x4090-numa", "", 0},
-                      Case{"epyc-8x4090-4nvme", "", 0}, Case{"rtx3090-nvme", "", 0},
-                      Case{"rebar-not-resized", "two-4090.yaml", 1}, Case{"gpu-link-x8", "two-4090.yaml", 1},
-                      Case{"mixed-4090-4060ti", "two-4090.yaml", 1}, Case{"h200-4gpu", "", 0},
-                      Case{"epyc-4x5090", "four-5090-550.yaml", 1}, Case{"am5-2x5090", "two-5090-am5.yaml", 0}),
-    [](const ::testing::TestParamInfo<Case>& param_info) {
-      std::string n = param_info.param.fixture;
-      for (auto& ch : n)
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(Fixtures, CheckGolden,
+                         ::testing::Values(Case{"h100-1gpu", "", 0}, Case{"tinybox-6x4090", "", 0},
+                                           Case{"tinybox-6x4090-bios-default", "", 1}, Case{"epyc-8x4090-numa", "", 0},
+                                           Case{"epyc-8x4090-4nvme", "", 0}, Case{"rtx3090-nvme", "", 0},
+                                           Case{"rebar-not-resized", "two-4090.yaml", 1},
+                                           Case{"gpu-link-x8", "two-4090.yaml", 1},
+                                           Case{"mixed-4090-4060ti", "two-4090.yaml", 1}, Case{"h200-4gpu", "", 0},
+                                           Case{"epyc-4x5090", "four-5090-550.yaml", 1},
+                                           Case{"am5-2x5090", "two-5090-am5.yaml", 0}),
+                         [](const ::testing::TestParamInfo<Case>& param_info) {
+                           std::string n = param_info.param.fixture;
+                           for (auto& ch : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) { ch = '_'; }
+                           }
+                           return n;
+                         });
 
 }  // namespace

@@ -32,7 +32,7 @@ struct Box {
   std::string bad;  // "bad_gpu=…\nbad_link=…\nbad_kind=…\n"
   Box() {
     std::vector<health::Endpoint> e;
-    for (const char* g : kGpus) e.push_back({g, "gpu", {}, "pci0000:00", 0});
+    for (const char* g : kGpus) { e.push_back({g, "gpu", {}, "pci0000:00", 0}); }
     paths = health::index_paths(e);
     ::setenv("P2PNODE_FAKE_NVML_STATE", state.c_str(), 1);
   }
@@ -55,8 +55,10 @@ struct Box {
   void run(double seconds, int tests = 0) {
     for (double end = t + seconds; t < end;) {
       t += 10;
-      if (tests-- > 0) selftest += 4.3;
-      for (const auto& f : pass()) ADD_FAILURE() << "t=" << t << ": " << f.check << " " << f.subject << ": " << f.summary;
+      if (tests-- > 0) { selftest += 4.3; }
+      for (const auto& f : pass()) {
+        ADD_FAILURE() << "t=" << t << ": " << f.check << " " << f.subject << ": " << f.summary;
+      }
     }
   }
 };
@@ -68,15 +70,16 @@ TEST(QuietBox, HealthyRatesOn72LinksIdleAndUnderSelfTestsGiveNoFinding) {
   const auto v = b.monitor.view();
   ASSERT_EQ(v["nvlink"]["gpus"].size(), 4u);
   EXPECT_EQ(v["nvlink"]["gpus"][0]["active_links"], 18);
-  b.run(600);     // ten minutes idle
-  b.run(30, 3);   // three self-tests back to back
-  b.run(600);     // ten quiet minutes
+  b.run(600);    // ten minutes idle
+  b.run(30, 3);  // three self-tests back to back
+  b.run(600);    // ten quiet minutes
   // The counters did rise, as on the real box: ecc_data over all 72 links in those 20.5 minutes
   // (0.66/s a link for 1,230 s and 18.7/s a link for 12.9 s of self-tests: about 72,000).
   std::uint64_t ecc = 0;
   const auto view = b.monitor.view();
-  for (const auto& g : view["nvlink"]["gpus"])
-    for (const auto& l : g["links"]) ecc += l["errors"]["ecc_data"].get<std::uint64_t>();
+  for (const auto& g : view["nvlink"]["gpus"]) {
+    for (const auto& l : g["links"]) { ecc += l["errors"]["ecc_data"].get<std::uint64_t>(); }
+  }
   EXPECT_GT(ecc, 65000u);
   EXPECT_LT(ecc, 80000u);
 }
@@ -90,14 +93,16 @@ TEST(QuietBox, ALinkThatReplaysAndRecoversIsNamedWithItsPair) {
   const Finding* f = nullptr;
   for (const auto& x : b.monitor.findings()) {
     EXPECT_EQ(x.subject, "0000:00:08.0") << x.summary;
-    if (x.check == "health.nvlink" && x.observed["link"] == 7) f = &x;
+    if (x.check == "health.nvlink" && x.observed["link"] == 7) { f = &x; }
   }
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(b.monitor.findings().size(), 1u);
   EXPECT_EQ(f->severity, Severity::error);  // a recovery
   // Link 7 of GPU 2 goes to the second of the others: 0000:00:07.0.
-  EXPECT_NE(f->summary.find("NVLink 7 of GPU 0000:00:08.0: recovery +1, replay +6 errors"), std::string::npos) << f->summary;
-  EXPECT_NE(f->summary.find("(far end 0000:00:07.0, the pair 0000:00:08.0-0000:00:07.0)"), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find("NVLink 7 of GPU 0000:00:08.0: recovery +1, replay +6 errors"), std::string::npos)
+      << f->summary;
+  EXPECT_NE(f->summary.find("(far end 0000:00:07.0, the pair 0000:00:08.0-0000:00:07.0)"), std::string::npos)
+      << f->summary;
 }
 
 TEST(QuietBox, CorrectedEccFarAboveHealthyIsAFinding) {

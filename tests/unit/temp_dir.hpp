@@ -20,8 +20,9 @@ class TempDir {
   explicit TempDir(std::string_view prefix) {
     std::string tmpl =
         (std::filesystem::temp_directory_path() / ("p2pnode-" + std::string(prefix) + "-XXXXXX")).string();
-    if (::mkdtemp(tmpl.data()) == nullptr)
+    if (::mkdtemp(tmpl.data()) == nullptr) {
       throw std::system_error(errno, std::generic_category(), "mkdtemp " + tmpl);
+    }
     path_ = tmpl;
   }
   ~TempDir() { remove(); }
@@ -43,7 +44,7 @@ class TempDir {
 
  private:
   void remove() noexcept {
-    if (path_.empty()) return;
+    if (path_.empty()) { return; }
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
     path_.clear();

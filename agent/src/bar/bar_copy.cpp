@@ -47,33 +47,34 @@ void read_gdrdrv(Environment& env, const std::string& root) {
   env.gdrdrv_loaded = false;
   while (std::getline(devices, line)) {
     const auto name = line.substr(std::min(line.find_first_not_of(" 0123456789"), line.size()));
-    if (name == "gdrdrv") env.gdrdrv_loaded = true;
+    if (name == "gdrdrv") { env.gdrdrv_loaded = true; }
   }
 }
 
 std::string expected_backend(const Environment& env) {
-  if (env.gdrdrv_node) return "gdrdrv";
-  if (env.driver_version >= kDmaBufMinDriverVersion && env.dma_buf_supported) return "dma-buf";
+  if (env.gdrdrv_node) { return "gdrdrv"; }
+  if (env.driver_version >= kDmaBufMinDriverVersion && env.dma_buf_supported) { return "dma-buf"; }
   return {};
 }
 
 std::string no_backend_reason(const Environment& env) {
-  if (!expected_backend(env).empty()) return {};
+  if (!expected_backend(env).empty()) { return {}; }
   std::string gdrdrv = env.gdrdrv_detail.empty() ? "/dev/gdrdrv cannot be opened" : env.gdrdrv_detail;
-  if (!env.gdrdrv_node && env.gdrdrv_loaded) gdrdrv += ", although gdrdrv is loaded (see gdrcopy.device)";
-  if (!env.gdrdrv_loaded) gdrdrv += "; gdrdrv is not loaded";
+  if (!env.gdrdrv_node && env.gdrdrv_loaded) { gdrdrv += ", although gdrdrv is loaded (see gdrcopy.device)"; }
+  if (!env.gdrdrv_loaded) { gdrdrv += "; gdrdrv is not loaded"; }
   std::string dma;
-  if (env.driver_version < kDmaBufMinDriverVersion)
+  if (env.driver_version < kDmaBufMinDriverVersion) {
     dma = "the driver is CUDA " + cuda_version(env.driver_version) + ", and gdrcopy's dma-buf mapping needs " +
           cuda_version(kDmaBufMinDriverVersion) + " or later";
-  else
+  } else {
     dma = "no GPU reports dma-buf support (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED)";
+  }
   return "neither gdrdrv (" + gdrdrv + ") nor the dma-buf backend (" + dma +
          "): install gdrdrv with the profile's gdrcopy section";
 }
 
 void fill_pattern(unsigned char* dst, std::size_t n, std::uint32_t seed, std::size_t base_offset) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = pattern_at(seed, base_offset + i);
+  for (std::size_t i = 0; i < n; ++i) { dst[i] = pattern_at(seed, base_offset + i); }
 }
 
 std::uint64_t count_bad(const unsigned char* got, std::size_t n, std::uint32_t seed, std::size_t base_offset,
@@ -81,7 +82,7 @@ std::uint64_t count_bad(const unsigned char* got, std::size_t n, std::uint32_t s
   std::uint64_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (got[i] != pattern_at(seed, base_offset + i)) {
-      if (bad == 0 && first) *first = i;
+      if (bad == 0 && first) { *first = i; }
       ++bad;
     }
   }
@@ -96,7 +97,7 @@ Summary per_call_us(int buckets, int calls, const std::function<void()>& one) {
   one();  // first touch of the mapping outside the samples
   for (int b = 0; b < buckets; ++b) {
     const auto t0 = Clock::now();
-    for (int c = 0; c < calls; ++c) one();
+    for (int c = 0; c < calls; ++c) { one(); }
     us.push_back(seconds_since(t0) * 1e6 / calls);
   }
   return summarize(us).value_or(Summary{});
@@ -111,7 +112,7 @@ Summary bandwidth(const Plan& plan, std::size_t bytes, const std::function<void(
   std::vector<double> gbps;
   for (int i = 0; i < plan.iterations; ++i) {
     const auto t = Clock::now();
-    for (int r = 0; r < reps; ++r) one();
+    for (int r = 0; r < reps; ++r) { one(); }
     gbps.push_back(static_cast<double>(bytes) * reps / seconds_since(t) / 1e9);
   }
   return summarize(gbps).value_or(Summary{});
@@ -122,7 +123,7 @@ IntegrityCheck check(std::string label, std::uint64_t checked, std::uint64_t bad
   ic.label = std::move(label);
   ic.checked_bytes = checked;
   ic.bad_bytes = bad;
-  if (bad) ic.first_bad_offset = first;
+  if (bad) { ic.first_bad_offset = first; }
   return ic;
 }
 
@@ -131,7 +132,7 @@ void tally(const std::vector<unsigned char>& buf, std::size_t from, std::size_t 
            std::uint64_t& bad, std::uint64_t& first) {
   std::uint64_t f = 0;
   const std::uint64_t b = count_bad(buf.data() + from, to - from, seed, from, &f);
-  if (b && !bad) first = from + f;
+  if (b && !bad) { first = from + f; }
   bad += b;
 }
 
@@ -176,8 +177,9 @@ std::vector<IntegrityCheck> integrity(const Window& w, const Reference& ref, std
   std::uint64_t f = 0;
   bad = count_bad(back.data(), rlen, s1, roff, &f);
   first = f;
-  for (std::size_t i = rlen; i < rlen + 64 && i < n; ++i)
-    if (back[i] != 0xA5 && bad++ == 0) first = i;
+  for (std::size_t i = rlen; i < rlen + 64 && i < n; ++i) {
+    if (back[i] != 0xA5 && bad++ == 0) { first = i; }
+  }
   out.push_back(check("cpu_read/partial_offset", rlen + 64, bad, first));
   return out;
 }
@@ -185,12 +187,12 @@ std::vector<IntegrityCheck> integrity(const Window& w, const Reference& ref, std
 }  // namespace
 
 Figures measure(const Window& w, const Reference& ref, const Plan& plan) {
-  if (w.bytes < 64 * 1024) throw std::invalid_argument("the BAR buffer must be at least 64 KiB");
+  if (w.bytes < 64 * 1024) { throw std::invalid_argument("the BAR buffer must be at least 64 KiB"); }
   Figures f;
   std::vector<unsigned char> host(w.bytes);
   fill_pattern(host.data(), w.bytes, plan.seed, 0);
   for (std::size_t size : plan.latency_sizes) {
-    if (size > w.bytes) continue;
+    if (size > w.bytes) { continue; }
     LatencyRow row;
     row.bytes = size;
     const int write_calls = static_cast<int>(std::clamp<std::size_t>(65536 / size, 1, 100));
@@ -213,10 +215,11 @@ Cell make_cell(int gpu, const Figures& f, const std::string& backend, const std:
   c.measures.emplace_back("bar_read_bandwidth_gbps", f.read_gbps);
   c.integrity = f.integrity;
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : f.latency)
+  for (const auto& r : f.latency) {
     rows.push_back({{"bytes", r.bytes},
                     {"write_us", {{"median", r.write_us.median}, {"min", r.write_us.min}}},
                     {"read_us", {{"median", r.read_us.median}, {"min", r.read_us.min}}}});
+  }
   c.extra = {{"backend", backend}, {"mapping_type", mapping_type}, {"library", library}, {"bar_latency", rows}};
   for (const auto& ic : c.integrity) {
     if (ic.bad_bytes > 0 && c.status != Status::failed) {

@@ -8,11 +8,16 @@ namespace p2pnode::agent::bar {
 
 const char* mapping_type_name(int t) {
   switch (t) {
-    case 0: return "none";
-    case 1: return "wc";
-    case 2: return "caching";
-    case 3: return "device";
-    default: return "unknown";
+    case 0:
+      return "none";
+    case 1:
+      return "wc";
+    case 2:
+      return "caching";
+    case 3:
+      return "device";
+    default:
+      return "unknown";
   }
 }
 
@@ -22,7 +27,7 @@ const std::vector<std::string>& default_library_names() {
 }
 
 GdrApi::~GdrApi() {
-  if (lib_) dlclose(lib_);
+  if (lib_) { dlclose(lib_); }
 }
 
 namespace {
@@ -44,7 +49,7 @@ std::string GdrApi::open(const std::vector<std::string>& names) {
     const char* e = dlerror();
     tried += (tried.empty() ? "" : "; ") + (e ? std::string(e) : name + ": not found");
   }
-  if (!lib_) return "libgdrapi not found: " + tried;
+  if (!lib_) { return "libgdrapi not found: " + tried; }
   // gdr_get_info is a macro for gdr_get_info_v2 since 2.4; the v2 symbol is what 2.x exports.
   const bool ok = sym(lib_, gdr_open, "gdr_open") && sym(lib_, gdr_close, "gdr_close") &&
                   sym(lib_, gdr_pin_buffer, "gdr_pin_buffer") && sym(lib_, gdr_unpin_buffer, "gdr_unpin_buffer") &&
@@ -62,13 +67,13 @@ std::string GdrApi::open(const std::vector<std::string>& names) {
 
 std::string GdrApi::version() const {
   int major = 0, minor = 0;
-  if (gdr_runtime_get_version) gdr_runtime_get_version(&major, &minor);
+  if (gdr_runtime_get_version) { gdr_runtime_get_version(&major, &minor); }
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
 Mapping::~Mapping() {
-  if (map_) api_.gdr_unmap(g_, mh_, map_, map_bytes_);
-  if (pinned_) api_.gdr_unpin_buffer(g_, mh_);
+  if (map_) { api_.gdr_unmap(g_, mh_, map_, map_bytes_); }
+  if (pinned_) { api_.gdr_unpin_buffer(g_, mh_); }
 }
 
 std::string Mapping::map(std::uint64_t device_address, std::size_t bytes) {
@@ -77,18 +82,20 @@ std::string Mapping::map(std::uint64_t device_address, std::size_t bytes) {
     std::snprintf(at, sizeof at, "0x%llx", static_cast<unsigned long long>(device_address));
     return std::string(what) + " of " + std::to_string(bytes) + " bytes at " + at + " returned " + std::to_string(rc);
   };
-  if (int rc = api_.gdr_pin_buffer(g_, static_cast<unsigned long>(device_address), bytes, 0, 0, &mh_); rc != 0)
+  if (int rc = api_.gdr_pin_buffer(g_, static_cast<unsigned long>(device_address), bytes, 0, 0, &mh_); rc != 0) {
     return failed("gdr_pin_buffer", rc) + " (the BAR1 space left, or the driver refused a third-party mapping)";
+  }
   pinned_ = true;
-  if (int rc = api_.gdr_get_info(g_, mh_, &info_); rc != 0) return failed("gdr_get_info", rc);
+  if (int rc = api_.gdr_get_info(g_, mh_, &info_); rc != 0) { return failed("gdr_get_info", rc); }
   map_bytes_ = static_cast<std::size_t>(info_.mapped_size);
   if (int rc = api_.gdr_map(g_, mh_, &map_, map_bytes_); rc != 0) {
     map_ = nullptr;
     return failed("gdr_map", rc);
   }
-  if (int rc = api_.gdr_get_info(g_, mh_, &info_); rc != 0) return failed("gdr_get_info", rc);
-  if (device_address < info_.va || device_address + bytes > info_.va + info_.mapped_size)
+  if (int rc = api_.gdr_get_info(g_, mh_, &info_); rc != 0) { return failed("gdr_get_info", rc); }
+  if (device_address < info_.va || device_address + bytes > info_.va + info_.mapped_size) {
     return failed("gdr_map", 0) + ", but the mapping does not cover the buffer";
+  }
   cpu_ = static_cast<char*>(map_);
   offset_ = static_cast<std::size_t>(device_address - info_.va);
   return {};

@@ -17,9 +17,7 @@ std::string budget_reason(double budget_s) {
 
 std::uint64_t current_rss_bytes() {
   FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) {
-    return 0;
-  }
+  if (f == nullptr) { return 0; }
   unsigned long long pages_total = 0;
   unsigned long long pages_resident = 0;
   const int got = std::fscanf(f, "%llu %llu", &pages_total, &pages_resident);
@@ -28,10 +26,8 @@ std::uint64_t current_rss_bytes() {
 }
 
 void copy_n(void* dst, const void* src, std::size_t bytes, int n, cudaStream_t s) {
-  if (n <= 0) {
-    return;
-  }
-#if CUDART_VERSION >= 12080  // cudaMemcpyBatchAsync came with CUDA 12.8 (Debian's toolkit is 12.4)
+  if (n <= 0) { return; }
+#if CUDART_VERSION >= 12080                // cudaMemcpyBatchAsync came with CUDA 12.8 (Debian's toolkit is 12.4)
   static std::atomic<bool> batches{true};  // false once the driver has refused one
   if (n > 1 && batches.load(std::memory_order_relaxed)) {
     std::vector<void*> dsts(static_cast<std::size_t>(n), dst);
@@ -40,30 +36,22 @@ void copy_n(void* dst, const void* src, std::size_t bytes, int n, cudaStream_t s
     cudaMemcpyAttributes attr{};
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;  // the source is read in stream order
     std::size_t attr_index = 0;
-    const cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), sizes.size(), &attr,
-                                               &attr_index, 1, s);
-    if (e == cudaSuccess) {
-      return;
-    }
-    if (e != cudaErrorNotSupported && e != cudaErrorCallRequiresNewerDriver && e != cudaErrorInvalidValue) {
-      CK(e);
-    }
+    const cudaError_t e =
+        cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), sizes.size(), &attr, &attr_index, 1, s);
+    if (e == cudaSuccess) { return; }
+    if (e != cudaErrorNotSupported && e != cudaErrorCallRequiresNewerDriver && e != cudaErrorInvalidValue) { CK(e); }
     cudaGetLastError();
     batches.store(false, std::memory_order_relaxed);
   }
 #endif
-  for (int i = 0; i < n; ++i) {
-    CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
-  }
+  for (int i = 0; i < n; ++i) { CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s)); }
 }
 
 namespace {
 // The resident set by kind from /proc/self/status (kB lines); zeros where the kernel has none.
 void rss_kinds(Phase& ph) {
   FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) {
-    return;
-  }
+  if (f == nullptr) { return; }
   char line[256];
   while (std::fgets(line, sizeof line, f) != nullptr) {
     unsigned long long kb = 0;
@@ -109,9 +97,7 @@ void Agent::time_ops(std::vector<TimedOp>& ops, int samples, bool hold) {
       }
       for (std::size_t i = 0; i < ops.size(); ++i) {
         cudaSetDevice(agent.gpu(ops[i].gpu).ordinal);
-        for (auto e : events[i]) {
-          cudaEventDestroy(e);
-        }
+        for (auto e : events[i]) { cudaEventDestroy(e); }
       }
     }
   } cleanup{ops, events, *this, latch_};
@@ -121,14 +107,10 @@ void Agent::time_ops(std::vector<TimedOp>& ops, int samples, bool hold) {
     TimedOp& op = ops[i];
     set_device(op.gpu);
     events[i].assign(static_cast<std::size_t>(samples) + 1, nullptr);
-    for (auto& e : events[i]) {
-      CK(cudaEventCreate(&e));
-    }
+    for (auto& e : events[i]) { CK(cudaEventCreate(&e)); }
     // The samples follow each other in one hold: the warm-up runs once, and every sample starts
     // right after the previous one ended, with the copy engine or SMs already streaming.
-    if (hold) {
-      CK(gpu::launch_spin(latch_, &latch_[1], kSpinTimeoutNs, op.stream));
-    }
+    if (hold) { CK(gpu::launch_spin(latch_, &latch_[1], kSpinTimeoutNs, op.stream)); }
     op.warm(op.stream);
     CK(cudaEventRecord(events[i][0], op.stream));
     for (int k = 0; k < samples; ++k) {
@@ -175,9 +157,7 @@ void Agent::run_pair_steps(CaseResult& cr, const std::vector<Round>& steps, bool
         active.push_back(p);
       }
     }
-    if (active.empty()) {
-      continue;
-    }
+    if (active.empty()) { continue; }
     try {
       auto cells = fn(active, step_index);
       for (auto& c : cells) {
@@ -219,7 +199,6 @@ std::string bdf_string(const cudaDeviceProp& p) {
   return out;
 }
 
-
 namespace {
 std::uint64_t peak_rss_bytes() {
   rusage ru{};
@@ -231,9 +210,8 @@ std::uint64_t peak_rss_bytes() {
 Report report_at_agent_start(const Options& opt) {
   Report rep;
   rep.agent_version = P2PNODE_AGENT_VERSION;
-  rep.started_at = rfc3339_utc(std::chrono::duration_cast<std::chrono::seconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
+  rep.started_at = rfc3339_utc(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   rep.mode = opt.mode;
   rep.iterations = opt.iterations;
   rep.copies = opt.copies;
@@ -244,9 +222,7 @@ Report report_at_agent_start(const Options& opt) {
   rep.inject_corruption = opt.inject_corruption;
   for (const char* var :
        {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MODULE_LOADING", "CUDA_SCALE_LAUNCH_QUEUES"}) {
-    if (const char* v = std::getenv(var)) {
-      rep.environment.emplace_back(var, v);
-    }
+    if (const char* v = std::getenv(var)) { rep.environment.emplace_back(var, v); }
   }
   return rep;
 }
@@ -275,9 +251,7 @@ int Agent::emit_report(Report& rep) {
   rep.peak_rss_bytes = peak_rss_bytes();
   rep.phases = phases_;
   finalize(rep);
-  if (opt_.timings) {
-    std::cerr << render_timings(rep);
-  }
+  if (opt_.timings) { std::cerr << render_timings(rep); }
   if (opt_.format == Format::table) {
     std::cout << render_table(rep);
   } else {
@@ -319,9 +293,7 @@ bool Agent::find_gpus(Report& rep) {
 void Agent::read_nvml(Report& rep) {
   const auto t = Clock::now();
   std::vector<std::string> bus_ids;
-  for (const auto& d : rep.devices) {
-    bus_ids.push_back(d.pci_bus_id);
-  }
+  for (const auto& d : rep.devices) { bus_ids.push_back(d.pci_bus_id); }
   rep.interconnect = read_interconnect(bus_ids);
   watch_ = std::make_unique<ProcessWatch>(bus_ids, static_cast<unsigned>(::getpid()));
   rep.contention.emplace();
@@ -338,9 +310,7 @@ std::string Agent::set_up_beside_nvml(Report& rep) {
   std::string setup_error;
   try {
     setup_error = setup();
-  } catch (const std::exception& e) {
-    setup_error = std::string("setup: ") + e.what();
-  }
+  } catch (const std::exception& e) { setup_error = std::string("setup: ") + e.what(); }
   nvml_thread.join();
   mark("nvml_joined");
   if (watch_) {  // what this process holds on each GPU, as the driver counts it
@@ -361,13 +331,9 @@ std::string Agent::set_up_beside_nvml(Report& rep) {
 void Agent::choose_schedule(Report& rep) {
   if (opt_.mode_auto) {
     const auto choice = choose_mode(selected_, [&](int a, int b) -> std::optional<int> {
-      if (!rep.interconnect || rep.interconnect->source != "nvml") {
-        return std::nullopt;
-      }
+      if (!rep.interconnect || rep.interconnect->source != "nvml") { return std::nullopt; }
       for (const auto& p : rep.interconnect->pairs) {
-        if (p.a == a && p.b == b) {
-          return p.nvlinks;
-        }
+        if (p.a == a && p.b == b) { return p.nvlinks; }
       }
       return 0;  // NVML knows the GPUs and lists no NVLink between them
     });
@@ -399,9 +365,7 @@ CaseResult Agent::run_case(const CaseDef& c) {
   const auto t = Clock::now();
   times_ = &cr.timings;
   std::string why = c.filter(*this);
-  if (why.empty() && budget_spent()) {
-    why = budget_reason(opt_.time_budget_s);
-  }
+  if (why.empty() && budget_spent()) { why = budget_reason(opt_.time_budget_s); }
   if (!why.empty()) {
     cr.status = Status::waived;
     cr.reason = why;
@@ -416,16 +380,14 @@ CaseResult Agent::run_case(const CaseDef& c) {
   }
   times_ = nullptr;
   cr.duration_s = std::chrono::duration<double>(Clock::now() - t).count();
-  if (watch_) cr.foreign_processes = watch_->sample();
+  if (watch_) { cr.foreign_processes = watch_->sample(); }
   return cr;
 }
 
 int Agent::main(const std::vector<CaseDef>& cases) {
   Report rep = report_at_agent_start(opt_);
   mark("start");
-  if (!find_gpus(rep)) {
-    return emit_report(rep);
-  }
+  if (!find_gpus(rep)) { return emit_report(rep); }
   const std::string setup_error = set_up_beside_nvml(rep);
   rep.gpu_setup = gpu_setup_;
   if (!setup_error.empty()) {
@@ -442,13 +404,11 @@ int Agent::main(const std::vector<CaseDef>& cases) {
   choose_schedule(rep);
 
   for (const auto& c : cases) {
-    if (!case_selected(c)) {
-      continue;
-    }
+    if (!case_selected(c)) { continue; }
     rep.cases.push_back(run_case(c));
     mark(("after_" + std::string(c.key)).c_str());
   }
-  if (watch_) rep.contention->after = watch_->sample();
+  if (watch_) { rep.contention->after = watch_->sample(); }
   release();
   mark("released");
   return emit_report(rep);
@@ -456,9 +416,7 @@ int Agent::main(const std::vector<CaseDef>& cases) {
 
 int run_agent(int argc, char** argv) {
   std::vector<std::string> keys;
-  for (const auto& c : case_list()) {
-    keys.emplace_back(c.key);
-  }
+  for (const auto& c : case_list()) { keys.emplace_back(c.key); }
   const auto parsed = parse_options(argc, argv, keys, P2PNODE_AGENT_VERSION);
   if (!parsed.options) {
     (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.message << "\n";
@@ -466,7 +424,9 @@ int run_agent(int argc, char** argv) {
   }
   if (parsed.options->processes) {  // before any CUDA call: no context on any GPU
     ProcessWatch watch({}, 0);
-    std::cout << processes_document(watch, P2PNODE_AGENT_VERSION).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << processes_document(watch, P2PNODE_AGENT_VERSION)
+                     .dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
     return 0;
   }
   if (parsed.options->list) {

@@ -114,9 +114,7 @@ class Lap {
  public:
   explicit Lap(double* into) : into_(into), t0_(Clock::now()) {}
   ~Lap() {
-    if (into_ != nullptr) {
-      *into_ += std::chrono::duration<double>(Clock::now() - t0_).count();
-    }
+    if (into_ != nullptr) { *into_ += std::chrono::duration<double>(Clock::now() - t0_).count(); }
   }
   Lap(const Lap&) = delete;
   Lap& operator=(const Lap&) = delete;
@@ -159,8 +157,7 @@ class Agent {
   std::uint32_t seed() const { return seed_; }
   std::optional<Pair> inject() const { return inject_; }
   bool budget_spent() const {
-    return opt_.time_budget_s > 0.0 &&
-           std::chrono::duration<double>(Clock::now() - t0_).count() > opt_.time_budget_s;
+    return opt_.time_budget_s > 0.0 && std::chrono::duration<double>(Clock::now() - t0_).count() > opt_.time_budget_s;
   }
 
   void set_device(int i) { CK(cudaSetDevice(gpus_[i].ordinal)); }
@@ -186,9 +183,7 @@ class Agent {
     ic.label = std::move(label);
     ic.checked_bytes = spec.dst_bytes;
     ic.bad_bytes = r.bad_bytes;
-    if (r.bad_bytes != 0) {
-      ic.first_bad_offset = r.first_bad;
-    }
+    if (r.bad_bytes != 0) { ic.first_bad_offset = r.first_bad; }
     return ic;
   }
 
@@ -261,7 +256,7 @@ std::uint64_t current_rss_bytes();
 // engine streams from one copy into the next without the per-copy cost that separate calls pay,
 // about 2 us each), or as n calls where the driver has no batches.
 void copy_n(void* dst, const void* src, std::size_t bytes, int n, cudaStream_t s);
-std::string uuid_string(const cudaUUID_t& u);   // GPU-8f3c…
+std::string uuid_string(const cudaUUID_t& u);     // GPU-8f3c…
 std::string bdf_string(const cudaDeviceProp& p);  // 0000:18:00.0
 
 // nvme_doorbell (nvme_doorbell.cpp): the host and GPU doorbell writers on drives bound to vfio-pci.

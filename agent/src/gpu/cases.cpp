@@ -7,20 +7,14 @@ namespace p2pnode::agent {
 namespace {
 
 std::string need_two_gpus(const Agent& a) {
-  if (a.gpu_count() < 2) {
-    return "needs at least 2 GPUs, found " + std::to_string(a.gpu_count());
-  }
+  if (a.gpu_count() < 2) { return "needs at least 2 GPUs, found " + std::to_string(a.gpu_count()); }
   return {};
 }
 
 std::string need_peer_pair(const Agent& a) {
-  if (auto why = need_two_gpus(a); !why.empty()) {
-    return why;
-  }
+  if (auto why = need_two_gpus(a); !why.empty()) { return why; }
   for (const auto& p : a.selected()) {
-    if (a.peer_ok(p.src, p.dst)) {
-      return {};
-    }
+    if (a.peer_ok(p.src, p.dst)) { return {}; }
   }
   return "no selected pair has peer access (see peer_access)";
 }
@@ -48,9 +42,7 @@ void run_peer_access(Agent& a, CaseResult& cr) {
   const int n = a.gpu_count();
   for (int s = 0; s < n; ++s) {
     for (int d = 0; d < n; ++d) {
-      if (s == d) {
-        continue;
-      }
+      if (s == d) { continue; }
       const PeerInfo& pi = a.peer(s, d);
       Cell c;
       c.src = s;
@@ -97,9 +89,7 @@ void run_unidirectional(Agent& a, CaseResult& cr, Engine engine, bool issuer_is_
       // nvbandwidth's copy kernel loops), so a sample pays the per-copy cost or the launch ramp
       // and tail once.
       auto copies_of = [dst, src, size, sms, engine](cudaStream_t s, int n) {
-        if (n <= 0) {
-          return;
-        }
+        if (n <= 0) { return; }
         if (engine == Engine::ce) {
           copy_n(dst, src, size, n, s);
         } else {
@@ -120,9 +110,7 @@ void run_unidirectional(Agent& a, CaseResult& cr, Engine engine, bool issuer_is_
       c.src = p.src;
       c.dst = p.dst;
       std::vector<double> bw;
-      for (double ms : ops[k].ms) {
-        bw.push_back(gbps(size, a.opt().copies, ms));
-      }
+      for (double ms : ops[k].ms) { bw.push_back(gbps(size, a.opt().copies, ms)); }
       c.measures.emplace_back("bandwidth_gbps", summary_of(bw));
       gpu::VerifySpec spec;
       spec.dst = a.gpu(p.dst).buf_b;
@@ -228,9 +216,7 @@ void run_latency(Agent& a, CaseResult& cr) {
       a.set_device(p.dst);
       CK(gpu::launch_chain_init(a.gpu(p.dst).lat, kLatencyBytes, a.gpu(p.dst).stream[0]));
     }
-    for (const auto& p : pairs) {
-      a.sync(p.dst);
-    }
+    for (const auto& p : pairs) { a.sync(p.dst); }
     std::vector<TimedOp> ops;
     for (const auto& p : pairs) {
       TimedOp op;
@@ -260,9 +246,7 @@ void run_latency(Agent& a, CaseResult& cr) {
     // next overwrites them.
     std::vector<std::vector<double>> ns(pairs.size());
     for (int it = 0; it < a.opt().iterations; ++it) {
-      for (auto& op : ops) {
-        op.ms.clear();
-      }
+      for (auto& op : ops) { op.ms.clear(); }
       a.time_ops(ops, 1, false);  // timed inside the kernel: no latch needed
       for (std::size_t k = 0; k < pairs.size(); ++k) {
         const int src = pairs[k].src;
@@ -272,9 +256,7 @@ void run_latency(Agent& a, CaseResult& cr) {
         a.set_device(src);
         CK(cudaMemcpy(got.data(), a.gpu(src).lat_ns, got.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
         unsigned long long sum = 0;
-        for (auto v : got) {
-          sum += v;
-        }
+        for (auto v : got) { sum += v; }
         ns[k].push_back(static_cast<double>(sum) / done);
       }
     }
@@ -324,12 +306,8 @@ void run_host_device(Agent& a, CaseResult& cr) {
     a.time_ops(h2d, a.opt().iterations);
     std::vector<double> up;
     std::vector<double> down;
-    for (double ms : h2d[0].ms) {
-      up.push_back(gbps(hs, copies, ms));
-    }
-    for (double ms : d2h[0].ms) {
-      down.push_back(gbps(hs, copies, ms));
-    }
+    for (double ms : h2d[0].ms) { up.push_back(gbps(hs, copies, ms)); }
+    for (double ms : d2h[0].ms) { down.push_back(gbps(hs, copies, ms)); }
     const Summary su = summary_of(up);
     const Summary sd = summary_of(down);
     c.measures.emplace_back("h2d_bandwidth_gbps", su);
@@ -400,9 +378,7 @@ void fill_integrity_pass(Agent& a, const Round& pairs, IntegrityPass& ip, std::s
     // data, and the whole buffer must now match the new seed.
     ip.poisons[k] = mix32(a.seed(), static_cast<std::uint64_t>(p.src * 1000 + p.dst), 200 + ip.e, ip.pass);
     a.fill(p.src, a.gpu(p.src).buf_a, size, ip.seeds[k]);
-    if (ip.pass != 1) {
-      a.fill(p.dst, a.gpu(p.dst).buf_b, size, ip.poisons[k]);
-    }
+    if (ip.pass != 1) { a.fill(p.dst, a.gpu(p.dst).buf_b, size, ip.poisons[k]); }
   }
 }
 
@@ -472,9 +448,7 @@ std::vector<Cell> run_integrity_step(Agent& a, const Round& pairs, std::size_t s
   }
   for (auto& c : cells) {
     std::uint64_t bad = 0;
-    for (const auto& ic : c.integrity) {
-      bad += ic.bad_bytes;
-    }
+    for (const auto& ic : c.integrity) { bad += ic.bad_bytes; }
     c.numbers.emplace_back("bad_bytes", static_cast<double>(bad));
     mark_integrity(c);
   }
@@ -542,7 +516,8 @@ const std::vector<CaseDef>& case_list() {
       {nvme::kCaseKey, nvme::kCaseDescription, always, run_nvme_doorbell, true},
       {"host_device_bandwidth",
        "Host<->device copy-engine bandwidth per GPU (pinned memory) beside the PCIe link's theoretical figure "
-       "from sysfs; the data goes down and back up and is verified. Runs last, with one GPU's context fewer than the pair cases (three GPUs or more), so "
+       "from sysfs; the data goes down and back up and is verified. Runs last, with one GPU's context fewer than the "
+       "pair cases (three GPUs or more), so "
        "its host buffer does not add to the memory of every context at once",
        always, run_host_device},
   };

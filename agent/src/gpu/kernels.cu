@@ -11,9 +11,7 @@ __host__ __device__ __forceinline__ std::uint32_t pattern_word(std::uint32_t see
   x *= 0xC4CEB9FE1A85EC53ULL;
   x ^= x >> 33;
   std::uint32_t w = static_cast<std::uint32_t>(x);
-  if (w == 0U) {
-    w = 0x5A5A5A5AU;
-  }
+  if (w == 0U) { w = 0x5A5A5A5AU; }
   if ((w & 0x7F800000U) == 0x7F800000U) {  // would read as float NaN/Inf
     w ^= 0x00800000U;
   }
@@ -49,9 +47,7 @@ __device__ __forceinline__ std::uint32_t expected_word(const VerifySpec& s, std:
   const std::uint64_t b0 = w * 4;
   const std::uint64_t r0 = s.region_off;
   const std::uint64_t r1 = s.region_off + s.region_len;
-  if (b0 + 4 <= r0 || b0 >= r1) {
-    return pattern_word(s.poison_seed, w);
-  }
+  if (b0 + 4 <= r0 || b0 >= r1) { return pattern_word(s.poison_seed, w); }
   if (b0 >= r0 && b0 + 4 <= r1 && ((s.src_off - s.region_off) & 3U) == 0) {
     return pattern_word(s.seed, (b0 - r0 + s.src_off) >> 2);
   }
@@ -122,8 +118,8 @@ __global__ void reset_result_kernel(VerifyResult* out) {
 // grid-stride walk of the buffer; `loops` passes over the buffer in one launch, so a timed sample
 // of several copies pays one launch ramp and one tail, not one per copy.
 template <int U>
-__global__ void __launch_bounds__(512) sm_copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src,
-                                                      std::size_t n16, int loops) {
+__global__ void __launch_bounds__(512)
+    sm_copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src, std::size_t n16, int loops) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int l = 0; l < loops; ++l) {
@@ -131,17 +127,11 @@ __global__ void __launch_bounds__(512) sm_copy_kernel(uint4* __restrict__ dst, c
     for (; i + (U - 1) * stride < n16; i += U * stride) {
       uint4 v[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        v[u] = __ldcg(src + i + u * stride);
-      }
+      for (int u = 0; u < U; ++u) { v[u] = __ldcg(src + i + u * stride); }
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        __stcg(dst + i + u * stride, v[u]);
-      }
+      for (int u = 0; u < U; ++u) { __stcg(dst + i + u * stride, v[u]); }
     }
-    for (; i < n16; i += stride) {
-      __stcg(dst + i, __ldcg(src + i));
-    }
+    for (; i < n16; i += stride) { __stcg(dst + i, __ldcg(src + i)); }
   }
 }
 
@@ -161,24 +151,16 @@ __global__ void chain_init_kernel(Node* nodes, std::size_t n) {
 // with the global nanosecond timer: launch and scheduling stay out of the figure.
 __global__ void chase_kernel(const Node* start, int accesses, unsigned long long* sink, unsigned target,
                              unsigned long long* ns) {
-  if (blockIdx.x != target) {
-    return;
-  }
+  if (blockIdx.x != target) { return; }
   const Node* p = start;
   const unsigned long long t0 = globaltimer_ns();
-  for (int i = 0; i < accesses; ++i) {
-    p = p->next;
-  }
+  for (int i = 0; i < accesses; ++i) { p = p->next; }
   // A branch on the last pointer waits for the last load, so the timer is read after it lands
   // (a plain read could issue while that load is still in flight).
-  if (p == nullptr) {
-    __trap();
-  }
+  if (p == nullptr) { __trap(); }
   const unsigned long long t1 = globaltimer_ns();
   *sink = reinterpret_cast<unsigned long long>(p);
-  if (ns != nullptr) {
-    *ns = t1 - t0;
-  }
+  if (ns != nullptr) { *ns = t1 - t0; }
 }
 
 unsigned grid_for(std::size_t n, int sm_count, int per_sm) {
@@ -216,8 +198,7 @@ cudaError_t launch_sm_copy(void* dst, const void* src, std::size_t bytes, int sm
   // GPUs with fewer threads per SM (1536 on sm_86/sm_89) get as many blocks as fit at once, so
   // that no block waits for a second wave.
   int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sm_copy_kernel<4>, 512, 0) != cudaSuccess ||
-      per_sm < 1) {
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sm_copy_kernel<4>, 512, 0) != cudaSuccess || per_sm < 1) {
     cudaGetLastError();
     per_sm = 1;
   }

@@ -40,8 +40,7 @@ class GpuDoorbellWriter final : public nvme::DoorbellWriter {
     // doorbell returns a vendor-specific value and changes nothing (only GPU reads of a peer BAR
     // are the hazard on AMD root complexes).
     (void)*reinterpret_cast<const volatile std::uint32_t*>(w->host_);
-    const cudaError_t e =
-        cudaHostRegister(w->host_, 4096, cudaHostRegisterIoMemory | cudaHostRegisterMapped);
+    const cudaError_t e = cudaHostRegister(w->host_, 4096, cudaHostRegisterIoMemory | cudaHostRegisterMapped);
     if (e != cudaSuccess) {
       cudaGetLastError();
       nvme::RegisterFailureFacts f;
@@ -75,18 +74,23 @@ class GpuDoorbellWriter final : public nvme::DoorbellWriter {
   std::string name() const override { return "gpu"; }
 
   std::string ring(std::uint32_t offset, std::uint32_t value) override {
-    if (offset < kDoorbellPage || offset + 4 > kDoorbellPage + 4096) return "doorbell offset outside the registered page";
+    if (offset < kDoorbellPage || offset + 4 > kDoorbellPage + 4096) {
+      return "doorbell offset outside the registered page";
+    }
     a_.set_device(index_);
     cudaStream_t s = a_.gpu(index_).stream[0];
     auto* target = reinterpret_cast<std::uint32_t*>(dev_ + (offset - kDoorbellPage));
-    if (cudaError_t e = gpu::launch_doorbell_write(target, value, s); e != cudaSuccess)
+    if (cudaError_t e = gpu::launch_doorbell_write(target, value, s); e != cudaSuccess) {
       return std::string("launching the doorbell kernel: ") + cudaGetErrorName(e);
+    }
     const auto deadline = Clock::now() + kKernelLimit;
     while (true) {
       const cudaError_t q = cudaStreamQuery(s);
-      if (q == cudaSuccess) return {};
-      if (q != cudaErrorNotReady) return std::string("the doorbell kernel failed: ") + cudaGetErrorName(q) + " (" + cudaGetErrorString(q) + ")";
-      if (Clock::now() >= deadline) return "the doorbell kernel did not finish within 2 s";
+      if (q == cudaSuccess) { return {}; }
+      if (q != cudaErrorNotReady) {
+        return std::string("the doorbell kernel failed: ") + cudaGetErrorName(q) + " (" + cudaGetErrorString(q) + ")";
+      }
+      if (Clock::now() >= deadline) { return "the doorbell kernel did not finish within 2 s"; }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
@@ -113,26 +117,28 @@ void run_nvme_doorbell(Agent& a, CaseResult& cr) {
   env.timing.ready_limit = std::chrono::milliseconds(a.opt().nvme_ready_timeout_ms);
   env.timing.completion_limit = std::chrono::milliseconds(a.opt().nvme_completion_timeout_ms);
   auto factory_for = [&a](nvme::Writer w) -> nvme::WriterFactory {
-    if (w == nvme::Writer::host)
+    if (w == nvme::Writer::host) {
       return [](nvme::VfioNvme& dev, const nvme::DriveSpec&, std::string&) -> std::unique_ptr<nvme::DoorbellWriter> {
         return std::make_unique<nvme::HostDoorbellWriter>(dev);
       };
-    return [&a](nvme::VfioNvme& dev, const nvme::DriveSpec& d, std::string& why) -> std::unique_ptr<nvme::DoorbellWriter> {
-      int index = 0;
-      if (!d.pair_gpu.empty()) {
-        int ordinal = -1;
-        if (cudaDeviceGetByPCIBusId(&ordinal, d.pair_gpu.c_str()) != cudaSuccess || ordinal < 0 ||
-            ordinal >= a.gpu_count()) {
-          cudaGetLastError();
-          why = "GPU " + d.pair_gpu + " (pair_gpu) is not visible to CUDA";
-          return nullptr;
-        }
-        index = ordinal;
-      }
-      dev.log().push_back("GPU writer: GPU " + std::to_string(index) + " " + a.gpu(index).prop.name + " " +
-                          bdf_string(a.gpu(index).prop));
-      return GpuDoorbellWriter::make(a, dev, index, why);
-    };
+    }
+    return
+        [&a](nvme::VfioNvme& dev, const nvme::DriveSpec& d, std::string& why) -> std::unique_ptr<nvme::DoorbellWriter> {
+          int index = 0;
+          if (!d.pair_gpu.empty()) {
+            int ordinal = -1;
+            if (cudaDeviceGetByPCIBusId(&ordinal, d.pair_gpu.c_str()) != cudaSuccess || ordinal < 0 ||
+                ordinal >= a.gpu_count()) {
+              cudaGetLastError();
+              why = "GPU " + d.pair_gpu + " (pair_gpu) is not visible to CUDA";
+              return nullptr;
+            }
+            index = ordinal;
+          }
+          dev.log().push_back("GPU writer: GPU " + std::to_string(index) + " " + a.gpu(index).prop.name + " " +
+                              bdf_string(a.gpu(index).prop));
+          return GpuDoorbellWriter::make(a, dev, index, why);
+        };
   };
   const std::string key = cr.key;
   cr = nvme::run_doorbell_case(drives, writers, factory_for, env);

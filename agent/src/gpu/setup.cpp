@@ -36,9 +36,7 @@ std::string Agent::take_run_settings() {
   }
   if (opt_.inject_corruption) {
     auto p = parse_pairs(*opt_.inject_corruption, n, &err);
-    if (!p) {
-      return "--inject-corruption: " + err;
-    }
+    if (!p) { return "--inject-corruption: " + err; }
     inject_ = p->front();
   }
   return {};
@@ -71,9 +69,7 @@ void Agent::set_up_gpu(Gpu& g) {
     CK(cudaStreamSynchronize(g.stream[0]));
     gs.module_s = seconds_since(t);
     gs.module_bytes = grew(after_buffers, device_used_bytes());
-  } catch (const std::exception& e) {
-    g.setup_error = e.what();
-  }
+  } catch (const std::exception& e) { g.setup_error = e.what(); }
 }
 
 // Contexts, streams and buffers, one thread per GPU (context creation dominates start-up);
@@ -84,13 +80,9 @@ std::string Agent::set_up_gpus() {
   for (auto& g : gpus_) {
     threads.emplace_back([this, &g] { set_up_gpu(g); });
   }
-  for (auto& t : threads) {
-    t.join();
-  }
+  for (auto& t : threads) { t.join(); }
   for (const auto& g : gpus_) {
-    if (!g.setup_error.empty()) {
-      return "GPU " + std::to_string(g.index) + ": " + g.setup_error;
-    }
+    if (!g.setup_error.empty()) { return "GPU " + std::to_string(g.index) + ": " + g.setup_error; }
   }
   return {};
 }
@@ -104,18 +96,12 @@ void Agent::enable_all_peers() {
   for (int a = 0; a < n; ++a) {
     peer_threads.emplace_back([this, a] { enable_peers(a); });
   }
-  for (auto& t : peer_threads) {
-    t.join();
-  }
+  for (auto& t : peer_threads) { t.join(); }
 }
 
 std::string Agent::setup() {
-  if (auto err = take_run_settings(); !err.empty()) {
-    return err;
-  }
-  if (auto err = set_up_gpus(); !err.empty()) {
-    return err;
-  }
+  if (auto err = take_run_settings(); !err.empty()) { return err; }
+  if (auto err = set_up_gpus(); !err.empty()) { return err; }
   mark("contexts_and_buffers");
   CK(cudaSetDevice(gpus_[0].ordinal));
   CK(cudaHostAlloc(reinterpret_cast<void**>(&latch_), 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
@@ -127,15 +113,11 @@ std::string Agent::setup() {
 
 void Agent::enable_peers(int a) {
   const auto t0 = Clock::now();
-  if (cudaSetDevice(gpus_[a].ordinal) != cudaSuccess) {
-    return;
-  }
+  if (cudaSetDevice(gpus_[a].ordinal) != cudaSuccess) { return; }
   const std::uint64_t before = device_used_bytes();
   const int n = gpu_count();
   for (int b = 0; b < n; ++b) {
-    if (a == b) {
-      continue;
-    }
+    if (a == b) { continue; }
     PeerInfo& pi = peers_[a][b];
     int can = 0;
     const cudaError_t e = cudaDeviceCanAccessPeer(&can, gpus_[a].ordinal, gpus_[b].ordinal);
@@ -189,9 +171,7 @@ void Agent::begin_host_phase() {
 }
 
 void Agent::take_for_host_phase(int i) {
-  if (!gpus_[i].released) {
-    return;
-  }
+  if (!gpus_[i].released) { return; }
   if (i > 1) {
     release_gpu(i - 1);  // its host cell is done; GPU 0 keeps the latch
   }
@@ -200,9 +180,7 @@ void Agent::take_for_host_phase(int i) {
 
 void Agent::release_gpu(int i) {
   Gpu& g = gpus_[i];
-  if (g.released || cudaSetDevice(g.ordinal) != cudaSuccess) {
-    return;
-  }
+  if (g.released || cudaSetDevice(g.ordinal) != cudaSuccess) { return; }
   cudaDeviceReset();  // the context and everything in it: buffers, streams, peer mappings
   cudaGetLastError();
   g.stream = {};
@@ -214,9 +192,7 @@ void Agent::release_gpu(int i) {
 
 void Agent::acquire_gpu(int i) {
   Gpu& g = gpus_[i];
-  if (!g.released) {
-    return;
-  }
+  if (!g.released) { return; }
   set_device(i);  // creates the context again
   g.released = false;
   CK(cudaStreamCreateWithFlags(&g.stream[0], cudaStreamNonBlocking));
@@ -231,9 +207,7 @@ void Agent::release() {
       g = Gpu{};
       continue;
     }
-    if (cudaSetDevice(g.ordinal) != cudaSuccess) {
-      continue;
-    }
+    if (cudaSetDevice(g.ordinal) != cudaSuccess) { continue; }
     cudaDeviceSynchronize();
     cudaFree(g.buf_a);
     cudaFree(g.buf_b);
@@ -242,9 +216,7 @@ void Agent::release() {
     cudaFree(g.sink);
     cudaFree(g.lat_ns);
     for (auto& s : g.stream) {
-      if (s != nullptr) {
-        cudaStreamDestroy(s);
-      }
+      if (s != nullptr) { cudaStreamDestroy(s); }
     }
     g = Gpu{};
   }

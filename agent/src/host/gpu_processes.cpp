@@ -18,7 +18,7 @@ using nvmlProcessInfo_t = nvml::ProcessInfo;
 using nvmlProcessInfo_v1_t = nvml::ProcessInfoV1;
 using nvmlUtilization_t = nvml::Utilization;
 using nvml::kSuccess;
-constexpr nvmlReturn_t kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+constexpr nvmlReturn_t kInsufficientSize = 7;        // NVML_ERROR_INSUFFICIENT_SIZE
 constexpr unsigned long long kNotAvailable = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE
 constexpr unsigned kMaxProcesses = 256;
 
@@ -57,25 +57,30 @@ struct ProcessWatch::Impl {
   }
 
   bool open(const char* library) {
-    if (auto why = lib.open(library); !why.empty()) return fail(why);
+    if (auto why = lib.open(library); !why.empty()) { return fail(why); }
     if (!(sym(count, "nvmlDeviceGetCount_v2") && sym(by_index, "nvmlDeviceGetHandleByIndex_v2") &&
           sym(by_bus_id, "nvmlDeviceGetHandleByPciBusId_v2") &&
-          (sym(pci_info, "nvmlDeviceGetPciInfo_v3") || sym(pci_info, "nvmlDeviceGetPciInfo_v2"))))
+          (sym(pci_info, "nvmlDeviceGetPciInfo_v3") || sym(pci_info, "nvmlDeviceGetPciInfo_v2")))) {
       return fail(nvml::Lib::missing("the process watch"));
-    if (!sym(procs, "nvmlDeviceGetComputeRunningProcesses_v3") && !sym(procs, "nvmlDeviceGetComputeRunningProcesses_v2") &&
-        !sym(procs_v1, "nvmlDeviceGetComputeRunningProcesses"))
+    }
+    if (!sym(procs, "nvmlDeviceGetComputeRunningProcesses_v3") &&
+        !sym(procs, "nvmlDeviceGetComputeRunningProcesses_v2") &&
+        !sym(procs_v1, "nvmlDeviceGetComputeRunningProcesses")) {
       return fail("NVML has no nvmlDeviceGetComputeRunningProcesses");
+    }
     sym(process_name, "nvmlSystemGetProcessName");
     sym(utilization, "nvmlDeviceGetUtilizationRates");
-    if (auto why = lib.init(); !why.empty()) return fail(why);
+    if (auto why = lib.init(); !why.empty()) { return fail(why); }
     if (bus_ids.empty()) {
       unsigned n = 0;
-      if (const auto r = count(&n); r != kSuccess) return fail("nvmlDeviceGetCount failed: " + err(r));
+      if (const auto r = count(&n); r != kSuccess) { return fail("nvmlDeviceGetCount failed: " + err(r)); }
       for (unsigned i = 0; i < n; ++i) {
         nvmlDevice_t d = nullptr;
         nvmlPciInfo_t pci;
         std::memset(&pci, 0, sizeof pci);
-        if (by_index(i, &d) != kSuccess || pci_info(d, &pci) != kSuccess) continue;  // e.g. a GPU it may not access
+        if (by_index(i, &d) != kSuccess || pci_info(d, &pci) != kSuccess) {
+          continue;  // e.g. a GPU it may not access
+        }
         bus_ids.push_back(normalize_bus_id(pci.busId));
         devices.push_back(d);
       }
@@ -83,7 +88,9 @@ struct ProcessWatch::Impl {
     }
     for (const auto& id : bus_ids) {
       nvmlDevice_t d = nullptr;
-      if (const auto r = by_bus_id(id.c_str(), &d); r != kSuccess) return fail("NVML does not know GPU " + id + ": " + err(r));
+      if (const auto r = by_bus_id(id.c_str(), &d); r != kSuccess) {
+        return fail("NVML does not know GPU " + id + ": " + err(r));
+      }
       devices.push_back(d);
     }
     return true;
@@ -111,18 +118,22 @@ struct ProcessWatch::Impl {
       if (procs) {
         std::vector<nvmlProcessInfo_t> buf(n);
         r = procs(devices[i], &got, buf.data());
-        for (unsigned k = 0; r == kSuccess && k < got && k < n; ++k) rows.emplace_back(buf[k].pid, buf[k].usedGpuMemory);
+        for (unsigned k = 0; r == kSuccess && k < got && k < n; ++k) {
+          rows.emplace_back(buf[k].pid, buf[k].usedGpuMemory);
+        }
       } else {
         std::vector<nvmlProcessInfo_v1_t> buf(n);
         r = procs_v1(devices[i], &got, buf.data());
-        for (unsigned k = 0; r == kSuccess && k < got && k < n; ++k) rows.emplace_back(buf[k].pid, buf[k].usedGpuMemory);
+        for (unsigned k = 0; r == kSuccess && k < got && k < n; ++k) {
+          rows.emplace_back(buf[k].pid, buf[k].usedGpuMemory);
+        }
       }
       if (r == kInsufficientSize && got > n && got <= kMaxProcesses) {
         n = got;
         continue;
       }
       for (const auto& [pid, mem] : rows) {
-        if (pid == 0 || (only_pid != 0 ? pid != only_pid : pid == exclude_pid)) continue;
+        if (pid == 0 || (only_pid != 0 ? pid != only_pid : pid == exclude_pid)) { continue; }
         out.push_back({bus_ids[i], pid, name_of(pid), mem == kNotAvailable ? 0 : mem});
       }
       break;
@@ -147,7 +158,7 @@ const std::vector<std::string>& ProcessWatch::gpus() const { return impl_->bus_i
 
 std::vector<GpuProcess> ProcessWatch::sample() {
   std::vector<GpuProcess> all;
-  if (!available()) return all;
+  if (!available()) { return all; }
   for (std::size_t i = 0; i < impl_->devices.size(); ++i) {
     auto on = impl_->on(i);
     all.insert(all.end(), on.begin(), on.end());
@@ -157,7 +168,7 @@ std::vector<GpuProcess> ProcessWatch::sample() {
 
 std::vector<std::optional<std::uint64_t>> ProcessWatch::own_memory(unsigned pid) {
   std::vector<std::optional<std::uint64_t>> out;
-  if (!available() || pid == 0) return out;
+  if (!available() || pid == 0) { return out; }
   for (std::size_t i = 0; i < impl_->devices.size(); ++i) {
     const auto rows = impl_->on(i, pid);
     if (rows.empty() || rows.front().used_memory_bytes == 0) {
@@ -171,11 +182,11 @@ std::vector<std::optional<std::uint64_t>> ProcessWatch::own_memory(unsigned pid)
 
 std::vector<GpuLoad> ProcessWatch::load() {
   std::vector<GpuLoad> out;
-  if (!available()) return out;
+  if (!available()) { return out; }
   for (std::size_t i = 0; i < impl_->devices.size(); ++i) {
     GpuLoad l{impl_->bus_ids[i], std::nullopt};
     nvmlUtilization_t u{};
-    if (impl_->utilization && impl_->utilization(impl_->devices[i], &u) == kSuccess) l.utilization_percent = u.gpu;
+    if (impl_->utilization && impl_->utilization(impl_->devices[i], &u) == kSuccess) { l.utilization_percent = u.gpu; }
     out.push_back(std::move(l));
   }
   return out;
@@ -187,15 +198,17 @@ nlohmann::json to_json(const GpuProcess& p) {
 
 nlohmann::json to_json(const std::vector<GpuProcess>& ps) {
   auto a = nlohmann::json::array();
-  for (const auto& p : ps) a.push_back(to_json(p));
+  for (const auto& p : ps) { a.push_back(to_json(p)); }
   return a;
 }
 
 nlohmann::json processes_document(ProcessWatch& watch, const std::string& agent_version) {
   nlohmann::json gpus = nlohmann::json::array();
-  for (const auto& l : watch.load())
-    gpus.push_back({{"pci_bus_id", l.gpu},
-                    {"utilization_percent", l.utilization_percent ? nlohmann::json(*l.utilization_percent) : nlohmann::json()}});
+  for (const auto& l : watch.load()) {
+    gpus.push_back(
+        {{"pci_bus_id", l.gpu},
+         {"utilization_percent", l.utilization_percent ? nlohmann::json(*l.utilization_percent) : nlohmann::json()}});
+  }
   return {{"schema_version", 1},
           {"kind", "gpu_processes"},
           {"agent", {{"name", "p2pnode-agent"}, {"version", agent_version}}},

@@ -43,7 +43,7 @@ class Lib {
   Lib& operator=(const Lib&) = delete;
   ~Lib() {
     if (lib_) {
-      if (inited_ && shutdown_) shutdown_();
+      if (inited_ && shutdown_) { shutdown_(); }
       dlclose(lib_);
     }
   }
@@ -54,13 +54,14 @@ class Lib {
       const char* e = dlerror();
       return std::string("NVML not available: ") + (e ? e : std::string(library) + " not found");
     }
-    if (!sym(init_, "nvmlInit_v2") || !sym(shutdown_, "nvmlShutdown") || !sym(error_string_, "nvmlErrorString"))
+    if (!sym(init_, "nvmlInit_v2") || !sym(shutdown_, "nvmlShutdown") || !sym(error_string_, "nvmlErrorString")) {
       return missing("nvmlInit_v2, nvmlShutdown or nvmlErrorString");
+    }
     return {};
   }
   // nvmlInit: empty, or "nvmlInit failed: …". nvmlShutdown follows in the destructor.
   std::string init() {
-    if (const auto r = init_(); r != kSuccess) return "nvmlInit failed: " + err(r);
+    if (const auto r = init_(); r != kSuccess) { return "nvmlInit failed: " + err(r); }
     inited_ = true;
     return {};
   }
@@ -75,7 +76,8 @@ class Lib {
     return "NVML lacks a function " + what + " needs (" + (e ? e : "dlsym") + ")";
   }
   std::string err(Return r) const {
-    return error_string_ ? std::string(error_string_(r)) + " (" + std::to_string(r) + ")" : "error " + std::to_string(r);
+    return error_string_ ? std::string(error_string_(r)) + " (" + std::to_string(r) + ")"
+                         : "error " + std::to_string(r);
   }
 
  private:

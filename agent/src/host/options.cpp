@@ -12,11 +12,10 @@ namespace p2pnode::agent {
 std::optional<std::uint64_t> parse_size(std::string_view text) {
   std::uint64_t value = 0;
   const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (res.ec != std::errc{} || res.ptr == text.data()) {
-    return std::nullopt;
-  }
+  if (res.ec != std::errc{} || res.ptr == text.data()) { return std::nullopt; }
   std::string unit(res.ptr, text.data() + text.size());
-  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   std::uint64_t mult = 0;
   if (unit.empty() || unit == "m" || unit == "mib" || unit == "mb") {
     mult = kMiB;
@@ -30,9 +29,7 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
     return std::nullopt;
   }
   constexpr std::uint64_t kMax = 64ULL * 1024ULL * kMiB;
-  if (value == 0 || value > kMax / mult) {
-    return std::nullopt;
-  }
+  if (value == 0 || value > kMax / mult) { return std::nullopt; }
   return value * mult;
 }
 
@@ -44,9 +41,7 @@ std::vector<std::string> split_commas(const std::vector<std::string>& items) {
     std::stringstream ss(item);
     std::string part;
     while (std::getline(ss, part, ',')) {
-      if (!part.empty()) {
-        out.push_back(part);
-      }
+      if (!part.empty()) { out.push_back(part); }
     }
   }
   return out;
@@ -89,7 +84,8 @@ void add_agent_options(CLI::App& app, Options& o, AgentOptionText& t) {
   app.add_option("--iterations", o.iterations, "Timed samples per measurement (median reported), default 3")
       ->check(CLI::Range(1, 1000));
   app.add_option("--copies", o.copies, "Copies per timed sample, default 12")->check(CLI::Range(1, 256));
-  app.add_option("--warmup", o.warmup, "Untimed warm-up copies before the samples, default 1")->check(CLI::Range(0, 64));
+  app.add_option("--warmup", o.warmup, "Untimed warm-up copies before the samples, default 1")
+      ->check(CLI::Range(0, 64));
   app.add_option("--latency-accesses", o.latency_accesses, "Dependent loads per latency sample, default 8192")
       ->check(CLI::Range(16, 10000000));
   app.add_option("--latency-sms", o.latency_sms,
@@ -127,9 +123,7 @@ std::optional<std::string> take_agent_sizes(const AgentOptionText& t, Options& o
   const auto hs = parse_size(t.host_size);
   const auto is = parse_size(t.integrity_size);
   const auto bs = parse_size(t.bar_size);
-  if (!s || !hs || !is || !bs) {
-    return "sizes take a number with an optional B, KiB, MiB or GiB suffix (max 64 GiB)";
-  }
+  if (!s || !hs || !is || !bs) { return "sizes take a number with an optional B, KiB, MiB or GiB suffix (max 64 GiB)"; }
   if (*s < 64 * 1024 || *is < 64 * 1024 || *hs < 4096 || *bs < 64 * 1024) {
     return "--size, --integrity-size and --bar-size must be at least 64KiB, --host-size at least 4KiB";
   }
@@ -137,9 +131,7 @@ std::optional<std::string> take_agent_sizes(const AgentOptionText& t, Options& o
     return "--bar-size must be a whole number of 64KiB GPU pages (gdrcopy pins and maps in those)";
   }
   o.bar_size_bytes = *bs;
-  if (!t.gdrapi.empty()) {
-    o.gdrapi = {t.gdrapi};
-  }
+  if (!t.gdrapi.empty()) { o.gdrapi = {t.gdrapi}; }
   o.size_bytes = *s;
   o.host_size_bytes = *hs;
   o.integrity_size_bytes = *is;
@@ -159,12 +151,8 @@ std::optional<std::string> take_agent_option_text(const AgentOptionText& t, cons
       return "unknown case '" + c + "' (see --list)";
     }
   }
-  if (auto why = take_agent_sizes(t, o)) {
-    return why;
-  }
-  if (t.seed_opt->count() > 0) {
-    o.seed = t.seed;
-  }
+  if (auto why = take_agent_sizes(t, o)) { return why; }
+  if (t.seed_opt->count() > 0) { o.seed = t.seed; }
   if (t.inject_opt->count() > 0) {
     std::string err;
     // Validate the shape only; the GPU count is not known yet. "all" and an empty text are refused
@@ -175,14 +163,10 @@ std::optional<std::string> take_agent_option_text(const AgentOptionText& t, cons
     }
     o.inject_corruption = t.inject;
   }
-  if (o.pairs.empty()) {
-    return "--pairs: an empty list (give SRC:DST[,SRC:DST...] or all)";
-  }
+  if (o.pairs.empty()) { return "--pairs: an empty list (give SRC:DST[,SRC:DST...] or all)"; }
   if (o.pairs != "all") {
     std::string err;
-    if (!parse_pairs(o.pairs, 1 << 20, &err)) {
-      return "--pairs: " + err;
-    }
+    if (!parse_pairs(o.pairs, 1 << 20, &err)) { return "--pairs: " + err; }
   }
   return std::nullopt;
 }
@@ -192,26 +176,21 @@ std::optional<std::string> take_agent_option_text(const AgentOptionText& t, cons
 ParseOutcome parse_options(int argc, const char* const* argv, const std::vector<std::string>& known_cases,
                            std::string_view version) {
   Options o;
-  CLI::App app{"p2pnode-agent: GPU peer-to-peer self-tests (bandwidth, latency, data integrity).\n"
-               "Prints one JSON document on stdout. Exit codes: 0 all ran and passed, 1 a failure or\n"
-               "integrity error, 2 usage, 3 no GPU or driver.",
-               "p2pnode-agent"};
+  CLI::App app{
+      "p2pnode-agent: GPU peer-to-peer self-tests (bandwidth, latency, data integrity).\n"
+      "Prints one JSON document on stdout. Exit codes: 0 all ran and passed, 1 a failure or\n"
+      "integrity error, 2 usage, 3 no GPU or driver.",
+      "p2pnode-agent"};
   AgentOptionText text;
   add_agent_options(app, o, text);
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    return {std::nullopt, 0, app.help()};
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp&) { return {std::nullopt, 0, app.help()}; } catch (const CLI::ParseError& e) {
     return {std::nullopt, 2, std::string("usage error: ") + e.what() + "\n" + "run with --help for the options"};
   }
-  if (text.show_version) {
-    return {std::nullopt, 0, std::string("p2pnode-agent ") + std::string(version)};
-  }
-  if (auto why = take_agent_option_text(text, known_cases, o)) {
-    return {std::nullopt, 2, "usage error: " + *why};
-  }
+  if (text.show_version) { return {std::nullopt, 0, std::string("p2pnode-agent ") + std::string(version)}; }
+  if (auto why = take_agent_option_text(text, known_cases, o)) { return {std::nullopt, 2, "usage error: " + *why}; }
   return {o, 0, {}};
 }
 

@@ -31,9 +31,7 @@ void finalize(Report& report) {
         all_waived = all_waived && cell.status == Status::waived;
       }
       c.status = failed ? Status::failed : (all_waived ? Status::waived : Status::passed);
-      if (all_waived && !failed && c.reason.empty()) {
-        c.reason = c.cells.front().reason;
-      }
+      if (all_waived && !failed && c.reason.empty()) { c.reason = c.cells.front().reason; }
     }
     any_failed = any_failed || c.status == Status::failed;
   }
@@ -42,14 +40,10 @@ void finalize(Report& report) {
 
 std::optional<double> cell_value(const Cell& cell, const std::string& key) {
   for (const auto& [k, s] : cell.measures) {
-    if (k == key) {
-      return s.median;
-    }
+    if (k == key) { return s.median; }
   }
   for (const auto& [k, v] : cell.numbers) {
-    if (k == key) {
-      return v;
-    }
+    if (k == key) { return v; }
   }
   return std::nullopt;
 }
@@ -57,13 +51,9 @@ std::optional<double> cell_value(const Cell& cell, const std::string& key) {
 namespace {
 
 nlohmann::json number_or_null(std::optional<double> v) {
-  if (!v || !std::isfinite(*v)) {
-    return nullptr;
-  }
+  if (!v || !std::isfinite(*v)) { return nullptr; }
   // Whole numbers (counts, flags, ranks) print as integers.
-  if (std::fabs(*v) < 9.0e15 && std::trunc(*v) == *v) {
-    return static_cast<std::int64_t>(*v);
-  }
+  if (std::fabs(*v) < 9.0e15 && std::trunc(*v) == *v) { return static_cast<std::int64_t>(*v); }
   return *v;
 }
 
@@ -73,9 +63,14 @@ double round_to(double v, int digits) {
 }
 
 nlohmann::json summary_json(const Summary& s) {
-  return {{"median", round_to(s.median, 4)}, {"mean", round_to(s.mean, 4)}, {"min", round_to(s.min, 4)},
-          {"max", round_to(s.max, 4)},       {"p10", round_to(s.p10, 4)},   {"p90", round_to(s.p90, 4)},
-          {"spread_pct", round_to(s.spread_pct, 3)}, {"count", s.count}};
+  return {{"median", round_to(s.median, 4)},
+          {"mean", round_to(s.mean, 4)},
+          {"min", round_to(s.min, 4)},
+          {"max", round_to(s.max, 4)},
+          {"p10", round_to(s.p10, 4)},
+          {"p90", round_to(s.p90, 4)},
+          {"spread_pct", round_to(s.spread_pct, 3)},
+          {"count", s.count}};
 }
 
 nlohmann::json cell_json(const Cell& cell, CellShape shape) {
@@ -86,30 +81,23 @@ nlohmann::json cell_json(const Cell& cell, CellShape shape) {
   } else if (shape == CellShape::gpu) {
     j["gpu"] = cell.src;
   }
-  for (const auto& [k, v] : cell.extra.items()) {
-    j[k] = v;
-  }
+  for (const auto& [k, v] : cell.extra.items()) { j[k] = v; }
   j["status"] = to_string(cell.status);
-  if (!cell.reason.empty()) {
-    j["reason"] = cell.reason;
-  }
-  if (cell.step) {
-    j["step"] = *cell.step;
-  }
+  if (!cell.reason.empty()) { j["reason"] = cell.reason; }
+  if (cell.step) { j["step"] = *cell.step; }
   j["concurrent_pairs"] = cell.concurrent_pairs;
-  for (const auto& [k, s] : cell.measures) {
-    j[k] = summary_json(s);
-  }
+  for (const auto& [k, s] : cell.measures) { j[k] = summary_json(s); }
   for (const auto& [k, v] : cell.numbers) {
     j[k] = number_or_null(std::isfinite(v) ? std::optional<double>(round_to(v, 4)) : std::nullopt);
   }
   if (!cell.integrity.empty()) {
     auto arr = nlohmann::json::array();
     for (const auto& ic : cell.integrity) {
-      arr.push_back({{"label", ic.label},
-                     {"checked_bytes", ic.checked_bytes},
-                     {"bad_bytes", ic.bad_bytes},
-                     {"first_bad_offset", ic.first_bad_offset ? nlohmann::json(*ic.first_bad_offset) : nlohmann::json()}});
+      arr.push_back(
+          {{"label", ic.label},
+           {"checked_bytes", ic.checked_bytes},
+           {"bad_bytes", ic.bad_bytes},
+           {"first_bad_offset", ic.first_bad_offset ? nlohmann::json(*ic.first_bad_offset) : nlohmann::json()}});
     }
     j["integrity"] = std::move(arr);
   }
@@ -124,9 +112,7 @@ nlohmann::json matrix_json(const CaseResult& c, const std::string& key, int gpu_
     for (int g = 0; g < gpu_count; ++g) {
       std::optional<double> value;
       for (const auto& cell : c.cells) {
-        if (cell.src == g && cell.status != Status::waived) {
-          value = cell_value(cell, key);
-        }
+        if (cell.src == g && cell.status != Status::waived) { value = cell_value(cell, key); }
       }
       v.push_back(number_or_null(value ? std::optional<double>(round_to(*value, 3)) : std::nullopt));
     }
@@ -138,9 +124,7 @@ nlohmann::json matrix_json(const CaseResult& c, const std::string& key, int gpu_
     for (int d = 0; d < gpu_count; ++d) {
       std::optional<double> value;
       for (const auto& cell : c.cells) {
-        if (cell.src == s && cell.dst == d && cell.status != Status::waived) {
-          value = cell_value(cell, key);
-        }
+        if (cell.src == s && cell.dst == d && cell.status != Status::waived) { value = cell_value(cell, key); }
       }
       row.push_back(number_or_null(value ? std::optional<double>(round_to(*value, 3)) : std::nullopt));
     }
@@ -184,9 +168,7 @@ nlohmann::json report_host_json(const Report& r) {
                       {"rss_shmem_bytes", ph.rss_shmem_bytes}});
   }
   auto gpus = nlohmann::json::array();
-  for (const auto& g : r.gpu_setup) {
-    gpus.push_back(gpu_setup_json(g));
-  }
+  for (const auto& g : r.gpu_setup) { gpus.push_back(gpu_setup_json(g)); }
   return {{"peak_rss_bytes", r.peak_rss_bytes},
           {"setup_s", round_to(r.setup_s, 4)},
           {"nvml_s", round_to(r.nvml_s, 4)},
@@ -211,9 +193,7 @@ nlohmann::json report_config_json(const Report& r) {
                            {"seed", r.seed},
                            {"inject_corruption", inject}};
   nlohmann::json env = nlohmann::json::object();
-  for (const auto& [k, v] : r.environment) {
-    env[k] = v;
-  }
+  for (const auto& [k, v] : r.environment) { env[k] = v; }
   config["environment"] = std::move(env);
   return config;
 }
@@ -223,15 +203,11 @@ nlohmann::json report_schedule_json(const Report& r) {
   auto rounds = nlohmann::json::array();
   for (const auto& round : r.rounds) {
     auto jr = nlohmann::json::array();
-    for (const auto& p : round) {
-      jr.push_back({p.src, p.dst});
-    }
+    for (const auto& p : round) { jr.push_back({p.src, p.dst}); }
     rounds.push_back(std::move(jr));
   }
   nlohmann::json schedule = {{"mode", to_string(r.mode)}, {"rounds", std::move(rounds)}};
-  if (!r.mode_reason.empty()) {
-    schedule["reason"] = r.mode_reason;
-  }
+  if (!r.mode_reason.empty()) { schedule["reason"] = r.mode_reason; }
   return schedule;
 }
 
@@ -242,8 +218,8 @@ nlohmann::json report_device_json(const DeviceInfo& d) {
                        {"uuid", d.uuid},
                        {"pci_bus_id", d.pci_bus_id},
                        {"memory_bytes", d.memory_bytes},
-                       {"compute_capability", std::to_string(d.compute_capability_major) + "." +
-                                                  std::to_string(d.compute_capability_minor)},
+                       {"compute_capability",
+                        std::to_string(d.compute_capability_major) + "." + std::to_string(d.compute_capability_minor)},
                        {"multiprocessor_count", d.multiprocessor_count}};
   if (d.pcie_link) {
     jd["pcie_link"] = {{"current_speed_gts", d.pcie_link->current_speed_gts},
@@ -273,22 +249,14 @@ nlohmann::json report_case_json(const Report& r, const CaseResult& c, int gpu_co
                        {"duration_s", round_to(c.duration_s, 4)},
                        {"timings", case_timings_json(c.timings)},
                        {"steps", c.steps}};
-  if (!c.reason.empty()) {
-    jc["reason"] = c.reason;
-  }
+  if (!c.reason.empty()) { jc["reason"] = c.reason; }
   nlohmann::json matrices = nlohmann::json::object();
-  for (const auto& key : c.matrix_keys) {
-    matrices[key] = matrix_json(c, key, gpu_count);
-  }
+  for (const auto& key : c.matrix_keys) { matrices[key] = matrix_json(c, key, gpu_count); }
   jc["matrices"] = std::move(matrices);
   auto cells = nlohmann::json::array();
-  for (const auto& cell : c.cells) {
-    cells.push_back(cell_json(cell, c.shape));
-  }
+  for (const auto& cell : c.cells) { cells.push_back(cell_json(cell, c.shape)); }
   jc["cells"] = std::move(cells);
-  if (r.contention && r.contention->source == "nvml") {
-    jc["foreign_processes"] = to_json(c.foreign_processes);
-  }
+  if (r.contention && r.contention->source == "nvml") { jc["foreign_processes"] = to_json(c.foreign_processes); }
   return jc;
 }
 
@@ -333,21 +301,13 @@ nlohmann::json to_json(const Report& r) {
   j["config"] = report_config_json(r);
   j["schedule"] = report_schedule_json(r);
   auto devices = nlohmann::json::array();
-  for (const auto& d : r.devices) {
-    devices.push_back(report_device_json(d));
-  }
+  for (const auto& d : r.devices) { devices.push_back(report_device_json(d)); }
   j["devices"] = std::move(devices);
-  if (r.interconnect) {
-    j["interconnect"] = to_json(*r.interconnect);
-  }
-  if (r.contention) {
-    j["contention"] = report_contention_json(*r.contention);
-  }
+  if (r.interconnect) { j["interconnect"] = to_json(*r.interconnect); }
+  if (r.contention) { j["contention"] = report_contention_json(*r.contention); }
   const int n = static_cast<int>(r.devices.size());
   auto cases = nlohmann::json::array();
-  for (const auto& c : r.cases) {
-    cases.push_back(report_case_json(r, c, n));
-  }
+  for (const auto& c : r.cases) { cases.push_back(report_case_json(r, c, n)); }
   j["cases"] = std::move(cases);
   j["summary"] = report_summary_json(r);
   return j;
@@ -356,9 +316,7 @@ nlohmann::json to_json(const Report& r) {
 namespace {
 
 std::string fmt_value(std::optional<double> v) {
-  if (!v) {
-    return "n/a";
-  }
+  if (!v) { return "n/a"; }
   std::ostringstream ss;
   ss << std::fixed << std::setprecision(std::fabs(*v) >= 1000.0 ? 1 : 2) << *v;
   return ss.str();
@@ -367,16 +325,15 @@ std::string fmt_value(std::optional<double> v) {
 // The run's line, the error if any, and a line per GPU.
 void table_run_and_devices(std::ostream& out, const Report& r) {
   out << "p2pnode-agent " << r.agent_version << "  mode=" << to_string(r.mode) << "  seed=" << r.seed
-      << "  duration=" << std::fixed << std::setprecision(3) << r.duration_s << " s  peak_rss="
-      << (r.peak_rss_bytes / (1024 * 1024)) << " MiB\n";
-  if (r.error) {
-    out << "ERROR: " << *r.error << "\n";
-  }
+      << "  duration=" << std::fixed << std::setprecision(3) << r.duration_s
+      << " s  peak_rss=" << (r.peak_rss_bytes / (1024 * 1024)) << " MiB\n";
+  if (r.error) { out << "ERROR: " << *r.error << "\n"; }
   for (const auto& d : r.devices) {
     out << "GPU " << d.index << ": " << d.name << "  " << d.pci_bus_id << "  " << d.uuid << "  "
         << (d.memory_bytes / (1024 * 1024)) << " MiB";
     if (d.pcie_link) {
-      out << std::defaultfloat << "  PCIe " << d.pcie_link->current_speed_gts << " GT/s x" << d.pcie_link->current_width;
+      out << std::defaultfloat << "  PCIe " << d.pcie_link->current_speed_gts << " GT/s x"
+          << d.pcie_link->current_width;
     }
     out << "\n";
   }
@@ -384,9 +341,7 @@ void table_run_and_devices(std::ostream& out, const Report& r) {
 
 void table_interconnect(std::ostream& out, const Interconnect& ic) {
   out << "Interconnect (" << ic.source << "):";
-  if (!ic.reason.empty()) {
-    out << " " << ic.reason;
-  }
+  if (!ic.reason.empty()) { out << " " << ic.reason; }
   for (const auto& p : ic.pairs) {
     out << "  " << p.a << "-" << p.b << " " << (p.nvlinks > 0 ? "NV" + std::to_string(p.nvlinks) : std::string("PCIe"));
   }
@@ -398,9 +353,7 @@ void table_pair_matrices(std::ostream& out, const CaseResult& c, int n) {
   for (const auto& key : c.matrix_keys) {
     out << "   " << key << " (row = source GPU, column = destination GPU)\n";
     out << std::setw(10) << "src\\dst";
-    for (int d = 0; d < n; ++d) {
-      out << std::setw(10) << d;
-    }
+    for (int d = 0; d < n; ++d) { out << std::setw(10) << d; }
     out << "\n";
     for (int s = 0; s < n; ++s) {
       out << std::setw(10) << s;
@@ -410,9 +363,7 @@ void table_pair_matrices(std::ostream& out, const CaseResult& c, int n) {
         for (const auto& cell : c.cells) {
           if (cell.src == s && cell.dst == d) {
             present = true;
-            if (cell.status != Status::waived) {
-              v = cell_value(cell, key);
-            }
+            if (cell.status != Status::waived) { v = cell_value(cell, key); }
           }
         }
         out << std::setw(10) << (s == d ? std::string("-") : (present ? fmt_value(v) : std::string("")));
@@ -427,17 +378,13 @@ void table_nvme_cells(std::ostream& out, const CaseResult& c) {
   for (const auto& cell : c.cells) {
     const auto& x = cell.extra;
     out << "   " << x.value("nvme", std::string("?")) << " writer " << x.value("writer", std::string("?"));
-    if (x.contains("pair_gpu")) {
-      out << " (GPU " << x["pair_gpu"].get<std::string>() << ")";
-    }
+    if (x.contains("pair_gpu")) { out << " (GPU " << x["pair_gpu"].get<std::string>() << ")"; }
     out << ": " << to_string(cell.status);
     if (x.contains("identify")) {
       out << ", Identify serial '" << x["identify"].value("serial", std::string()) << "' model '"
           << x["identify"].value("model", std::string()) << "'";
     }
-    if (auto us = cell_value(cell, "completion_us")) {
-      out << ", completion in " << fmt_value(us) << " us";
-    }
+    if (auto us = cell_value(cell, "completion_us")) { out << ", completion in " << fmt_value(us) << " us"; }
     out << "\n";
   }
 }
@@ -459,12 +406,13 @@ void table_gpu_cells(std::ostream& out, const CaseResult& c) {
   }
   // bar_copy: microseconds per copy, as copylat prints them (median of the buckets).
   for (const auto& cell : c.cells) {
-    if (!cell.extra.contains("bar_latency")) continue;
+    if (!cell.extra.contains("bar_latency")) { continue; }
     out << "   gpu " << cell.src << " through " << cell.extra.value("backend", std::string("?")) << " ("
         << cell.extra.value("mapping_type", std::string("?")) << "), us per copy, write/read:";
-    for (const auto& row : cell.extra["bar_latency"])
+    for (const auto& row : cell.extra["bar_latency"]) {
       out << "  " << row.value("bytes", 0) << " B " << fmt_value(row["write_us"].value("median", 0.0)) << "/"
           << fmt_value(row["read_us"].value("median", 0.0));
+    }
     out << "\n";
   }
 }
@@ -493,11 +441,9 @@ void table_cell_problems(std::ostream& out, const CaseResult& c) {
 }
 
 void table_case(std::ostream& out, const CaseResult& c, int n) {
-  out << "\n== " << c.key << " [" << to_string(c.status) << "] " << std::fixed << std::setprecision(3)
-      << c.duration_s << " s, " << c.steps << " step(s)\n   " << c.description << "\n";
-  if (!c.reason.empty()) {
-    out << "   reason: " << c.reason << "\n";
-  }
+  out << "\n== " << c.key << " [" << to_string(c.status) << "] " << std::fixed << std::setprecision(3) << c.duration_s
+      << " s, " << c.steps << " step(s)\n   " << c.description << "\n";
+  if (!c.reason.empty()) { out << "   reason: " << c.reason << "\n"; }
   if (c.shape == CellShape::pair) {
     table_pair_matrices(out, c, n);
   } else if (c.shape == CellShape::nvme) {
@@ -514,12 +460,8 @@ std::string render_table(const Report& r) {
   std::ostringstream out;
   const int n = static_cast<int>(r.devices.size());
   table_run_and_devices(out, r);
-  if (r.interconnect) {
-    table_interconnect(out, *r.interconnect);
-  }
-  for (const auto& c : r.cases) {
-    table_case(out, c, n);
-  }
+  if (r.interconnect) { table_interconnect(out, *r.interconnect); }
+  for (const auto& c : r.cases) { table_case(out, c, n); }
   out << "\nresult: " << (r.error ? "error" : (r.exit_code == 0 ? "passed" : "failed")) << " (exit " << r.exit_code
       << ")\n";
   return out.str();
@@ -538,9 +480,9 @@ std::string render_timings(const Report& r) {
   std::ostringstream out;
   const double mb = 1e6;
   out << std::fixed << std::setprecision(3);
-  out << "timings: " << r.duration_s << " s in all, set-up " << r.setup_s << " s, peak RSS "
-      << std::setprecision(1) << static_cast<double>(r.peak_rss_bytes) / mb << " MB; NVML " << std::setprecision(3)
-      << r.nvml_s << " s beside the contexts\n";
+  out << "timings: " << r.duration_s << " s in all, set-up " << r.setup_s << " s, peak RSS " << std::setprecision(1)
+      << static_cast<double>(r.peak_rss_bytes) / mb << " MB; NVML " << std::setprecision(3) << r.nvml_s
+      << " s beside the contexts\n";
   out << "  phase                              at_s    RSS MB   anon   file  shmem\n";
   for (const auto& ph : r.phases) {
     out << "  " << std::left << std::setw(32) << ph.name << std::right << std::setprecision(3) << std::setw(7)

@@ -7,9 +7,7 @@
 namespace p2pnode::agent {
 
 std::optional<double> percentile(std::vector<double> values, double q) {
-  if (values.empty() || !(q >= 0.0 && q <= 1.0)) {
-    return std::nullopt;
-  }
+  if (values.empty() || !(q >= 0.0 && q <= 1.0)) { return std::nullopt; }
   std::sort(values.begin(), values.end());
   const double rank = q * static_cast<double>(values.size() - 1);
   const auto lo = static_cast<std::size_t>(std::floor(rank));
@@ -18,14 +16,10 @@ std::optional<double> percentile(std::vector<double> values, double q) {
   return values[lo] + (values[hi] - values[lo]) * frac;
 }
 
-std::optional<double> median(std::vector<double> values) {
-  return percentile(std::move(values), 0.5);
-}
+std::optional<double> median(std::vector<double> values) { return percentile(std::move(values), 0.5); }
 
 std::optional<Summary> summarize(const std::vector<double>& values) {
-  if (values.empty()) {
-    return std::nullopt;
-  }
+  if (values.empty()) { return std::nullopt; }
   Summary s;
   s.count = values.size();
   const auto [mn, mx] = std::minmax_element(values.begin(), values.end());

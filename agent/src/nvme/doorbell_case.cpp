@@ -32,11 +32,15 @@ std::optional<DriveSpec> parse_drive_spec(std::string_view text, std::string& er
       return std::nullopt;
     }
     const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
-    if (k == "bdf") d.bdf = v;
-    else if (k == "serial") d.serial = v;
-    else if (k == "model") d.model = v;
-    else if (k == "gpu") d.pair_gpu = v;
-    else {
+    if (k == "bdf") {
+      d.bdf = v;
+    } else if (k == "serial") {
+      d.serial = v;
+    } else if (k == "model") {
+      d.model = v;
+    } else if (k == "gpu") {
+      d.pair_gpu = v;
+    } else {
       error = "--nvme '" + s + "': unknown key '" + k + "' (keys: bdf, serial, model, gpu)";
       return std::nullopt;
     }
@@ -65,9 +69,9 @@ std::optional<DriveSpec> parse_drive_spec(std::string_view text, std::string& er
 const char* to_string(Writer w) { return w == Writer::host ? "host" : "gpu"; }
 
 std::optional<std::vector<Writer>> parse_writers(std::string_view t) {
-  if (t == "host") return std::vector<Writer>{Writer::host};
-  if (t == "gpu") return std::vector<Writer>{Writer::gpu};
-  if (t == "both") return std::vector<Writer>{Writer::gpu, Writer::host};
+  if (t == "host") { return std::vector<Writer>{Writer::host}; }
+  if (t == "gpu") { return std::vector<Writer>{Writer::gpu}; }
+  if (t == "both") { return std::vector<Writer>{Writer::gpu, Writer::host}; }
   return std::nullopt;
 }
 
@@ -76,32 +80,35 @@ Discovery discover_vfio_drives(const std::string& sysfs, const std::string& seri
   nlohmann::json remembered;
   {
     std::ifstream f(serials_json);
-    if (f) remembered = nlohmann::json::parse(f, nullptr, false);
+    if (f) { remembered = nlohmann::json::parse(f, nullptr, false); }
   }
   std::error_code ec;
   std::vector<std::string> bdfs;
   for (const auto& e : fs::directory_iterator(fs::path(sysfs) / "bus/pci/devices", ec)) {
     const std::string cls = read_line(e.path() / "class");
-    if (cls.rfind("0x0108", 0) != 0) continue;
+    if (cls.rfind("0x0108", 0) != 0) { continue; }
     const auto drv = fs::read_symlink(e.path() / "driver", ec);
-    if (ec || drv.filename() != "vfio-pci") continue;
+    if (ec || drv.filename() != "vfio-pci") { continue; }
     bdfs.push_back(e.path().filename().string());
   }
   std::sort(bdfs.begin(), bdfs.end());
   for (const auto& bdf : bdfs) {
     DriveSpec d;
     d.bdf = bdf;
-    if (remembered.is_object() && remembered.contains("drives") && remembered["drives"].is_array())
-      for (const auto& r : remembered["drives"])
+    if (remembered.is_object() && remembered.contains("drives") && remembered["drives"].is_array()) {
+      for (const auto& r : remembered["drives"]) {
         if (r.is_object() && r.value("address", "") == bdf) {
           d.serial = r.value("serial", "");
           d.model = r.value("model", "");
         }
-    if (d.serial.empty())
+      }
+    }
+    if (d.serial.empty()) {
       out.unknown.push_back(bdf + " is on vfio-pci but " + serials_json +
                             " has no serial for it (p2pnode records it when it binds the drive): not tested");
-    else
+    } else {
       out.drives.push_back(d);
+    }
   }
   return out;
 }
@@ -111,8 +118,8 @@ Cell run_doorbell_cell(const DriveSpec& d, Writer writer, const WriterFactory& m
   c.extra["nvme"] = d.bdf;
   c.extra["writer"] = to_string(writer);
   c.extra["expected_serial"] = d.serial;
-  if (!d.model.empty()) c.extra["expected_model"] = d.model;
-  if (!d.pair_gpu.empty()) c.extra["pair_gpu"] = d.pair_gpu;
+  if (!d.model.empty()) { c.extra["expected_model"] = d.model; }
+  if (!d.pair_gpu.empty()) { c.extra["pair_gpu"] = d.pair_gpu; }
   const VfioTarget t = inspect_vfio_target(env.sysfs, env.dev, d.bdf);
   std::string err;
   bool busy = false;
@@ -136,11 +143,11 @@ Cell run_doorbell_cell(const DriveSpec& d, Writer writer, const WriterFactory& m
   w.reset();  // the GPU writer unregisters BAR0 before VFIO unmaps it
   c.extra["vfio_log"] = dev->log();
   c.extra["doorbell"] = to_json(o);
-  if (o.identify) c.extra["identify"] = {{"serial", o.identify->serial}, {"model", o.identify->model}};
-  if (o.completion_us) c.numbers.emplace_back("completion_us", *o.completion_us);
-  if (o.ready_ms) c.numbers.emplace_back("ready_ms", *o.ready_ms);
+  if (o.identify) { c.extra["identify"] = {{"serial", o.identify->serial}, {"model", o.identify->model}}; }
+  if (o.completion_us) { c.numbers.emplace_back("completion_us", *o.completion_us); }
+  if (o.ready_ms) { c.numbers.emplace_back("ready_ms", *o.ready_ms); }
   c.status = o.passed ? Status::passed : Status::failed;
-  if (!o.passed) c.reason = o.step + ": " + o.reason;
+  if (!o.passed) { c.reason = o.step + ": " + o.reason; }
   return c;
 }
 
@@ -168,17 +175,19 @@ CaseResult run_doorbell_case(const std::vector<DriveSpec>& named, const std::vec
   }
   if (drives.empty() && unknown.empty()) {
     cr.status = Status::waived;
-    cr.reason = "no NVMe drive is bound to vfio-pci on this box (nothing to ring; p2pnode binds the drives a "
-                "profile names under nvme.drives with driver: vfio-pci)";
+    cr.reason =
+        "no NVMe drive is bound to vfio-pci on this box (nothing to ring; p2pnode binds the drives a "
+        "profile names under nvme.drives with driver: vfio-pci)";
     return cr;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  for (const auto& d : drives)
+  for (const auto& d : drives) {
     for (Writer w : writers) {
       Cell c = run_doorbell_cell(d, w, factory_for(w), env);
       c.step = cr.steps++;
       cr.cells.push_back(std::move(c));
     }
+  }
   cr.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return cr;
 }

@@ -24,7 +24,7 @@ std::array<std::uint8_t, kCqEntryBytes> read_cq_entry(const DmaBuffer& dma, std:
   std::array<std::uint8_t, kCqEntryBytes> e{};
   const volatile std::uint8_t* p = dma.host + offset;
   std::atomic_thread_fence(std::memory_order_acquire);
-  for (std::size_t i = 0; i < e.size(); ++i) e[i] = p[i];
+  for (std::size_t i = 0; i < e.size(); ++i) { e[i] = p[i]; }
   return e;
 }
 }  // namespace
@@ -64,12 +64,13 @@ nlohmann::json to_json(const RegisterSnapshot& s) {
 }
 
 std::string registers_problem(const RegisterSnapshot& s) {
-  if (s.cap == ~std::uint64_t{0} && s.vs == 0xFFFFFFFFu)
+  if (s.cap == ~std::uint64_t{0} && s.vs == 0xFFFFFFFFu) {
     return "BAR0 reads all-Fs (CAP " + hex64(s.cap) + "): the controller is asleep (D3) or gone from the bus";
-  if (s.csts == 0xFFFFFFFFu) return "CSTS reads all-Fs: the controller does not answer";
+  }
+  if (s.csts == 0xFFFFFFFFu) { return "CSTS reads all-Fs: the controller does not answer"; }
   const auto v = decode_vs(s.vs);
-  if (v.major < 1 || v.major > 2) return "VS " + hex32(s.vs) + " is not an NVMe version (expected 1.x or 2.x)";
-  if (s.cap == 0) return "CAP reads 0: BAR0 is not an NVMe register block";
+  if (v.major < 1 || v.major > 2) { return "VS " + hex32(s.vs) + " is not an NVMe version (expected 1.x or 2.x)"; }
+  if (s.cap == 0) { return "CAP reads 0: BAR0 is not an NVMe register block"; }
   return {};
 }
 
@@ -86,7 +87,8 @@ WaitResult wait_ready(RegisterFile& bar, bool ready, std::chrono::milliseconds l
     w.csts = bar.read32(kRegCsts);
     w.elapsed_ms = ms_since(t0);
     if (w.csts == 0xFFFFFFFFu) {
-      w.why = "CSTS reads all-Fs while waiting for RDY=" + std::to_string(ready ? 1 : 0) + ": the controller left the bus";
+      w.why =
+          "CSTS reads all-Fs while waiting for RDY=" + std::to_string(ready ? 1 : 0) + ": the controller left the bus";
       return w;
     }
     const Csts c = decode_csts(w.csts);
@@ -99,8 +101,8 @@ WaitResult wait_ready(RegisterFile& bar, bool ready, std::chrono::milliseconds l
       return w;
     }
     if (Clock::now() >= deadline) {
-      w.why = "CSTS.RDY did not become " + std::to_string(ready ? 1 : 0) + " within " +
-              std::to_string(limit.count()) + " ms (CSTS " + hex32(w.csts) + ")";
+      w.why = "CSTS.RDY did not become " + std::to_string(ready ? 1 : 0) + " within " + std::to_string(limit.count()) +
+              " ms (CSTS " + hex32(w.csts) + ")";
       return w;
     }
     std::this_thread::sleep_for(poll);
@@ -113,22 +115,29 @@ nlohmann::json to_json(const DoorbellOutcome& o) {
     j["step"] = o.step;
     j["reason"] = o.reason;
   }
-  if (o.found_read) j["found"] = to_json(o.found);
-  if (o.left_read) j["left"] = to_json(o.left);
+  if (o.found_read) { j["found"] = to_json(o.found); }
+  if (o.left_read) { j["left"] = to_json(o.left); }
   if (o.found_read && o.left_read) {
     j["cc_as_found"] = o.cc_as_found();
     j["csts_as_found"] = o.left.csts == o.found.csts;
     j["enabled_when_found"] = o.enabled_when_found();
   }
-  if (o.identify)
-    j["identify"] = {{"serial", o.identify->serial}, {"model", o.identify->model}, {"firmware", o.identify->firmware},
-                     {"vid", o.identify->vid}, {"version", decode_vs(o.identify->ver).text()}};
-  if (o.completion)
-    j["completion"] = {{"cid", o.completion->cid}, {"sq_head", o.completion->sq_head}, {"sq_id", o.completion->sq_id},
+  if (o.identify) {
+    j["identify"] = {{"serial", o.identify->serial},
+                     {"model", o.identify->model},
+                     {"firmware", o.identify->firmware},
+                     {"vid", o.identify->vid},
+                     {"version", decode_vs(o.identify->ver).text()}};
+  }
+  if (o.completion) {
+    j["completion"] = {{"cid", o.completion->cid},
+                       {"sq_head", o.completion->sq_head},
+                       {"sq_id", o.completion->sq_id},
                        {"status", o.completion->status_text()}};
-  if (o.disable_ms) j["disable_ms"] = *o.disable_ms;
-  if (o.ready_ms) j["ready_ms"] = *o.ready_ms;
-  if (o.completion_us) j["completion_us"] = *o.completion_us;
+  }
+  if (o.disable_ms) { j["disable_ms"] = *o.disable_ms; }
+  if (o.ready_ms) { j["ready_ms"] = *o.ready_ms; }
+  if (o.completion_us) { j["completion_us"] = *o.completion_us; }
   return j;
 }
 
@@ -181,10 +190,11 @@ bool check_found_controller(IdentifyDoorbellRun& run) {
   }
   const DmaBuffer& dma = run.dma;
   bool pages_ok = dma.pages.size() * 4096 >= run.layout.total_bytes;
-  for (auto a : dma.pages) pages_ok = pages_ok && a % 4096 == 0 && a != 0;
+  for (auto a : dma.pages) { pages_ok = pages_ok && a % 4096 == 0 && a != 0; }
   if (dma.host == nullptr || dma.bytes < run.layout.total_bytes || !pages_ok) {
-    fail_doorbell_step(o, "check", "the DMA buffer is missing, shorter than " + std::to_string(run.layout.total_bytes) +
-                                       " bytes, or a page has no 4 KiB aligned device address");
+    fail_doorbell_step(o, "check",
+                       "the DMA buffer is missing, shorter than " + std::to_string(run.layout.total_bytes) +
+                           " bytes, or a page has no 4 KiB aligned device address");
     return false;
   }
   run.deadline = ready_deadline(cap, run.timing.ready_limit);
@@ -199,17 +209,18 @@ void restore_controller(IdentifyDoorbellRun& run) {
     bar.write32(kRegCc, bar.read32(kRegCc) & ~1U);
     const auto w = wait_ready(bar, false, run.deadline, run.timing.poll);
     o.log.push_back(w.ok ? "disabled again in " + fmt_ms(w.elapsed_ms) : "restore: " + w.why);
-    if (!w.ok && o.passed) fail_doorbell_step(o, "restore", w.why);
+    if (!w.ok && o.passed) { fail_doorbell_step(o, "restore", w.why); }
   }
   bar.write32(kRegAqa, o.found.aqa);
   bar.write64(kRegAsq, o.found.asq);
   bar.write64(kRegAcq, o.found.acq);
-  if (bar.read32(kRegCc) != (o.found.cc & ~1U)) bar.write32(kRegCc, o.found.cc & ~1U);
+  if (bar.read32(kRegCc) != (o.found.cc & ~1U)) { bar.write32(kRegCc, o.found.cc & ~1U); }
   o.left = read_snapshot(bar);
   o.left_read = true;
   o.log.push_back("left: CC " + hex32(o.left.cc) + ", CSTS " + hex32(o.left.csts) + ", AQA " + hex32(o.left.aqa));
-  if (o.passed && !o.cc_as_found())
+  if (o.passed && !o.cc_as_found()) {
     fail_doorbell_step(o, "restore", "CC reads " + hex32(o.left.cc) + " after restoring " + hex32(o.found.cc & ~1U));
+  }
 }
 
 // 2. Disable (a controller reset) and wait for RDY=0.
@@ -293,8 +304,8 @@ bool await_identify_completion(IdentifyDoorbellRun& run) {
   while (true) {
     const auto bytes = read_cq_entry(run.dma, run.layout.cq_offset + poller.head_offset());
     ce = poller.peek(std::span<const std::uint8_t>(bytes));
-    if (ce) break;
-    if (Clock::now() >= deadline_c) break;
+    if (ce) { break; }
+    if (Clock::now() >= deadline_c) { break; }
     std::this_thread::sleep_for(run.timing.poll);
   }
   if (!ce) {
@@ -328,7 +339,7 @@ void check_identify_data(IdentifyDoorbellRun& run) {
   {
     const volatile std::uint8_t* p = run.dma.host + run.layout.identify_offset;
     std::atomic_thread_fence(std::memory_order_acquire);
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] = p[i];
+    for (std::size_t i = 0; i < data.size(); ++i) { data[i] = p[i]; }
   }
   o.identify = parse_identify_controller(data);
   o.passed = true;
@@ -350,9 +361,7 @@ DoorbellOutcome run_identify_doorbell(RegisterFile& bar, const DmaBuffer& dma, D
                                       const AdminLayout& layout) {
   DoorbellOutcome o;
   IdentifyDoorbellRun run{bar, dma, writer, expected, timing, layout, o};
-  if (!check_found_controller(run)) {
-    return o;
-  }
+  if (!check_found_controller(run)) { return o; }
   // From here on the controller is changed: every path below ends in the restore. A step that
   // fails says why in o and ends the sequence.
   if (disable_controller(run) && set_up_admin_queues(run) && enable_controller(run) && ring_sq_doorbell(run) &&

@@ -5,19 +5,19 @@ namespace p2pnode::agent::nvme {
 std::string identify_text(std::span<const std::uint8_t> field) {
   std::string s;
   s.reserve(field.size());
-  for (std::uint8_t c : field) s.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : (c == 0 ? ' ' : '?'));
+  for (std::uint8_t c : field) { s.push_back(c >= 0x20 && c < 0x7F ? static_cast<char>(c) : (c == 0 ? ' ' : '?')); }
   return trim_blanks(s);
 }
 
 std::string trim_blanks(const std::string& s) {
   const auto a = s.find_first_not_of(" \t\r\n");
-  if (a == std::string::npos) return {};
+  if (a == std::string::npos) { return {}; }
   const auto b = s.find_last_not_of(" \t\r\n");
   return s.substr(a, b - a + 1);
 }
 
 std::optional<IdentifyController> parse_identify_controller(std::span<const std::uint8_t> d) {
-  if (d.size() < kIdentifyBytes) return std::nullopt;
+  if (d.size() < kIdentifyBytes) { return std::nullopt; }
   IdentifyController id;
   id.vid = static_cast<std::uint16_t>(d[0] | d[1] << 8);
   id.ssvid = static_cast<std::uint16_t>(d[2] | d[3] << 8);

@@ -18,8 +18,9 @@ using namespace p2pnode::agent;
 using namespace p2pnode::agent::nvme;
 
 int main(int argc, char** argv) {
-  CLI::App app{"p2pnode-nvme-doorbell: Identify Controller on NVMe drives bound to vfio-pci, the admin SQ tail "
-               "doorbell written by the host CPU; prints the agent's JSON document"};
+  CLI::App app{
+      "p2pnode-nvme-doorbell: Identify Controller on NVMe drives bound to vfio-pci, the admin SQ tail "
+      "doorbell written by the host CPU; prints the agent's JSON document"};
   std::vector<std::string> specs;
   std::string writer = "host", format = "json";
   int ready_ms = 10000, completion_ms = 2000;
@@ -29,17 +30,17 @@ int main(int argc, char** argv) {
                  "vfio-pci with a serial in --serials");
   app.add_option("--writer", writer, "host (a GPU writer needs p2pnode-agent, built with CUDA)")
       ->check(CLI::IsMember({"host", "gpu", "both"}));
-  app.add_option("--ready-timeout-ms", ready_ms, "longest wait for CSTS.RDY (CAP.TO bounds it too)")->check(CLI::Range(1, 600000));
-  app.add_option("--completion-timeout-ms", completion_ms, "longest wait for the completion")->check(CLI::Range(1, 60000));
+  app.add_option("--ready-timeout-ms", ready_ms, "longest wait for CSTS.RDY (CAP.TO bounds it too)")
+      ->check(CLI::Range(1, 600000));
+  app.add_option("--completion-timeout-ms", completion_ms, "longest wait for the completion")
+      ->check(CLI::Range(1, 60000));
   app.add_option("--format", format)->check(CLI::IsMember({"json", "table"}));
   app.add_option("--sysfs", env.sysfs, "sysfs root");
   app.add_option("--serials", env.serials_json, "p2pnode's remembered serials");
   app.set_version_flag("--version", P2PNODE_AGENT_VERSION);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  } catch (const CLI::ParseError& e) { return app.exit(e); }
   if (writer != "host") {
     std::cerr << "p2pnode-nvme-doorbell: --writer " << writer
               << ": this program has no GPU writer (it is built without CUDA); run p2pnode-agent --cases "
@@ -63,9 +64,8 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   Report rep;
   rep.agent_version = P2PNODE_AGENT_VERSION;
-  rep.started_at = rfc3339_utc(std::chrono::duration_cast<std::chrono::seconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
+  rep.started_at = rfc3339_utc(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   const Options defaults;  // the agent's configuration block, as p2pnode-agent would report it
   rep.iterations = defaults.iterations;
   rep.copies = defaults.copies;
@@ -80,7 +80,10 @@ int main(int argc, char** argv) {
   rep.cases.push_back(run_doorbell_case(drives, {Writer::host}, host_factory, env));
   rep.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   finalize(rep);
-  if (format == "table") std::cout << render_table(rep);
-  else std::cout << to_json(rep).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  if (format == "table") {
+    std::cout << render_table(rep);
+  } else {
+    std::cout << to_json(rep).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
   return rep.exit_code;
 }

@@ -4,9 +4,7 @@
 
 namespace p2pnode::agent::nvme {
 namespace {
-int bits(std::uint64_t v, int lo, int width) {
-  return static_cast<int>((v >> lo) & ((1ULL << width) - 1));
-}
+int bits(std::uint64_t v, int lo, int width) { return static_cast<int>((v >> lo) & ((1ULL << width) - 1)); }
 }  // namespace
 
 Cap decode_cap(std::uint64_t raw) {
@@ -31,9 +29,7 @@ std::string Version::text() const {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(tertiary);
 }
 
-Version decode_vs(std::uint32_t raw) {
-  return {raw, bits(raw, 16, 16), bits(raw, 8, 8), bits(raw, 0, 8)};
-}
+Version decode_vs(std::uint32_t raw) { return {raw, bits(raw, 16, 16), bits(raw, 8, 8), bits(raw, 0, 8)}; }
 
 Cc decode_cc(std::uint32_t raw) {
   Cc c;
@@ -66,7 +62,8 @@ Csts decode_csts(std::uint32_t raw) {
 }
 
 std::uint32_t encode_aqa(int sq_entries, int cq_entries) {
-  return ((static_cast<std::uint32_t>(cq_entries - 1) & 0xFFF) << 16) | (static_cast<std::uint32_t>(sq_entries - 1) & 0xFFF);
+  return ((static_cast<std::uint32_t>(cq_entries - 1) & 0xFFF) << 16) |
+         (static_cast<std::uint32_t>(sq_entries - 1) & 0xFFF);
 }
 int aqa_sq_entries(std::uint32_t aqa) { return bits(aqa, 0, 12) + 1; }
 int aqa_cq_entries(std::uint32_t aqa) { return bits(aqa, 16, 12) + 1; }
@@ -98,7 +95,7 @@ EnableConfig enable_config(const Cap& cap, std::uint64_t host_page_bytes) {
     return e;
   }
   int shift = 0;
-  while ((4096ULL << shift) < host_page_bytes) ++shift;
+  while ((4096ULL << shift) < host_page_bytes) { ++shift; }
   cc.mps = shift;
   cc.ams = 0;
   cc.shn = 0;

@@ -35,8 +35,8 @@ VfioTarget inspect_vfio_target(const std::string& sysfs, const std::string& dev,
   }
   t.driver = link_name(d / "driver");
   if (t.driver != "vfio-pci") {
-    t.not_usable = bdf + " is on " + (t.driver.empty() ? std::string("no driver") : t.driver) +
-                   ", not vfio-pci: not touched";
+    t.not_usable =
+        bdf + " is on " + (t.driver.empty() ? std::string("no driver") : t.driver) + ", not vfio-pci: not touched";
     return t;
   }
   t.group = link_name(d / "iommu_group");
@@ -57,7 +57,8 @@ VfioTarget inspect_vfio_target(const std::string& sysfs, const std::string& dev,
   return t;
 }
 
-std::unique_ptr<VfioNvme> VfioNvme::open(const VfioTarget& target, std::size_t dma_bytes, std::string& error, bool& busy) {
+std::unique_ptr<VfioNvme> VfioNvme::open(const VfioTarget& target, std::size_t dma_bytes, std::string& error,
+                                         bool& busy) {
   busy = false;
   if (!target.not_usable.empty()) {
     error = target.not_usable;
@@ -65,7 +66,7 @@ std::unique_ptr<VfioNvme> VfioNvme::open(const VfioTarget& target, std::size_t d
   }
   std::unique_ptr<VfioNvme> d(new VfioNvme());
   error = d->setup(target, dma_bytes, busy);
-  if (!error.empty()) return nullptr;
+  if (!error.empty()) { return nullptr; }
   return d;
 }
 
@@ -75,7 +76,7 @@ namespace {
 // Fills dma with host..host+bytes and the physical address of each 4 KiB page; else says why not.
 std::string read_pagemap_addresses(std::uint8_t* host, std::size_t bytes, DmaBuffer& dma) {
   int pm = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  if (pm < 0) return "opening /proc/self/pagemap: " + errno_text(errno);
+  if (pm < 0) { return "opening /proc/self/pagemap: " + errno_text(errno); }
   dma.host = host;
   dma.bytes = bytes;
   for (std::size_t off = 0; off < bytes; off += 4096) {
@@ -101,21 +102,22 @@ std::string read_pagemap_addresses(std::uint8_t* host, std::size_t bytes, DmaBuf
 std::string VfioNvme::setup(const VfioTarget& t, std::size_t dma_bytes, bool& busy) {
   noiommu_ = t.noiommu;
   const unsigned long type = noiommu_ ? VFIO_NOIOMMU_IOMMU : VFIO_TYPE1v2_IOMMU;
-  if (auto e = open_container(type); !e.empty()) return e;
-  if (auto e = attach_group(t, type, busy); !e.empty()) return e;
-  if (auto e = open_device(t, busy); !e.empty()) return e;
-  if (auto e = map_registers(); !e.empty()) return e;
-  if (auto e = enable_bus_master(); !e.empty()) return e;
+  if (auto e = open_container(type); !e.empty()) { return e; }
+  if (auto e = attach_group(t, type, busy); !e.empty()) { return e; }
+  if (auto e = open_device(t, busy); !e.empty()) { return e; }
+  if (auto e = map_registers(); !e.empty()) { return e; }
+  if (auto e = enable_bus_master(); !e.empty()) { return e; }
   return make_dma_buffer(dma_bytes);
 }
 
 std::string VfioNvme::open_container(unsigned long type) {
   container_ = ::open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC);
-  if (container_ < 0) return "opening /dev/vfio/vfio: " + errno_text(errno);
-  if (ioctl(container_, VFIO_GET_API_VERSION) != VFIO_API_VERSION) return "VFIO API version mismatch";
-  if (ioctl(container_, VFIO_CHECK_EXTENSION, type) != 1)
+  if (container_ < 0) { return "opening /dev/vfio/vfio: " + errno_text(errno); }
+  if (ioctl(container_, VFIO_GET_API_VERSION) != VFIO_API_VERSION) { return "VFIO API version mismatch"; }
+  if (ioctl(container_, VFIO_CHECK_EXTENSION, type) != 1) {
     return noiommu_ ? "the VFIO container does not offer the noiommu IOMMU (vfio enable_unsafe_noiommu_mode is off?)"
                     : "the VFIO container does not offer the type1v2 IOMMU (vfio_iommu_type1 not loaded?)";
+  }
   return {};
 }
 
@@ -129,16 +131,20 @@ std::string VfioNvme::attach_group(const VfioTarget& t, unsigned long type, bool
   }
   vfio_group_status gs{};
   gs.argsz = sizeof gs;
-  if (ioctl(group_, VFIO_GROUP_GET_STATUS, &gs) != 0) return "VFIO_GROUP_GET_STATUS: " + errno_text(errno);
-  if ((gs.flags & VFIO_GROUP_FLAGS_VIABLE) == 0)
+  if (ioctl(group_, VFIO_GROUP_GET_STATUS, &gs) != 0) { return "VFIO_GROUP_GET_STATUS: " + errno_text(errno); }
+  if ((gs.flags & VFIO_GROUP_FLAGS_VIABLE) == 0) {
     return "IOMMU group " + t.group + " is not viable: every device in it must be bound to vfio-pci (or to no driver)";
-  if (ioctl(group_, VFIO_GROUP_SET_CONTAINER, &container_) != 0) return "VFIO_GROUP_SET_CONTAINER: " + errno_text(errno);
+  }
+  if (ioctl(group_, VFIO_GROUP_SET_CONTAINER, &container_) != 0) {
+    return "VFIO_GROUP_SET_CONTAINER: " + errno_text(errno);
+  }
   if (ioctl(container_, VFIO_SET_IOMMU, type) != 0) {
     const int e = errno;
-    if (e == EPERM && !noiommu_)
+    if (e == EPERM && !noiommu_) {
       return "VFIO_SET_IOMMU: " + errno_text(e) +
              ": the IOMMU has no interrupt remapping and vfio_iommu_type1 refuses such a platform unless loaded "
              "with allow_unsafe_interrupts=1 (or boot with interrupt remapping on)";
+    }
     return "VFIO_SET_IOMMU: " + errno_text(e);
   }
   return {};
@@ -160,14 +166,16 @@ std::string VfioNvme::map_registers() {
   vfio_region_info bar{};
   bar.argsz = sizeof bar;
   bar.index = VFIO_PCI_BAR0_REGION_INDEX;
-  if (ioctl(device_, VFIO_DEVICE_GET_REGION_INFO, &bar) != 0) return "BAR0 region info: " + errno_text(errno);
-  if (bar.size < 0x2000) return "BAR0 is " + std::to_string(bar.size) + " bytes, too small for NVMe registers and doorbells";
+  if (ioctl(device_, VFIO_DEVICE_GET_REGION_INFO, &bar) != 0) { return "BAR0 region info: " + errno_text(errno); }
+  if (bar.size < 0x2000) {
+    return "BAR0 is " + std::to_string(bar.size) + " bytes, too small for NVMe registers and doorbells";
+  }
   bar0_offset_ = bar.offset;
   bar0_region_bytes_ = bar.size;
   vfio_region_info cfg{};
   cfg.argsz = sizeof cfg;
   cfg.index = VFIO_PCI_CONFIG_REGION_INDEX;
-  if (ioctl(device_, VFIO_DEVICE_GET_REGION_INFO, &cfg) != 0) return "config region info: " + errno_text(errno);
+  if (ioctl(device_, VFIO_DEVICE_GET_REGION_INFO, &cfg) != 0) { return "config region info: " + errno_text(errno); }
   config_offset_ = cfg.offset;
 
   if ((bar.flags & VFIO_REGION_INFO_FLAG_MMAP) != 0) {
@@ -188,11 +196,15 @@ std::string VfioNvme::map_registers() {
 // COMMAND: Memory and BusMaster (the controller must DMA); read-modify-write, restored on close.
 std::string VfioNvme::enable_bus_master() {
   std::uint16_t cmd = 0;
-  if (pread(device_, &cmd, 2, static_cast<off_t>(config_offset_ + 4)) != 2) return "reading COMMAND: " + errno_text(errno);
+  if (pread(device_, &cmd, 2, static_cast<off_t>(config_offset_ + 4)) != 2) {
+    return "reading COMMAND: " + errno_text(errno);
+  }
   command_found_ = cmd;
   if ((cmd & 0x6) != 0x6) {
     const std::uint16_t want = cmd | 0x6;
-    if (pwrite(device_, &want, 2, static_cast<off_t>(config_offset_ + 4)) != 2) return "writing COMMAND: " + errno_text(errno);
+    if (pwrite(device_, &want, 2, static_cast<off_t>(config_offset_ + 4)) != 2) {
+      return "writing COMMAND: " + errno_text(errno);
+    }
     command_changed_ = true;
     log_.push_back("COMMAND " + hex32(cmd) + " -> " + hex32(want) + " (Memory+BusMaster; restored at the end)");
   }
@@ -208,7 +220,7 @@ std::string VfioNvme::make_dma_buffer(std::size_t dma_bytes) {
     dma_mem_ = nullptr;
     return "allocating the DMA buffer: " + errno_text(errno);
   }
-  if (mlock(dma_mem_, dma_mem_bytes_) != 0) return "mlock of the DMA buffer: " + errno_text(errno);
+  if (mlock(dma_mem_, dma_mem_bytes_) != 0) { return "mlock of the DMA buffer: " + errno_text(errno); }
   std::memset(dma_mem_, 0, dma_mem_bytes_);
   auto* host = static_cast<std::uint8_t*>(dma_mem_);
   if (!noiommu_) {
@@ -218,20 +230,23 @@ std::string VfioNvme::make_dma_buffer(std::size_t dma_bytes) {
     map.vaddr = reinterpret_cast<std::uint64_t>(dma_mem_);
     map.iova = kDmaIova;
     map.size = dma_mem_bytes_;
-    if (ioctl(container_, VFIO_IOMMU_MAP_DMA, &map) != 0) return "VFIO_IOMMU_MAP_DMA at IOVA " + hex64(kDmaIova) + ": " + errno_text(errno);
+    if (ioctl(container_, VFIO_IOMMU_MAP_DMA, &map) != 0) {
+      return "VFIO_IOMMU_MAP_DMA at IOVA " + hex64(kDmaIova) + ": " + errno_text(errno);
+    }
     dma_mapped_ = true;
     dma_ = DmaBuffer::contiguous(host, kDmaIova, dma_mem_bytes_);
     log_.push_back("DMA buffer: " + std::to_string(dma_mem_bytes_) + " bytes mapped at IOVA " + hex64(kDmaIova));
     return {};
   }
-  if (auto e = read_pagemap_addresses(host, dma_mem_bytes_, dma_); !e.empty()) return e;
+  if (auto e = read_pagemap_addresses(host, dma_mem_bytes_, dma_); !e.empty()) { return e; }
   log_.push_back("DMA buffer: " + std::to_string(dma_mem_bytes_) + " bytes, physical pages from /proc/self/pagemap");
   return {};
 }
 
 VfioNvme::~VfioNvme() {
-  if (device_ >= 0 && command_changed_)
+  if (device_ >= 0 && command_changed_) {
     (void)!pwrite(device_, &command_found_, 2, static_cast<off_t>(config_offset_ + 4));
+  }
   if (dma_mapped_) {
     vfio_iommu_type1_dma_unmap un{};
     un.argsz = sizeof un;
@@ -239,21 +254,22 @@ VfioNvme::~VfioNvme() {
     un.size = dma_mem_bytes_;
     ioctl(container_, VFIO_IOMMU_UNMAP_DMA, &un);
   }
-  if (dma_mem_ != nullptr) munmap(dma_mem_, dma_mem_bytes_);
-  if (bar0_ != nullptr) munmap(const_cast<std::uint8_t*>(bar0_), bar0_bytes_);
-  if (device_ >= 0) ::close(device_);
+  if (dma_mem_ != nullptr) { munmap(dma_mem_, dma_mem_bytes_); }
+  if (bar0_ != nullptr) { munmap(const_cast<std::uint8_t*>(bar0_), bar0_bytes_); }
+  if (device_ >= 0) { ::close(device_); }
   if (group_ >= 0) {
     ioctl(group_, VFIO_GROUP_UNSET_CONTAINER);
     ::close(group_);
   }
-  if (container_ >= 0) ::close(container_);
+  if (container_ >= 0) { ::close(container_); }
 }
 
 std::uint32_t VfioNvme::read32(std::uint32_t offset) {
-  if (bar0_ != nullptr && offset + 4 <= bar0_bytes_)
+  if (bar0_ != nullptr && offset + 4 <= bar0_bytes_) {
     return *reinterpret_cast<const volatile std::uint32_t*>(bar0_ + offset);
+  }
   std::uint32_t v = 0xFFFFFFFFu;
-  if (pread(device_, &v, 4, static_cast<off_t>(bar0_offset_ + offset)) != 4) return 0xFFFFFFFFu;
+  if (pread(device_, &v, 4, static_cast<off_t>(bar0_offset_ + offset)) != 4) { return 0xFFFFFFFFu; }
   return v;
 }
 

@@ -37,7 +37,7 @@ struct Box {
   fs::path dir = tmp.path();
   sys::ScriptedRunner runner;
   Box() {
-    for (const char* d : {"boot/grub", "etc/default", "proc", "sys"}) fs::create_directories(dir / d);
+    for (const char* d : {"boot/grub", "etc/default", "proc", "sys"}) { fs::create_directories(dir / d); }
     write("etc/default/grub", "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"\"\n");
     update_grub();
     for (const char* k : {"6.1.0-57-amd64", "6.1.0-56-amd64"}) {
@@ -80,8 +80,9 @@ Profile profile() {
 }
 
 actions::Action& guard() {
-  for (const auto& a : actions::all_actions())
-    if (a->id() == "driver.boot_guard") return *a;
+  for (const auto& a : actions::all_actions()) {
+    if (a->id() == "driver.boot_guard") { return *a; }
+  }
   throw std::runtime_error("no driver.boot_guard");
 }
 }  // namespace
@@ -94,7 +95,8 @@ TEST(BootGuardAction, HoldsGrubOnTheNewestKernelWithTheModuleThenLiftsIt) {
   ASSERT_EQ(inv.kernels.next_boot, "6.1.0-57-amd64");
   const auto steps = guard().plan(p, inv, root);
   ASSERT_EQ(steps.size(), 1u);
-  EXPECT_NE(steps[0].description.find("hold GRUB's default on 6.1.0-56-amd64"), std::string::npos) << steps[0].description;
+  EXPECT_NE(steps[0].description.find("hold GRUB's default on 6.1.0-56-amd64"), std::string::npos)
+      << steps[0].description;
 
   actions::ApplyContext ctx{root, box.runner, p};
   auto r = guard().apply(ctx, inv);
@@ -105,7 +107,9 @@ TEST(BootGuardAction, HoldsGrubOnTheNewestKernelWithTheModuleThenLiftsIt) {
   EXPECT_TRUE(fs::exists(box.dir / "etc/default/grub.d/p2pnode-boot-guard.cfg"));
   ASSERT_EQ(box.runner.calls().size(), 2u);
   EXPECT_EQ(box.runner.calls()[0], (std::vector<std::string>{"update-grub"}));
-  EXPECT_EQ(box.runner.calls()[1], (std::vector<std::string>{"grub-set-default", "gnulinux-advanced-0b1c>gnulinux-6.1.0-56-amd64-advanced-0b1c"}));
+  EXPECT_EQ(
+      box.runner.calls()[1],
+      (std::vector<std::string>{"grub-set-default", "gnulinux-advanced-0b1c>gnulinux-6.1.0-56-amd64-advanced-0b1c"}));
 
   // Held: the next look plans nothing, and the check says why GRUB is held.
   inv = box.inventory(false);
@@ -126,21 +130,25 @@ TEST(BootGuardAction, TheEntryIsTakenFromTheGrubCfgThatUpdateGrubWrote) {
   // A grub.cfg written by hand (or by another tool) names its entries differently from the one
   // update-grub writes next: the saved entry must be a path in the new one.
   Box box;
-  box.write("boot/grub/grub.cfg", "set default=0\nmenuentry 'Debian GNU/Linux, with Linux 6.1.0-56-amd64' {\n"
-                                  "  linux /boot/vmlinuz-6.1.0-56-amd64 root=/dev/sda1\n}\n");
+  box.write("boot/grub/grub.cfg",
+            "set default=0\nmenuentry 'Debian GNU/Linux, with Linux 6.1.0-56-amd64' {\n"
+            "  linux /boot/vmlinuz-6.1.0-56-amd64 root=/dev/sda1\n}\n");
   const sys::SysRoot root(box.dir.string());
   const Profile p = profile();
   actions::ApplyContext ctx{root, box.runner, p};
   const auto r = guard().apply(ctx, box.inventory(false));
   EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
   ASSERT_EQ(box.runner.calls().size(), 2u);
-  EXPECT_EQ(box.runner.calls()[1], (std::vector<std::string>{"grub-set-default", "gnulinux-advanced-0b1c>gnulinux-6.1.0-56-amd64-advanced-0b1c"}));
+  EXPECT_EQ(
+      box.runner.calls()[1],
+      (std::vector<std::string>{"grub-set-default", "gnulinux-advanced-0b1c>gnulinux-6.1.0-56-amd64-advanced-0b1c"}));
   EXPECT_EQ(lifecycle::next_boot_kernel(root).kernel, "6.1.0-56-amd64");
 }
 
 TEST(BootGuardAction, AFailedUpdateGrubIsAFailureThatSaysSo) {
   Box box;
-  box.runner.on({"update-grub"}, sys::exited_with(1, "", "/usr/sbin/grub-mkconfig: 1: cannot open /boot/grub/grub.cfg.new\n"));
+  box.runner.on({"update-grub"},
+                sys::exited_with(1, "", "/usr/sbin/grub-mkconfig: 1: cannot open /boot/grub/grub.cfg.new\n"));
   const sys::SysRoot root(box.dir.string());
   const Profile p = profile();
   actions::ApplyContext ctx{root, box.runner, p};

@@ -66,12 +66,13 @@ struct FakeToolchain {
     r.on({"make", "-C"}, [this](const sys::Command& c) {
       const fs::path dir = c.argv[2];
       // Not a sub-make of whatever ran p2pnode (`make test`): see daemon/lifecycle/dkms_run.cpp.
-      for (const char* v : {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"})
+      for (const char* v : {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}) {
         EXPECT_NE(std::find(c.unset_env.begin(), c.unset_env.end(), v), c.unset_env.end()) << v;
+      }
       made.push_back(dir.parent_path().filename().string() + "/" + dir.filename().string());
-      if (c.on_line) c.on_line("   CC     _out/Linux_x86_64/core.o", false);
+      if (c.on_line) { c.on_line("   CC     _out/Linux_x86_64/core.o", false); }
       if (make_exit) {
-        if (c.on_line) c.on_line("core.c:1:5: error: 'rm' undeclared", false);
+        if (c.on_line) { c.on_line("core.c:1:5: error: 'rm' undeclared", false); }
         return sys::exited_with(make_exit, "", "make: *** [core.o] Error 1\n");
       }
       std::ifstream src(dir / "core.c");
@@ -107,7 +108,7 @@ struct Bench {
   }
   std::vector<std::string> cache_entries() const {
     std::vector<std::string> out;
-    for (const auto& e : root.list_dir(lifecycle::kCoreCacheDir)) out.push_back(e);
+    for (const auto& e : root.list_dir(lifecycle::kCoreCacheDir)) { out.push_back(e); }
     return out;
   }
   std::vector<std::string> log;
@@ -121,7 +122,9 @@ TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
   b.box.write("usr/sbin/update-initramfs", "");
   fs::create_directories(b.box.dir / "etc/initramfs-tools");
   b.box.write("etc/initramfs-tools/modules", "# List of modules\nnvidia_modeset\n");
-  for (const char* k : {"6.1.0-55-amd64", kKernel, "6.1.0-57-amd64"}) b.box.write(std::string("boot/initrd.img-") + k, "");
+  for (const char* k : {"6.1.0-55-amd64", kKernel, "6.1.0-57-amd64"}) {
+    b.box.write(std::string("boot/initrd.img-") + k, "");
+  }
   b.runner.on({"update-initramfs"}, [&](const sys::Command& c) {
     initramfs.push_back(c.argv.back());
     return sys::exited_with(0);
@@ -134,18 +137,21 @@ TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
   EXPECT_EQ(b.dkms.built_kernels, (std::vector<std::string>{"6.1.0-55-amd64", kKernel}));
   // Each kernel's build found the core in the DKMS source, as a file (not a link into a build tree).
   ASSERT_EQ(b.dkms.sources_seen.size(), 2u);
-  for (const auto& s : b.dkms.sources_seen) EXPECT_EQ(s, "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n");
+  for (const auto& s : b.dkms.sources_seen) { EXPECT_EQ(s, "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n"); }
   EXPECT_FALSE(fs::is_symlink(b.box.dir / "usr/src/p2ptest-1.5" / kCoreBinary));
   EXPECT_EQ(*b.root.read_text("/usr/src/p2ptest-1.5/kernel-open/nvidia-modeset/nv-modeset-kernel.o_binary"),
             "object by gcc (Debian 12.2.0-14) 12.2.0 of int kms;\n");
   // dkms.conf builds kernel-open/ only; both builtins touch kernel-open/ only, so the core serves
   // every kernel even though io-memory-pfn applies to some kernels only.
   const auto conf = *b.root.read_text("/usr/src/p2ptest-1.5/dkms.conf");
-  EXPECT_NE(conf.find("MAKE[0]=''\\''make'\\'' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}'"), std::string::npos) << conf;
+  EXPECT_NE(conf.find("MAKE[0]=''\\''make'\\'' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}'"),
+            std::string::npos)
+      << conf;
   EXPECT_EQ(r.after["core"]["from_cache"], false);
   const std::string key = r.after["core"]["key"];
   ASSERT_EQ(key.size(), 64u);
-  const auto info = nlohmann::json::parse(*b.root.read_text(std::string(lifecycle::kCoreCacheDir) + "/" + key + "/core.json"));
+  const auto info =
+      nlohmann::json::parse(*b.root.read_text(std::string(lifecycle::kCoreCacheDir) + "/" + key + "/core.json"));
   EXPECT_EQ(info["compiler"], "gcc (Debian 12.2.0-14) 12.2.0; g++ (Debian 12.2.0-14) 12.2.0");
   EXPECT_EQ(info["patch_sha256"], nlohmann::json::array());  // no patch changes the core
   EXPECT_EQ(info["objects"]["nv-kernel.o"], nvidia::sha256_hex("object by gcc (Debian 12.2.0-14) 12.2.0 of int rm;\n"));
@@ -171,7 +177,7 @@ TEST(DriverCore, BuiltOnceAndLinkedByEveryKernelsBuild) {
 TEST(DriverCore, AnInitramfsThatCarriesNoneOfTheModulesIsLeftAlone) {
   Bench b;
   b.box.write("usr/sbin/update-initramfs", "");
-  for (const char* k : {"6.1.0-55-amd64", kKernel}) b.box.write(std::string("boot/initrd.img-") + k, "");
+  for (const char* k : {"6.1.0-55-amd64", kKernel}) { b.box.write(std::string("boot/initrd.img-") + k, ""); }
   fs::create_directories(b.box.dir / "etc/initramfs-tools/hooks");
   b.box.write("etc/initramfs-tools/modules", "# nvidia_modeset is not wanted here\nnvme\n");
   b.box.write("etc/initramfs-tools/hooks/zfs", "#!/bin/sh\nmanual_add_modules zfs\n");
@@ -201,7 +207,8 @@ TEST(DriverCore, ANewCompilerOrADamagedCacheBuildsItAgain) {
   const std::string cache_dir(lifecycle::kCoreCacheDir);
   fs::create_directories(b.root.host_path(cache_dir + "/.ab12.999.tmp"));
   fs::create_directories(b.root.host_path(cache_dir + "/.cd34.998.tmp"));
-  fs::last_write_time(b.root.host_path(cache_dir + "/.cd34.998.tmp"), fs::file_time_type::clock::now() - std::chrono::hours(48));
+  fs::last_write_time(b.root.host_path(cache_dir + "/.cd34.998.tmp"),
+                      fs::file_time_type::clock::now() - std::chrono::hours(48));
   // Another compiler: another key; the cache keeps the newest two cores.
   for (const std::string k : {"6.1.0-60-amd64", "6.1.0-61-amd64"}) {
     const std::string gcc = k == "6.1.0-60-amd64" ? "gcc (Debian 13.1.0-1) 13.1.0" : "gcc (Debian 14.2.0-1) 14.2.0";
@@ -234,8 +241,8 @@ TEST(DriverCore, APatchThatChangesTheCoreIsAppliedBeforeItIsBuilt) {
   EXPECT_EQ(b.dkms.sources_seen.at(0), "object by gcc (Debian 12.2.0-14) 12.2.0 of int rm_p2p;\n");
   // The source DKMS takes is as staged (DKMS applies the patch itself); the cache names the patch.
   EXPECT_EQ(*b.root.read_text("/usr/src/p2ptest-1.5/src/nvidia/core.c"), "int rm;\n");
-  const auto info = nlohmann::json::parse(
-      *b.root.read_text(std::string(lifecycle::kCoreCacheDir) + "/" + r.after["core"]["key"].get<std::string>() + "/core.json"));
+  const auto info = nlohmann::json::parse(*b.root.read_text(std::string(lifecycle::kCoreCacheDir) + "/" +
+                                                            r.after["core"]["key"].get<std::string>() + "/core.json"));
   EXPECT_EQ(info["patch_sha256"], nlohmann::json::array({patch.sha256}));
 }
 
@@ -281,7 +288,8 @@ TEST(DriverCore, NoCxxCompilerIsNamedBeforeAnyBuild) {
 // tree that carries its own fix through.
 TEST(DriverCore, ThePreflightReadsTheStagedSourceBeforeAnyBuild) {
   Bench b;
-  b.box.write("srv/ogkm/kernel-open/nvidia/nv-pci.c", "    r = pci_resize_resource(pci_dev, NV_GPU_BAR1, requested_size);\n");
+  b.box.write("srv/ogkm/kernel-open/nvidia/nv-pci.c",
+              "    r = pci_resize_resource(pci_dev, NV_GPU_BAR1, requested_size);\n");
   std::map<std::string, bool> seen;
   const auto stop = [&](const std::map<std::string, bool>& t) {
     seen = t;
@@ -301,7 +309,8 @@ TEST(DriverCore, ThePreflightReadsTheStagedSourceBeforeAnyBuild) {
   EXPECT_FALSE(b.root.exists("/usr/src/p2ptest-1.5"));
   // NVIDIA's own conftest for the argument: the tree carries the fix, the build goes ahead.
   b.box.write("srv/ogkm/kernel-open/nvidia/nv-pci.c",
-              "#if defined(NV_PCI_RESIZE_RESOURCE_HAS_EXCLUDE_BARS_ARG)\n    r = pci_resize_resource(pci_dev, 1, s, 0);\n#endif\n");
+              "#if defined(NV_PCI_RESIZE_RESOURCE_HAS_EXCLUDE_BARS_ARG)\n    r = pci_resize_resource(pci_dev, 1, s, "
+              "0);\n#endif\n");
   r = lifecycle::install_module(b.root, b.runner, *nvidia_profile(b.box).driver, kKernel, log, stop);
   EXPECT_FALSE(seen.at("pci-resize-resource-exclude-bars"));
   EXPECT_EQ(r.outcome, StepOutcome::changed) << r.message;
@@ -324,11 +333,11 @@ TEST(DriverCore, ASecondBuildOfThePackageWaitsForTheFirst) {
     ApplyContext ctx{b.root, b.runner, p};
     ctx.log = [&](std::string_view, std::string_view, std::string_view l) {
       log.emplace_back(l);
-      if (l.find("waiting for the build of p2ptest/1.5 in progress (pid 4242: p2pnode, ") == 0) waiting = true;
+      if (l.find("waiting for the build of p2ptest/1.5 in progress (pid 4242: p2pnode, ") == 0) { waiting = true; }
     };
     return make_driver_module()->apply(ctx, b.inv).at(0);
   });
-  for (int i = 0; i < 500 && !waiting; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && !waiting; ++i) { std::this_thread::sleep_for(std::chrono::milliseconds(10)); }
   EXPECT_TRUE(waiting);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_TRUE(b.tools.made.empty());  // nothing built while the other one holds the lock

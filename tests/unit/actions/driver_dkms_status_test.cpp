@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "lifecycle/dkms_run.hpp"
 #include "driver_fixture.hpp"
+#include "lifecycle/dkms_run.hpp"
 
 namespace p2pnode::actions {
 namespace {
@@ -21,7 +21,8 @@ TEST(DriverModuleDkmsStatus, NoAnswerBeforeTheBuildBuildsNothing) {
   b.dkms.status_hang_from = 0;
   const auto r = apply_module_once(b, module_profile(b.box));
   EXPECT_EQ(r.outcome, StepOutcome::failed);
-  EXPECT_NE(r.message.find("DKMS's state is unknown, nothing was built: `dkms status -m p2ptest` timed out"), std::string::npos)
+  EXPECT_NE(r.message.find("DKMS's state is unknown, nothing was built: `dkms status -m p2ptest` timed out"),
+            std::string::npos)
       << r.message;
   EXPECT_EQ(count_calls(b.runner, "add"), 0u);
   EXPECT_EQ(b.dkms.builds, 0);

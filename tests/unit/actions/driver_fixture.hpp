@@ -25,9 +25,7 @@ inline constexpr const char* kKernel = "6.1.0-56-amd64";
 struct Box {
   p2pnode::test::TempDir tmp{"driver"};
   std::filesystem::path dir = tmp.path();
-  Box() {
-    std::filesystem::create_directories(dir / "lib/modules" / kKernel / "build");
-  }
+  Box() { std::filesystem::create_directories(dir / "lib/modules" / kKernel / "build"); }
   void write(const std::string& rel, const std::string& text) const {
     std::filesystem::create_directories((dir / rel).parent_path());
     std::ofstream(dir / rel, std::ios::binary) << text;
@@ -38,7 +36,7 @@ struct Box {
 struct FakeDkms {
   const Box& box;
   std::string name, version, ko;
-  std::vector<std::string> more_kos;     // other modules the package installs (nvidia-modeset, …)
+  std::vector<std::string> more_kos;      // other modules the package installs (nvidia-modeset, …)
   bool added = false, installed = false;  // installed: for at least one kernel
   int build_exit = 0;
   int builds = 0, removes = 0;
@@ -60,15 +58,15 @@ struct FakeDkms {
     // GNU patch itself: apply tries every staged patch on a scratch copy before any build.
     r.on({"patch"}, [](const sys::Command& c) { return sys::ProcessRunner().run(c); });
     r.on({"dkms", "status"}, [this](const sys::Command&) {
-      if (!status_error.empty()) return sys::exited_with(1, "", status_error);
+      if (!status_error.empty()) { return sys::exited_with(1, "", status_error); }
       if (status_hang_from >= 0 && status_calls++ >= status_hang_from) {
         sys::CommandResult t;
         t.timed_out = true;
         return t;
       }
       std::string out;
-      for (const auto& k : installed_kernels) out += name + "/" + version + ", " + k + ", x86_64: installed\n";
-      if (out.empty() && added) out = name + "/" + version + ": added\n";
+      for (const auto& k : installed_kernels) { out += name + "/" + version + ", " + k + ", x86_64: installed\n"; }
+      if (out.empty() && added) { out = name + "/" + version + ": added\n"; }
       return sys::exited_with(0, out);
     });
     r.on({"dkms", "add"}, [this](const sys::Command&) {
@@ -82,11 +80,13 @@ struct FakeDkms {
       const bool trial = std::find(c.argv.begin(), c.argv.end(), "--dkmstree") != c.argv.end();
       const std::string k = arg(c, "-k");
       if (build_exit) {
-        const std::filesystem::path logdir = trial ? std::filesystem::path(arg(c, "--dkmstree")) / name / version / "build"
-                                                   : box.dir / "var/lib/dkms" / name / version / "build";
+        const std::filesystem::path logdir =
+            trial ? std::filesystem::path(arg(c, "--dkmstree")) / name / version / "build"
+                  : box.dir / "var/lib/dkms" / name / version / "build";
         std::filesystem::create_directories(logdir);
         std::ofstream(logdir / "make.log") << make_log;
-        return sys::exited_with(build_exit, "Building module:\n", "Error! Bad return status for module build on kernel: " + k + " (x86_64)\n");
+        return sys::exited_with(build_exit, "Building module:\n",
+                                "Error! Bad return status for module build on kernel: " + k + " (x86_64)\n");
       }
       if (!trial) {
         built_kernels.push_back(k);
@@ -107,7 +107,9 @@ struct FakeDkms {
       const std::string k = arg(c, "-k");
       std::filesystem::create_directories(box.dir / "lib/modules" / k / "updates/dkms");
       std::ofstream(box.dir / "lib/modules" / k / "updates/dkms" / (ko + ".ko")) << "ko";
-      for (const auto& m : more_kos) std::ofstream(box.dir / "lib/modules" / k / "updates/dkms" / (m + ".ko")) << "ko";
+      for (const auto& m : more_kos) {
+        std::ofstream(box.dir / "lib/modules" / k / "updates/dkms" / (m + ".ko")) << "ko";
+      }
       installed = true;
       installed_kernels.insert(k);
       return sys::exited_with(0);

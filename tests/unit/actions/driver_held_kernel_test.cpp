@@ -13,8 +13,8 @@ namespace {
 constexpr const char* kNewKernel = "6.1.0-58-amd64";
 
 std::size_t patch_runs(const sys::ScriptedRunner& runner) {
-  return static_cast<std::size_t>(
-      std::count_if(runner.calls().begin(), runner.calls().end(), [](const auto& c) { return !c.empty() && c[0] == "patch"; }));
+  return static_cast<std::size_t>(std::count_if(runner.calls().begin(), runner.calls().end(),
+                                                [](const auto& c) { return !c.empty() && c[0] == "patch"; }));
 }
 
 TEST(DriverModuleHeldKernel, AFailedBuildIsAnsweredFromTheRecordsWithoutStagingAgain) {
@@ -36,11 +36,14 @@ TEST(DriverModuleHeldKernel, AFailedBuildIsAnsweredFromTheRecordsWithoutStagingA
     const auto again = apply_module_once(b, p);
     EXPECT_EQ(again.outcome, StepOutcome::failed);
     const std::string& m = again.message;
-    EXPECT_NE(m.find(std::string("build for ") + kNewKernel + " not retried: it failed with the same source, patches and headers"),
-              std::string::npos) << m;
+    EXPECT_NE(m.find(std::string("build for ") + kNewKernel +
+                     " not retried: it failed with the same source, patches and headers"),
+              std::string::npos)
+        << m;
     EXPECT_NE(m.find(std::string("installed for [\"") + kKernel + "\"] only; a reboot into [\"" + kNewKernel +
                      "\"] would come up without p2ptest/1.5"),
-              std::string::npos) << m;
+              std::string::npos)
+        << m;
     EXPECT_EQ(again.after["installed_kernels"], nlohmann::json::array({kKernel}));
   }
   EXPECT_EQ(b.dkms.builds, 2);

@@ -9,12 +9,12 @@
 #include <fstream>
 
 #include "actions/driver_install.hpp"
+#include "driver_fixture.hpp"
 #include "engine/state.hpp"
 #include "engine/views.hpp"
 #include "lifecycle/artifact.hpp"
 #include "lifecycle/module_install.hpp"
 #include "nvidia/sha256.hpp"
-#include "driver_fixture.hpp"
 
 namespace p2pnode::actions {
 namespace {
@@ -27,7 +27,7 @@ StepResult apply_hostile(ModuleBench& b, const Profile& p, std::vector<std::stri
   inv.kernel.release = kKernel;
   ApplyContext ctx{b.root, b.runner, p};
   ctx.log = [&](std::string_view, std::string_view, std::string_view l) {
-    if (log) log->emplace_back(l);
+    if (log) { log->emplace_back(l); }
   };
   auto r = make_driver_module()->apply(ctx, inv);
   EXPECT_EQ(r.size(), 1u);
@@ -53,7 +53,7 @@ void expect_nothing_placed(ModuleBench& b) {
 std::string listing_sha256(std::vector<std::pair<std::string, std::string>> lines) {
   std::sort(lines.begin(), lines.end());
   std::string text;
-  for (const auto& [path, sha] : lines) text += sha + "  ./" + path + "\n";
+  for (const auto& [path, sha] : lines) { text += sha + "  ./" + path + "\n"; }
   return nvidia::sha256_hex(text);
 }
 
@@ -65,8 +65,9 @@ TEST(DriverHostileTree, ATarballWhoseOneEntryIsALinkToADirectoryIsRefused) {
   b.box.write("outside/p2ptest.c", "int x;\n");
   fs::create_directories(b.box.dir / "tmp-src");
   fs::create_symlink(b.box.dir / "outside", b.box.dir / "tmp-src/p2ptest-1.5");
-  ASSERT_EQ(std::system(("tar -cf " + (b.box.dir / "srv/link.tar").string() + " -C " + (b.box.dir / "tmp-src").string() +
-                         " p2ptest-1.5").c_str()),
+  ASSERT_EQ(std::system(("tar -cf " + (b.box.dir / "srv/link.tar").string() + " -C " +
+                         (b.box.dir / "tmp-src").string() + " p2ptest-1.5")
+                            .c_str()),
             0);
   Profile p = tarball_profile(b.box, "/srv/link.tar");
   p.driver->kernel_module->patches = module_profile(b.box).driver->kernel_module->patches;
@@ -83,26 +84,34 @@ TEST(DriverHostileTree, ATarballWhoseOneEntryIsALinkToADirectoryIsRefused) {
 // Device nodes and FIFOs in a tarball: tar as root would create them (a block device readable by
 // all, for a moment, in p2pnode's state). Refused from the archive's listing, before it is unpacked.
 TEST(DriverHostileTree, ATarballWithADeviceNodeOrAFifoIsRefusedBeforeUnpacking) {
-  for (const auto& [member, kind, what] : {std::tuple<std::string, std::string, std::string>{"sda", "CHRTYPE", "a character device"},
-                                           {"loop0", "BLKTYPE", "a block device"},
-                                           {"pipe", "FIFOTYPE", "a FIFO"}}) {
+  for (const auto& [member, kind, what] :
+       {std::tuple<std::string, std::string, std::string>{"sda", "CHRTYPE", "a character device"},
+        {"loop0", "BLKTYPE", "a block device"},
+        {"pipe", "FIFOTYPE", "a FIFO"}}) {
     SCOPED_TRACE(member);
     ModuleBench b;
     const std::string tar = (b.box.dir / "srv/special.tar").string();
-    const std::string make = "/usr/bin/python3 -c \"import tarfile, io\n"
-                             "t = tarfile.open('" + tar + "', 'w')\n"
-                             "for name, d in (('p2ptest-1.5/Makefile', b'obj-m += p2ptest.o\\\\n'), ('p2ptest-1.5/p2ptest.c', b'int x;\\\\n')):\n"
-                             "    i = tarfile.TarInfo(name); i.size = len(d); t.addfile(i, io.BytesIO(d))\n"
-                             "i = tarfile.TarInfo('p2ptest-1.5/" + member + "'); i.type = tarfile." + kind + "; i.mode = 0o666\n"
-                             "i.devmajor = 8; i.devminor = 0; t.addfile(i)\n"
-                             "t.close()\"";
+    const std::string make =
+        "/usr/bin/python3 -c \"import tarfile, io\n"
+        "t = tarfile.open('" +
+        tar +
+        "', 'w')\n"
+        "for name, d in (('p2ptest-1.5/Makefile', b'obj-m += p2ptest.o\\\\n'), ('p2ptest-1.5/p2ptest.c', b'int "
+        "x;\\\\n')):\n"
+        "    i = tarfile.TarInfo(name); i.size = len(d); t.addfile(i, io.BytesIO(d))\n"
+        "i = tarfile.TarInfo('p2ptest-1.5/" +
+        member + "'); i.type = tarfile." + kind +
+        "; i.mode = 0o666\n"
+        "i.devmajor = 8; i.devminor = 0; t.addfile(i)\n"
+        "t.close()\"";
     ASSERT_EQ(std::system(make.c_str()), 0);
     const auto r = apply_hostile(b, tarball_profile(b.box, "/srv/special.tar"));
     EXPECT_EQ(r.outcome, StepOutcome::refused) << r.message;
     EXPECT_NE(r.message.find("p2ptest-1.5/" + member + " is " + what), std::string::npos) << r.message;
     // Never created, not even in the staging folder.
-    for (const auto& e : fs::recursive_directory_iterator(b.box.dir))
+    for (const auto& e : fs::recursive_directory_iterator(b.box.dir)) {
       EXPECT_NE(e.path().filename(), member) << e.path();
+    }
     expect_nothing_placed(b);
   }
 }
@@ -116,12 +125,11 @@ TEST(DriverHostileTree, LinksThatLeaveTheTreeOnceFollowedAreRefused) {
   fs::create_symlink("..", b.box.dir / "srv/src/a/b/p");
   fs::create_symlink("p/../..", b.box.dir / "srv/src/a/b/q1");
   fs::create_symlink("a/b/q1", b.box.dir / "srv/src/patches");
-  p.driver->kernel_module->artifact.sha256 =
-      listing_sha256({{"Makefile", nvidia::sha256_hex("obj-m += p2ptest.o\n")},
-                      {"p2ptest.c", nvidia::sha256_hex("int x;\n")},
-                      {"a/b/p", nvidia::sha256_hex("..")},
-                      {"a/b/q1", nvidia::sha256_hex("p/../..")},
-                      {"patches", nvidia::sha256_hex("a/b/q1")}});
+  p.driver->kernel_module->artifact.sha256 = listing_sha256({{"Makefile", nvidia::sha256_hex("obj-m += p2ptest.o\n")},
+                                                             {"p2ptest.c", nvidia::sha256_hex("int x;\n")},
+                                                             {"a/b/p", nvidia::sha256_hex("..")},
+                                                             {"a/b/q1", nvidia::sha256_hex("p/../..")},
+                                                             {"patches", nvidia::sha256_hex("a/b/q1")}});
   const auto r = apply_hostile(b, p);
   EXPECT_EQ(r.outcome, StepOutcome::refused) << r.message;
   EXPECT_NE(r.message.find("./a/b/q1"), std::string::npos) << r.message;
@@ -148,14 +156,15 @@ TEST(DriverHostileTree, PatchesAsALinkIsRefused) {
 // distribution's nvme.ko (the boot drive's driver) aside, and DKMS's copy would have replaced it.
 TEST(DriverHostileTree, AModuleNamedLikeOneOfTheKernelsOwnIsRefused) {
   const std::string k = std::string("lib/modules/") + kKernel;
-  for (const auto& [obj, in_tree] : {std::pair<std::string, std::string>{"nvme", k + "/kernel/drivers/nvme/host/nvme.ko"},
-                                     {"nvme_core", k + "/kernel/drivers/nvme/host/nvme-core.ko.xz"},
-                                     {"ext4", ""}}) {
+  for (const auto& [obj, in_tree] :
+       {std::pair<std::string, std::string>{"nvme", k + "/kernel/drivers/nvme/host/nvme.ko"},
+        {"nvme_core", k + "/kernel/drivers/nvme/host/nvme-core.ko.xz"},
+        {"ext4", ""}}) {
     SCOPED_TRACE(obj);
     ModuleBench b;
     b.dkms.ko = obj;
     b.box.write("srv/src/Makefile", "obj-m := " + obj + ".o\n");
-    if (!in_tree.empty()) b.box.write(in_tree, "the distribution's");
+    if (!in_tree.empty()) { b.box.write(in_tree, "the distribution's"); }
     b.box.write(k + "/modules.builtin", "kernel/fs/ext4/ext4.ko\nkernel/fs/jbd2/jbd2.ko\n");
     Profile p = module_profile(b.box);
     p.driver->conflicts = ConflictPolicy::remove;
@@ -164,9 +173,7 @@ TEST(DriverHostileTree, AModuleNamedLikeOneOfTheKernelsOwnIsRefused) {
     EXPECT_EQ(r.outcome, StepOutcome::refused) << r.message;
     EXPECT_NE(r.message.find("module " + obj), std::string::npos) << r.message;
     EXPECT_NE(r.message.find(kKernel), std::string::npos) << r.message;
-    if (!in_tree.empty()) {
-      EXPECT_EQ(b.root.read_text("/" + in_tree).value_or(""), "the distribution's");
-    }
+    if (!in_tree.empty()) { EXPECT_EQ(b.root.read_text("/" + in_tree).value_or(""), "the distribution's"); }
     EXPECT_FALSE(b.root.is_dir("/var/lib/p2pnode/dkms/aside"));
     expect_nothing_placed(b);
   }
@@ -187,8 +194,10 @@ TEST(DriverHostileTree, NvidiaModuleNamesInTheKernelTreeStayAllowed) {
 TEST(DriverHostileTree, AGitPasswordNeverReachesThePlanOrTheLog) {
   ModuleBench b;
   const std::string url = "https://p2p:s3cret-token@git.example.invalid/x/open-gpu-kernel-modules.git";
-  b.runner.on({"git"}, sys::exited_with(128, "", "Cloning into '/var/lib/p2pnode/artifacts/git/x'...\nfatal: unable to access '" +
-                                                     url + "/': Could not resolve host: git.example.invalid\n"));
+  b.runner.on({"git"},
+              sys::exited_with(128, "",
+                               "Cloning into '/var/lib/p2pnode/artifacts/git/x'...\nfatal: unable to access '" + url +
+                                   "/': Could not resolve host: git.example.invalid\n"));
   Profile p = module_profile(b.box);
   p.driver->kernel_module->artifact.path.reset();
   p.driver->kernel_module->artifact.git = url;
@@ -201,13 +210,13 @@ TEST(DriverHostileTree, AGitPasswordNeverReachesThePlanOrTheLog) {
   Inventory inv;
   inv.kernel.release = kKernel;
   nlohmann::json steps = nlohmann::json::array();
-  for (const auto& step : make_driver_module()->plan(p, inv, b.root)) steps.push_back(to_json(step));
+  for (const auto& step : make_driver_module()->plan(p, inv, b.root)) { steps.push_back(to_json(step)); }
   s.plan = {{"steps", steps}};
   s.applied = nlohmann::json::array({to_json(r)});
   const std::string body = engine::plan_body(s).dump();
   EXPECT_EQ(body.find("s3cret"), std::string::npos) << body;
   EXPECT_NE(body.find("git.example.invalid"), std::string::npos) << body;
-  for (const auto& l : log) EXPECT_EQ(l.find("s3cret"), std::string::npos) << l;
+  for (const auto& l : log) { EXPECT_EQ(l.find("s3cret"), std::string::npos) << l; }
 }
 
 }  // namespace

@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "actions/driver_install.hpp"
+#include "driver_fixture.hpp"
 #include "lifecycle/artifact.hpp"
 #include "lifecycle/module_install.hpp"
 #include "nvidia/breakage.hpp"
-#include "driver_fixture.hpp"
 
 namespace p2pnode::actions {
 namespace {
@@ -45,9 +45,12 @@ TEST(DriverModule, InstallsThenDoesNothing) {
   }));
   // The argv DKMS got.
   bool saw_install = false;
-  for (const auto& c : runner.calls())
-    if (c.size() > 1 && c[1] == "install")
-      saw_install = c == std::vector<std::string>{"dkms", "install", "-m", "p2ptest", "-v", "1.5", "-k", kKernel, "--force"};
+  for (const auto& c : runner.calls()) {
+    if (c.size() > 1 && c[1] == "install") {
+      saw_install =
+          c == std::vector<std::string>{"dkms", "install", "-m", "p2ptest", "-v", "1.5", "-k", kKernel, "--force"};
+    }
+  }
   EXPECT_TRUE(saw_install);
 
   // Second time: nothing planned, and apply (if called anyway) builds nothing.
@@ -56,7 +59,7 @@ TEST(DriverModule, InstallsThenDoesNothing) {
   r = action->apply(ctx, inv);
   EXPECT_EQ(r[0].outcome, StepOutcome::unchanged) << r[0].message;
   EXPECT_EQ(dkms.builds, 1);
-  for (std::size_t i = calls; i < runner.calls().size(); ++i) EXPECT_EQ(runner.calls()[i][1], "status");
+  for (std::size_t i = calls; i < runner.calls().size(); ++i) { EXPECT_EQ(runner.calls()[i][1], "status"); }
 }
 
 // The .run installer's nvidia.ko in updates/dkms (no DKMS record) would load instead of what DKMS
@@ -139,7 +142,7 @@ TEST(DriverModule, FailedRebuildKeepsTheInstallAndReportsTheCompilerError) {
   EXPECT_EQ(r[0].after["dkms_exit_code"], 10);
   // The trial ran in a scratch tree; the installed source and module are untouched.
   bool trial = false;
-  for (const auto& c : runner.calls()) trial |= std::find(c.begin(), c.end(), "--dkmstree") != c.end();
+  for (const auto& c : runner.calls()) { trial |= std::find(c.begin(), c.end(), "--dkmstree") != c.end(); }
   EXPECT_TRUE(trial);
   EXPECT_EQ(*root.read_text("/usr/src/p2ptest-1.5/dkms.conf"), conf_before);
   EXPECT_TRUE(root.exists("/lib/modules/6.1.0-56-amd64/updates/dkms/p2ptest.ko"));
@@ -187,8 +190,8 @@ TEST(DriverModule, ConflictsAreReportedOrRemovedAfterTheInstall) {
     std::size_t install_at = 0, remove_at = 0;
     for (std::size_t i = 0; i < runner.calls().size(); ++i) {
       const auto& c = runner.calls()[i];
-      if (c.size() > 1 && c[1] == "install" && !install_at) install_at = i;
-      if (c.size() > 1 && c[1] == "remove") remove_at = i;
+      if (c.size() > 1 && c[1] == "install" && !install_at) { install_at = i; }
+      if (c.size() > 1 && c[1] == "remove") { remove_at = i; }
     }
     if (policy == ConflictPolicy::report) {
       EXPECT_EQ(remove_at, 0u);
@@ -338,9 +341,12 @@ TEST(DriverUserspace, RunsTheInstallerOnceWithItsFlags) {
   EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
   ASSERT_EQ(runner.calls().size(), 1u);
   // The installer runs from p2pnode's own copy, the one whose sha256 was checked.
-  EXPECT_EQ(runner.calls()[0], (std::vector<std::string>{"sh", root.host_path("/var/lib/p2pnode/artifacts/local/" + a.sha256.substr(0, 16) +
-                                                                          "-NVIDIA-Linux-x86_64-550.90.07.run").string(),
-                                                         "--silent", "--no-kernel-modules", "--no-drm"}));
+  EXPECT_EQ(runner.calls()[0],
+            (std::vector<std::string>{"sh",
+                                      root.host_path("/var/lib/p2pnode/artifacts/local/" + a.sha256.substr(0, 16) +
+                                                     "-NVIDIA-Linux-x86_64-550.90.07.run")
+                                          .string(),
+                                      "--silent", "--no-kernel-modules", "--no-drm"}));
   EXPECT_TRUE(action->plan(p, inv, root).empty());
 }
 
@@ -446,7 +452,9 @@ TEST(DriverReload, CompressedModuleWithAnotherSrcversionIsNotTheLoadedOne) {
 TEST(DriverReload, ReloadsInOrderAndVerifies) {
   Box box;
   box.write("usr/src/nvidia-p2p-550.90.07/kernel-open/Makefile", "");
-  for (const char* m : {"nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm"}) box.write(std::string("sys/module/") + m + "/refcnt", "0\n");
+  for (const char* m : {"nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm"}) {
+    box.write(std::string("sys/module/") + m + "/refcnt", "0\n");
+  }
   box.write("sys/module/nvidia/version", "550.54.15\n");
   box.write("lib/modules/6.1.0-56-amd64/updates/dkms/nvidia.ko", std::string("x\0srcversion=NEW\0", 17));
   const sys::SysRoot root(box.dir);
@@ -464,7 +472,8 @@ TEST(DriverReload, ReloadsInOrderAndVerifies) {
   });
   runner.on({"modinfo", "-n"}, sys::exited_with(0, "/lib/modules/6.1.0-56-amd64/updates/dkms/nvidia.ko\n"));
   runner.on({"modinfo", "-F", "srcversion"}, sys::exited_with(0, "NEW\n"));
-  runner.on({"journalctl"}, sys::exited_with(0, "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.90.07\n"));
+  runner.on({"journalctl"},
+            sys::exited_with(0, "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.90.07\n"));
   Profile p;
   DriverSpec d;
   d.version = "550.90.07";
@@ -479,13 +488,16 @@ TEST(DriverReload, ReloadsInOrderAndVerifies) {
   EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
   std::vector<std::string> modprobes;
   for (const auto& c : runner.calls()) {
-    if (c[0] == "modprobe") modprobes.push_back(c[1] + (c.size() > 2 ? " " + c[2] : ""));
+    if (c[0] == "modprobe") { modprobes.push_back(c[1] + (c.size() > 2 ? " " + c[2] : "")); }
     // systemctl stop|start -- UNIT: the unit after --, never read as an option.
-    if (c[0] == "systemctl" && c[1] != "is-active" && c.size() == 4 && c[2] == "--") modprobes.push_back(c[1] + " " + c[3]);
+    if (c[0] == "systemctl" && c[1] != "is-active" && c.size() == 4 && c[2] == "--") {
+      modprobes.push_back(c[1] + " " + c[3]);
+    }
   }
-  EXPECT_EQ(modprobes, (std::vector<std::string>{"stop nvidia-persistenced.service", "-r nvidia_drm", "-r nvidia_modeset",
-                                                 "-r nvidia_uvm", "-r nvidia", "nvidia", "nvidia_uvm", "nvidia_modeset",
-                                                 "nvidia_drm", "start nvidia-persistenced.service"}));
+  EXPECT_EQ(modprobes,
+            (std::vector<std::string>{"stop nvidia-persistenced.service", "-r nvidia_drm", "-r nvidia_modeset",
+                                      "-r nvidia_uvm", "-r nvidia", "nvidia", "nvidia_uvm", "nvidia_modeset",
+                                      "nvidia_drm", "start nvidia-persistenced.service"}));
 }
 
 // Builtin patches are staged from the binary's own copies; PATCH_MATCH where the table gives a range.
@@ -543,9 +555,12 @@ TEST(DriverModule, FailedFirstBuildNamesTheBreakageAndNoRebootIsAsked) {
   const auto& m = r[0].message;
   EXPECT_NE(m.find("nv-pci.c:234:9: error: too few arguments to function"), std::string::npos) << m;
   EXPECT_NE(m.find("known breakage pci-resize-resource-exclude-bars"), std::string::npos) << m;
-  EXPECT_NE(m.find("add {builtin: pci-resize-resource-exclude-bars} to driver.kernel_module.patches"), std::string::npos) << m;
+  EXPECT_NE(m.find("add {builtin: pci-resize-resource-exclude-bars} to driver.kernel_module.patches"),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("nothing was installed: DKMS and /usr/src were put back as they were"), std::string::npos) << m;
-  EXPECT_NE(m.find("a reboot into [\"6.1.0-56-amd64\"] would come up without p2ptest/550.90.07"), std::string::npos) << m;
+  EXPECT_NE(m.find("a reboot into [\"6.1.0-56-amd64\"] would come up without p2ptest/550.90.07"), std::string::npos)
+      << m;
   EXPECT_EQ(r[0].after["breakages"], nlohmann::json::array({"pci-resize-resource-exclude-bars"}));
   EXPECT_EQ(dkms.removes, 1);
   EXPECT_FALSE(dkms.added);

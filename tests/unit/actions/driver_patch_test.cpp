@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "actions/driver_install.hpp"
+#include "driver_fixture.hpp"
 #include "lifecycle/artifact.hpp"
 #include "nvidia/sha256.hpp"
-#include "driver_fixture.hpp"
 
 namespace p2pnode::actions {
 namespace {
@@ -82,8 +82,9 @@ TEST(DriverModule, AProfilePatchThatNeedsFuzzIsRefused) {
   EXPECT_NE(r.message.find("(a profile's patch must apply with no fuzz"), std::string::npos) << r.message;
   EXPECT_EQ(dkms.builds, 0);
   // GNU patch at its default fuzz (DKMS's) would have taken it: the refusal is p2pnode's rule.
-  const auto loose = sys::ProcessRunner().run(sys::Command{
-      {"patch", "-p1", "--dry-run", "--batch", "-d", (box.dir / "srv/src").string(), "-i", (box.dir / "srv/fuzzy.patch").string()}});
+  const auto loose = sys::ProcessRunner().run(
+      sys::Command{{"patch", "-p1", "--dry-run", "--batch", "-d", (box.dir / "srv/src").string(), "-i",
+                    (box.dir / "srv/fuzzy.patch").string()}});
   EXPECT_TRUE(loose.success()) << loose.out << loose.err;
   EXPECT_NE(loose.out.find("with fuzz"), std::string::npos) << loose.out;
 }

@@ -77,7 +77,9 @@ class NvmeBindTest : public ::testing::Test {
     write("var/lib/p2pnode/nvme-serials.json",
           probe::render_remembered_drives({{"21165N801234", "WDC PC SN530 SDBPNPZ-1T00-1002", kSn530}}));
   }
-  NvmeBindTiming fast() const { return {std::chrono::milliseconds(30), std::chrono::milliseconds(5), std::chrono::milliseconds(1), 1}; }
+  NvmeBindTiming fast() const {
+    return {std::chrono::milliseconds(30), std::chrono::milliseconds(5), std::chrono::milliseconds(1), 1};
+  }
 
   std::vector<StepResult> apply(const Profile& p, sys::ScriptedRunner& runner) {
     ApplyContext ctx{*root_, runner, p};
@@ -97,8 +99,7 @@ TEST_F(NvmeBindTest, PlanNamesOnlyTheProfilesDrive) {
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].subject, kSn530);
   EXPECT_FALSE(steps[0].needs_operator);
-  EXPECT_EQ(steps[0].description,
-            "driver nvme -> vfio-pci (serial 21165N801234)");
+  EXPECT_EQ(steps[0].description, "driver nvme -> vfio-pci (serial 21165N801234)");
   EXPECT_EQ(root_->write_count(), 0u);
 }
 
@@ -191,8 +192,7 @@ TEST_F(NvmeBindTest, FixupsWritePowerControlAndReadModifyWriteCommand) {
   make_bound(/*command=*/0x0401, /*control=*/"auto");
   const auto steps = plan(profile(serial("21165N801234")));
   ASSERT_EQ(steps.size(), 1u);
-  EXPECT_EQ(steps[0].description,
-            "power/control auto -> on; COMMAND 0x0401 -> Memory+BusMaster (serial 21165N801234)");
+  EXPECT_EQ(steps[0].description, "power/control auto -> on; COMMAND 0x0401 -> Memory+BusMaster (serial 21165N801234)");
   sys::ScriptedRunner runner;
   const auto results = apply(profile(serial("21165N801234")), runner);
   ASSERT_EQ(results.size(), 1u);
@@ -211,7 +211,8 @@ TEST_F(NvmeBindTest, AllFsBar0TriesRemoveRescanBoundedAndReopensAutoprobe) {
   const auto results = apply(profile(serial("21165N801234")), runner);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].outcome, StepOutcome::failed);
-  EXPECT_NE(results[0].message.find("recovering 0000:0b:00.0 by remove+rescan"), std::string::npos) << results[0].message;
+  EXPECT_NE(results[0].message.find("recovering 0000:0b:00.0 by remove+rescan"), std::string::npos)
+      << results[0].message;
   EXPECT_EQ(read(std::string(kSn530Dir) + "/remove"), "1");
   EXPECT_EQ(read("sys/bus/pci/drivers_autoprobe"), "1");  // the window is closed again
 }
@@ -247,7 +248,7 @@ class NvmeBindLateProbeTest : public NvmeBindTest {
   void link_to(const std::string& driver) {
     const fs::path link = dir_ / kSn530Dir / "driver";
     fs::remove(link);
-    if (!driver.empty()) fs::create_directory_symlink("../../../../bus/pci/drivers/" + driver, link);
+    if (!driver.empty()) { fs::create_directory_symlink("../../../../bus/pci/drivers/" + driver, link); }
   }
   std::string linked() {
     std::error_code ec;
@@ -259,12 +260,15 @@ class NvmeBindLateProbeTest : public NvmeBindTest {
     runner.on({"modprobe", "vfio-pci"}, [this, mount_line](const sys::Command&) {
       fs::create_directories(dir_ / "sys/bus/pci/drivers/vfio-pci");
       link_to("nvme");
-      if (!mount_line.empty()) std::ofstream(dir_ / "proc/mounts", std::ios::app) << mount_line;
+      if (!mount_line.empty()) { std::ofstream(dir_ / "proc/mounts", std::ios::app) << mount_line; }
       return sys::exited_with(0);
     });
   }
-  NvmeBindTiming patient() const { return {std::chrono::seconds(10), std::chrono::milliseconds(2), std::chrono::milliseconds(1), 1}; }
-  std::vector<StepResult> apply_patiently(const Profile& p, sys::ScriptedRunner& runner, std::vector<std::string>& log) {
+  NvmeBindTiming patient() const {
+    return {std::chrono::seconds(10), std::chrono::milliseconds(2), std::chrono::milliseconds(1), 1};
+  }
+  std::vector<StepResult> apply_patiently(const Profile& p, sys::ScriptedRunner& runner,
+                                          std::vector<std::string>& log) {
     ApplyContext ctx{*root_, runner, p};
     ctx.log = [&log](std::string_view, std::string_view, std::string_view line) { log.emplace_back(line); };
     return make_nvme_bind(patient())->apply(ctx, probe::probe_inventory(*root_));
@@ -278,13 +282,13 @@ class NvmeBindLateProbeTest : public NvmeBindTest {
   void probe_once() {
     if (read("sys/bus/pci/drivers/nvme/unbind") == kSn530) {
       write("sys/bus/pci/drivers/nvme/unbind", "");
-      if (linked() == "nvme") link_to(""), ++unbinds_;
+      if (linked() == "nvme") { link_to(""), ++unbinds_; }
     }
     if (read("sys/bus/pci/drivers_probe") == kSn530) {
       write("sys/bus/pci/drivers_probe", "");
       std::string want = read(std::string(kSn530Dir) + "/driver_override");
-      if (!want.empty() && want.back() == '\n') want.pop_back();
-      if (linked().empty() && want == "vfio-pci") link_to("vfio-pci"), ++binds_;
+      if (!want.empty() && want.back() == '\n') { want.pop_back(); }
+      if (linked().empty() && want == "vfio-pci") { link_to("vfio-pci"), ++binds_; }
     }
   }
   std::jthread kernel_;
@@ -303,7 +307,9 @@ TEST_F(NvmeBindLateProbeTest, ADriveNvmeTookAfterItWasReadIsCheckedUnboundAndBou
   EXPECT_EQ(unbinds_.load(), 1);
   EXPECT_EQ(binds_.load(), 1);
   bool said = false;
-  for (const auto& l : log) said = said || l.find("nvme took 0000:0b:00.0 after it was read; unbinding it") != std::string::npos;
+  for (const auto& l : log) {
+    said = said || l.find("nvme took 0000:0b:00.0 after it was read; unbinding it") != std::string::npos;
+  }
   EXPECT_TRUE(said) << "the log does not say nvme took the drive";
 }
 
@@ -315,7 +321,8 @@ TEST_F(NvmeBindLateProbeTest, ADriveNvmeTookWithAMountedFilesystemIsRefusedAndLe
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].outcome, StepOutcome::refused) << results[0].message;
   const std::string& m = results[0].message;
-  EXPECT_NE(m.find("nvme took 0000:0b:00.0 after it was read, and refusing to unbind 0000:0b:00.0"), std::string::npos) << m;
+  EXPECT_NE(m.find("nvme took 0000:0b:00.0 after it was read, and refusing to unbind 0000:0b:00.0"), std::string::npos)
+      << m;
   EXPECT_NE(m.find("nvme1n1 is mounted at /data"), std::string::npos) << m;
   EXPECT_EQ(linked(), "nvme");
   EXPECT_EQ(unbinds_.load(), 0);

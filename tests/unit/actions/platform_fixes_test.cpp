@@ -76,9 +76,7 @@ TEST_F(FixtureCopy, AcsFixAppliedTwiceWritesOnlyOnce) {
   ASSERT_TRUE(acs);
   const auto ctl = static_cast<std::size_t>(acs->offset + 6);
   for (std::size_t i = 0; i < after_cfg.size(); ++i) {
-    if (i != ctl && i != ctl + 1) {
-      ASSERT_EQ(after_cfg[i], before_cfg[i]) << "byte " << i;
-    }
+    if (i != ctl && i != ctl + 1) { ASSERT_EQ(after_cfg[i], before_cfg[i]) << "byte " << i; }
   }
 
   // Second run on a fresh probe: nothing planned, nothing written.
@@ -86,12 +84,12 @@ TEST_F(FixtureCopy, AcsFixAppliedTwiceWritesOnlyOnce) {
   ApplyContext ctx2{root2, runner, profile};
   const Inventory inv2 = probe::probe_inventory(root2);
   EXPECT_TRUE(fix->plan(profile, inv2, root2).empty());
-  for (const auto& r : fix->apply(ctx2, inv2)) EXPECT_EQ(r.writes, 0u);
+  for (const auto& r : fix->apply(ctx2, inv2)) { EXPECT_EQ(r.writes, 0u); }
   EXPECT_EQ(root2.write_count(), 0u);
   // A stale inventory (the first one) is re-checked on the device: unchanged, no write.
   sys::SysRoot root3(dir_);
   ApplyContext ctx3{root3, runner, profile};
-  for (const auto& r : fix->apply(ctx3, inv)) EXPECT_EQ(r.outcome, StepOutcome::unchanged) << r.message;
+  for (const auto& r : fix->apply(ctx3, inv)) { EXPECT_EQ(r.outcome, StepOutcome::unchanged) << r.message; }
   EXPECT_EQ(root3.write_count(), 0u);
 }
 

@@ -96,7 +96,7 @@ struct BarRig {
     g = api.gdr_open();
   }
   ~BarRig() {
-    if (g) api.gdr_close(g);
+    if (g) { api.gdr_close(g); }
     std::free(raw);
   }
   Window window(const Mapping& m) {
@@ -104,12 +104,17 @@ struct BarRig {
     w.bytes = bytes;
     const GdrMemHandle mh = m.handle();
     char* cpu = m.cpu();
-    w.write = [this, mh, cpu](std::size_t off, const void* src, std::size_t n) { api.gdr_copy_to_mapping(mh, cpu + off, src, n); };
-    w.read = [this, mh, cpu](void* dst, std::size_t off, std::size_t n) { api.gdr_copy_from_mapping(mh, dst, cpu + off, n); };
+    w.write = [this, mh, cpu](std::size_t off, const void* src, std::size_t n) {
+      api.gdr_copy_to_mapping(mh, cpu + off, src, n);
+    };
+    w.read = [this, mh, cpu](void* dst, std::size_t off, std::size_t n) {
+      api.gdr_copy_from_mapping(mh, dst, cpu + off, n);
+    };
     return w;
   }
   Reference reference() {
-    return {[this](const void* src) { std::memcpy(dev, src, bytes); }, [this](void* dst) { std::memcpy(dst, dev, bytes); }};
+    return {[this](const void* src) { std::memcpy(dev, src, bytes); },
+            [this](void* dst) { std::memcpy(dst, dev, bytes); }};
   }
 };
 
@@ -178,7 +183,9 @@ TEST(BarMeasure, PartialWritesLeaveTheGuardsAlone) {
   auto exact = w.write;
   w.write = [exact](std::size_t off, const void* src, std::size_t n) {
     exact(off, src, n);
-    if (off != 0) exact(off + n, src, 1);  // overrun by one
+    if (off != 0) {
+      exact(off + n, src, 1);  // overrun by one
+    }
   };
   const Figures f = measure(w, r.reference(), quick());
   EXPECT_EQ(f.integrity[0].bad_bytes, 0u);

@@ -48,9 +48,9 @@ gdr_t gdr_open() { return env_long("FAKE_GDRAPI_OPEN_FAIL", 0) ? nullptr : &g_gd
 int gdr_close(gdr_t) { return 0; }
 
 int gdr_pin_buffer(gdr_t g, unsigned long addr, size_t size, uint64_t, uint32_t, gdr_mh_t* mh) {
-  if (long rc = env_long("FAKE_GDRAPI_PIN_FAIL", 0)) return static_cast<int>(rc);
+  if (long rc = env_long("FAKE_GDRAPI_PIN_FAIL", 0)) { return static_cast<int>(rc); }
   for (unsigned long i = 0; i < 8; ++i) {
-    if (g_pin[i].bytes) continue;
+    if (g_pin[i].bytes) { continue; }
     const uint64_t base = addr & ~(kPage - 1);
     const uint64_t end = (addr + size + kPage - 1) & ~(kPage - 1);
     g_pin[i] = {base, end - base, false};
@@ -61,7 +61,7 @@ int gdr_pin_buffer(gdr_t g, unsigned long addr, size_t size, uint64_t, uint32_t,
   return 12;  // ENOMEM
 }
 int gdr_unpin_buffer(gdr_t g, gdr_mh_t mh) {
-  if (mh.h >= 8 || !g_pin[mh.h].bytes) return 22;
+  if (mh.h >= 8 || !g_pin[mh.h].bytes) { return 22; }
   g_pin[mh.h] = {};
   --g->pins;
   return 0;
@@ -79,7 +79,7 @@ int gdr_get_info_v2(gdr_t, gdr_mh_t mh, gdr_info_v2_t* info) {
 }
 int gdr_map(gdr_t, gdr_mh_t mh, void** va, size_t size) {
   Pin& p = g_pin[mh.h];
-  if (size > p.bytes) return 22;
+  if (size > p.bytes) { return 22; }
   p.mapped = true;
   *va = reinterpret_cast<void*>(p.base);
   return 0;
@@ -93,7 +93,7 @@ int gdr_copy_to_mapping(gdr_mh_t mh, void* dst, const void* src, size_t size) {
   const long flip = env_long("FAKE_GDRAPI_FLIP_WRITE", -1);
   const uint64_t at = g_pin[mh.h].base + static_cast<uint64_t>(flip);
   const auto d = reinterpret_cast<uint64_t>(dst);
-  if (flip >= 0 && at >= d && at < d + size) *reinterpret_cast<unsigned char*>(at) ^= 0x40;
+  if (flip >= 0 && at >= d && at < d + size) { *reinterpret_cast<unsigned char*>(at) ^= 0x40; }
   return 0;
 }
 int gdr_copy_from_mapping(gdr_mh_t, void* dst, const void* src, size_t size) {
@@ -105,7 +105,7 @@ void gdr_runtime_get_version(int* major, int* minor) {
   *minor = 6;
 }
 int gdr_get_attribute(gdr_t, int attr, int* v) {
-  if (attr != 3) return 22;
+  if (attr != 3) { return 22; }
   *v = static_cast<int>(env_long("FAKE_GDRAPI_DMA_BUF", 0));
   return 0;
 }

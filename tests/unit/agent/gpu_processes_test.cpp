@@ -56,7 +56,7 @@ TEST(GpuProcesses, OwnMemoryIsOurPidPerWatchedGpu) {
 TEST(GpuProcesses, GrowsItsBufferWhenNvmlAsksForMoreRoom) {
   const UseBox box("h200-nvswitch");
   std::string rows;
-  for (int pid = 100; pid < 140; ++pid) rows += "0:" + std::to_string(pid) + ":job:1;";
+  for (int pid = 100; pid < 140; ++pid) { rows += "0:" + std::to_string(pid) + ":job:1;"; }
   FakeProcesses f(rows);
   ProcessWatch w({"0000:00:06.0"}, 0, P2PNODE_FAKE_NVML);
   EXPECT_EQ(w.sample().size(), 40u);

@@ -110,7 +110,8 @@ struct DriverState {
 // The driver's own verdict, every value NVML_FI_DEV_GET_GPU_RECOVERY_ACTION can take, by name.
 TEST(AgentHealth, EveryRecoveryActionByName) {
   const UseBox box("h200-pair-l40s");
-  const char* want[] = {"none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "recover_imex_domain", "unknown_6"};
+  const char* want[] = {"none",     "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "recover_imex_domain",
+                        "unknown_6"};
   for (unsigned a = 0; a < 7; ++a) {
     DriverState s("gpu0.recovery=" + std::to_string(a) + "\n");
     const auto r = read_health(P2PNODE_FAKE_NVML);
@@ -128,7 +129,8 @@ TEST(AgentHealth, EveryRecoveryActionByName) {
 
 TEST(AgentHealth, PcieCountersLinkAndMemory) {
   const UseBox box("h200-pair-l40s");
-  DriverState s("gpu0.replay=17\ngpu0.rollover=2\ngpu0.gen=3\ngpu0.width=8\ngpu1.pending=1\ngpu1.ecc=4\ngpu1.unc_rows=1\n");
+  DriverState s(
+      "gpu0.replay=17\ngpu0.rollover=2\ngpu0.gen=3\ngpu0.width=8\ngpu1.pending=1\ngpu1.ecc=4\ngpu1.unc_rows=1\n");
   const auto r = read_health(P2PNODE_FAKE_NVML);
   const auto& p = r.gpus[0].pcie;
   EXPECT_EQ(*p.replay, 17u);

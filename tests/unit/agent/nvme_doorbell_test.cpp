@@ -131,7 +131,7 @@ TEST(AgentNvmeDoorbell, NeverReadyTimesOutAndRestores) {
   EXPECT_GE(took, 150ms);
   EXPECT_LT(took, 2s);  // the limit, then the disable wait (also bounded), not CAP.TO's 7.5 s
   EXPECT_EQ(r.sim.doorbell_writes_at(0x1000), 0U);  // never rang a controller that is not ready
-  EXPECT_EQ(r.sim.cc & 1, 0U);                        // left disabled
+  EXPECT_EQ(r.sim.cc & 1, 0U);                      // left disabled
   EXPECT_TRUE(o.left_read);
 }
 

@@ -12,7 +12,7 @@ TEST(AgentNvmeGpuDiag, KernelVersions) {
   EXPECT_TRUE(kernel_lacks_follow_pfn("6.17.0-14-generic"));  // seed 002's Ubuntu 25.10
   EXPECT_TRUE(kernel_lacks_follow_pfn("6.10.0"));
   EXPECT_FALSE(kernel_lacks_follow_pfn("6.9.12"));
-  EXPECT_FALSE(kernel_lacks_follow_pfn("6.1.0-56-amd64"));    // Debian 12
+  EXPECT_FALSE(kernel_lacks_follow_pfn("6.1.0-56-amd64"));  // Debian 12
   EXPECT_TRUE(kernel_lacks_follow_pfn("7.0.1"));
   EXPECT_FALSE(kernel_lacks_follow_pfn(""));
 }

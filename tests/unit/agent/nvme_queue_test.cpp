@@ -36,7 +36,7 @@ TEST(AgentNvmeQueue, IdentifyControllerCommand) {
   EXPECT_EQ(b[27], 0x23);
   EXPECT_EQ(b[28], 0x01);
   EXPECT_EQ(b[40], 0x01);
-  for (std::size_t i = 32; i < 40; ++i) EXPECT_EQ(b[i], 0) << "PRP2 byte " << i;
+  for (std::size_t i = 32; i < 40; ++i) { EXPECT_EQ(b[i], 0) << "PRP2 byte " << i; }
 }
 
 TEST(AgentNvmeQueue, CompletionDecoding) {
@@ -77,7 +77,7 @@ TEST(AgentNvmeQueue, PhasePollingWrapsAndFlips) {
   EXPECT_EQ(p.advance(), 0);  // wrapped
   EXPECT_FALSE(p.expected_phase());
   EXPECT_FALSE(p.peek(cq).has_value());  // entry 0 still has last round's phase 1
-  cq[14] = 0x00;                          // posted again with phase 0
+  cq[14] = 0x00;                         // posted again with phase 0
   EXPECT_TRUE(p.peek(cq).has_value());
   // A CQ buffer shorter than the head entry is never read past.
   CompletionPoller q(4);
@@ -133,7 +133,8 @@ TEST(AgentNvmeIdentify, TextFieldsAreSanitised) {
 
 TEST(AgentNvmeCase, DriveSpecs) {
   std::string err;
-  const auto d = parse_drive_spec("bdf=0000:0b:00.0,serial=21165N801234,model=WDC PC SN530 SDBPNPZ-1T00-1002,gpu=0000:0a:00.0", err);
+  const auto d = parse_drive_spec(
+      "bdf=0000:0b:00.0,serial=21165N801234,model=WDC PC SN530 SDBPNPZ-1T00-1002,gpu=0000:0a:00.0", err);
   ASSERT_TRUE(d.has_value()) << err;
   EXPECT_EQ(d->bdf, "0000:0b:00.0");
   EXPECT_EQ(d->serial, "21165N801234");
@@ -186,17 +187,26 @@ TEST(AgentNvmeCase, DiscoveryFromSysfsAndRememberedSerials) {
   env.sysfs = (root / "sys").string();
   env.serials_json = (root / "var/nvme-serials.json").string();
   int factories = 0;
-  const auto cr = run_doorbell_case({}, {Writer::host}, [&](Writer) -> WriterFactory {
-    ++factories;
-    return nullptr;
-  }, env);
+  const auto cr = run_doorbell_case(
+      {}, {Writer::host},
+      [&](Writer) -> WriterFactory {
+        ++factories;
+        return nullptr;
+      },
+      env);
   EXPECT_EQ(cr.status, p2pnode::agent::Status::waived);
   EXPECT_NE(cr.reason.find("no NVMe drive is bound to vfio-pci"), std::string::npos);
   EXPECT_EQ(factories, 0);
   // A named drive that is on nvme: waived, never opened.
-  const auto named = run_doorbell_case({{"0000:42:00.0", "S", "", ""}}, {Writer::host}, [&](Writer) -> WriterFactory {
-    return [&](VfioNvme&, const DriveSpec&, std::string&) -> std::unique_ptr<DoorbellWriter> { ++factories; return nullptr; };
-  }, env);
+  const auto named = run_doorbell_case(
+      {{"0000:42:00.0", "S", "", ""}}, {Writer::host},
+      [&](Writer) -> WriterFactory {
+        return [&](VfioNvme&, const DriveSpec&, std::string&) -> std::unique_ptr<DoorbellWriter> {
+          ++factories;
+          return nullptr;
+        };
+      },
+      env);
   ASSERT_EQ(named.cells.size(), 1u);
   EXPECT_EQ(named.cells[0].status, p2pnode::agent::Status::waived);
   EXPECT_NE(named.cells[0].reason.find("0000:42:00.0 is on nvme, not vfio-pci: not touched"), std::string::npos);

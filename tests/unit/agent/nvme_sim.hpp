@@ -23,7 +23,7 @@ class SimController final : public RegisterFile {
   std::uint64_t cap = 0;
   std::uint32_t vs = 0x00010400, cc = 0, csts = 0, aqa = 0;
   std::uint64_t asq = 0, acq = 0;
-  int ready_after_reads = 2;    // CSTS reads until RDY follows EN; -1: never
+  int ready_after_reads = 2;  // CSTS reads until RDY follows EN; -1: never
   bool fatal_on_enable = false;
   bool ignore_doorbell = false;  // a doorbell write that never reaches the controller
   std::string serial = "P2PVM-A", model = "QEMU NVMe Ctrl", firmware = "7.2.0";
@@ -35,17 +35,28 @@ class SimController final : public RegisterFile {
 
   std::uint32_t read32(std::uint32_t off) override {
     switch (off) {
-      case kRegCap: return static_cast<std::uint32_t>(cap);
-      case kRegCap + 4: return static_cast<std::uint32_t>(cap >> 32);
-      case kRegVs: return vs;
-      case kRegCc: return cc;
-      case kRegCsts: return read_csts();
-      case kRegAqa: return aqa;
-      case kRegAsq: return static_cast<std::uint32_t>(asq);
-      case kRegAsq + 4: return static_cast<std::uint32_t>(asq >> 32);
-      case kRegAcq: return static_cast<std::uint32_t>(acq);
-      case kRegAcq + 4: return static_cast<std::uint32_t>(acq >> 32);
-      default: return 0;
+      case kRegCap:
+        return static_cast<std::uint32_t>(cap);
+      case kRegCap + 4:
+        return static_cast<std::uint32_t>(cap >> 32);
+      case kRegVs:
+        return vs;
+      case kRegCc:
+        return cc;
+      case kRegCsts:
+        return read_csts();
+      case kRegAqa:
+        return aqa;
+      case kRegAsq:
+        return static_cast<std::uint32_t>(asq);
+      case kRegAsq + 4:
+        return static_cast<std::uint32_t>(asq >> 32);
+      case kRegAcq:
+        return static_cast<std::uint32_t>(acq);
+      case kRegAcq + 4:
+        return static_cast<std::uint32_t>(acq >> 32);
+      default:
+        return 0;
     }
   }
 
@@ -53,7 +64,9 @@ class SimController final : public RegisterFile {
     writes.push_back({off, v});
     const bool enabled = (cc & 1) != 0;
     auto set_lo = [](std::uint64_t& r, std::uint32_t x) { r = (r & ~0xFFFFFFFFULL) | x; };
-    auto set_hi = [](std::uint64_t& r, std::uint32_t x) { r = (r & 0xFFFFFFFFULL) | static_cast<std::uint64_t>(x) << 32; };
+    auto set_hi = [](std::uint64_t& r, std::uint32_t x) {
+      r = (r & 0xFFFFFFFFULL) | static_cast<std::uint64_t>(x) << 32;
+    };
     switch (off) {
       case kRegCc: {
         const bool en = (v & 1) != 0;
@@ -68,20 +81,31 @@ class SimController final : public RegisterFile {
         cc = v;
         return;
       }
-      case kRegAqa: if (!enabled) aqa = v; return;
-      case kRegAsq: if (!enabled) set_lo(asq, v); return;
-      case kRegAsq + 4: if (!enabled) set_hi(asq, v); return;
-      case kRegAcq: if (!enabled) set_lo(acq, v); return;
-      case kRegAcq + 4: if (!enabled) set_hi(acq, v); return;
-      default: break;
+      case kRegAqa:
+        if (!enabled) { aqa = v; }
+        return;
+      case kRegAsq:
+        if (!enabled) { set_lo(asq, v); }
+        return;
+      case kRegAsq + 4:
+        if (!enabled) { set_hi(asq, v); }
+        return;
+      case kRegAcq:
+        if (!enabled) { set_lo(acq, v); }
+        return;
+      case kRegAcq + 4:
+        if (!enabled) { set_hi(acq, v); }
+        return;
+      default:
+        break;
     }
     // The admin SQ tail doorbell is at 0x1000 whatever DSTRD is; the CQ head doorbell after it.
-    if (off == kDoorbellBase && (csts & 1) && !ignore_doorbell) process(v);
+    if (off == kDoorbellBase && (csts & 1) && !ignore_doorbell) { process(v); }
   }
 
   std::uint32_t doorbell_writes_at(std::uint32_t off) const {
     std::uint32_t n = 0;
-    for (const auto& w : writes) n += w.offset == off ? 1 : 0;
+    for (const auto& w : writes) { n += w.offset == off ? 1 : 0; }
     return n;
   }
 
@@ -95,8 +119,8 @@ class SimController final : public RegisterFile {
     if (((csts & 1) != 0) != en && countdown_ >= 0) {
       if (countdown_ == 0) {
         csts = (csts & ~1U) | (en ? 1U : 0U);
-        if (en && fatal_on_enable) csts |= 2U;
-        if (!en) csts &= ~2U;
+        if (en && fatal_on_enable) { csts |= 2U; }
+        if (!en) { csts &= ~2U; }
       } else {
         --countdown_;
       }
@@ -105,8 +129,11 @@ class SimController final : public RegisterFile {
   }
 
   std::uint8_t* at(std::uint64_t iova, std::size_t bytes) {  // nullptr: an IOMMU fault
-    for (std::size_t i = 0; i < dma.pages.size(); ++i)
-      if (iova >= dma.pages[i] && iova + bytes <= dma.pages[i] + 4096) return dma.host + i * 4096 + (iova - dma.pages[i]);
+    for (std::size_t i = 0; i < dma.pages.size(); ++i) {
+      if (iova >= dma.pages[i] && iova + bytes <= dma.pages[i] + 4096) {
+        return dma.host + i * 4096 + (iova - dma.pages[i]);
+      }
+    }
     return nullptr;
   }
 
@@ -115,7 +142,7 @@ class SimController final : public RegisterFile {
     const int cq_n = static_cast<int>((aqa >> 16) & 0xFFF) + 1;
     while (sq_head_ != static_cast<int>(tail)) {
       std::uint8_t* e = at(asq + static_cast<std::uint64_t>(sq_head_) * kSqEntryBytes, kSqEntryBytes);
-      if (e == nullptr) return;
+      if (e == nullptr) { return; }
       std::uint32_t dw[16];
       std::memcpy(dw, e, sizeof dw);
       sq_head_ = (sq_head_ + 1) % sq_n;
@@ -136,7 +163,7 @@ class SimController final : public RegisterFile {
         ++other_commands;
       }
       std::uint8_t* c = at(acq + static_cast<std::uint64_t>(cq_tail_) * kCqEntryBytes, kCqEntryBytes);
-      if (c == nullptr) return;
+      if (c == nullptr) { return; }
       std::memset(c, 0, 8);
       const auto head = static_cast<std::uint16_t>(sq_head_);
       const std::uint16_t sqid = 0;

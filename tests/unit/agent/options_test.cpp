@@ -34,9 +34,30 @@ TEST(AgentOptions, Defaults) {
 }
 
 TEST(AgentOptions, AllOptions) {
-  const auto r = parse({"--format", "table", "--cases", "latency,integrity", "--pairs", "0:1,1:0", "--size", "64MiB",
-                        "--host-size", "1M", "--iterations", "5", "--copies", "4", "--warmup", "1", "--time-budget",
-                        "2.5", "--mode", "rounds", "--seed", "42", "--inject-corruption", "1:0"});
+  const auto r = parse({"--format",
+                        "table",
+                        "--cases",
+                        "latency,integrity",
+                        "--pairs",
+                        "0:1,1:0",
+                        "--size",
+                        "64MiB",
+                        "--host-size",
+                        "1M",
+                        "--iterations",
+                        "5",
+                        "--copies",
+                        "4",
+                        "--warmup",
+                        "1",
+                        "--time-budget",
+                        "2.5",
+                        "--mode",
+                        "rounds",
+                        "--seed",
+                        "42",
+                        "--inject-corruption",
+                        "1:0"});
   ASSERT_TRUE(r.options.has_value()) << r.message;
   const Options& o = *r.options;
   EXPECT_EQ(o.format, Format::table);
@@ -56,20 +77,20 @@ TEST(AgentOptions, AllOptions) {
 
 TEST(AgentOptions, UsageErrorsExitTwo) {
   for (const auto& args : std::vector<std::vector<const char*>>{{"--bogus"},
-                                                                 {"--cases", "nope"},
-                                                                 {"--size", "12XB"},
-                                                                 {"--size", "0"},
-                                                                 {"--size", "1K"},
-                                                                 {"--mode", "parallel"},
-                                                                 {"--iterations", "0"},
-                                                                 {"--pairs", "0-1"},
-                                                                 {"--inject-corruption", "0:1,1:0"},
-                                                                 // "all" and an empty list would mean every pair
-                                                                 // of 2^20 GPUs while the shape is checked
-                                                                 {"--inject-corruption", "all"},
-                                                                 {"--inject-corruption", ""},
-                                                                 {"--pairs", ""},
-                                                                 {"--format", "xml"}}) {
+                                                                {"--cases", "nope"},
+                                                                {"--size", "12XB"},
+                                                                {"--size", "0"},
+                                                                {"--size", "1K"},
+                                                                {"--mode", "parallel"},
+                                                                {"--iterations", "0"},
+                                                                {"--pairs", "0-1"},
+                                                                {"--inject-corruption", "0:1,1:0"},
+                                                                // "all" and an empty list would mean every pair
+                                                                // of 2^20 GPUs while the shape is checked
+                                                                {"--inject-corruption", "all"},
+                                                                {"--inject-corruption", ""},
+                                                                {"--pairs", ""},
+                                                                {"--format", "xml"}}) {
     const auto r = parse(args);
     EXPECT_FALSE(r.options.has_value()) << args[0];
     EXPECT_EQ(r.exit_code, 2) << args[0];
@@ -107,9 +128,9 @@ TEST(AgentOptions, NvmeDoorbellOptions) {
   EXPECT_EQ(d.options->writer, "both");
   EXPECT_EQ(d.options->nvme_ready_timeout_ms, 10000);
   EXPECT_EQ(d.options->nvme_completion_timeout_ms, 2000);
-  const auto r = parse({"--nvme", "bdf=0000:0b:00.0,serial=21165N801234,gpu=0000:0a:00.0", "--nvme",
-                        "bdf=0000:0c:00.0,serial=X", "--writer", "gpu", "--nvme-ready-timeout-ms", "500",
-                        "--nvme-completion-timeout-ms", "250"});
+  const auto r =
+      parse({"--nvme", "bdf=0000:0b:00.0,serial=21165N801234,gpu=0000:0a:00.0", "--nvme", "bdf=0000:0c:00.0,serial=X",
+             "--writer", "gpu", "--nvme-ready-timeout-ms", "500", "--nvme-completion-timeout-ms", "250"});
   ASSERT_TRUE(r.options.has_value()) << r.message;
   EXPECT_EQ(r.options->nvme.size(), 2u);
   EXPECT_EQ(r.options->nvme[1], "bdf=0000:0c:00.0,serial=X");

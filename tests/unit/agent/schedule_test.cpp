@@ -11,9 +11,7 @@ namespace {
 std::set<std::pair<int, int>> as_set(const std::vector<Round>& rounds) {
   std::set<std::pair<int, int>> s;
   for (const auto& r : rounds) {
-    for (const auto& p : r) {
-      s.insert({p.src, p.dst});
-    }
+    for (const auto& p : r) { s.insert({p.src, p.dst}); }
   }
   return s;
 }
@@ -35,16 +33,12 @@ TEST(AgentSchedule, CircleRoundsCoverEveryPairOnceAndAreDisjoint) {
     for (const auto& r : rounds) {
       EXPECT_TRUE(is_disjoint(r)) << "n=" << n;
       EXPECT_EQ(static_cast<int>(r.size()), n / 2) << "n=" << n;
-      for (const auto& p : r) {
-        EXPECT_LT(p.src, p.dst);
-      }
+      for (const auto& p : r) { EXPECT_LT(p.src, p.dst); }
       total += r.size();
     }
     EXPECT_EQ(total, static_cast<std::size_t>(n * (n - 1) / 2)) << "n=" << n;
     std::set<std::pair<int, int>> want;
-    for (const auto& p : unordered_pairs(n)) {
-      want.insert({p.src, p.dst});
-    }
+    for (const auto& p : unordered_pairs(n)) { want.insert({p.src, p.dst}); }
     EXPECT_EQ(as_set(rounds), want) << "n=" << n;
   }
   EXPECT_TRUE(circle_rounds(1).empty());
@@ -62,17 +56,13 @@ TEST(AgentSchedule, UnidirectionalStepsBothDirections) {
   const auto all = ordered_pairs(4);
   const auto serial = unidirectional_steps(4, Mode::serial, all);
   EXPECT_EQ(serial.size(), 12U);
-  for (const auto& s : serial) {
-    EXPECT_EQ(s.size(), 1U);
-  }
+  for (const auto& s : serial) { EXPECT_EQ(s.size(), 1U); }
   const auto rounds = unidirectional_steps(4, Mode::rounds, all);
   EXPECT_EQ(rounds.size(), 6U);  // 2 (n - 1)
   std::set<std::pair<int, int>> seen;
   for (const auto& s : rounds) {
     EXPECT_TRUE(is_disjoint(s));
-    for (const auto& p : s) {
-      EXPECT_TRUE(seen.insert({p.src, p.dst}).second);
-    }
+    for (const auto& p : s) { EXPECT_TRUE(seen.insert({p.src, p.dst}).second); }
   }
   EXPECT_EQ(seen.size(), 12U);
 }
@@ -124,7 +114,8 @@ TEST(AgentSchedule, AutoModeIsRoundsOnlyWhenEveryPairHasNvlink) {
   EXPECT_EQ(c.mode, Mode::serial);
   EXPECT_NE(c.reason.find("GPU 0 and GPU 2"), std::string::npos) << c.reason;
   // Only the bridged pairs selected: rounds.
-  c = choose_mode({{0, 1}, {1, 0}, {2, 3}}, [](int a, int b) -> std::optional<int> { return (a / 2 == b / 2) ? 4 : 0; });
+  c = choose_mode({{0, 1}, {1, 0}, {2, 3}},
+                  [](int a, int b) -> std::optional<int> { return (a / 2 == b / 2) ? 4 : 0; });
   EXPECT_EQ(c.mode, Mode::rounds);
   // Unknown (no NVML): serial.
   c = choose_mode(all4, [](int, int) -> std::optional<int> { return std::nullopt; });

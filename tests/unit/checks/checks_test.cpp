@@ -28,14 +28,16 @@ Profile profile_file(const std::string& rel) {
 }
 
 const Finding* find(const std::vector<Finding>& fs, const std::string& check, const std::string& subject) {
-  for (const auto& f : fs)
-    if (f.check == check && f.subject == subject) return &f;
+  for (const auto& f : fs) {
+    if (f.check == check && f.subject == subject) { return &f; }
+  }
   return nullptr;
 }
 
 PciDevice* mut(Inventory& inv, const std::string& bdf) {
-  for (auto& d : inv.devices)
-    if (d.bdf == bdf) return &d;
+  for (auto& d : inv.devices) {
+    if (d.bdf == bdf) { return &d; }
+  }
   return nullptr;
 }
 }  // namespace
@@ -47,9 +49,10 @@ TEST(Checks, RegistryHasStableUniqueIds) {
     EXPECT_FALSE(c.description.empty()) << c.id;
     EXPECT_NE(c.run, nullptr);
   }
-  for (const char* want : {"rebar.aperture", "rebar.capability", "iommu.mode", "iommu.noiommu_support",
-                           "pcie.acs", "pcie.link", "pcie.topology", "gpu.models", "driver.state"})
+  for (const char* want : {"rebar.aperture", "rebar.capability", "iommu.mode", "iommu.noiommu_support", "pcie.acs",
+                           "pcie.link", "pcie.topology", "gpu.models", "driver.state"}) {
     EXPECT_NE(std::find(ids.begin(), ids.end(), want), ids.end()) << want;
+  }
   auto sorted = ids;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
@@ -59,7 +62,7 @@ TEST(Checks, RealH100PassesWithItsProfile) {
   const auto inv = probe_fixture("h100-1gpu");
   const auto fs = run_all_checks(profile_file("profiles/h100-1gpu.yaml"), inv);
   ASSERT_FALSE(fs.empty());
-  for (const auto& f : fs) EXPECT_EQ(f.severity, Severity::ok) << f.check << " " << f.subject << ": " << f.summary;
+  for (const auto& f : fs) { EXPECT_EQ(f.severity, Severity::ok) << f.check << " " << f.subject << ": " << f.summary; }
   const Finding* cap = find(fs, "rebar.capability", "0000:00:06.0");
   ASSERT_NE(cap, nullptr);
   EXPECT_EQ(cap->observed["capability"], "hidden");  // virtualised: masked, not absent
@@ -78,9 +81,8 @@ TEST(Checks, BiosDefaultBoxHasApertureIommuAndAcsErrors) {
   ASSERT_NE(io, nullptr);
   EXPECT_EQ(io->severity, Severity::error);
   EXPECT_THAT(io->remediation, ::testing::HasSubstr("512 MiB"));
-  const bool acs_error = std::any_of(fs.begin(), fs.end(), [](const Finding& f) {
-    return f.check == "pcie.acs" && f.severity == Severity::error;
-  });
+  const bool acs_error = std::any_of(
+      fs.begin(), fs.end(), [](const Finding& f) { return f.check == "pcie.acs" && f.severity == Severity::error; });
   EXPECT_TRUE(acs_error);
   EXPECT_EQ(worst(fs), Severity::error);
 }
@@ -177,7 +179,7 @@ TEST(Checks, AcsPolicyAnyOnlyWarns) {
   const auto inv = probe_fixture("tinybox-6x4090-bios-default");
   Profile p = profile_file("profiles/tinybox-6x4090.yaml");
   p.platform.acs = AcsPolicy::any;
-  for (const auto& f : check_pcie_acs(p, inv)) EXPECT_NE(f.severity, Severity::error) << f.subject;
+  for (const auto& f : check_pcie_acs(p, inv)) { EXPECT_NE(f.severity, Severity::error) << f.subject; }
 }
 
 TEST(Checks, P2PTypeOptionPerDriverBranch) {
@@ -211,7 +213,7 @@ TEST(Checks, EveryNonOkFindingSaysWhatToDo) {
   for (const char* fx : {"tinybox-6x4090-bios-default", "rebar-not-resized", "gpu-link-x8", "mixed-4090-4060ti"}) {
     const auto inv = probe_fixture(fx);
     for (const auto& f : run_all_checks(profile_file("tests/profiles/two-4090.yaml"), inv)) {
-      if (f.severity == Severity::ok) continue;
+      if (f.severity == Severity::ok) { continue; }
       EXPECT_FALSE(f.remediation.empty()) << fx << " " << f.check << " " << f.subject;
       EXPECT_FALSE(f.summary.empty()) << fx << " " << f.check;
     }
@@ -221,7 +223,8 @@ TEST(Checks, EveryNonOkFindingSaysWhatToDo) {
 // A profile forced on a box (check --profile) was never matched against it: gpu.models compares its
 // device ids (a 5090 profile on the recorded 6×4090 said "ok 6 × GeForce RTX 4090").
 TEST(Checks, AForcedProfileForOtherGpusIsAnError) {
-  const Inventory inv = probe::probe_inventory(sys::SysRoot(std::string(P2PNODE_SOURCE_DIR) + "/tests/fixtures/tinybox-6x4090"));
+  const Inventory inv =
+      probe::probe_inventory(sys::SysRoot(std::string(P2PNODE_SOURCE_DIR) + "/tests/fixtures/tinybox-6x4090"));
   Profile p;
   p.match.gpus = GpuMatch{0x10de, {0x2b85}, std::nullopt};
   const auto f = checks::check_gpu_models(p, inv);

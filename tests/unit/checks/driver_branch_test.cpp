@@ -30,7 +30,9 @@ TEST(DriverBranch, A5090BoxWith550IsAnErrorNamingBranch570) {
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].severity, Severity::error);
   EXPECT_NE(fs[0].summary.find("cannot drive 10de:2b85, a Blackwell (GB20x) GPU: the first branch that supports it "
-                               "is 570"), std::string::npos) << fs[0].summary;
+                               "is 570"),
+            std::string::npos)
+      << fs[0].summary;
   EXPECT_NE(fs[0].summary.find("(4 GPUs)"), std::string::npos);
   EXPECT_EQ(fs[0].expected["branch_at_least"], 570);
   EXPECT_EQ(fs[0].observed["not_driven"].size(), 4u);
@@ -57,10 +59,11 @@ TEST(DriverBranch, A5090BoxWith57086IsAnErrorNaming57564) {
   ASSERT_EQ(fs.size(), 2u);
   EXPECT_EQ(fs[0].severity, Severity::ok);  // 570 drives the 5090
   EXPECT_EQ(fs[1].severity, Severity::error);
-  EXPECT_EQ(fs[1].summary,
-            "the P2P branch of 570.86.16 does not bring P2P to 10de:2b85 (RTX 5090 / GB202): aikitoria's 570.86.16-p2p is "
-            "a 4090 tree (its README: \"P2P for 4090\"), and tinygrad's 570.124.06/570.148.08-p2p leave 5090 P2P disabled "
-            "(tinygrad#42, #44); the first branch that does is aikitoria's 575.64.05-p2p (575.64.05 or later) (4 GPUs)");
+  EXPECT_EQ(
+      fs[1].summary,
+      "the P2P branch of 570.86.16 does not bring P2P to 10de:2b85 (RTX 5090 / GB202): aikitoria's 570.86.16-p2p is "
+      "a 4090 tree (its README: \"P2P for 4090\"), and tinygrad's 570.124.06/570.148.08-p2p leave 5090 P2P disabled "
+      "(tinygrad#42, #44); the first branch that does is aikitoria's 575.64.05-p2p (575.64.05 or later) (4 GPUs)");
   EXPECT_EQ(fs[1].observed["without_p2p"].size(), 4u);
   EXPECT_NE(fs[1].remediation.find("595.71.05-p2p or 610.57.04-p2p"), std::string::npos) << fs[1].remediation;
 
@@ -108,8 +111,9 @@ TEST(DriverBranch, BranchTableByCard) {
   EXPECT_NE(nvidia::branch_cannot_bring_p2p(0x2d04, "575.64.05"), std::nullopt);
   EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2d04, "580.95.05"), std::nullopt);
   EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2d04, "610.57.04"), std::nullopt);
-  for (const std::uint16_t id : std::initializer_list<std::uint16_t>{0x2204, 0x2684, 0x2bb1, 0x2b85, 0x2d04})
+  for (const std::uint16_t id : std::initializer_list<std::uint16_t>{0x2204, 0x2684, 0x2bb1, 0x2b85, 0x2d04}) {
     EXPECT_FALSE(nvidia::find_p2p_card(id)->source.empty()) << id;
+  }
   EXPECT_EQ(nvidia::branch_cannot_bring_p2p(0x2330, "550.90.07"), std::nullopt);  // H100: native, not in the table
   EXPECT_EQ(compare_driver_versions("570.86.16", "575.64.05"), -1);
   EXPECT_EQ(compare_driver_versions("610.43.03", "610.43.03"), 0);
@@ -119,8 +123,9 @@ TEST(DriverBranch, BranchTableByCard) {
 // A box that pairs a 4090 with 5090s is told that the module alone does not make them peer.
 TEST(DriverBranch, MixedGenerationsAreToldWhatTheyNeed) {
   Inventory inv = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/epyc-4x5090"));
-  for (auto& d : inv.devices)
-    if (d.bdf == "0000:01:00.0") d.device = 0x2684;
+  for (auto& d : inv.devices) {
+    if (d.bdf == "0000:01:00.0") { d.device = 0x2684; }
+  }
   Profile p = load("tests/profiles/four-5090-550.yaml");
   p.driver->version = "575.64.05";
   const auto fs = checks::check_driver_branch(p, inv);
@@ -128,7 +133,8 @@ TEST(DriverBranch, MixedGenerationsAreToldWhatTheyNeed) {
   EXPECT_EQ(fs[2].subject, "generations");
   EXPECT_EQ(fs[2].severity, Severity::warning);
   EXPECT_NE(fs[2].summary.find("mixes GPU generations (Ada and Blackwell)"), std::string::npos) << fs[2].summary;
-  EXPECT_NE(fs[2].summary.find("aikitoria's 610.57.04-p2p ships patch-libcuda-p2p.py"), std::string::npos) << fs[2].summary;
+  EXPECT_NE(fs[2].summary.find("aikitoria's 610.57.04-p2p ships patch-libcuda-p2p.py"), std::string::npos)
+      << fs[2].summary;
 }
 
 TEST(DriverBranch, WithoutAProfileDriverTheLoadedModuleIsJudged) {
@@ -153,7 +159,8 @@ TEST(DriverBranch, PlanAndApplyRefuseTheModuleStepBeforeAnyDownload) {
   const auto steps = action->plan(p, inv, fixture);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_TRUE(steps[0].needs_operator);
-  EXPECT_EQ(steps[0].description.rfind("refused: 0000:01:00.0: driver 550.90.07 (branch 550) cannot drive 10de:2b85", 0), 0u)
+  EXPECT_EQ(
+      steps[0].description.rfind("refused: 0000:01:00.0: driver 550.90.07 (branch 550) cannot drive 10de:2b85", 0), 0u)
       << steps[0].description;
 
   // apply: refused, and no command ran (no git clone, no dkms) and nothing was written.
@@ -173,41 +180,47 @@ TEST(DriverBranch, PlanAndApplyRefuseTheModuleStepBeforeAnyDownload) {
 // naming the branch; a 4090 among them is a warning (mixed generations), never a claim of no P2P.
 TEST(DriverBranch, AProSixThousandBeside5090sOn59571Passes) {
   Inventory inv = probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/epyc-4x5090"));
-  for (auto& d : inv.devices)
-    if (d.bdf == "0000:01:00.0") d.device = 0x2bb1;
+  for (auto& d : inv.devices) {
+    if (d.bdf == "0000:01:00.0") { d.device = 0x2bb1; }
+  }
   Profile p = load("tests/profiles/four-5090-550.yaml");
   p.driver->version = "595.71.05";
   p.match.gpus->devices = {0x2b85, 0x2bb1};
   auto branch = checks::check_driver_branch(p, inv);
-  for (const auto& f : branch) EXPECT_EQ(f.severity, Severity::ok) << f.subject << ": " << f.summary;
+  for (const auto& f : branch) { EXPECT_EQ(f.severity, Severity::ok) << f.subject << ": " << f.summary; }
   ASSERT_EQ(branch.size(), 2u);
-  EXPECT_EQ(branch[1].summary, "the P2P branch of 595.71.05 brings P2P to every GPU (RTX 5090 / GB202, RTX PRO 6000 Blackwell)");
+  EXPECT_EQ(branch[1].summary,
+            "the P2P branch of 595.71.05 brings P2P to every GPU (RTX 5090 / GB202, RTX PRO 6000 Blackwell)");
   auto models = checks::check_gpu_models(p, inv);
   ASSERT_EQ(models.size(), 1u);
   EXPECT_EQ(models[0].severity, Severity::ok) << models[0].summary;
-  EXPECT_NE(models[0].summary.find("different models of one generation (Blackwell) peer from aikitoria's 595.71.05-p2p on "
-                                   "(its README)"),
-            std::string::npos)
+  EXPECT_NE(
+      models[0].summary.find("different models of one generation (Blackwell) peer from aikitoria's 595.71.05-p2p on "
+                             "(its README)"),
+      std::string::npos)
       << models[0].summary;
 
   p.driver->version = "580.95.05";
   models = checks::check_gpu_models(p, inv);
   EXPECT_EQ(models[0].severity, Severity::error);
-  EXPECT_NE(models[0].summary.find("they peer only from aikitoria's 595.71.05-p2p on (its README); on 580.95.05-p2p they "
-                                   "did not (aikitoria#13)"),
-            std::string::npos)
+  EXPECT_NE(
+      models[0].summary.find("they peer only from aikitoria's 595.71.05-p2p on (its README); on 580.95.05-p2p they "
+                             "did not (aikitoria#13)"),
+      std::string::npos)
       << models[0].summary;
   branch = checks::check_driver_branch(p, inv);
   EXPECT_EQ(branch[1].severity, Severity::error);
   EXPECT_NE(branch[1].summary.find("the first branch that does is aikitoria's 595.71.05-p2p"), std::string::npos)
       << branch[1].summary;
 
-  for (auto& d : inv.devices)
-    if (d.bdf == "0000:01:00.0") d.device = 0x2684;
+  for (auto& d : inv.devices) {
+    if (d.bdf == "0000:01:00.0") { d.device = 0x2684; }
+  }
   p.match.gpus->devices = {0x2b85, 0x2684};
   p.driver->version = "610.57.04";
   models = checks::check_gpu_models(p, inv);
   EXPECT_EQ(models[0].severity, Severity::warning);
-  EXPECT_NE(models[0].summary.find("mixed GPU generations (Ada and Blackwell)"), std::string::npos) << models[0].summary;
+  EXPECT_NE(models[0].summary.find("mixed GPU generations (Ada and Blackwell)"), std::string::npos)
+      << models[0].summary;
   EXPECT_NE(models[0].remediation.find("patch-libcuda-p2p.py"), std::string::npos);
 }

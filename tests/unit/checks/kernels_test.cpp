@@ -50,8 +50,9 @@ Profile profile() {
 }
 
 const Finding* for_kernel(const std::vector<Finding>& fs, const std::string& k) {
-  for (const auto& f : fs)
-    if (f.subject == k) return &f;
+  for (const auto& f : fs) {
+    if (f.subject == k) { return &f; }
+  }
   return nullptr;
 }
 
@@ -84,19 +85,23 @@ TEST(DriverKernels, TwoKernelsOneBuildFailedThenApplied) {
                               "failed: "),
             std::string::npos)
       << bad->summary;
-  EXPECT_NE(bad->summary.find("nv-pci.c:234:9: error: too few arguments to function"), std::string::npos) << bad->summary;
+  EXPECT_NE(bad->summary.find("nv-pci.c:234:9: error: too few arguments to function"), std::string::npos)
+      << bad->summary;
   EXPECT_NE(bad->summary.find("a reboot now would come up without P2P"), std::string::npos);
-  EXPECT_NE(bad->remediation.find("known breakage pci-resize-resource-exclude-bars"), std::string::npos) << bad->remediation;
+  EXPECT_NE(bad->remediation.find("known breakage pci-resize-resource-exclude-bars"), std::string::npos)
+      << bad->remediation;
   EXPECT_NE(bad->remediation.find("{builtin: pci-resize-resource-exclude-bars}"), std::string::npos);
   EXPECT_EQ(bad->observed["next_boot_how"], "the newest /boot/vmlinuz-* (6.1.0-56-amd64)");
 
   engine::RecordedState s;
-  for (const auto& x : f) s.findings.push_back(to_json(x));
+  for (const auto& x : f) { s.findings.push_back(to_json(x)); }
   auto m = engine::render_metrics(s, engine::Runtime{});
-  EXPECT_NE(m.find("p2pnode_kernel_module_installed{kernel=\"6.1.0-56-amd64\",next_boot=\"true\",running=\"false\",version=\"550.90.07\"} 0"),
+  EXPECT_NE(m.find("p2pnode_kernel_module_installed{kernel=\"6.1.0-56-amd64\",next_boot=\"true\",running=\"false\","
+                   "version=\"550.90.07\"} 0"),
             std::string::npos)
       << m;
-  EXPECT_NE(m.find("p2pnode_kernel_module_installed{kernel=\"6.1.0-55-amd64\",next_boot=\"false\",running=\"true\",version=\"550.90.07\"} 1"),
+  EXPECT_NE(m.find("p2pnode_kernel_module_installed{kernel=\"6.1.0-55-amd64\",next_boot=\"false\",running=\"true\","
+                   "version=\"550.90.07\"} 1"),
             std::string::npos);
 
   // After `apply` (with the builtin patch) built 6.1.0-56 and dropped the failed log.
@@ -105,11 +110,12 @@ TEST(DriverKernels, TwoKernelsOneBuildFailedThenApplied) {
   inv = probe::probe_inventory(root);
   f = check_driver_kernels(profile(), inv);
   ASSERT_EQ(f.size(), 2u);
-  for (const auto& x : f) EXPECT_EQ(x.severity, Severity::ok) << x.subject << ": " << x.summary;
+  for (const auto& x : f) { EXPECT_EQ(x.severity, Severity::ok) << x.subject << ": " << x.summary; }
   s.findings = nlohmann::json::array();
-  for (const auto& x : f) s.findings.push_back(to_json(x));
+  for (const auto& x : f) { s.findings.push_back(to_json(x)); }
   m = engine::render_metrics(s, engine::Runtime{});
-  EXPECT_NE(m.find("p2pnode_kernel_module_installed{kernel=\"6.1.0-56-amd64\",next_boot=\"true\",running=\"false\",version=\"550.90.07\"} 1"),
+  EXPECT_NE(m.find("p2pnode_kernel_module_installed{kernel=\"6.1.0-56-amd64\",next_boot=\"true\",running=\"false\","
+                   "version=\"550.90.07\"} 1"),
             std::string::npos);
 }
 
@@ -124,12 +130,12 @@ TEST(DriverKernels, NoHeadersAndNeverBuiltSayWhatToDo) {
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(for_kernel(f, "6.1.0-56-amd64")->remediation,
             "Install linux-headers-6.1.0-56-amd64, then `p2pnode apply` (it builds for every kernel with headers).");
-  EXPECT_EQ(for_kernel(f, "6.1.0-57-amd64")->summary, "nvidia-p2p/550.90.07 is not built for 6.1.0-57-amd64 (next boot); a reboot now would come up without P2P");
+  EXPECT_EQ(for_kernel(f, "6.1.0-57-amd64")->summary,
+            "nvidia-p2p/550.90.07 is not built for 6.1.0-57-amd64 (next boot); a reboot now would come up without P2P");
   // No kernel_module in the profile: nothing to say.
   Profile none;
   EXPECT_TRUE(check_driver_kernels(none, inv).empty());
 }
-
 
 // A Debian 13 node that took trixie-backports' 7.3.4 (its headers as recorded from the real
 // packages) beside 6.12.117: the 550.90.07-p2p profile is an error on 7.3.4 before any build, naming
@@ -150,18 +156,19 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
   const Finding* on73 = for_kernel(f, k73);
   ASSERT_NE(on73, nullptr);
   EXPECT_EQ(on73->severity, Severity::error);
-  EXPECT_EQ(on73->summary.rfind("nvidia-p2p/550.90.07 will not build for " + k73 + " (next boot): known breakage "
-                                "extra-cflags-ignored will stop the build of 550.90.07 on " + k73 +
-                                ": Kbuild stopped reading EXTRA_CFLAGS in 6.15",
+  EXPECT_EQ(on73->summary.rfind("nvidia-p2p/550.90.07 will not build for " + k73 +
+                                    " (next boot): known breakage "
+                                    "extra-cflags-ignored will stop the build of 550.90.07 on " +
+                                    k73 + ": Kbuild stopped reading EXTRA_CFLAGS in 6.15",
                                 0),
             0u)
       << on73->summary;
-  EXPECT_EQ(on73->observed["build_stops"],
-            (nlohmann::json{"extra-cflags-ignored", "kbuild-extmod-cwd", "module-import-ns-string", "drm-driver-date",
-                            "del-timer-sync-removed", "hrtimer-init-removed", "drm-mode-valid-const",
-                            "drm-fb-create-format-info", "dev-pagemap-page-free-renamed", "strncpy-removed",
-                            "drm-atomic-state-renamed",
-                            "pci-resize-resource-exclude-bars", "drm-output-poll-changed"}));
+  EXPECT_EQ(
+      on73->observed["build_stops"],
+      (nlohmann::json{"extra-cflags-ignored", "kbuild-extmod-cwd", "module-import-ns-string", "drm-driver-date",
+                      "del-timer-sync-removed", "hrtimer-init-removed", "drm-mode-valid-const",
+                      "drm-fb-create-format-info", "dev-pagemap-page-free-renamed", "strncpy-removed",
+                      "drm-atomic-state-renamed", "pci-resize-resource-exclude-bars", "drm-output-poll-changed"}));
   EXPECT_NE(on73->remediation.find("No NVIDIA release is known to build on " + k73 + " as released: no release is " +
                                    "recorded as fixing pahole-awk-gen-btf (known up to 595.45.04). 595.45.04 with the "
                                    "builtin patches of-gpio-h-removed, strncpy-removed, drm-atomic-state-renamed, "
@@ -172,15 +179,19 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
   // 6.12.117: the exclude_bars argument (and the 550 branch's output_poll_changed), both builtin-fixable.
   const Finding* on612 = for_kernel(f, k612);
   ASSERT_NE(on612, nullptr);
-  EXPECT_EQ(on612->observed["build_stops"], (nlohmann::json{"pci-resize-resource-exclude-bars", "drm-output-poll-changed"}));
+  EXPECT_EQ(on612->observed["build_stops"],
+            (nlohmann::json{"pci-resize-resource-exclude-bars", "drm-output-poll-changed"}));
   EXPECT_EQ(on612->observed["first_release_that_builds"], "580.126.09");
   const auto stops = nvidia::build_stops(inv, *profile().driver);
   ASSERT_EQ(stops.size(), 2u);
-  EXPECT_EQ(stops[0].rfind(k73 + ": known breakage extra-cflags-ignored will stop the build of 550.90.07", 0), 0u) << stops[0];
-  EXPECT_NE(stops[0].find(". No NVIDIA release is known to build on " + k73 + " as released: no release is recorded as "
-                          "fixing pahole-awk-gen-btf (known up to 595.45.04). 595.45.04 with the builtin patches "
-                          "of-gpio-h-removed, strncpy-removed, drm-atomic-state-renamed, pahole-awk-gen-btf builds there"),
-            std::string::npos)
+  EXPECT_EQ(stops[0].rfind(k73 + ": known breakage extra-cflags-ignored will stop the build of 550.90.07", 0), 0u)
+      << stops[0];
+  EXPECT_NE(
+      stops[0].find(". No NVIDIA release is known to build on " + k73 +
+                    " as released: no release is recorded as "
+                    "fixing pahole-awk-gen-btf (known up to 595.45.04). 595.45.04 with the builtin patches "
+                    "of-gpio-h-removed, strncpy-removed, drm-atomic-state-renamed, pahole-awk-gen-btf builds there"),
+      std::string::npos)
       << stops[0];
 
   // The same box with aikitoria's 575.64.05-p2p: 7.3.4 still stops it (fb_create, pfn_t, strncpy,
@@ -191,9 +202,10 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
   on73 = for_kernel(f575, k73);
   ASSERT_NE(on73, nullptr);
   EXPECT_EQ(on73->severity, Severity::error) << on73->summary;
-  EXPECT_EQ(on73->observed["build_stops"], (nlohmann::json{"drm-fb-create-format-info", "pfn-t-removed", "dev-pagemap-page-free-renamed",
-                                                           "strncpy-removed", "drm-atomic-state-renamed", "pahole-awk-gen-btf",
-                                                           "pci-resize-resource-exclude-bars"}));
+  EXPECT_EQ(
+      on73->observed["build_stops"],
+      (nlohmann::json{"drm-fb-create-format-info", "pfn-t-removed", "dev-pagemap-page-free-renamed", "strncpy-removed",
+                      "drm-atomic-state-renamed", "pahole-awk-gen-btf", "pci-resize-resource-exclude-bars"}));
 }
 
 // Modules that shadow the patched build: the .run installer's nvidia.ko in updates/dkms (not from
@@ -207,8 +219,9 @@ TEST(DriverKernels, ModulesThatShadowTheDkmsBuildAreFound) {
   fs::create_directories(r.dir / "lib/modules" / k / "build");
   r.write("lib/modules/" + k + "/updates/dkms/nvidia.ko.xz", "run");  // the .run installer's, no DKMS record
   r.write("lib/modules/" + k + "/kernel/drivers/video/nvidia-uvm.ko", "run");
-  r.write("lib/modules/" + k + "/modules.dep", "kernel/drivers/video/nvidia-uvm.ko: updates/dkms/nvidia.ko.xz\n"
-                                               "updates/dkms/nvidia.ko.xz:\n");
+  r.write("lib/modules/" + k + "/modules.dep",
+          "kernel/drivers/video/nvidia-uvm.ko: updates/dkms/nvidia.ko.xz\n"
+          "updates/dkms/nvidia.ko.xz:\n");
   const sys::SysRoot root(r.dir);
   Inventory inv = probe::probe_inventory(root);
   ASSERT_EQ(inv.kernels.kernels.size(), 1u);
@@ -217,15 +230,19 @@ TEST(DriverKernels, ModulesThatShadowTheDkmsBuildAreFound) {
   EXPECT_EQ(ik.modprobe_nvidia, "/lib/modules/" + k + "/updates/dkms/nvidia.ko.xz");
   auto f = check_driver_kernels(profile(), inv);
   const Finding* w = nullptr;
-  for (const auto& x : f)
-    if (x.observed.contains("from_dkms")) w = &x;
+  for (const auto& x : f) {
+    if (x.observed.contains("from_dkms")) { w = &x; }
+  }
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->severity, Severity::warning);
-  EXPECT_EQ(w->summary, "/lib/modules/" + k + "/updates/dkms/nvidia.ko.xz on " + k + " was not installed by DKMS (the .run "
-                        "installer's copy) and lies in updates/, where DKMS installs nvidia-p2p/550.90.07 and modprobe looks first");
+  EXPECT_EQ(
+      w->summary,
+      "/lib/modules/" + k + "/updates/dkms/nvidia.ko.xz on " + k +
+          " was not installed by DKMS (the .run "
+          "installer's copy) and lies in updates/, where DKMS installs nvidia-p2p/550.90.07 and modprobe looks first");
   EXPECT_EQ(w->remediation, "Run `p2pnode apply`: before DKMS builds nvidia-p2p/550.90.07 it moves /lib/modules/" + k +
-                            "/updates/dkms/nvidia.ko.xz to /var/lib/p2pnode/shadowed/" + k +
-                            "/ (a backup, never deleted), and DKMS's install runs depmod.");
+                                "/updates/dkms/nvidia.ko.xz to /var/lib/p2pnode/shadowed/" + k +
+                                "/ (a backup, never deleted), and DKMS's install runs depmod.");
 
   // The DKMS build installed beside a .run copy in kernel/drivers/video that modules.dep still names
   // (depmod not rerun): an error; the same copy outranked by the DKMS build: nothing.
@@ -241,15 +258,22 @@ TEST(DriverKernels, ModulesThatShadowTheDkmsBuildAreFound) {
             (std::vector<std::string>{"/lib/modules/" + k + "/kernel/drivers/video/nvidia.ko"}));
   f = check_driver_kernels(profile(), inv);
   w = nullptr;
-  for (const auto& x : f)
-    if (x.observed.contains("from_dkms")) w = &x;
+  for (const auto& x : f) {
+    if (x.observed.contains("from_dkms")) { w = &x; }
+  }
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->severity, Severity::error);
-  EXPECT_EQ(w->summary.rfind("modprobe resolves nvidia on " + k + " to /lib/modules/" + k + "/kernel/drivers/video/nvidia.ko, "
-                             "which DKMS did not install", 0), 0u) << w->summary;
+  EXPECT_EQ(w->summary.rfind("modprobe resolves nvidia on " + k + " to /lib/modules/" + k +
+                                 "/kernel/drivers/video/nvidia.ko, "
+                                 "which DKMS did not install",
+                             0),
+            0u)
+      << w->summary;
   r.write("lib/modules/" + k + "/modules.dep", "updates/dkms/nvidia.ko:\n");
   inv = probe::probe_inventory(root);
-  for (const auto& x : check_driver_kernels(profile(), inv)) EXPECT_FALSE(x.observed.contains("from_dkms")) << x.summary;
+  for (const auto& x : check_driver_kernels(profile(), inv)) {
+    EXPECT_FALSE(x.observed.contains("from_dkms")) << x.summary;
+  }
 }
 
 // The compiler the kernel wants: 7.3.4+deb13's headers were made with gcc-14 (the recorded
@@ -280,17 +304,25 @@ TEST(DriverKernels, TheCompilerTheHeadersNameMustBeInstalled) {
   p.driver->version = "595.45.04";
   const auto f = check_driver_kernels(p, inv);
   const Finding* cc = nullptr;
-  for (const auto& x : f)
-    if (x.subject == k72 && x.observed.contains("compiler")) cc = &x;
+  for (const auto& x : f) {
+    if (x.subject == k72 && x.observed.contains("compiler")) { cc = &x; }
+  }
   ASSERT_NE(cc, nullptr);
   EXPECT_EQ(cc->severity, Severity::error);
-  EXPECT_EQ(cc->summary, "DKMS cannot build nvidia-p2p/595.45.04 for " + k72 + ": its headers were made with "
-                         "x86_64-linux-gnu-gcc-16 (Debian 16.2.0-4) 16.2.0, and x86_64-linux-gnu-gcc-16 is not installed");
-  EXPECT_EQ(cc->remediation, "Before any build: apt-get install gcc-16 (it brings /usr/bin/x86_64-linux-gnu-gcc-16), then `p2pnode apply`.");
-  for (const auto& x : f) EXPECT_FALSE(x.subject == k73 && x.observed.contains("compiler")) << x.summary;
+  EXPECT_EQ(cc->summary,
+            "DKMS cannot build nvidia-p2p/595.45.04 for " + k72 +
+                ": its headers were made with "
+                "x86_64-linux-gnu-gcc-16 (Debian 16.2.0-4) 16.2.0, and x86_64-linux-gnu-gcc-16 is not installed");
+  EXPECT_EQ(
+      cc->remediation,
+      "Before any build: apt-get install gcc-16 (it brings /usr/bin/x86_64-linux-gnu-gcc-16), then `p2pnode apply`.");
+  for (const auto& x : f) { EXPECT_FALSE(x.subject == k73 && x.observed.contains("compiler")) << x.summary; }
   int compiler_stops = 0;
-  for (const auto& s : nvidia::build_stops(inv, *p.driver))
-    if (s.find("x86_64-linux-gnu-gcc-16 is not installed (apt-get install gcc-16)") != std::string::npos) ++compiler_stops;
+  for (const auto& s : nvidia::build_stops(inv, *p.driver)) {
+    if (s.find("x86_64-linux-gnu-gcc-16 is not installed (apt-get install gcc-16)") != std::string::npos) {
+      ++compiler_stops;
+    }
+  }
   EXPECT_EQ(compiler_stops, 1);
 }
 
@@ -318,15 +350,22 @@ TEST(DriverKernels, ABreakageIsForecastBeforeAnyBuild) {
   const Finding* stop = for_kernel(f, k);
   ASSERT_NE(stop, nullptr);
   EXPECT_EQ(stop->severity, Severity::error);
-  EXPECT_EQ(stop->summary.rfind("nvidia-p2p/570.86.16 will not build for " + k + " (running, next boot): known breakage "
-                                "pci-resize-resource-exclude-bars will stop the build of 570.86.16 on " + k, 0),
+  EXPECT_EQ(stop->summary.rfind("nvidia-p2p/570.86.16 will not build for " + k +
+                                    " (running, next boot): known breakage "
+                                    "pci-resize-resource-exclude-bars will stop the build of 570.86.16 on " +
+                                    k,
+                                0),
             0u)
       << stop->summary;
-  EXPECT_NE(stop->remediation.find("add {builtin: pci-resize-resource-exclude-bars}"), std::string::npos) << stop->remediation;
+  EXPECT_NE(stop->remediation.find("add {builtin: pci-resize-resource-exclude-bars}"), std::string::npos)
+      << stop->remediation;
   // The run-time one (cudaHostRegisterIoMemory on >= 6.10) is a warning of its own.
   int runtime = 0;
-  for (const auto& x : f)
-    if (x.severity == Severity::warning && x.summary.find("known breakage io-memory-pfn will break 570.86.16") == 0) ++runtime;
+  for (const auto& x : f) {
+    if (x.severity == Severity::warning && x.summary.find("known breakage io-memory-pfn will break 570.86.16") == 0) {
+      ++runtime;
+    }
+  }
   EXPECT_EQ(runtime, 1);
   EXPECT_EQ(nvidia::build_stops(inv, *p.driver).size(), 1u);
   EXPECT_EQ(stop->observed["forecast_from"], "version");
@@ -334,12 +373,14 @@ TEST(DriverKernels, ABreakageIsForecastBeforeAnyBuild) {
   // Once the tree is staged in /usr/src its own source decides: NVIDIA's conftest for the argument
   // means the tree carries the fix, and nothing stands in the way.
   r.write("usr/src/nvidia-p2p-570.86.16/kernel-open/nvidia/nv-pci.c",
-          "#if defined(NV_PCI_RESIZE_RESOURCE_HAS_EXCLUDE_BARS_ARG)\n    r = pci_resize_resource(pci_dev, 1, s, 0);\n#endif\n");
+          "#if defined(NV_PCI_RESIZE_RESOURCE_HAS_EXCLUDE_BARS_ARG)\n    r = pci_resize_resource(pci_dev, 1, s, "
+          "0);\n#endif\n");
   const Inventory staged = probe::probe_inventory(root);
   EXPECT_FALSE(staged.nvidia.source_tests.at("/usr/src/nvidia-p2p-570.86.16").at("pci-resize-resource-exclude-bars"));
   EXPECT_TRUE(nvidia::build_stops(staged, *p.driver).empty());
   EXPECT_EQ(for_kernel(check_driver_kernels(p, staged), k)->severity, Severity::error);  // not built, but not a stop
-  EXPECT_EQ(for_kernel(check_driver_kernels(p, staged), k)->summary, "nvidia-p2p/570.86.16 is not built for " + k + " (running, next boot)");
+  EXPECT_EQ(for_kernel(check_driver_kernels(p, staged), k)->summary,
+            "nvidia-p2p/570.86.16 is not built for " + k + " (running, next boot)");
   fs::remove_all(r.dir / "usr/src");
 
   // With both builtin patches in the profile: nothing stands in the way; apply builds it.
@@ -381,10 +422,11 @@ TEST(DriverKernels, TodaysReleasesOn73ClaimOnlyWhatIsKnown) {
   EXPECT_EQ(on73->summary, "nvidia-p2p/610.57.04 is not built for " + k73 + " (running, next boot)");
   EXPECT_EQ(on73->observed["beyond_evidence"],
             (nlohmann::json{{{"id", "pahole-awk-gen-btf"}, {"newest_known_affected", "595.45.04"}}}));
-  EXPECT_NE(on73->remediation.find("Not known either way for 610.57.04: pahole-awk-gen-btf (known up to 595.45.04); "
-                                   "nothing known says 610.57.04 carries the fix or not, so apply reads the tree's source "
-                                   "before it builds"),
-            std::string::npos)
+  EXPECT_NE(
+      on73->remediation.find("Not known either way for 610.57.04: pahole-awk-gen-btf (known up to 595.45.04); "
+                             "nothing known says 610.57.04 carries the fix or not, so apply reads the tree's source "
+                             "before it builds"),
+      std::string::npos)
       << on73->remediation;
   EXPECT_EQ(on73->observed["forecast_from"], "version");
   EXPECT_TRUE(nvidia::build_stops(inv, *p.driver).empty());
@@ -449,18 +491,20 @@ TEST(DriverKernels, AForksOwnDkmsPackageIsNamed) {
   p.driver->version = "610.57.04";
   auto f = check_driver_kernels(p, inv);
   const Finding* other = nullptr;
-  for (const auto& x : f)
-    if (x.observed.contains("dkms_package")) other = &x;
+  for (const auto& x : f) {
+    if (x.observed.contains("dkms_package")) { other = &x; }
+  }
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(other->severity, Severity::warning);
-  EXPECT_EQ(other->summary, "DKMS package nvidia/610.57.04 (not the profile's nvidia-p2p/610.57.04) installs /lib/modules/" +
-                                k + "/updates/dkms/nvidia.ko.zst on " + k + ": modprobe loads whichever DKMS installed last");
+  EXPECT_EQ(other->summary,
+            "DKMS package nvidia/610.57.04 (not the profile's nvidia-p2p/610.57.04) installs /lib/modules/" + k +
+                "/updates/dkms/nvidia.ko.zst on " + k + ": modprobe loads whichever DKMS installed last");
   EXPECT_NE(other->remediation.find("Set driver.conflicts: remove and run `p2pnode apply`"), std::string::npos)
       << other->remediation;
   p.driver->conflicts = ConflictPolicy::remove;
   f = check_driver_kernels(p, inv);
   for (const auto& x : f) {
-    if (!x.observed.contains("dkms_package")) continue;
+    if (!x.observed.contains("dkms_package")) { continue; }
     EXPECT_NE(x.remediation.find("it removes nvidia/610.57.04 from DKMS (dkms remove --all; its source stays in "
                                  "/usr/src/nvidia-610.57.04"),
               std::string::npos)

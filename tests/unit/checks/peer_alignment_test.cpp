@@ -42,7 +42,10 @@ TEST(PeerAlignmentCheck, TheStagedTreesSourceDecides) {
   fs = checks::check_peer_alignment(am5_profile(false), inv);
   EXPECT_EQ(fs[0].severity, Severity::warning);
   EXPECT_EQ(fs[0].summary.rfind("/usr/src/nvidia-p2p-595.58.03 refuses peer DMA addresses not aligned at 512 MiB: On "
-                                "AMD Raphael/Granite Ridge root complex 1022:14d8", 0), 0u) << fs[0].summary;
+                                "AMD Raphael/Granite Ridge root complex 1022:14d8",
+                                0),
+            0u)
+      << fs[0].summary;
   EXPECT_EQ(fs[0].observed["demands_512mib_alignment"], true);
 
   fs = checks::check_peer_alignment(am5_profile(true), inv);

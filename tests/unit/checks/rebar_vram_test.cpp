@@ -15,8 +15,9 @@ namespace {
 using p2pnode::test_files::kSrcDir;
 
 const Finding* find(const std::vector<Finding>& fs, const std::string& subject) {
-  for (const auto& f : fs)
-    if (f.subject == subject) return &f;
+  for (const auto& f : fs) {
+    if (f.subject == subject) { return &f; }
+  }
   return nullptr;
 }
 }  // namespace
@@ -46,10 +47,11 @@ TEST(RebarVram, AModdedCardIsJudgedByTheVramItReports) {
       << modded->summary;
   EXPECT_NE(modded->remediation.find("Resizable BAR offers at most 32 GiB"), std::string::npos) << modded->remediation;
   // Which tree peers such a card, and what the profile must say.
-  EXPECT_NE(modded->remediation.find("the -48g forks for 48 GB RTX 4090s (LingzheZhao's 610.57.04-p2p-48g on aikitoria's "
-                                     "610.57.04-p2p-v2, Duanyll's 595.71.05-p2p-48g). Name one in driver.kernel_module "
-                                     "and set driver.kernel_module.bar1: window"),
-            std::string::npos)
+  EXPECT_NE(
+      modded->remediation.find("the -48g forks for 48 GB RTX 4090s (LingzheZhao's 610.57.04-p2p-48g on aikitoria's "
+                               "610.57.04-p2p-v2, Duanyll's 595.71.05-p2p-48g). Name one in driver.kernel_module "
+                               "and set driver.kernel_module.bar1: window"),
+      std::string::npos)
       << modded->remediation;
   // With such a tree the card's largest BAR1 is what it needs: ok, and the stock card the same.
   Profile window;
@@ -60,10 +62,11 @@ TEST(RebarVram, AModdedCardIsJudgedByTheVramItReports) {
   const auto wf = checks::check_rebar_aperture(window, inv);
   ASSERT_TRUE(find(wf, "0000:42:00.0"));
   EXPECT_EQ(find(wf, "0000:42:00.0")->severity, Severity::ok);
-  EXPECT_EQ(find(wf, "0000:42:00.0")->summary,
-            "VRAM aperture (BAR1) is 32 GiB, the card's largest; the tree peers through a BAR1 window (bar1: window), so "
-            "48 GiB of VRAM need not fit; the card reports 49140 MiB (nvidia-smi), the model table says 24 GiB for "
-            "GeForce RTX 4090: judged by the card's own (a modded card?)");
+  EXPECT_EQ(
+      find(wf, "0000:42:00.0")->summary,
+      "VRAM aperture (BAR1) is 32 GiB, the card's largest; the tree peers through a BAR1 window (bar1: window), so "
+      "48 GiB of VRAM need not fit; the card reports 49140 MiB (nvidia-smi), the model table says 24 GiB for "
+      "GeForce RTX 4090: judged by the card's own (a modded card?)");
   EXPECT_EQ(find(wf, "0000:01:00.0")->severity, Severity::ok);
   // The profile's own figure still wins.
   Profile p;
@@ -84,7 +87,8 @@ TEST(RebarVram, TheAgentsReportIsUsedAndNvidiaSmiIsThenNotAsked) {
   const Finding* f = find(checks::check_rebar_aperture(Profile{}, inv), "0000:c2:00.0");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::error);
-  EXPECT_NE(f->summary.find("needs >= 48 GiB + 128 KiB; the card reports 49140 MiB (agent"), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find("needs >= 48 GiB + 128 KiB; the card reports 49140 MiB (agent"), std::string::npos)
+      << f->summary;
 }
 
 TEST(RebarVram, NoDriverNoQuestionAndAFailedAnswerSaysWhy) {

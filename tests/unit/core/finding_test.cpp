@@ -44,7 +44,8 @@ TEST(Plan, FlagsAndJson) {
   EXPECT_EQ(j["steps"].size(), 2u);
   EXPECT_EQ(j["reboot_required"], true);
   EXPECT_EQ(j["steps"][0]["details"]["control_before"], 29);
-  StepResult r{"pcie.acs", "0000:00:01.1", StepOutcome::changed, "0x001d -> 0x0001", {{"control", 29}}, {{"control", 1}}, 1};
+  StepResult r{
+      "pcie.acs", "0000:00:01.1", StepOutcome::changed, "0x001d -> 0x0001", {{"control", 29}}, {{"control", 1}}, 1};
   const auto rj = to_json(r);
   EXPECT_EQ(rj["outcome"], "changed");
   EXPECT_EQ(rj["wrote"], true);

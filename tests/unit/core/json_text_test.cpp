@@ -27,9 +27,9 @@ TEST(JsonText, NoOtherWriterInTheDaemon) {
   const std::regex bare(R"(\.dump\()");
   for (const auto& e : fs::recursive_directory_iterator(p2pnode::test_files::kSrc / "daemon")) {
     const auto ext = e.path().extension();
-    if (ext != ".cpp" && ext != ".hpp") continue;
-    if (e.path().filename() == "json_text.hpp") continue;
-    if (std::regex_search(p2pnode::test_files::slurp(e.path()), bare)) offenders.push_back(e.path().string());
+    if (ext != ".cpp" && ext != ".hpp") { continue; }
+    if (e.path().filename() == "json_text.hpp") { continue; }
+    if (std::regex_search(p2pnode::test_files::slurp(e.path()), bare)) { offenders.push_back(e.path().string()); }
   }
   EXPECT_TRUE(offenders.empty()) << "call json_text() instead of .dump() in: " << offenders.front();
 }

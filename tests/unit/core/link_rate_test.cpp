@@ -9,9 +9,9 @@ TEST(LinkRate, PcieGenerationsAfterEncoding) {
   EXPECT_EQ(pcie_generation(2.5), 1);
   EXPECT_EQ(pcie_generation(64.0), 6);
   EXPECT_EQ(pcie_generation(12.0), 0);
-  EXPECT_NEAR(pcie_gbps(2.5, 16), 4.0, 1e-9);      // 8b/10b
-  EXPECT_NEAR(pcie_gbps(5.0, 8), 4.0, 1e-9);       // 8b/10b
-  EXPECT_NEAR(pcie_gbps(8.0, 16), 15.754, 1e-3);   // 128b/130b
+  EXPECT_NEAR(pcie_gbps(2.5, 16), 4.0, 1e-9);     // 8b/10b
+  EXPECT_NEAR(pcie_gbps(5.0, 8), 4.0, 1e-9);      // 8b/10b
+  EXPECT_NEAR(pcie_gbps(8.0, 16), 15.754, 1e-3);  // 128b/130b
   EXPECT_NEAR(pcie_gbps(16.0, 16), 31.508, 1e-3);
   EXPECT_NEAR(pcie_gbps(16.0, 8), 15.754, 1e-3);
   EXPECT_NEAR(pcie_gbps(32.0, 16), 63.015, 1e-3);  // the agent's sysfs figure on the H200 node
@@ -35,7 +35,7 @@ TEST(LinkRate, NvlinkGenerationsFromNvml) {
 }
 
 TEST(LinkRate, EveryPathAndCopyHasACitedFactor) {
-  for (auto p : {PathKind::nvlink, PathKind::pcie_p2p, PathKind::pcie_p2p_cross_socket})
+  for (auto p : {PathKind::nvlink, PathKind::pcie_p2p, PathKind::pcie_p2p_cross_socket}) {
     for (auto c : {CopyKind::ce, CopyKind::sm, CopyKind::bidirectional}) {
       const auto& e = efficiency(p, c);
       EXPECT_EQ(e.path, p);
@@ -44,6 +44,7 @@ TEST(LinkRate, EveryPathAndCopyHasACitedFactor) {
       EXPECT_LT(e.factor, 1.0);
       EXPECT_FALSE(e.source.empty());
     }
+  }
   EXPECT_EQ(efficiency(PathKind::pcie_host, CopyKind::sm).copy, CopyKind::ce);  // host: the CE figure
 }
 

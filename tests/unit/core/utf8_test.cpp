@@ -16,16 +16,16 @@ TEST(Utf8, ValidTextPasses) {
 }
 
 TEST(Utf8, OverlongsSurrogatesAndTooHighAreRefused) {
-  EXPECT_EQ(utf8::first_invalid("S\xC0\x80X"), 1u);         // overlong NUL
-  EXPECT_EQ(utf8::first_invalid("\xC1\xBF"), 0u);           // overlong DEL
-  EXPECT_EQ(utf8::first_invalid("ab\xE0\x80\xAF"), 2u);     // overlong '/'
-  EXPECT_EQ(utf8::first_invalid("\xF0\x80\x80\xAF"), 0u);   // overlong '/' in four bytes
-  EXPECT_EQ(utf8::first_invalid("\xED\xA0\x80"), 0u);       // U+D800, a surrogate
-  EXPECT_EQ(utf8::first_invalid("\xED\xBF\xBF"), 0u);       // U+DFFF
-  EXPECT_EQ(utf8::first_invalid("\xF4\x90\x80\x80"), 0u);   // U+110000
+  EXPECT_EQ(utf8::first_invalid("S\xC0\x80X"), 1u);        // overlong NUL
+  EXPECT_EQ(utf8::first_invalid("\xC1\xBF"), 0u);          // overlong DEL
+  EXPECT_EQ(utf8::first_invalid("ab\xE0\x80\xAF"), 2u);    // overlong '/'
+  EXPECT_EQ(utf8::first_invalid("\xF0\x80\x80\xAF"), 0u);  // overlong '/' in four bytes
+  EXPECT_EQ(utf8::first_invalid("\xED\xA0\x80"), 0u);      // U+D800, a surrogate
+  EXPECT_EQ(utf8::first_invalid("\xED\xBF\xBF"), 0u);      // U+DFFF
+  EXPECT_EQ(utf8::first_invalid("\xF4\x90\x80\x80"), 0u);  // U+110000
   EXPECT_EQ(utf8::first_invalid("\xF5\x80\x80\x80"), 0u);
-  EXPECT_EQ(utf8::first_invalid("ok\x80"), 2u);             // a lone continuation byte
-  EXPECT_EQ(utf8::first_invalid("\xE2\x82"), 0u);           // cut short
+  EXPECT_EQ(utf8::first_invalid("ok\x80"), 2u);    // a lone continuation byte
+  EXPECT_EQ(utf8::first_invalid("\xE2\x82"), 0u);  // cut short
   EXPECT_EQ(utf8::first_invalid("\xFF"), 0u);
 }
 

@@ -32,20 +32,23 @@ TEST(DkmsConf, NvidiaOpenTreeGolden) {
   const auto mods = nvidia_modules({"Kbuild", "Makefile", "common", "conftest.sh", "nvidia", "nvidia-drm",
                                     "nvidia-modeset", "nvidia-peermem", "nvidia-uvm"});
   ASSERT_EQ(mods, (std::vector<std::string>{"nvidia", "nvidia-uvm", "nvidia-modeset", "nvidia-drm", "nvidia-peermem"}));
-  const auto conf = nvidia_open_conf("nvidia-p2p", "550.90.07", mods,
-                                     {"01-pci_resize_resource-6.1.patch", "02-follow_pfn.patch"});
+  const auto conf =
+      nvidia_open_conf("nvidia-p2p", "550.90.07", mods, {"01-pci_resize_resource-6.1.patch", "02-follow_pfn.patch"});
   const std::string text = render(conf);
   expect_golden("nvidia-p2p-550.90.07.conf", text);
   // The MAKE line starts with a quoted 'make', so DKMS's ${make_command/#make/…} does not match.
   EXPECT_NE(text.find("MAKE[0]=''\\''make'\\'' "), std::string::npos) << text;
-  const auto make_line = text.substr(text.find("MAKE[0]="), text.find('\n', text.find("MAKE[0]=")) - text.find("MAKE[0]="));
+  const auto make_line =
+      text.substr(text.find("MAKE[0]="), text.find('\n', text.find("MAKE[0]=")) - text.find("MAKE[0]="));
   EXPECT_EQ(make_line.find("KERNELRELEASE"), std::string::npos) << make_line;
   EXPECT_NE(make_line.find("KERNEL_UNAME=${kernelver}"), std::string::npos) << make_line;
   EXPECT_NE(text.find("PATCH[1]='02-follow_pfn.patch'"), std::string::npos);
   EXPECT_NE(text.find("BUILT_MODULE_LOCATION[4]='kernel-open/'"), std::string::npos);
   // With the core prebuilt (kernel-open/*/*.o_binary in the source), a kernel's build is kernel-open/ only.
   const std::string pre = render(nvidia_open_conf("nvidia-p2p", "550.90.07", mods, {}, true));
-  EXPECT_NE(pre.find("MAKE[0]=''\\''make'\\'' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}'\n"), std::string::npos) << pre;
+  EXPECT_NE(pre.find("MAKE[0]=''\\''make'\\'' -j$(nproc) -C kernel-open modules KERNEL_UNAME=${kernelver}'\n"),
+            std::string::npos)
+      << pre;
   EXPECT_NE(pre.find("BUILT_MODULE_LOCATION[0]='kernel-open/'"), std::string::npos);
 }
 
@@ -64,19 +67,19 @@ TEST(DkmsConf, PatchMatchAsDkmsSeesIt) {
   const p2pnode::test::TempDir scratch("conf");
   const std::string conf_file = (scratch / "dkms.conf").string();
   std::ofstream(conf_file) << text;
-  const std::vector<std::string> kernels = {"6.1.0-56-amd64", "6.9.12-amd64", "6.10.0-rc1", "6.12.48+deb13-amd64",
-                                            "6.17.0-14-generic", "7.1.0"};
+  const std::vector<std::string> kernels = {"6.1.0-56-amd64",      "6.9.12-amd64",      "6.10.0-rc1",
+                                            "6.12.48+deb13-amd64", "6.17.0-14-generic", "7.1.0"};
   std::string script = "source " + conf_file + "; for k in";
-  for (const auto& k : kernels) script += " " + k;
+  for (const auto& k : kernels) { script += " " + k; }
   script += "; do if [[ $k =~ ${PATCH_MATCH[1]} ]]; then echo \"$k 1\"; else echo \"$k 0\"; fi; done";
   FILE* p = ::popen(("bash -c '" + script + "'").c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
   char buf[256];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  while (std::fgets(buf, sizeof buf, p)) { out += buf; }
   EXPECT_EQ(::pclose(p), 0);
   std::string want;
-  for (const auto& k : kernels) want += k + (nvidia::kernel_in_range(*io, k) ? " 1\n" : " 0\n");
+  for (const auto& k : kernels) { want += k + (nvidia::kernel_in_range(*io, k) ? " 1\n" : " 0\n"); }
   EXPECT_EQ(out, want);
   EXPECT_NE(want.find("6.12.48+deb13-amd64 1"), std::string::npos);
   EXPECT_NE(want.find("6.1.0-56-amd64 0"), std::string::npos);

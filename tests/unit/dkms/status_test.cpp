@@ -17,7 +17,8 @@ TEST(DkmsStatus, NewFormat) {
 }
 
 TEST(DkmsStatus, OldFormatWithNote) {
-  const auto e = parse_status_line("nvidia, 396.45, 4.17.14-202.fc28.x86_64, x86_64: installed (original_module exists)");
+  const auto e =
+      parse_status_line("nvidia, 396.45, 4.17.14-202.fc28.x86_64, x86_64: installed (original_module exists)");
   ASSERT_TRUE(e);
   EXPECT_EQ(e->module, "nvidia");
   EXPECT_EQ(e->version, "396.45");
@@ -62,7 +63,8 @@ TEST(DkmsStatus, FirstCompilerError) {
       "DKMS make.log for nvidia-p2p-550.90.07 for kernel 6.1.0-56-amd64 (x86_64)\n"
       "  CC [M]  /var/lib/dkms/nvidia-p2p/550.90.07/build/kernel-open/nvidia/nv-pci.o\n"
       "/var/lib/dkms/nvidia-p2p/550.90.07/build/kernel-open/nvidia/nv-pci.c: In function 'nv_resize_pcie_bars':\n"
-      "/var/lib/dkms/nvidia-p2p/550.90.07/build/kernel-open/nvidia/nv-pci.c:432:9: error: too few arguments to function 'pci_resize_resource'\n"
+      "/var/lib/dkms/nvidia-p2p/550.90.07/build/kernel-open/nvidia/nv-pci.c:432:9: error: too few arguments to "
+      "function 'pci_resize_resource'\n"
       "  432 |     r = pci_resize_resource(pci_dev, NV_GPU_BAR1, requested_size);\n"
       "/var/lib/dkms/nvidia-p2p/550.90.07/build/kernel-open/nvidia/nv-pci.c:500:1: error: second one\n"
       "make[2]: *** [scripts/Makefile.build:250: nv-pci.o] Error 1\n";

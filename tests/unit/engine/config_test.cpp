@@ -95,8 +95,10 @@ TEST(DaemonConfig, NonLoopbackNeedsToBeAllowed) {
   // Beyond loopback without TLS: plain HTTP must be allowed by its own setting as well.
   auto plain = load_config_text("listen: 0.0.0.0:9470\nallow_non_loopback: true\n", "c");
   ASSERT_FALSE(plain.config);
-  EXPECT_NE(plain.diagnostics.format().find("allow_plaintext_beyond_loopback"), std::string::npos) << plain.diagnostics.format();
-  auto ok = load_config_text("listen: 0.0.0.0:9470\nallow_non_loopback: true\nallow_plaintext_beyond_loopback: true\n", "c");
+  EXPECT_NE(plain.diagnostics.format().find("allow_plaintext_beyond_loopback"), std::string::npos)
+      << plain.diagnostics.format();
+  auto ok =
+      load_config_text("listen: 0.0.0.0:9470\nallow_non_loopback: true\nallow_plaintext_beyond_loopback: true\n", "c");
   ASSERT_TRUE(ok.config) << ok.diagnostics.format();
   EXPECT_FALSE(ok.config->listen.is_loopback());
   EXPECT_TRUE(ok.config->allow_plaintext_beyond_loopback);
@@ -104,23 +106,27 @@ TEST(DaemonConfig, NonLoopbackNeedsToBeAllowed) {
 
 // Loopback is decided on the parsed address: a name is never taken as loopback, whatever it says.
 TEST(DaemonConfig, LoopbackIsTheAddressNotTheText) {
-  for (const char* yes : {"127.0.0.1:1", "127.255.0.9:1", "[::1]:1", "[::ffff:127.0.0.1]:1"})
+  for (const char* yes : {"127.0.0.1:1", "127.255.0.9:1", "[::1]:1", "[::ffff:127.0.0.1]:1"}) {
     EXPECT_TRUE(parse_listen(yes)->is_loopback()) << yes;
+  }
   for (const char* no : {"127.x.example:1", "127.0.0.1.nip.io:1", "localhost:1", "0.0.0.0:1", "[::]:1", "10.0.0.1:1",
-                         "[::ffff:10.0.0.1]:1", "1270.0.0.1:1"})
+                         "[::ffff:10.0.0.1]:1", "1270.0.0.1:1"}) {
     EXPECT_FALSE(parse_listen(no)->is_loopback()) << no;
+  }
   // A config listening on a name that resolves elsewhere is refused like any address beyond loopback.
   const auto named = load_config_text("listen: 127.0.0.1.example.org:9470\n", "c");
   ASSERT_FALSE(named.config);
-  EXPECT_NE(named.diagnostics.format().find("is not a loopback address"), std::string::npos) << named.diagnostics.format();
+  EXPECT_NE(named.diagnostics.format().find("is not a loopback address"), std::string::npos)
+      << named.diagnostics.format();
 }
 
 TEST(DaemonConfig, ServerNames) {
   auto ok = load_config_text("http:\n  server_names: [node1.example.org, \"*.gpu.example.org\"]\n", "c");
   ASSERT_TRUE(ok.config) << ok.diagnostics.format();
   EXPECT_EQ(ok.config->http_server_names.size(), 2u);
-  for (const char* bad : {"\"-x\"", "\"a b\"", "\"a*.b\"", "\"a/b\""})
+  for (const char* bad : {"\"-x\"", "\"a b\"", "\"a*.b\"", "\"a/b\""}) {
     EXPECT_FALSE(load_config_text(std::string("http:\n  server_names: [") + bad + "]\n", "c").config) << bad;
+  }
 }
 
 TEST(DaemonConfig, RejectsBadValues) {
@@ -163,7 +169,9 @@ TEST(DaemonConfig, TlsIsOptionalAndNeedsBothFiles) {
   ASSERT_TRUE(none.config);
   EXPECT_FALSE(none.config->tls);
 
-  auto both = load_config_text("listen: 127.0.0.1:9470\ntls:\n  cert_file: /etc/p2pnode/tls/cert.pem\n  key_file: /etc/p2pnode/tls/key.pem\n", "c");
+  auto both = load_config_text(
+      "listen: 127.0.0.1:9470\ntls:\n  cert_file: /etc/p2pnode/tls/cert.pem\n  key_file: /etc/p2pnode/tls/key.pem\n",
+      "c");
   ASSERT_TRUE(both.config) << both.diagnostics.format();
   ASSERT_TRUE(both.config->tls);
   EXPECT_EQ(both.config->tls->cert_file, "/etc/p2pnode/tls/cert.pem");
@@ -204,19 +212,20 @@ namespace {
 namespace fs = std::filesystem;
 constexpr auto kOwnerOnly = fs::perms::owner_read | fs::perms::owner_write;
 constexpr auto kWorldReadable = kOwnerOnly | fs::perms::group_read | fs::perms::others_read;
-constexpr const char* kTlsConfig = "listen: 127.0.0.1:0\ntls:\n  cert_file: /etc/p2pnode/tls/cert.pem\n  key_file: /etc/p2pnode/tls/key.pem\n";
+constexpr const char* kTlsConfig =
+    "listen: 127.0.0.1:0\ntls:\n  cert_file: /etc/p2pnode/tls/cert.pem\n  key_file: /etc/p2pnode/tls/key.pem\n";
 
 // Loads kTlsConfig against a root holding the given cert and key texts; the diagnostics text.
 std::string tls_problems(const std::string& cert, const std::string& key, fs::perms key_mode = kOwnerOnly,
                          bool* got_identity = nullptr) {
   p2pnode::test::TempDir root("config-tls");
-  if (!cert.empty()) p2pnode::test::write_file(root.path() / "etc/p2pnode/tls/cert.pem", cert, kWorldReadable);
-  if (!key.empty()) p2pnode::test::write_file(root.path() / "etc/p2pnode/tls/key.pem", key, key_mode);
+  if (!cert.empty()) { p2pnode::test::write_file(root.path() / "etc/p2pnode/tls/cert.pem", cert, kWorldReadable); }
+  if (!key.empty()) { p2pnode::test::write_file(root.path() / "etc/p2pnode/tls/key.pem", key, key_mode); }
   auto loaded = load_config_text(kTlsConfig, "p2pnode.yaml");
   EXPECT_TRUE(loaded.config) << loaded.diagnostics.format();
-  if (!loaded.config) return "no config";
+  if (!loaded.config) { return "no config"; }
   auto id = read_tls_identity(*loaded.config, p2pnode::sys::SysRoot(root.path()), loaded.diagnostics);
-  if (got_identity) *got_identity = id != nullptr;
+  if (got_identity) { *got_identity = id != nullptr; }
   EXPECT_EQ(id == nullptr, !loaded.diagnostics.empty());
   return loaded.diagnostics.format();
 }
@@ -234,7 +243,8 @@ TEST(DaemonConfig, TlsFilesAreCheckedWhereTheConfigNamesThem) {
 
   const std::string mismatch = tls_problems(pem.cert, p2pnode::test::make_pem("other").key);
   EXPECT_NE(mismatch.find("p2pnode.yaml:4:13: tls.key_file:"), std::string::npos) << mismatch;
-  EXPECT_NE(mismatch.find("does not belong to the certificate in /etc/p2pnode/tls/cert.pem"), std::string::npos) << mismatch;
+  EXPECT_NE(mismatch.find("does not belong to the certificate in /etc/p2pnode/tls/cert.pem"), std::string::npos)
+      << mismatch;
 
   const std::string garbage = tls_problems("-----BEGIN CERTIFICATE-----\n@@@\n-----END CERTIFICATE-----\n", pem.key);
   EXPECT_NE(garbage.find("p2pnode.yaml:3:14: tls.cert_file: TLS certificate file"), std::string::npos) << garbage;
@@ -299,18 +309,20 @@ TEST(DaemonConfig, HttpLimitsHaveSafeDefaultsAndAreChecked) {
   EXPECT_EQ(d.http_max_connections_per_client, 32u);
   EXPECT_EQ(d.http_request_timeout, std::chrono::seconds(5));
   EXPECT_EQ(d.http_idle_timeout, std::chrono::seconds(10));
-  auto r = load_config_text("http:\n  max_connections: 1000\n  max_connections_per_client: 8\n  request_timeout: 2s\n"
-                            "  idle_timeout: 30s\n",
-                            "c.yaml");
+  auto r = load_config_text(
+      "http:\n  max_connections: 1000\n  max_connections_per_client: 8\n  request_timeout: 2s\n"
+      "  idle_timeout: 30s\n",
+      "c.yaml");
   ASSERT_TRUE(r.config) << r.diagnostics.format();
   EXPECT_EQ(r.config->http_max_connections, 1000u);
   EXPECT_EQ(r.config->http_max_connections_per_client, 8u);
   EXPECT_EQ(r.config->http_request_timeout, std::chrono::seconds(2));
   EXPECT_EQ(r.config->http_idle_timeout, std::chrono::seconds(30));
-  for (const char* bad : {"http:\n  max_connections: 4\n", "http:\n  max_connections_per_client: 0\n",
-                          "http:\n  max_connections: 64\n  max_connections_per_client: 65\n", "http:\n  request_timeout: 0s\n",
-                          "http:\n  request_timeout: 2m\n", "http:\n  idle_timeout: 20m\n",
-                          "http:\n  max_connection_time: 10s\n  request_timeout: 30s\n"}) {
+  for (const char* bad :
+       {"http:\n  max_connections: 4\n", "http:\n  max_connections_per_client: 0\n",
+        "http:\n  max_connections: 64\n  max_connections_per_client: 65\n", "http:\n  request_timeout: 0s\n",
+        "http:\n  request_timeout: 2m\n", "http:\n  idle_timeout: 20m\n",
+        "http:\n  max_connection_time: 10s\n  request_timeout: 30s\n"}) {
     auto b = load_config_text(bad, "c.yaml");
     EXPECT_FALSE(b.config) << bad;
     EXPECT_NE(b.diagnostics.format().find("c.yaml:"), std::string::npos) << b.diagnostics.format();
@@ -324,15 +336,17 @@ TEST(DaemonConfig, HealthSection) {
   EXPECT_EQ(d.config->health.interval, std::chrono::seconds(10));
   EXPECT_EQ(d.config->health.window, std::chrono::minutes(10));
   EXPECT_EQ(d.config->health.nvlink_interval, std::chrono::minutes(1));
-  auto r = load_config_text("health:\n  interval: 2s\n  window: 1h\n  agent_time_limit: 800ms\n  nvlink: false\n  nvlink_interval: 5s\n", "c.yaml");
+  auto r = load_config_text(
+      "health:\n  interval: 2s\n  window: 1h\n  agent_time_limit: 800ms\n  nvlink: false\n  nvlink_interval: 5s\n",
+      "c.yaml");
   ASSERT_TRUE(r.config) << r.diagnostics.format();
   EXPECT_EQ(r.config->health.interval, std::chrono::seconds(2));
   EXPECT_EQ(r.config->health.window, std::chrono::hours(1));
   EXPECT_EQ(r.config->health.agent_time_limit, std::chrono::milliseconds(800));
   EXPECT_FALSE(r.config->health.nvlink);
   EXPECT_EQ(r.config->health.nvlink_interval, std::chrono::seconds(5));
-  for (const char* bad : {"health:\n  interval: 100ms\n", "health:\n  window: 5s\n", "health:\n  interval: 1m\n  window: 30s\n",
-                          "health:\n  intervall: 1s\n"}) {
+  for (const char* bad : {"health:\n  interval: 100ms\n", "health:\n  window: 5s\n",
+                          "health:\n  interval: 1m\n  window: 30s\n", "health:\n  intervall: 1s\n"}) {
     auto b = load_config_text(bad, "c.yaml");
     EXPECT_FALSE(b.config) << bad;
     EXPECT_NE(b.diagnostics.format().find("c.yaml:"), std::string::npos) << b.diagnostics.format();

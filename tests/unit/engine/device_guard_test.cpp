@@ -22,7 +22,7 @@ TEST(DeviceLoopGuard, ThreeDevicePassesInARowThatChangedTheBoxStopDeviceTriggers
   g.after_pass("device", true);
   EXPECT_EQ(g.streak(), 3);
   EXPECT_FALSE(g.allows("device"));
-  for (const char* t : {"start", "reload", "api", "schedule", "selftest"}) EXPECT_TRUE(g.allows(t)) << t;
+  for (const char* t : {"start", "reload", "api", "schedule", "selftest"}) { EXPECT_TRUE(g.allows(t)) << t; }
   g.after_pass("api", true);  // an operator's reconcile resets it
   EXPECT_TRUE(g.allows("device"));
 }

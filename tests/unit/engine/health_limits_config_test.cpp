@@ -10,14 +10,16 @@
 using namespace p2pnode;
 
 TEST(HealthLimitsConfig, DefaultsUnlessSetEachWithItsSource) {
-  auto r = engine::load_config_text("health:\n  limits:\n    pcie:\n      replay: {per_minute: 2}\n"
-                                    "    nvlink:\n      crc_data: {per_second: 10, severity: error}\n"
-                                    "    xid:\n      ignore: [13, 43]\n      severity: {63: error}\n",
-                                    "p2pnode.yaml");
+  auto r = engine::load_config_text(
+      "health:\n  limits:\n    pcie:\n      replay: {per_minute: 2}\n"
+      "    nvlink:\n      crc_data: {per_second: 10, severity: error}\n"
+      "    xid:\n      ignore: [13, 43]\n      severity: {63: error}\n",
+      "p2pnode.yaml");
   ASSERT_TRUE(r.config) << r.diagnostics.format();
   const auto& l = r.config->health.limits;
   EXPECT_DOUBLE_EQ(l.pcie_replay.per_second, 2.0 / 60);
-  EXPECT_EQ(l.pcie_replay.source.rfind("p2pnode.yaml health.limits.pcie.replay (the default: DCGM: 8 PCIe replays", 0), 0u)
+  EXPECT_EQ(l.pcie_replay.source.rfind("p2pnode.yaml health.limits.pcie.replay (the default: DCGM: 8 PCIe replays", 0),
+            0u)
       << l.pcie_replay.source;
   EXPECT_DOUBLE_EQ(l.nvlink_limit("crc_data")->per_second, 10);
   EXPECT_EQ(l.nvlink_limit("crc_data")->severity, Severity::error);
@@ -66,12 +68,13 @@ TEST(HealthLimitsConfig, TheMonitorUsesThem) {
   s.xid.source = "/dev/kmsg";
   s.xid.uptime_s = 1000;
   s.agent.skipped = "no agent";
-  s.xid.events = {*health::parse_xid_line("4,10,990000000,-;NVRM: Xid (PCI:0000:03:00): 79, GPU has fallen off the bus."),
-                  *health::parse_xid_line("4,11,995000000,-;NVRM: Xid (PCI:0000:03:00): 31, pid=5, MMU Fault")};
+  s.xid.events = {
+      *health::parse_xid_line("4,10,990000000,-;NVRM: Xid (PCI:0000:03:00): 79, GPU has fallen off the bus."),
+      *health::parse_xid_line("4,11,995000000,-;NVRM: Xid (PCI:0000:03:00): 31, pid=5, MMU Fault")};
   m.update(s, paths);
   int xid_findings = 0;
   for (const auto& f : m.findings()) {
-    if (f.check != "health.xid") continue;
+    if (f.check != "health.xid") { continue; }
     ++xid_findings;
     EXPECT_EQ(f.observed["xid"], 79);
     EXPECT_EQ(f.severity, Severity::warning);  // the site's word, not the table's error

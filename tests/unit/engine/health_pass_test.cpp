@@ -33,9 +33,10 @@ struct HealthBox {
                                   "nvme": [{"bdf": "0000:81:00.0", "root_complex": "pci0000:80", "numa_node": 1,
                                             "upstream_bridges": ["0000:80:01.0"]}], "bridges": []})");
   HealthBox() {
-    for (const char* bdf : {"0000:03:00.0", "0000:04:00.0", "0000:81:00.0", "0000:00:01.0", "0000:02:00.0", "0000:02:01.0",
-                            "0000:80:01.0"})
+    for (const char* bdf : {"0000:03:00.0", "0000:04:00.0", "0000:81:00.0", "0000:00:01.0", "0000:02:00.0",
+                            "0000:02:01.0", "0000:80:01.0"}) {
       link(bdf, "16.0 GT/s PCIe", 16);
+    }
     cor("0000:80:01.0", 0);
     put(dir.path() / "proc/uptime", "5000.00 9000.00\n");
     put(dir.path() / "dev/kmsg", "6,1,0,-;Linux version 6.8.0\n");
@@ -51,15 +52,17 @@ struct HealthBox {
   }
   void cor(const std::string& bdf, int n) {
     const auto d = dir.path() / "sys/bus/pci/devices" / bdf;
-    put(d / "aer_dev_correctable", "RxErr " + std::to_string(n) + "\nBadTLP 0\nTOTAL_ERR_COR " + std::to_string(n) + "\n");
+    put(d / "aer_dev_correctable",
+        "RxErr " + std::to_string(n) + "\nBadTLP 0\nTOTAL_ERR_COR " + std::to_string(n) + "\n");
     put(d / "aer_dev_nonfatal", "Undefined 0\nCmpltTO 0\nTOTAL_ERR_NONFATAL 0\n");
     put(d / "aer_dev_fatal", "Undefined 0\nTOTAL_ERR_FATAL 0\n");
   }
 };
 
 const json* finding(const json& body, const std::string& check, const std::string& subject) {
-  for (const auto& f : body["findings"])
-    if (f["check"] == check && f["subject"] == subject) return &f;
+  for (const auto& f : body["findings"]) {
+    if (f["check"] == check && f["subject"] == subject) { return &f; }
+  }
   return nullptr;
 }
 
@@ -106,21 +109,24 @@ TEST(HealthPass, AerRiseOnTheDrivesRootPortAcrossPasses) {
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(calls, 2);
   const std::string m = render_health_metrics(h);
-  EXPECT_NE(m.find(R"(p2pnode_pcie_aer_errors_total{device="0000:80:01.0",kind="bridge",type="correctable"} 20)"), std::string::npos) << m;
+  EXPECT_NE(m.find(R"(p2pnode_pcie_aer_errors_total{device="0000:80:01.0",kind="bridge",type="correctable"} 20)"),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find(R"(p2pnode_nvlink_errors_total{counter="replay",gpu="0000:03:00.0"} 5)"), std::string::npos) << m;
-  EXPECT_NE(m.find(R"(p2pnode_health_finding{check="health.aer",device="0000:80:01.0",severity="warning"} 1)"), std::string::npos) << m;
+  EXPECT_NE(m.find(R"(p2pnode_health_finding{check="health.aer",device="0000:80:01.0",severity="warning"} 1)"),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("p2pnode_health_last_pass_timestamp_seconds"), std::string::npos);
 }
 
 TEST(HealthPass, TheAgentRunsOncePerNvlinkInterval) {
   HealthBox b;
   int calls = 0;
-  b.runner.on({b.root.host_path(b.config.agent_path).string(), "--health"}, [&](const sys::Command&) {
-    return sys::exited_with(0, health_doc(3 + calls++));
-  });
+  b.runner.on({b.root.host_path(b.config.agent_path).string(), "--health"},
+              [&](const sys::Command&) { return sys::exited_with(0, health_doc(3 + calls++)); });
   HealthPass pass(b.root, &b.runner);
   json h;
-  for (int i = 0; i < 3; ++i) h = pass.run(b.config, b.devices, "", nullptr);
+  for (int i = 0; i < 3; ++i) { h = pass.run(b.config, b.devices, "", nullptr); }
   EXPECT_EQ(calls, 1) << "the default nvlink_interval is a minute";
   EXPECT_EQ(h["nvlink"]["read"], true);
   EXPECT_TRUE(h["nvlink"]["read_unix"].is_number());
@@ -156,12 +162,15 @@ TEST(HealthPass, AnAgentThatFailsOrLiesIsAReason) {
   b.runner.on({agent, "--health"}, sys::exited_with(1, "", "cannot load NVML\n"));
   HealthPass pass(b.root, &b.runner);
   json h = pass.run(b.config, b.devices, "", nullptr);
-  EXPECT_NE(h["nvlink"]["skipped"].get<std::string>().find("exit 1: cannot load NVML"), std::string::npos) << h["nvlink"].dump();
+  EXPECT_NE(h["nvlink"]["skipped"].get<std::string>().find("exit 1: cannot load NVML"), std::string::npos)
+      << h["nvlink"].dump();
   sys::ScriptedRunner liar;
-  liar.on({agent, "--health"}, sys::exited_with(0, R"({"schema_version":1,"nvml":{"available":true},"gpus":[{"links":[]}]})"));
+  liar.on({agent, "--health"},
+          sys::exited_with(0, R"({"schema_version":1,"nvml":{"available":true},"gpus":[{"links":[]}]})"));
   HealthPass pass2(b.root, &liar);
   h = pass2.run(b.config, b.devices, "", nullptr);
-  EXPECT_NE(h["nvlink"]["skipped"].get<std::string>().find("gpus[0].pci_bus_id missing"), std::string::npos) << h["nvlink"].dump();
+  EXPECT_NE(h["nvlink"]["skipped"].get<std::string>().find("gpus[0].pci_bus_id missing"), std::string::npos)
+      << h["nvlink"].dump();
 }
 
 TEST(HealthPass, XidFromTheRecordedKmsgAndALinkDowngrade) {
@@ -192,9 +201,11 @@ TEST(HealthPass, OnlyTheDriversXidRecordIsAFinding) {
   const std::string xid = "NVRM: Xid (PCI:0000:04:00): 79, pid=9, name=train, GPU has fallen off the bus.";
   put(b.dir.path() / "dev/kmsg",
       "6,1,0,-;Linux version 6.8.0\n"
-      "6,80,4900000000,-;a.out[4242]: segfault at 0 ip 000055d4c1e0113d sp 00007ffd1b7a8f40 error 4 in " + xid +
+      "6,80,4900000000,-;a.out[4242]: segfault at 0 ip 000055d4c1e0113d sp 00007ffd1b7a8f40 error 4 in " +
+          xid +
           "[55d4c1e01000+1000] likely on CPU 3 (core 3, socket 0)\n"
-      "12,81,4900000001,-;" + xid + "\n");
+          "12,81,4900000001,-;" +
+          xid + "\n");
   HealthPass pass(b.root, nullptr);
   json h = pass.run(b.config, b.devices, "", nullptr);
   EXPECT_EQ(finding(h, "health.xid", "0000:04:00.0"), nullptr) << h["findings"].dump();

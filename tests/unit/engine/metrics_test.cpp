@@ -4,9 +4,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "judge/agent_result.hpp"
 #include "engine/metrics.hpp"
 #include "engine/views.hpp"
+#include "judge/agent_result.hpp"
 #include "probe/probe.hpp"
 #include "unit/source_files.hpp"
 
@@ -41,8 +41,9 @@ RecordedState h200_state() {
 bool has_line_starting(const std::string& text, const std::string& prefix) {
   std::istringstream in(text);
   std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(prefix, 0) == 0) return true;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) { return true; }
+  }
   return false;
 }
 }  // namespace
@@ -102,8 +103,9 @@ std::size_t series(const std::string& text, const std::string& family) {
   std::istringstream in(text);
   std::string line;
   std::size_t n = 0;
-  while (std::getline(in, line))
-    if (line.rfind(family + "{", 0) == 0 || line.rfind(family + " ", 0) == 0) ++n;
+  while (std::getline(in, line)) {
+    if (line.rfind(family + "{", 0) == 0 || line.rfind(family + " ", 0) == 0) { ++n; }
+  }
   return n;
 }
 }  // namespace
@@ -114,21 +116,45 @@ std::size_t series(const std::string& text, const std::string& family) {
 TEST(Metrics, CompactByDefaultFullOnRequest) {
   RecordedState s = h200_state();
   s.selftest->expectations = nlohmann::json::array();
-  for (const char* peer : {"0000:00:07.0", "0000:00:08.0"})
-    for (const char* dir : {"write", "read"})
-      s.selftest->expectations.push_back({{"case", std::string("ce_") + dir + "_bandwidth"}, {"gpu", "0000:00:06.0"}, {"peer_gpu", peer},
-                                          {"engine", "ce"}, {"direction", dir}, {"link", "NV18"}, {"ceiling_gbps", 450.0},
-                                          {"expected_gbps", 393.75}, {"threshold_gbps", 350.0}, {"ratio", 1.0}, {"regressed", false}});
+  for (const char* peer : {"0000:00:07.0", "0000:00:08.0"}) {
+    for (const char* dir : {"write", "read"}) {
+      s.selftest->expectations.push_back({{"case", std::string("ce_") + dir + "_bandwidth"},
+                                          {"gpu", "0000:00:06.0"},
+                                          {"peer_gpu", peer},
+                                          {"engine", "ce"},
+                                          {"direction", dir},
+                                          {"link", "NV18"},
+                                          {"ceiling_gbps", 450.0},
+                                          {"expected_gbps", 393.75},
+                                          {"threshold_gbps", 350.0},
+                                          {"ratio", 1.0},
+                                          {"regressed", false}});
+    }
+  }
   // Same link and ceiling, another threshold: a class of its own.
-  s.selftest->expectations.push_back({{"case", "ce_write_bandwidth"}, {"gpu", "0000:00:07.0"}, {"peer_gpu", "0000:00:06.0"},
-                                      {"engine", "ce"}, {"direction", "write"}, {"link", "NV18"}, {"ceiling_gbps", 450.0},
-                                      {"expected_gbps", 393.75}, {"threshold_gbps", 300.0}, {"ratio", 1.0}, {"regressed", false}});
+  s.selftest->expectations.push_back({{"case", "ce_write_bandwidth"},
+                                      {"gpu", "0000:00:07.0"},
+                                      {"peer_gpu", "0000:00:06.0"},
+                                      {"engine", "ce"},
+                                      {"direction", "write"},
+                                      {"link", "NV18"},
+                                      {"ceiling_gbps", 450.0},
+                                      {"expected_gbps", 393.75},
+                                      {"threshold_gbps", 300.0},
+                                      {"ratio", 1.0},
+                                      {"regressed", false}});
   const std::string c = render_metrics(s, Runtime{});
   EXPECT_EQ(series(c, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second"), 3u) << c;
-  EXPECT_NE(c.find(R"(p2pnode_p2p_path_threshold_bytes_per_second{direction="write",engine="ce",path="NV18-450"} 350000000000)"),
-            std::string::npos) << c;
-  EXPECT_NE(c.find(R"(p2pnode_p2p_path_threshold_bytes_per_second{direction="write",engine="ce",path="NV18-450~2"} 300000000000)"),
-            std::string::npos) << c;
+  EXPECT_NE(
+      c.find(
+          R"(p2pnode_p2p_path_threshold_bytes_per_second{direction="write",engine="ce",path="NV18-450"} 350000000000)"),
+      std::string::npos)
+      << c;
+  EXPECT_NE(
+      c.find(
+          R"(p2pnode_p2p_path_threshold_bytes_per_second{direction="write",engine="ce",path="NV18-450~2"} 300000000000)"),
+      std::string::npos)
+      << c;
   EXPECT_NE(c.find(R"(engine="ce",gpu="0000:00:07.0",path="NV18-450~2",peer_gpu="0000:00:06.0"})"), std::string::npos);
   EXPECT_EQ(series(c, "p2pnode_p2p_expected_bandwidth_bytes_per_second"), 0u);
   EXPECT_EQ(series(c, "p2pnode_p2p_threshold_bytes_per_second"), 0u);
@@ -156,23 +182,45 @@ TEST(Metrics, CompactByDefaultFullOnRequest) {
 TEST(Metrics, BarCopyHasAFamilyOfItsOwnAndLeavesHostCopiesAlone) {
   RecordedState s = h200_state();
   nlohmann::json& doc = s.selftest->result;
-  auto summary = [](double v) { return nlohmann::json{{"count", 3}, {"median", v}, {"mean", v}, {"min", v}, {"max", v}}; };
-  doc["cases"].push_back({{"key", "bar_copy"}, {"description", "d"}, {"status", "passed"}, {"shape", "gpu"}, {"duration_s", 1.0},
-                          {"cells", nlohmann::json::array({{{"gpu", 0}, {"status", "passed"}, {"concurrent_pairs", 1},
+  auto summary = [](double v) {
+    return nlohmann::json{{"count", 3}, {"median", v}, {"mean", v}, {"min", v}, {"max", v}};
+  };
+  doc["cases"].push_back({{"key", "bar_copy"},
+                          {"description", "d"},
+                          {"status", "passed"},
+                          {"shape", "gpu"},
+                          {"duration_s", 1.0},
+                          {"cells", nlohmann::json::array({{{"gpu", 0},
+                                                            {"status", "passed"},
+                                                            {"concurrent_pairs", 1},
                                                             {"bar_write_bandwidth_gbps", summary(9.5)},
                                                             {"bar_read_bandwidth_gbps", summary(0.6)}}})}});
   s.selftest->expectations = nlohmann::json::array();
-  for (const auto& [c, engine, expected] : {std::tuple{"host_device_bandwidth", "ce", 55.0}, {"bar_copy", "cpu", 6.0}})
-    s.selftest->expectations.push_back({{"case", c}, {"gpu", "0000:00:06.0"}, {"peer_gpu", nullptr}, {"engine", engine},
-                                        {"direction", "h2d"}, {"link", "PCIe"}, {"ceiling_gbps", 63.015},
-                                        {"expected_gbps", expected}, {"threshold_gbps", expected * 0.85}});
+  for (const auto& [c, engine, expected] :
+       {std::tuple{"host_device_bandwidth", "ce", 55.0}, {"bar_copy", "cpu", 6.0}}) {
+    s.selftest->expectations.push_back({{"case", c},
+                                        {"gpu", "0000:00:06.0"},
+                                        {"peer_gpu", nullptr},
+                                        {"engine", engine},
+                                        {"direction", "h2d"},
+                                        {"link", "PCIe"},
+                                        {"ceiling_gbps", 63.015},
+                                        {"expected_gbps", expected},
+                                        {"threshold_gbps", expected * 0.85}});
+  }
   Runtime full;
   full.metrics_full_detail = true;
   const std::string m = render_metrics(s, full);
-  EXPECT_NE(m.find(R"(p2pnode_gpu_bar_bandwidth_bytes_per_second{direction="write",gpu="0000:00:06.0"} 9500000000)"), std::string::npos) << m;
-  EXPECT_NE(m.find(R"(p2pnode_gpu_bar_bandwidth_bytes_per_second{direction="read",gpu="0000:00:06.0"} 600000000)"), std::string::npos) << m;
+  EXPECT_NE(m.find(R"(p2pnode_gpu_bar_bandwidth_bytes_per_second{direction="write",gpu="0000:00:06.0"} 9500000000)"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(R"(p2pnode_gpu_bar_bandwidth_bytes_per_second{direction="read",gpu="0000:00:06.0"} 600000000)"),
+            std::string::npos)
+      << m;
   // The host copies' expectation is the copy engine's, not overwritten by the CPU's.
-  EXPECT_NE(m.find(R"(p2pnode_gpu_host_expected_bandwidth_bytes_per_second{direction="h2d",gpu="0000:00:06.0"} 55000000000)"),
-            std::string::npos) << m;
+  EXPECT_NE(
+      m.find(R"(p2pnode_gpu_host_expected_bandwidth_bytes_per_second{direction="h2d",gpu="0000:00:06.0"} 55000000000)"),
+      std::string::npos)
+      << m;
   EXPECT_EQ(series(m, "p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second"), 1u) << m;
 }

@@ -53,12 +53,14 @@ class LadderOnTheBox : public ::testing::Test {
     config_.apply = false;
     runner_.on({agent_}, [this](const sys::Command&) {
       json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
-      if (!p2p_works_) d["summary"]["integrity_bad_bytes"] = 4096;  // a pair that no longer copies right
+      if (!p2p_works_) {
+        d["summary"]["integrity_bad_bytes"] = 4096;  // a pair that no longer copies right
+      }
       return sys::exited_with(0, d.dump());
     });
     runner_.on({agent_, "--processes"}, [this](const sys::Command&) {
       json p = {{"kind", "gpu_processes"}, {"schema_version", 1}, {"source", "nvml"}, {"processes", json::array()}};
-      if (job_running_) p["processes"].push_back({{"gpu", "0000:00:05.0"}, {"pid", 4242}, {"name", "train.py"}});
+      if (job_running_) { p["processes"].push_back({{"gpu", "0000:00:05.0"}, {"pid", 4242}, {"name", "train.py"}}); }
       return sys::exited_with(0, p.dump());
     });
     runner_.on({"nvidia-smi", "--gpu-reset"}, sys::exited_with(0, "GPU reset done"));
@@ -74,8 +76,9 @@ class LadderOnTheBox : public ::testing::Test {
   }
   std::vector<std::vector<std::string>> calls(const std::string& program) const {
     std::vector<std::vector<std::string>> out;
-    for (const auto& c : runner_.calls())
-      if (!c.empty() && c[0] == program) out.push_back(c);
+    for (const auto& c : runner_.calls()) {
+      if (!c.empty() && c[0] == program) { out.push_back(c); }
+    }
     return out;
   }
 
@@ -90,8 +93,9 @@ class LadderOnTheBox : public ::testing::Test {
 };
 
 bool has_reason(const RecordedState& st, const std::string& start) {
-  for (const auto& r : st.reasons)
-    if (r.rfind(start, 0) == 0) return true;
+  for (const auto& r : st.reasons) {
+    if (r.rfind(start, 0) == 0) { return true; }
+  }
   return false;
 }
 }  // namespace
@@ -102,8 +106,9 @@ TEST_F(LadderOnTheBox, ClimbsInOrderStoresEachRungFirstAndResumesAfterAPowerCut)
   // wait_idle, its self-test failed; reset_gpu on every GPU, its self-test failed; the reboot.
   const auto resets = calls("nvidia-smi");
   std::vector<std::vector<std::string>> reset_calls;
-  for (const auto& c : resets)
-    if (c.size() > 1 && c[1] == "--gpu-reset") reset_calls.push_back(c);
+  for (const auto& c : resets) {
+    if (c.size() > 1 && c[1] == "--gpu-reset") { reset_calls.push_back(c); }
+  }
   ASSERT_EQ(reset_calls.size(), 4u);
   EXPECT_EQ(reset_calls[0], (std::vector<std::string>{"nvidia-smi", "--gpu-reset", "-i", "0000:00:06.0"}));
   ASSERT_EQ(calls("systemctl").size(), 1u);
@@ -134,8 +139,10 @@ TEST_F(LadderOnTheBox, ClimbsInOrderStoresEachRungFirstAndResumesAfterAPowerCut)
   EXPECT_EQ(after.remediation.history.back().after, "passed");
   EXPECT_EQ(after.selftest->verdict, "passed");
   EXPECT_FALSE(has_reason(after, "remediation")) << json(after.reasons).dump();
-  for (std::size_t i = before; i < runner_.calls().size(); ++i)
-    EXPECT_TRUE(runner_.calls()[i][0] != "systemctl" && runner_.calls()[i][1] != "--gpu-reset") << runner_.calls()[i][0];
+  for (std::size_t i = before; i < runner_.calls().size(); ++i) {
+    EXPECT_TRUE(runner_.calls()[i][0] != "systemctl" && runner_.calls()[i][1] != "--gpu-reset")
+        << runner_.calls()[i][0];
+  }
 
   // In /v1/status and /metrics.
   after.profile_remediation = true;
@@ -157,7 +164,8 @@ TEST_F(LadderOnTheBox, NothingWhileAJobRunsAndAPersonAfterTheLastRung) {
   EXPECT_TRUE(st.remediation.active);
   EXPECT_EQ(st.remediation.next, 0u);
   EXPECT_TRUE(calls("systemctl").empty());
-  EXPECT_TRUE(has_reason(st, "remediation: wait_idle waits for idle GPUs (never while a job runs)")) << json(st.reasons).dump();
+  EXPECT_TRUE(has_reason(st, "remediation: wait_idle waits for idle GPUs (never while a job runs)"))
+      << json(st.reasons).dump();
   // The job ends; every rung is taken and P2P stays lost.
   job_running_ = false;
   pass(st, {kLost});
@@ -165,7 +173,8 @@ TEST_F(LadderOnTheBox, NothingWhileAJobRunsAndAPersonAfterTheLastRung) {
   pass(st, {kLost});  // after the reboot: its self-test fails again
   EXPECT_TRUE(st.remediation.service_required);
   EXPECT_EQ(st.state, NodeState::failed);  // the failed self-test, and the person's turn beside it
-  EXPECT_TRUE(has_reason(st, "remediation: service required: every rung the profile allows was taken")) << json(st.reasons).dump();
+  EXPECT_TRUE(has_reason(st, "remediation: service required: every rung the profile allows was taken"))
+      << json(st.reasons).dump();
   EXPECT_EQ(st.remediation_ladders["service_required"], 1u);
   // It never loops: more passes take nothing.
   pass(st, {kLost});

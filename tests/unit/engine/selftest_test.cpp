@@ -8,8 +8,8 @@
 #include "engine/metrics.hpp"
 #include "engine/views.hpp"
 #include "probe/probe.hpp"
-#include "unit/source_files.hpp"
 #include "unit/fixture_inventory.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::engine;
@@ -25,14 +25,17 @@ using p2pnode::test_files::h200;
 judge::AgentRun run(double factor, const json& contention, std::uint64_t bad_bytes = 0) {
   json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
   for (auto& c : d["cases"]) {
-    if (c["key"] != "ce_write_bandwidth") continue;
-    for (auto& cell : c["cells"])
-      if (cell["src"] == 0 && cell["dst"] == 1)
-        for (const char* k : {"median", "mean", "min", "max", "p10", "p90"})
+    if (c["key"] != "ce_write_bandwidth") { continue; }
+    for (auto& cell : c["cells"]) {
+      if (cell["src"] == 0 && cell["dst"] == 1) {
+        for (const char* k : {"median", "mean", "min", "max", "p10", "p90"}) {
           cell["bandwidth_gbps"][k] = cell["bandwidth_gbps"][k].get<double>() * factor;
+        }
+      }
+    }
   }
-  if (!contention.is_null()) d["contention"] = contention;
-  if (bad_bytes) d["summary"]["integrity_bad_bytes"] = bad_bytes;
+  if (!contention.is_null()) { d["contention"] = contention; }
+  if (bad_bytes) { d["summary"]["integrity_bad_bytes"] = bad_bytes; }
   auto r = judge::parse_agent_result(d.dump());
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
   SelftestSpec spec;
@@ -44,7 +47,8 @@ judge::AgentRun run(double factor, const json& contention, std::uint64_t bad_byt
 }
 
 json copy_job_seen() {
-  const json p = json::array({{{"gpu", "0000:00:06.0"}, {"pid", 4242}, {"name", "copy_load"}, {"used_memory_bytes", 1073741824}}});
+  const json p =
+      json::array({{{"gpu", "0000:00:06.0"}, {"pid", 4242}, {"name", "copy_load"}, {"used_memory_bytes", 1073741824}}});
   return {{"source", "nvml"}, {"reason", nullptr}, {"before", p}, {"after", p}};
 }
 }  // namespace
@@ -52,7 +56,7 @@ json copy_job_seen() {
 TEST(ContendedRun, IsReportedButJudgesNothing) {
   SelftestSpec spec;
   RecordedState st;
-  for (int i = 0; i < 3; ++i) record_selftest(st, run(1.0, json()), spec, h200(), "schedule");
+  for (int i = 0; i < 3; ++i) { record_selftest(st, run(1.0, json()), spec, h200(), "schedule"); }
   ASSERT_EQ(st.selftest->verdict, "passed");
   const json baselines_before = to_json(st.baselines);
   const auto last_success = st.selftest_last_success_unix;
@@ -70,9 +74,13 @@ TEST(ContendedRun, IsReportedButJudgesNothing) {
   EXPECT_EQ(st.selftest_last_success_unix, last_success);
   ASSERT_TRUE(st.selftest_contended);
   EXPECT_EQ(st.selftest_contended->verdict, "contended");
-  EXPECT_EQ(st.selftest_contended->reasons[0].rfind("another process used the GPUs during the run (pid 4242 (copy_load, 1 GiB) on 0000:00:06.0; seen before, after)", 0), 0u)
+  EXPECT_EQ(st.selftest_contended->reasons[0].rfind("another process used the GPUs during the run (pid 4242 "
+                                                    "(copy_load, 1 GiB) on 0000:00:06.0; seen before, after)",
+                                                    0),
+            0u)
       << st.selftest_contended->reasons[0];
-  EXPECT_NE(st.selftest_contended->reasons[1].find("not judged: ce_write_bandwidth"), std::string::npos) << st.selftest_contended->reasons[1];
+  EXPECT_NE(st.selftest_contended->reasons[1].find("not judged: ce_write_bandwidth"), std::string::npos)
+      << st.selftest_contended->reasons[1];
   EXPECT_EQ(st.selftest_runs["contended"], 1u);
 
   // The API and metrics say so.
@@ -92,7 +100,8 @@ TEST(ContendedRun, IsReportedButJudgesNothing) {
   EXPECT_EQ(back->selftest_contended->verdict, "contended");
 
   // After the job: a run that passes against the baseline built before it, and the note is gone.
-  auto after = run(1.0, json{{"source", "nvml"}, {"reason", nullptr}, {"before", json::array()}, {"after", json::array()}});
+  auto after =
+      run(1.0, json{{"source", "nvml"}, {"reason", nullptr}, {"before", json::array()}, {"after", json::array()}});
   after.started_unix = 1700007200;
   record_selftest(st, after, spec, h200(), "schedule", judge::contention_in(after.result->raw, {}));
   EXPECT_EQ(st.selftest->verdict, "passed");
@@ -105,9 +114,11 @@ TEST(ContendedRun, AJudgedRunInTheSameSecondSupersedesIt) {
   SelftestSpec spec;
   RecordedState st;
   auto shared = run(0.54, copy_job_seen());
-  record_selftest(st, shared, spec, h200(), "api-selftest", judge::contention_in(shared.result->raw, spec.ignore_processes));
+  record_selftest(st, shared, spec, h200(), "api-selftest",
+                  judge::contention_in(shared.result->raw, spec.ignore_processes));
   ASSERT_TRUE(st.selftest_contended);
-  auto after = run(1.0, json{{"source", "nvml"}, {"reason", nullptr}, {"before", json::array()}, {"after", json::array()}});
+  auto after =
+      run(1.0, json{{"source", "nvml"}, {"reason", nullptr}, {"before", json::array()}, {"after", json::array()}});
   ASSERT_EQ(after.started_unix, shared.started_unix);  // both started in the same second
   record_selftest(st, after, spec, h200(), "api-selftest", judge::contention_in(after.result->raw, {}));
   EXPECT_FALSE(st.selftest_contended);
@@ -121,7 +132,8 @@ TEST(ContendedRun, CorruptedBytesJudgeTheNodeAllTheSame) {
   auto shared = run(0.54, copy_job_seen(), 4096);
   ASSERT_EQ(shared.judgement.verdict, "failed");
   ASSERT_TRUE(shared.judgement.load_independent_failure);
-  const auto notes = record_selftest(st, shared, spec, h200(), "schedule", judge::contention_in(shared.result->raw, {}));
+  const auto notes =
+      record_selftest(st, shared, spec, h200(), "schedule", judge::contention_in(shared.result->raw, {}));
   EXPECT_FALSE(notes.contended);
   ASSERT_TRUE(st.selftest);
   EXPECT_EQ(st.selftest->verdict, "failed");

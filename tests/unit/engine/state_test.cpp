@@ -97,11 +97,9 @@ TEST(StateStore, WrongTypesAreCorrupt) {
   fs::create_directories(t.dir / "s");
   auto j = to_json(sample());
   for (auto mutate : std::vector<std::function<void(nlohmann::json&)>>{
-           [](nlohmann::json& x) { x["state"] = "happy"; },
-           [](nlohmann::json& x) { x["reasons"] = "one"; },
+           [](nlohmann::json& x) { x["state"] = "happy"; }, [](nlohmann::json& x) { x["reasons"] = "one"; },
            [](nlohmann::json& x) { x["schema_version"] = 99; },
-           [](nlohmann::json& x) { x["reconcile_runs"]["ready"] = -1; },
-           [](nlohmann::json& x) { x.erase("selftest"); },
+           [](nlohmann::json& x) { x["reconcile_runs"]["ready"] = -1; }, [](nlohmann::json& x) { x.erase("selftest"); },
            [](nlohmann::json& x) { x["selftest"]["duration_s"] = "long"; }}) {
     auto copy = j;
     mutate(copy);
@@ -127,7 +125,8 @@ TEST(NodeStateNames, RoundTrip) {
 TEST(PlanBody, LeavesTheInstallersLogOut) {
   RecordedState s;
   s.applied = nlohmann::json::array(
-      {{{"action", "driver.userspace"}, {"outcome", "failed"},
+      {{{"action", "driver.userspace"},
+        {"outcome", "failed"},
         {"after", {{"installer_exit", 1}, {"installer_log_tail", "ERROR: /home/op/secret-build ..."}}}},
        {{"action", "driver.module"}, {"after", {{"modules", {"nvidia"}}}}}});
   const auto body = p2pnode::engine::plan_body(s);

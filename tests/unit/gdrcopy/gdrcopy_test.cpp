@@ -37,7 +37,9 @@ Profile load(const std::string& gdrcopy = "") {
   return r.profile.value_or(Profile{});
 }
 
-Inventory recorded(const std::string& fixture) { return probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/" + fixture)); }
+Inventory recorded(const std::string& fixture) {
+  return probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/" + fixture));
+}
 }  // namespace
 
 TEST(GdrcopyProfile, ReadsTheSectionWithItsDefaults) {
@@ -63,7 +65,8 @@ TEST(GdrcopyProfile, BadValuesSayWhatWasExpected) {
   ASSERT_FALSE(r.profile);
   const std::string text = r.diagnostics.format();
   EXPECT_NE(text.find("gdrcopy.pin: expected a size above 0 such as 64MiB"), std::string::npos) << text;
-  EXPECT_NE(text.find("gdrcopy.device.owner: expected a user name or numeric id, found '9root'"), std::string::npos) << text;
+  EXPECT_NE(text.find("gdrcopy.device.owner: expected a user name or numeric id, found '9root'"), std::string::npos)
+      << text;
   r = profile::load_profile_text(profile_text("  sources: {}\n"), "gdr.yaml");
   ASSERT_FALSE(r.profile);
   EXPECT_NE(r.diagnostics.format().find("gdrcopy.sources"), std::string::npos) << r.diagnostics.format();
@@ -76,7 +79,8 @@ TEST(GdrcopyProfile, BadValuesSayWhatWasExpected) {
   r = profile::load_profile_text(profile_text("  device:\n    owner: \"4294967295\"\n"), "gdr.yaml");
   EXPECT_FALSE(r.profile);
   for (const char* v : {"2.", "2..6", ".6"}) {
-    r = profile::load_profile_text(profile_text("").replace(profile_text("").find("\"2.6\""), 5, std::string("\"") + v + "\""), "gdr.yaml");
+    r = profile::load_profile_text(
+        profile_text("").replace(profile_text("").find("\"2.6\""), 5, std::string("\"") + v + "\""), "gdr.yaml");
     EXPECT_FALSE(r.profile) << v;
   }
 }
@@ -93,8 +97,11 @@ TEST(GdrcopyNeeds, Bar1RoomIsWhatTheReserveLeavesInWholeGpuPages) {
 }
 
 TEST(GdrcopyNeeds, DmaBufNeedsCuda133WhichNoKnownBranchReports) {
-  for (auto [version, cuda] : {std::pair<const char*, const char*>{"550.90.07", "12.4"}, {"565.57.01", "12.7"},
-                              {"570.86.16", "12.8"}, {"580.159.04", "13.0"}, {"590.48.01", "13.1"}}) {
+  for (auto [version, cuda] : {std::pair<const char*, const char*>{"550.90.07", "12.4"},
+                               {"565.57.01", "12.7"},
+                               {"570.86.16", "12.8"},
+                               {"580.159.04", "13.0"},
+                               {"590.48.01", "13.1"}}) {
     const auto v = gdrcopy::dmabuf_support(version);
     EXPECT_EQ(v.support, gdrcopy::DmaBuf::unavailable) << version;
     EXPECT_EQ(v.cuda, cuda) << version;
@@ -123,8 +130,9 @@ TEST(GdrcopyChecks, A256MiBBar1HoldsSmallPinsOnlyAndSaysHowMuch) {
   ASSERT_EQ(fs.size(), 6u);
   for (const auto& f : fs) {
     EXPECT_EQ(f.severity, Severity::error);
-    EXPECT_EQ(f.summary, "BAR1 is 256 MiB: the driver keeps 36 MiB of it free, so at most 220 MiB can be pinned (less what "
-                         "CUDA and P2P map); gdrcopy.pin is 512 MiB, which does not fit");
+    EXPECT_EQ(f.summary,
+              "BAR1 is 256 MiB: the driver keeps 36 MiB of it free, so at most 220 MiB can be pinned (less what "
+              "CUDA and P2P map); gdrcopy.pin is 512 MiB, which does not fit");
     EXPECT_NE(f.remediation.find("lower gdrcopy.pin to at most 220 MiB"), std::string::npos) << f.remediation;
     EXPECT_EQ(f.observed["pinnable_bytes"], 220 * MiB);
   }
@@ -137,15 +145,17 @@ TEST(GdrcopyChecks, A256MiBBar1HoldsSmallPinsOnlyAndSaysHowMuch) {
   fs = checks::check_gdrcopy_bar1(load("  pin: 230686721B\n"), inv);  // 220 MiB + 1 byte: one GPU page more
   ASSERT_EQ(fs.size(), 6u);
   EXPECT_EQ(fs[0].severity, Severity::error) << fs[0].summary;
-  EXPECT_NE(fs[0].summary.find("gdrcopy.pin is 220.00 MiB (225344 KiB in 64 KiB pages)"), std::string::npos) << fs[0].summary;
+  EXPECT_NE(fs[0].summary.find("gdrcopy.pin is 220.00 MiB (225344 KiB in 64 KiB pages)"), std::string::npos)
+      << fs[0].summary;
 }
 
 TEST(GdrcopyChecks, ResizableBarHoldsLargePins) {
   auto fs = checks::check_gdrcopy_bar1(load("  pin: 16GiB\n"), recorded("tinybox-6x4090"));
   ASSERT_EQ(fs.size(), 6u);
   EXPECT_EQ(fs[0].severity, Severity::ok);
-  EXPECT_EQ(fs[0].summary, "BAR1 is 32 GiB: the driver keeps 36 MiB of it free, so at most 32732 MiB can be pinned (less what "
-                           "CUDA and P2P map); gdrcopy.pin is 16 GiB");
+  EXPECT_EQ(fs[0].summary,
+            "BAR1 is 32 GiB: the driver keeps 36 MiB of it free, so at most 32732 MiB can be pinned (less what "
+            "CUDA and P2P map); gdrcopy.pin is 16 GiB");
 }
 
 TEST(GdrcopyChecks, TheOpenModuleIsWhatGdrdrvIsBuiltFor) {
@@ -154,15 +164,17 @@ TEST(GdrcopyChecks, TheOpenModuleIsWhatGdrdrvIsBuiltFor) {
   auto fs = checks::check_gdrcopy_flavour(p, inv);
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].severity, Severity::ok) << fs[0].summary;
-  EXPECT_EQ(fs[0].summary, "the open NVIDIA module 550.90.07 is loaded: the one gdrdrv is built for (gdrdrv is not loaded: "
-                           "gdrcopy.backend)");
+  EXPECT_EQ(fs[0].summary,
+            "the open NVIDIA module 550.90.07 is loaded: the one gdrdrv is built for (gdrdrv is not loaded: "
+            "gdrcopy.backend)");
 
   // The same box with the proprietary module of that version loaded (its one difference).
   inv.nvidia.open_module = false;
   fs = checks::check_gdrcopy_flavour(p, inv);
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].severity, Severity::error);
-  EXPECT_NE(fs[0].summary.find("the proprietary NVIDIA module 550.90.07 is loaded"), std::string::npos) << fs[0].summary;
+  EXPECT_NE(fs[0].summary.find("the proprietary NVIDIA module 550.90.07 is loaded"), std::string::npos)
+      << fs[0].summary;
   EXPECT_NE(fs[0].remediation.find("driver.reload.allow"), std::string::npos);
 
   inv.nvidia.open_module.reset();  // loaded, flavour unread: not called ok
@@ -180,7 +192,8 @@ TEST(GdrcopyChecks, TheOpenModuleIsWhatGdrdrvIsBuiltFor) {
   fs = checks::check_gdrcopy_flavour(p, inv);
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].severity, Severity::error);
-  EXPECT_NE(fs[0].remediation.find("NVIDIA_SRC_DIR=/usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia"), std::string::npos)
+  EXPECT_NE(fs[0].remediation.find("NVIDIA_SRC_DIR=/usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia"),
+            std::string::npos)
       << fs[0].remediation;
 
   const Inventory none = recorded("epyc-4x5090");  // no NVIDIA module loaded
@@ -196,7 +209,8 @@ TEST(GdrcopyChecks, WithoutGdrdrvTheDriverDecidesWhetherThereIsABackend) {
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].severity, Severity::error);
   EXPECT_NE(fs[0].summary.find("gdrdrv is not loaded, and driver 580.159.04 (CUDA 13.0) is older than the CUDA 13.3"),
-            std::string::npos) << fs[0].summary;
+            std::string::npos)
+      << fs[0].summary;
   EXPECT_NE(fs[0].summary.find("gdrcopy has no backend"), std::string::npos);
   EXPECT_EQ(fs[0].observed["cuda"], "13.0");
   EXPECT_NE(fs[0].remediation.find("NVIDIA_IS_OPENSOURCE=y"), std::string::npos) << fs[0].remediation;
@@ -208,7 +222,8 @@ TEST(GdrcopyChecks, WithoutGdrdrvTheDriverDecidesWhetherThereIsABackend) {
   // No driver loaded or installed: the profile's version is judged, and the summary says so.
   fs = checks::check_gdrcopy_backend(p, recorded("tinybox-6x4090-bios-default"));
   ASSERT_EQ(fs.size(), 1u);
-  EXPECT_NE(fs[0].summary.find("gdrdrv is not loaded, and the profile's driver 550.90.07 (CUDA 12.4)"), std::string::npos)
+  EXPECT_NE(fs[0].summary.find("gdrdrv is not loaded, and the profile's driver 550.90.07 (CUDA 12.4)"),
+            std::string::npos)
       << fs[0].summary;
   EXPECT_EQ(fs[0].observed["dmabuf"], "unavailable");
 }
@@ -219,13 +234,15 @@ TEST(GdrcopyChecks, ALoadedGdrdrvIsReadFromTheMachineAndItsNodeJudged) {
   namespace fs = std::filesystem;
   const p2pnode::test::TempDir scratch("gdrdrv-probe");
   const fs::path root = scratch / "root";
-  fs::copy(kSrcDir + "/tests/fixtures/tinybox-6x4090", root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::copy(kSrcDir + "/tests/fixtures/tinybox-6x4090", root,
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   auto write = [&](const std::string& rel, const std::string& text) {
     fs::create_directories((root / rel).parent_path());
     std::ofstream(root / rel) << text;
   };
   write("sys/module/gdrdrv/version", "2.6\n");
-  write("proc/driver/gdrdrv/params", "Version: 2.6\nBuilt for NVIDIA driver flavor: opensource\nUse persistent mapping: yes\n");
+  write("proc/driver/gdrdrv/params",
+        "Version: 2.6\nBuilt for NVIDIA driver flavor: opensource\nUse persistent mapping: yes\n");
   write("proc/devices", "Character devices:\n  1 mem\n195 nvidia\n508 gdrdrv\n\nBlock devices:\n  8 sd\n");
   write("dev/gdrdrv", "");
   write("etc/passwd", "root:x:0:0:root:/root:/bin/bash\n");
@@ -248,8 +265,10 @@ TEST(GdrcopyChecks, ALoadedGdrdrvIsReadFromTheMachineAndItsNodeJudged) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::error);
   EXPECT_NE(f[0].summary.find("/dev/gdrdrv is not a character device"), std::string::npos) << f[0].summary;
-  EXPECT_NE(f[0].remediation.find("rm -f /dev/gdrdrv && mknod -m 0660 /dev/gdrdrv c 508 0 && chown root:video /dev/gdrdrv"),
-            std::string::npos) << f[0].remediation;
+  EXPECT_NE(
+      f[0].remediation.find("rm -f /dev/gdrdrv && mknod -m 0660 /dev/gdrdrv c 508 0 && chown root:video /dev/gdrdrv"),
+      std::string::npos)
+      << f[0].remediation;
   auto fl = checks::check_gdrcopy_flavour(p, inv);
   ASSERT_EQ(fl.size(), 1u);
   EXPECT_EQ(fl[0].summary, "the open NVIDIA module 550.90.07 is loaded, and gdrdrv 2.6 built for it");

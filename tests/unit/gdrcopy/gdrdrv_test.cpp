@@ -27,13 +27,16 @@ namespace fs = std::filesystem;
 namespace {
 const std::string kNvidiaSha = "3c56fc1a3f0ee3de9a9e4bb20b3f5c33c224be266906c5e879d80eb3ec71086f";
 
-Profile gdrdrv_profile(const std::string& nvidia_sha = kNvidiaSha, const std::string& patches = "", const std::string& device = "") {
+Profile gdrdrv_profile(const std::string& nvidia_sha = kNvidiaSha, const std::string& patches = "",
+                       const std::string& device = "") {
   const std::string text =
       "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: gdr\n"
       "driver:\n  version: 550.90.07\n  kernel_module:\n    source:\n      path: /srv/ogkm-550.90.07-p2p.tar.xz\n"
-      "      sha256: " + nvidia_sha + "\n" + patches +
+      "      sha256: " +
+      nvidia_sha + "\n" + patches +
       "gdrcopy:\n  version: \"2.6\"\n  source:\n    path: /srv/gdrcopy-2.6.tar.xz\n"
-      "    sha256: 6557256e96d7e79069710ff0a33d33253524e8b73bf0a286e278e0f99a531618\n" + device;
+      "    sha256: 6557256e96d7e79069710ff0a33d33253524e8b73bf0a286e278e0f99a531618\n" +
+      device;
   auto r = profile::load_profile_text(text, "gdr.yaml");
   EXPECT_TRUE(r.profile && r.profile->gdrcopy) << r.diagnostics.format();
   return r.profile.value_or(Profile{});
@@ -63,10 +66,13 @@ TEST(Gdrdrv, ItsOwnDkmsPackageBuiltAgainstTheStagedNvidiaTree) {
   const std::string conf = dkms::render(dkms::gdrdrv_conf(t.name, t.version, spec->kernel_module->nvidia_src_dir));
   EXPECT_NE(conf.find("from the profile's gdrcopy;"), std::string::npos) << conf;
   // Its Makefile uses $(PWD): it runs from src/gdrdrv, with the open flavour and the staged tree.
-  EXPECT_NE(conf.find("MAKE[0]='cd src/gdrdrv && '\\''make'\\'' KVER=${kernelver} "
-                      "NVIDIA_SRC_DIR='\\''/usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia'\\'' NVIDIA_IS_OPENSOURCE=y'"),
-            std::string::npos) << conf;
-  EXPECT_NE(conf.find("BUILT_MODULE_NAME[0]='gdrdrv'\nBUILT_MODULE_LOCATION[0]='src/gdrdrv/'"), std::string::npos) << conf;
+  EXPECT_NE(
+      conf.find("MAKE[0]='cd src/gdrdrv && '\\''make'\\'' KVER=${kernelver} "
+                "NVIDIA_SRC_DIR='\\''/usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia'\\'' NVIDIA_IS_OPENSOURCE=y'"),
+      std::string::npos)
+      << conf;
+  EXPECT_NE(conf.find("BUILT_MODULE_NAME[0]='gdrdrv'\nBUILT_MODULE_LOCATION[0]='src/gdrdrv/'"), std::string::npos)
+      << conf;
   EXPECT_EQ(conf.find("BUILT_MODULE_NAME[1]"), std::string::npos) << "nv-p2p-dummy.ko is not installed";
   EXPECT_EQ(conf.find("AUTOINSTALL"), std::string::npos) << "p2pnode's kernel hook builds it, never DKMS's";
 
@@ -138,7 +144,7 @@ TEST(Gdrdrv, AKernelWithoutGdrdrvIsAKernelWithoutTheModule) {
 
 TEST(GdrdrvDevice, TheWorkBetweenTheProbedNodeAndTheProfile) {
   const Profile p = gdrdrv_profile("3c56fc1a3f0ee3de9a9e4bb20b3f5c33c224be266906c5e879d80eb3ec71086f", "",
-                         "  device:\n    owner: root\n    group: \"44\"\n    mode: \"0666\"\n");
+                                   "  device:\n    owner: root\n    group: \"44\"\n    mode: \"0666\"\n");
   GdrdrvState g;
   auto w = gdrcopy::device_work(*p.gdrcopy, g);
   EXPECT_TRUE(w.load);
@@ -177,8 +183,9 @@ struct DeviceBox {
   fs::path dir = tmp.path();
   sys::ScriptedRunner runner;
   DeviceBox() {
-    for (const char* d : {"proc/sys/kernel", "sys/module", "dev", "etc", "lib/modules/6.1.0-56-amd64/updates/dkms"})
+    for (const char* d : {"proc/sys/kernel", "sys/module", "dev", "etc", "lib/modules/6.1.0-56-amd64/updates/dkms"}) {
       fs::create_directories(dir / d);
+    }
     write("proc/sys/kernel/osrelease", "6.1.0-56-amd64\n");
     write("proc/devices", "Character devices:\n  1 mem\n195 nvidia\n");
     write("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
@@ -191,13 +198,17 @@ struct DeviceBox {
       return sys::exited_with(0);
     });
     runner.on({"mknod"}, [](const sys::Command& c) {  // mknod -m MODE PATH c MAJOR MINOR
-      const int rc = ::mknod(c.argv.at(3).c_str(), S_IFCHR | static_cast<mode_t>(std::stoul(c.argv.at(2), nullptr, 8)),
-                             makedev(static_cast<unsigned>(std::stoul(c.argv.at(5))), static_cast<unsigned>(std::stoul(c.argv.at(6)))));
-      if (rc == 0) ::chmod(c.argv.at(3).c_str(), static_cast<mode_t>(std::stoul(c.argv.at(2), nullptr, 8)));  // past the umask
+      const int rc = ::mknod(
+          c.argv.at(3).c_str(), S_IFCHR | static_cast<mode_t>(std::stoul(c.argv.at(2), nullptr, 8)),
+          makedev(static_cast<unsigned>(std::stoul(c.argv.at(5))), static_cast<unsigned>(std::stoul(c.argv.at(6)))));
+      if (rc == 0) {
+        ::chmod(c.argv.at(3).c_str(), static_cast<mode_t>(std::stoul(c.argv.at(2), nullptr, 8)));  // past the umask
+      }
       return sys::exited_with(rc == 0 ? 0 : 1, "", rc == 0 ? "" : "mknod: Operation not permitted");
     });
     runner.on({"chmod"}, [](const sys::Command& c) {
-      return sys::exited_with(::chmod(c.argv.at(2).c_str(), static_cast<mode_t>(std::stoul(c.argv.at(1), nullptr, 8))) ? 1 : 0);
+      return sys::exited_with(
+          ::chmod(c.argv.at(2).c_str(), static_cast<mode_t>(std::stoul(c.argv.at(1), nullptr, 8))) ? 1 : 0);
     });
     runner.on({"chown"}, [](const sys::Command& c) {  // chown root:video PATH (this root's ids)
       const bool video = c.argv.at(1).ends_with(":video") || c.argv.at(1).ends_with(":44");
@@ -215,9 +226,12 @@ struct DeviceBox {
 }  // namespace
 
 TEST(GdrdrvDevice, LoadedAfterNvidiaAndItsNodeMadeAsTheProfileAsks) {
-  if (::geteuid() != 0) GTEST_SKIP() << "making a character device node needs root (mknod); run the unit tests as root";
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "making a character device node needs root (mknod); run the unit tests as root";
+  }
   DeviceBox b;
-  const Profile p = gdrdrv_profile(kNvidiaSha, "", "  device:\n    owner: root\n    group: video\n    mode: \"0660\"\n");
+  const Profile p =
+      gdrdrv_profile(kNvidiaSha, "", "  device:\n    owner: root\n    group: video\n    mode: \"0660\"\n");
   auto r = b.apply(p);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].action, "gdrcopy.device");
@@ -251,7 +265,8 @@ TEST(GdrdrvDevice, NotInstalledForTheRunningKernelIsAFailureOrAReboot) {
   const auto r = b.apply(gdrdrv_profile());
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].outcome, StepOutcome::failed);
-  EXPECT_NE(r[0].message.find("gdrdrv is not installed for the running kernel 6.1.0-56-amd64"), std::string::npos) << r[0].message;
+  EXPECT_NE(r[0].message.find("gdrdrv is not installed for the running kernel 6.1.0-56-amd64"), std::string::npos)
+      << r[0].message;
   EXPECT_EQ(b.runner.count("modprobe"), 0u);
   // Installed for a newer kernel only (built there, this one has no headers): after a reboot.
   fs::create_directories(b.dir / "lib/modules/6.1.0-57-amd64/build");
@@ -261,7 +276,8 @@ TEST(GdrdrvDevice, NotInstalledForTheRunningKernelIsAFailureOrAReboot) {
   ASSERT_EQ(r2.size(), 1u);
   EXPECT_EQ(r2[0].outcome, StepOutcome::reboot_required) << r2[0].message;
   EXPECT_NE(r2[0].message.find("installed for [\"6.1.0-57-amd64\"] but not for the running kernel 6.1.0-56-amd64"),
-            std::string::npos) << r2[0].message;
+            std::string::npos)
+      << r2[0].message;
   EXPECT_EQ(b.runner.count("modprobe"), 0u);
 }
 
@@ -272,24 +288,29 @@ TEST(GdrdrvModule, RefusedUntilTheNvidiaTreeIsPlaced) {
   sys::SysRoot root(b.dir);
   const Inventory inv = probe::probe_inventory(root);
   const auto plan = actions::plan_all(p, inv, root);
-  const auto it = std::find_if(plan.steps.begin(), plan.steps.end(), [](const Step& s) { return s.action == "gdrcopy.module"; });
+  const auto it =
+      std::find_if(plan.steps.begin(), plan.steps.end(), [](const Step& s) { return s.action == "gdrcopy.module"; });
   ASSERT_NE(it, plan.steps.end());
   EXPECT_EQ(it->subject, "gdrdrv/2.6");
-  EXPECT_NE(it->description.find("against /usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia (once driver.module has placed"),
-            std::string::npos) << it->description;
+  EXPECT_NE(
+      it->description.find("against /usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia (once driver.module has placed"),
+      std::string::npos)
+      << it->description;
   actions::ApplyContext ctx{root, b.runner, p};
   ctx.only = {"gdrcopy.module"};
   const auto r = actions::apply_all(ctx);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].outcome, StepOutcome::refused);
-  EXPECT_NE(r[0].message.find("/usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia/nv-p2p.h, which is not there"), std::string::npos)
+  EXPECT_NE(r[0].message.find("/usr/src/nvidia-p2p-550.90.07/kernel-open/nvidia/nv-p2p.h, which is not there"),
+            std::string::npos)
       << r[0].message;
   EXPECT_TRUE(b.runner.calls().empty()) << "nothing run before the tree is there";
 }
 
 TEST(Gdrdrv, ItsVersionFromGdrdrvH) {
-  EXPECT_EQ(dkms::gdrdrv_header_version("#define GDRDRV_MAJOR_VERSION_SHIFT    16\n\n#define GDRDRV_MAJOR_VERSION    2\n"
-                                        "#define GDRDRV_MINOR_VERSION    6\n#define GDRDRV_VERSION ((GDRDRV_MAJOR_VERSION << 16))\n"),
+  EXPECT_EQ(dkms::gdrdrv_header_version(
+                "#define GDRDRV_MAJOR_VERSION_SHIFT    16\n\n#define GDRDRV_MAJOR_VERSION    2\n"
+                "#define GDRDRV_MINOR_VERSION    6\n#define GDRDRV_VERSION ((GDRDRV_MAJOR_VERSION << 16))\n"),
             "2.6");
   EXPECT_FALSE(dkms::gdrdrv_header_version("#define GDRDRV_MAJOR_VERSION 2\n"));
   EXPECT_FALSE(dkms::gdrdrv_header_version("#define GDRDRV_MAJOR_VERSION X\n#define GDRDRV_MINOR_VERSION 6\n"));

@@ -33,7 +33,8 @@ struct GdrBox {
   void source(const std::string& minor, const std::string& extra = "") {
     put("srv/gdr/Makefile", "lib:\n\tcd src && cc -shared -fPIC -Wl,-soname,libgdrapi.so.2 -o libgdrapi.so.2." + minor +
                                 " gdrapi.c\n\tcd src && ln -sf libgdrapi.so.2." + minor + " libgdrapi.so.2\n");
-    put("srv/gdr/src/gdrapi.c", "void gdr_runtime_get_version(int* a, int* b) { *a = 2; *b = " + minor + "; }\n" + extra);
+    put("srv/gdr/src/gdrapi.c",
+        "void gdr_runtime_get_version(int* a, int* b) { *a = 2; *b = " + minor + "; }\n" + extra);
   }
   Profile profile() {
     sys::SysRoot root(dir);
@@ -43,7 +44,8 @@ struct GdrBox {
         "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: gdr\n"
         "driver:\n  version: 550.90.07\n  kernel_module:\n    source:\n      path: /srv/ogkm.tar.xz\n"
         "      sha256: 3c56fc1a3f0ee3de9a9e4bb20b3f5c33c224be266906c5e879d80eb3ec71086f\n"
-        "gdrcopy:\n  version: \"2.6\"\n  source:\n    path: /srv/gdr\n    sha256: " + sha.value() + "\n";
+        "gdrcopy:\n  version: \"2.6\"\n  source:\n    path: /srv/gdr\n    sha256: " +
+        sha.value() + "\n";
     auto r = profile::load_profile_text(text, "gdr.yaml");
     EXPECT_TRUE(r.profile && r.profile->gdrcopy) << r.diagnostics.format();
     return r.profile.value_or(Profile{});
@@ -57,8 +59,9 @@ struct GdrBox {
   std::vector<Step> plan(const Profile& p) {
     sys::SysRoot root(dir);
     std::vector<Step> out;
-    for (auto& s : actions::plan_all(p, Inventory{}, root).steps)
-      if (s.action == "gdrcopy.library") out.push_back(s);
+    for (auto& s : actions::plan_all(p, Inventory{}, root).steps) {
+      if (s.action == "gdrcopy.library") { out.push_back(s); }
+    }
     return out;
   }
 };
@@ -72,13 +75,14 @@ TEST(GdrapiLibrary, WhatIsNeeded) {
   EXPECT_EQ(gdrcopy::library_path(g), "/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2");
   EXPECT_EQ(gdrcopy::library_work(g, false, std::nullopt), "libgdrapi 2.6 is not built yet");
   EXPECT_EQ(gdrcopy::library_work(g, true, std::nullopt),
-            "/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2 has no record of its source (/var/lib/p2pnode/gdrcopy/2.6/source.sha256)");
+            "/var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2 has no record of its source "
+            "(/var/lib/p2pnode/gdrcopy/2.6/source.sha256)");
   EXPECT_EQ(gdrcopy::library_work(g, true, "bb\n"), "built from another source (sha256 bb, the profile's is aa)");
   EXPECT_EQ(gdrcopy::library_work(g, true, "aa\n"), std::nullopt);
 }
 
 TEST(GdrapiLibrary, BuiltFromTheProfilesSourceOnceAndAgainWhenItChanges) {
-  if (!tools()) GTEST_FAIL() << "make or cc is not installed (scripts/install-deps.sh build installs them)";
+  if (!tools()) { GTEST_FAIL() << "make or cc is not installed (scripts/install-deps.sh build installs them)"; }
   GdrBox b;
   Profile p = b.profile();
   ASSERT_EQ(b.plan(p).size(), 1u);
@@ -86,7 +90,8 @@ TEST(GdrapiLibrary, BuiltFromTheProfilesSourceOnceAndAgainWhenItChanges) {
   auto r = b.apply(p);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;
-  EXPECT_NE(r[0].message.find("(libgdrapi.so.2.6) and placed as /var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2"), std::string::npos)
+  EXPECT_NE(r[0].message.find("(libgdrapi.so.2.6) and placed as /var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2"),
+            std::string::npos)
       << r[0].message;
   const fs::path lib = b.dir / "var/lib/p2pnode/gdrcopy/2.6/libgdrapi.so.2";
   ASSERT_TRUE(fs::is_regular_file(lib));
@@ -95,7 +100,9 @@ TEST(GdrapiLibrary, BuiltFromTheProfilesSourceOnceAndAgainWhenItChanges) {
   std::ifstream in(lib, std::ios::binary);
   char magic[4] = {};
   in.read(magic, 4);
-  EXPECT_EQ(std::string(magic, 4), "\x7f" "ELF");
+  EXPECT_EQ(std::string(magic, 4),
+            "\x7f"
+            "ELF");
   EXPECT_FALSE(fs::exists(b.dir / "var/lib/p2pnode/gdrcopy/build")) << "the scratch build is removed";
   // Nothing to do the second time.
   EXPECT_TRUE(b.plan(p).empty());
@@ -119,7 +126,7 @@ TEST(GdrapiLibrary, BuiltFromTheProfilesSourceOnceAndAgainWhenItChanges) {
 }
 
 TEST(GdrapiLibrary, AFailedBuildSaysWhyAndLeavesTheOldLibrary) {
-  if (!tools()) GTEST_FAIL() << "make or cc is not installed (scripts/install-deps.sh build installs them)";
+  if (!tools()) { GTEST_FAIL() << "make or cc is not installed (scripts/install-deps.sh build installs them)"; }
   GdrBox b;
   Profile p = b.profile();
   ASSERT_EQ(b.apply(p).at(0).outcome, StepOutcome::changed);

@@ -22,17 +22,29 @@ PathIndex two_gpu_box() {
 // What the agent prints for two GPUs; tweak(j) changes it before it is decoded.
 json doc() {
   auto gpu = [](const char* bdf) {
-    return json{{"index", 0}, {"pci_bus_id", bdf}, {"name", "NVIDIA H200"}, {"problem", nullptr}, {"links", json::array()},
-                {"recovery_action", "none"}, {"recovery_problem", nullptr},
-                {"pcie", {{"replay", 0}, {"replay_rollover", 0}, {"gen", 5}, {"max_gen", 5}, {"width", 16}, {"max_width", 16}}},
-                {"memory", {{"remapped_correctable", 0}, {"remapped_uncorrectable", 0}, {"remap_pending", false},
-                            {"remap_failure", false}, {"volatile_uncorrected_ecc", 0}}}};
+    return json{
+        {"index", 0},
+        {"pci_bus_id", bdf},
+        {"name", "NVIDIA H200"},
+        {"problem", nullptr},
+        {"links", json::array()},
+        {"recovery_action", "none"},
+        {"recovery_problem", nullptr},
+        {"pcie", {{"replay", 0}, {"replay_rollover", 0}, {"gen", 5}, {"max_gen", 5}, {"width", 16}, {"max_width", 16}}},
+        {"memory",
+         {{"remapped_correctable", 0},
+          {"remapped_uncorrectable", 0},
+          {"remap_pending", false},
+          {"remap_failure", false},
+          {"volatile_uncorrected_ecc", 0}}}};
   };
   auto pair = [](const char* a, const char* b) {
-    return json{{"gpu", a}, {"peer_gpu", b}, {"read", "ok"}, {"write", "ok"}, {"nvlink", "ok"}, {"atomics", "ok"},
-                {"pci", "not_supported"}};
+    return json{{"gpu", a},       {"peer_gpu", b},   {"read", "ok"},          {"write", "ok"},
+                {"nvlink", "ok"}, {"atomics", "ok"}, {"pci", "not_supported"}};
   };
-  return {{"schema_version", 2}, {"kind", "health"}, {"agent_version", "0.1.0"},
+  return {{"schema_version", 2},
+          {"kind", "health"},
+          {"agent_version", "0.1.0"},
           {"nvml", {{"available", true}, {"driver_version", "580.159.04"}, {"reason", nullptr}}},
           {"gpus", {gpu("0000:03:00.0"), gpu("0000:04:00.0")}},
           {"p2p_status", {pair("0000:03:00.0", "0000:04:00.0"), pair("0000:04:00.0", "0000:03:00.0")}}};
@@ -53,8 +65,9 @@ struct Passes {
     m.update(s, paths);
   }
   const Finding* find(const std::string& check, const std::string& subject = "0000:03:00.0") const {
-    for (const auto& f : m.findings())
-      if (f.check == check && f.subject == subject) return &f;
+    for (const auto& f : m.findings()) {
+      if (f.check == check && f.subject == subject) { return &f; }
+    }
     return nullptr;
   }
 };
@@ -85,9 +98,7 @@ TEST(DriverVerdict, EveryRecoveryAction) {
     EXPECT_EQ(recovery_blocks_p2p(w.action), w.drains) << w.action;
     EXPECT_NE(f->summary.find(std::string("is \"") + w.words + "\""), std::string::npos) << f->summary;
     EXPECT_NE(f->summary.find("0000:03:00.0-0000:04:00.0"), std::string::npos) << "names the pairs: " << f->summary;
-    if (w.drains) {
-      EXPECT_NE(f->summary.find("not P2P-ready"), std::string::npos) << f->summary;
-    }
+    if (w.drains) { EXPECT_NE(f->summary.find("not P2P-ready"), std::string::npos) << f->summary; }
     EXPECT_EQ(p.m.view()["gpus"][0]["recovery_action"], w.action);
     // It clears: the next pass reads none and the finding is gone.
     p.run(doc());
@@ -118,7 +129,8 @@ TEST(DriverVerdict, ReplayCounterRisesAndRollsOver) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::warning);
   EXPECT_NE(f->summary.find("replays +44 in the last 10m, 44/min (limit 8/min)"), std::string::npos) << f->summary;
-  EXPECT_NE(f->summary.find("this box has no AER files for it, NVML is the only source"), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find("this box has no AER files for it, NVML is the only source"), std::string::npos)
+      << f->summary;
   EXPECT_EQ(f->observed["source"], "nvml");
   // The hardware counter wrapped: the replay count drops, the rollover counter rises.
   j["gpus"][0]["pcie"]["replay"] = 2;
@@ -175,12 +187,15 @@ TEST(DriverVerdict, APairWhoseStatusDropsFromOk) {
   const Finding* f = p.find("health.p2p_status");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::error);
-  EXPECT_EQ(f->summary, "the driver no longer allows P2P from GPU 0000:03:00.0 to 0000:04:00.0: read disabled_by_regkey, "
-                        "write disabled_by_regkey (it was OK in an earlier pass)");
+  EXPECT_EQ(f->summary,
+            "the driver no longer allows P2P from GPU 0000:03:00.0 to 0000:04:00.0: read disabled_by_regkey, "
+            "write disabled_by_regkey (it was OK in an earlier pass)");
   EXPECT_EQ(p.find("health.p2p_status", "0000:04:00.0"), nullptr);  // the other direction stayed OK
   EXPECT_EQ(p.m.view()["p2p_status"][0]["read"], "disabled_by_regkey");
   // PCI was never OK between them (they talk NVLink): not a drop.
-  for (const auto& x : p.m.findings()) EXPECT_EQ(x.observed.value("lost", json::array()).dump().find("pci"), std::string::npos);
+  for (const auto& x : p.m.findings()) {
+    EXPECT_EQ(x.observed.value("lost", json::array()).dump().find("pci"), std::string::npos);
+  }
   // Back to OK: the finding goes.
   p.run(doc());
   EXPECT_EQ(p.find("health.p2p_status"), nullptr);

@@ -39,8 +39,9 @@ HealthSample sample(double t, std::vector<DeviceReading> devs) {
 }
 
 const Finding* find(const HealthMonitor& m, const std::string& check, const std::string& subject) {
-  for (const auto& f : m.findings())
-    if (f.check == check && f.subject == subject) return &f;
+  for (const auto& f : m.findings()) {
+    if (f.check == check && f.subject == subject) { return &f; }
+  }
   return nullptr;
 }
 }  // namespace
@@ -83,9 +84,10 @@ TEST(HealthMonitor, CorrectableRateOnABridgeNamesItsPaths) {
   EXPECT_EQ(f.check, "health.aer");
   EXPECT_EQ(f.subject, "0000:02:00.0");
   EXPECT_EQ(f.severity, Severity::warning);
-  EXPECT_NE(f.summary.find("52 correctable PCIe AER errors in the last 10m on bridge 0000:02:00.0 (RxErr +52), 10.1/min "
-                           "(limit 8/min)"),
-            std::string::npos)
+  EXPECT_NE(
+      f.summary.find("52 correctable PCIe AER errors in the last 10m on bridge 0000:02:00.0 (RxErr +52), 10.1/min "
+                     "(limit 8/min)"),
+      std::string::npos)
       << f.summary;
   EXPECT_NE(f.summary.find("0000:03:00.0-0000:04:00.0"), std::string::npos) << f.summary;
   EXPECT_EQ(f.observed["rise"], 52);
@@ -144,9 +146,10 @@ TEST(HealthMonitor, NvlinkCountersAndALinkThatWentDown) {
     return "{\"schema_version\":1,\"nvml\":{\"available\":true,\"driver_version\":\"580.95.05\"},\"gpus\":["
            "{\"index\":0,\"pci_bus_id\":\"0000:03:00.0\",\"links\":["
            "{\"link\":0,\"active\":true,\"remote_pci_bus_id\":\"0000:04:00.0\",\"errors\":{\"replay\":" +
-           std::to_string(replay) + ",\"recovery\":0,\"crc_flit\":0,\"crc_data\":0,\"ecc_data\":null}},"
-           "{\"link\":1,\"active\":" + (active ? "true" : "false") +
-           ",\"errors\":{\"replay\":0,\"recovery\":0,\"crc_flit\":0,\"crc_data\":0}}]}]}";
+           std::to_string(replay) +
+           ",\"recovery\":0,\"crc_flit\":0,\"crc_data\":0,\"ecc_data\":null}},"
+           "{\"link\":1,\"active\":" +
+           (active ? "true" : "false") + ",\"errors\":{\"replay\":0,\"recovery\":0,\"crc_flit\":0,\"crc_data\":0}}]}]}";
   };
   auto s = sample(0, {});
   s.agent = decode_agent_health(doc(4, true)).value();
@@ -164,12 +167,13 @@ TEST(HealthMonitor, NvlinkCountersAndALinkThatWentDown) {
   s.agent = decode_agent_health(doc(6, false)).value();
   m.update(s, p);
   bool down = false;
-  for (const auto& g : m.findings())
+  for (const auto& g : m.findings()) {
     if (g.check == "health.nvlink" && g.observed["link"] == 1) {
       down = true;
       EXPECT_EQ(g.severity, Severity::error);
       EXPECT_NE(g.summary.find("went down"), std::string::npos);
     }
+  }
   EXPECT_TRUE(down);
   EXPECT_EQ(m.view()["nvlink"]["gpus"][0]["active_links"], 1);
   EXPECT_TRUE(m.view()["nvlink"]["gpus"][0]["links"][0]["errors"]["ecc_data"].is_null());
@@ -180,9 +184,11 @@ TEST(HealthMonitor, XidEventsInTheWindowNameTheGpuAndAreCountedOnce) {
   const PathIndex p = gpus_and_nvme_box();
   auto s = sample(0, {});
   s.xid.uptime_s = 1000;
-  s.xid.events = {*parse_xid_line("4,10,990000000,-;NVRM: Xid (PCI:0000:03:00): 79, pid=77, name=train, GPU has fallen off the bus."),
-                  *parse_xid_line("4,11,100000000,-;NVRM: Xid (PCI:0000:04:00): 74, NVLink: fatal error on link 0"),
-                  *parse_xid_line("4,12,995000000,-;NVRM: Xid (PCI:0000:aa:00): 31, pid=5, MMU Fault")};
+  s.xid.events = {
+      *parse_xid_line(
+          "4,10,990000000,-;NVRM: Xid (PCI:0000:03:00): 79, pid=77, name=train, GPU has fallen off the bus."),
+      *parse_xid_line("4,11,100000000,-;NVRM: Xid (PCI:0000:04:00): 74, NVLink: fatal error on link 0"),
+      *parse_xid_line("4,12,995000000,-;NVRM: Xid (PCI:0000:aa:00): 31, pid=5, MMU Fault")};
   m.update(s, p);
   const Finding* f = find(m, "health.xid", "0000:03:00.0");
   ASSERT_NE(f, nullptr);
@@ -200,17 +206,22 @@ TEST(HealthMonitor, XidEventsInTheWindowNameTheGpuAndAreCountedOnce) {
   m.update(s, p);
   const auto counts = m.view()["xid"]["counts"];
   ASSERT_EQ(counts.size(), 3u);
-  for (const auto& c : counts) EXPECT_EQ(c["count"], 1) << c.dump();
+  for (const auto& c : counts) { EXPECT_EQ(c["count"], 1) << c.dump(); }
   EXPECT_EQ(m.view()["xid"]["recent"].size(), 2u);
 }
 
 TEST(AgentHealthDoc, StrictAndBounded) {
   EXPECT_FALSE(decode_agent_health("not json"));
   EXPECT_FALSE(decode_agent_health("{\"schema_version\":3,\"nvml\":{\"available\":true},\"gpus\":[]}"));
-  auto r = decode_agent_health("{\"schema_version\":1,\"nvml\":{\"available\":true},\"gpus\":[{\"pci_bus_id\":\"0000:03:00.0\",\"links\":[{\"link\":0,\"active\":true,\"errors\":{\"replay\":-1}}]}]}");
+  auto r = decode_agent_health(
+      "{\"schema_version\":1,\"nvml\":{\"available\":true},\"gpus\":[{\"pci_bus_id\":\"0000:03:00.0\",\"links\":[{"
+      "\"link\":0,\"active\":true,\"errors\":{\"replay\":-1}}]}]}");
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("gpus[0].links[0].errors.replay is not a count"), std::string::npos) << r.error().message;
-  auto none = decode_agent_health("{\"schema_version\":1,\"nvml\":{\"available\":false,\"reason\":\"NVML not available: libnvidia-ml.so.1: cannot open shared object file\"},\"gpus\":[]}");
+  EXPECT_NE(r.error().message.find("gpus[0].links[0].errors.replay is not a count"), std::string::npos)
+      << r.error().message;
+  auto none = decode_agent_health(
+      "{\"schema_version\":1,\"nvml\":{\"available\":false,\"reason\":\"NVML not available: libnvidia-ml.so.1: cannot "
+      "open shared object file\"},\"gpus\":[]}");
   ASSERT_TRUE(none);
   EXPECT_FALSE(none->read);
   EXPECT_NE(none->skipped.find("libnvidia-ml.so.1"), std::string::npos);
@@ -227,8 +238,10 @@ TEST(HealthMonitor, AnXidStormIsBounded) {
   HealthMonitor m(600);
   auto s = sample(0, {});
   s.xid.uptime_s = 1000;
-  for (int i = 0; i < 5000; ++i)
-    s.xid.events.push_back(*parse_xid_line("4," + std::to_string(100 + i) + ",999000000,-;NVRM: Xid (PCI:0000:03:00): 13, pid=5, Graphics Exception"));
+  for (int i = 0; i < 5000; ++i) {
+    s.xid.events.push_back(*parse_xid_line("4," + std::to_string(100 + i) +
+                                           ",999000000,-;NVRM: Xid (PCI:0000:03:00): 13, pid=5, Graphics Exception"));
+  }
   m.update(s, gpus_and_nvme_box());
   const auto v = m.view();
   EXPECT_EQ(v["xid"]["recent"].size(), 50u);

@@ -56,7 +56,7 @@ TEST(CounterWindow, StaleCountersAreForgotten) {
 
 TEST(CounterWindow, ShorterWindowAppliesFromTheNextRecord) {
   CounterWindow w(600);
-  for (int t = 0; t <= 100; t += 10) w.record("a", t, t == 0 ? 0 : 1);
+  for (int t = 0; t <= 100; t += 10) { w.record("a", t, t == 0 ? 0 : 1); }
   EXPECT_EQ(w.rise("a"), 1u);
   w.set_window(30);
   w.record("a", 110, 1);

@@ -34,7 +34,8 @@ TEST(XidParse, PidAndNameAreSplitOff) {
 
 TEST(XidParse, RowRemapperLineWithPidOnly) {
   // stas00/ml-engineering, compute/accelerator/nvidia/debug.md.
-  auto e = parse_xid_line("NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate.");
+  auto e = parse_xid_line(
+      "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate.");
   ASSERT_TRUE(e);
   EXPECT_EQ(e->bdf, "0000:10:1c.0");
   EXPECT_EQ(e->xid, 63);
@@ -57,7 +58,8 @@ TEST(XidParse, UnknownPidAndDmesgTimestamp) {
 TEST(XidParse, NvlinkFiveLineWithDomain) {
   // leptonai/gpud pull request 1174 (a GB200 box: PCI domain 0018).
   auto e = parse_xid_line(
-      "NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008 0x00000001 0x00000000 "
+      "NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008 0x00000001 "
+      "0x00000000 "
       "0x00100000 0x00000004)");
   ASSERT_TRUE(e);
   EXPECT_EQ(e->bdf, "0018:01:00.0");
@@ -67,7 +69,9 @@ TEST(XidParse, NvlinkFiveLineWithDomain) {
 
 TEST(XidParse, OldFormatWithoutPciPrefix) {
   // pastebin xJaypMZt (an older driver: "Xid (0000:01:00)").
-  auto e = parse_xid_line("Jan 18 11:38:05 localhost kernel: [ 269.517039] NVRM: Xid (0000:01:00): 3, C 00000005 SC 00000007 M 00001ffc Data ffffffff");
+  auto e = parse_xid_line(
+      "Jan 18 11:38:05 localhost kernel: [ 269.517039] NVRM: Xid (0000:01:00): 3, C 00000005 SC 00000007 M 00001ffc "
+      "Data ffffffff");
   ASSERT_TRUE(e);
   EXPECT_EQ(e->bdf, "0000:01:00.0");
   EXPECT_EQ(e->xid, 3);
@@ -76,7 +80,9 @@ TEST(XidParse, OldFormatWithoutPciPrefix) {
 
 // The record format of Documentation/ABI/testing/dev-kmsg around a message in the driver's Xid shape.
 TEST(XidParse, KmsgRecordCarriesSequenceAndTime) {
-  auto e = parse_xid_line("3,2351,5123456789,-;NVRM: Xid (PCI:0000:18:00): 74, pid=2211, name=all_reduce_perf, NVLink: fatal error detected on link 3\n SUBSYSTEM=pci\n DEVICE=+pci:0000:18:00.0");
+  auto e = parse_xid_line(
+      "3,2351,5123456789,-;NVRM: Xid (PCI:0000:18:00): 74, pid=2211, name=all_reduce_perf, NVLink: fatal error "
+      "detected on link 3\n SUBSYSTEM=pci\n DEVICE=+pci:0000:18:00.0");
   ASSERT_TRUE(e);
   EXPECT_EQ(*e->seq, 2351u);
   EXPECT_EQ(*e->ts_us, 5123456789u);
@@ -89,7 +95,8 @@ TEST(XidParse, KmsgRecordCarriesSequenceAndTime) {
 TEST(XidParse, NotXidLines) {
   EXPECT_FALSE(parse_xid_line("NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus."));
   EXPECT_FALSE(parse_xid_line("6,1,0,-;Command line: console=ttyS0"));
-  EXPECT_FALSE(parse_xid_line("NVRM: Xid (43, pid: 5678): ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR"));  // not a driver shape
+  EXPECT_FALSE(
+      parse_xid_line("NVRM: Xid (43, pid: 5678): ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR"));  // not a driver shape
   EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:0000:2b:00): x, text"));
   EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:0000:2b:00) 79, no colon"));
   EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:zz:2b:00): 79, bad bus id"));
@@ -108,7 +115,7 @@ TEST(KmsgRecord, Prefix) {
 }
 
 TEST(XidTable, TheXidsThatMatterToP2P) {
-  for (int x : {74, 79, 48, 63, 64, 94, 95, 119, 120, 31}) ASSERT_NE(find_xid(x), nullptr) << x;
+  for (int x : {74, 79, 48, 63, 64, 94, 95, 119, 120, 31}) { ASSERT_NE(find_xid(x), nullptr) << x; }
   EXPECT_EQ(find_xid(79)->severity, Severity::error);
   EXPECT_STREQ(find_xid(79)->area, "bus");
   EXPECT_EQ(find_xid(74)->severity, Severity::error);
@@ -133,12 +140,16 @@ constexpr const char* kXidText = "NVRM: Xid (PCI:0000:b3:00): 79, pid=1, name=x,
 }
 
 TEST(XidDriverWordsOnly, SegfaultReportNamingAFileWithXidText) {
-  const std::string rec = std::string("6,5001,812345678,-;a.out[4242]: segfault at 0 ip 000055d4c1e0113d sp 00007ffd1b7a8f40 "
-                                      "error 4 in ") + kXidText + "[55d4c1e01000+1000] likely on CPU 3 (core 3, socket 0)";
+  const std::string rec = std::string(
+                              "6,5001,812345678,-;a.out[4242]: segfault at 0 ip 000055d4c1e0113d sp 00007ffd1b7a8f40 "
+                              "error 4 in ") +
+                          kXidText + "[55d4c1e01000+1000] likely on CPU 3 (core 3, socket 0)";
   EXPECT_FALSE(parse_xid_line(rec));
   // The same report as the journal and dmesg print it.
-  EXPECT_FALSE(parse_xid_line(std::string("Nov 27 07:00:01 gpu-1 kernel: a.out[4242]: segfault at 0 ip 0 sp 0 error 4 in ") + kXidText));
-  EXPECT_FALSE(parse_xid_line(std::string("[  512.000001] a[1]: segfault at 0 ip 0 sp 0 error 4 in kernel: ") + kXidText));
+  EXPECT_FALSE(parse_xid_line(
+      std::string("Nov 27 07:00:01 gpu-1 kernel: a.out[4242]: segfault at 0 ip 0 sp 0 error 4 in ") + kXidText));
+  EXPECT_FALSE(
+      parse_xid_line(std::string("[  512.000001] a[1]: segfault at 0 ip 0 sp 0 error 4 in kernel: ") + kXidText));
   // A process name carrying the text (comm is at most 15 bytes, but a line may quote anything).
   EXPECT_FALSE(parse_xid_line(std::string("4,5002,812345679,-;Out of memory: Killed process 77 (") + kXidText + ")"));
 }
@@ -167,7 +178,8 @@ TEST(KernelText, StripsOnlyTheKernelsPrefixes) {
   EXPECT_EQ(kernel_text("[Fri Aug 30 11:43:09 2024] NVRM: x")->text, "NVRM: x");
   EXPECT_EQ(kernel_text("   NVRM: x")->text, "NVRM: x");
   // A process's journal line keeps its identifier: not the kernel's text.
-  EXPECT_EQ(kernel_text("May 18 19:02:39 host app[12]: kernel: NVRM: x")->text, "May 18 19:02:39 host app[12]: kernel: NVRM: x");
+  EXPECT_EQ(kernel_text("May 18 19:02:39 host app[12]: kernel: NVRM: x")->text,
+            "May 18 19:02:39 host app[12]: kernel: NVRM: x");
   EXPECT_FALSE(kernel_text("14,1,2,-;NVRM: x"));
   EXPECT_EQ(kernel_text("3,1,2,-;NVRM: x\n SUBSYSTEM=pci")->text, "NVRM: x");
 }

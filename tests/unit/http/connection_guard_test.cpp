@@ -18,7 +18,8 @@ struct Harness {
   std::vector<std::string> logs;
   ConnectionGuard guard;
   explicit Harness(ConnectionGuard::Limits l)
-      : guard(l, [this](const std::string& m) { logs.push_back(m); }, [this](int fd) { cut.push_back(fd); }) {}
+      : guard(
+            l, [this](const std::string& m) { logs.push_back(m); }, [this](int fd) { cut.push_back(fd); }) {}
 };
 
 ConnectionGuard::Limits limits(std::size_t total, std::size_t per_client) {
@@ -59,8 +60,8 @@ TEST(ConnectionGuard, TheTotalLimitHoldsAcrossClientsAndAClosedSlotIsFreeAgain) 
 TEST(ConnectionGuard, ARequestMustArriveInTimeButIsNotCutWhileAnswered) {
   Harness h(limits(8, 8));
   const auto t0 = Clock::now();
-  const auto idle = h.guard.opened(20, "127.0.0.1");     // sends nothing (or trickles)
-  const auto served = h.guard.opened(21, "127.0.0.2");   // sends its request at once
+  const auto idle = h.guard.opened(20, "127.0.0.1");    // sends nothing (or trickles)
+  const auto served = h.guard.opened(21, "127.0.0.2");  // sends its request at once
   h.guard.request_complete(served);
   EXPECT_EQ(h.guard.sweep(t0 + 4s), 0);
   EXPECT_EQ(h.guard.sweep(t0 + 6s), 1);
@@ -88,12 +89,13 @@ TEST(ConnectionGuard, ShedConnectionsAreLoggedSummedAtMostOncePerInterval) {
   Harness h(limits(4, 1));
   const auto t0 = Clock::now();
   h.guard.opened(40, "127.0.0.1");
-  for (int i = 0; i < 1000; ++i) h.guard.admit("127.0.0.1");
+  for (int i = 0; i < 1000; ++i) { h.guard.admit("127.0.0.1"); }
   h.guard.admit("192.0.2.7");  // admitted (its first)
   h.guard.sweep(t0);
   ASSERT_EQ(h.logs.size(), 1u);
-  EXPECT_EQ(h.logs[0], "API: shed 1000 connection(s) since the last report (per_client_limit 1000); most from 127.0.0.1 1000");
-  for (int i = 0; i < 500; ++i) h.guard.admit("127.0.0.1");
+  EXPECT_EQ(h.logs[0],
+            "API: shed 1000 connection(s) since the last report (per_client_limit 1000); most from 127.0.0.1 1000");
+  for (int i = 0; i < 500; ++i) { h.guard.admit("127.0.0.1"); }
   h.guard.sweep(t0 + 2s);
   EXPECT_EQ(h.logs.size(), 1u);  // within the interval: held back, not dropped
   h.guard.sweep(t0 + 11s);
@@ -111,7 +113,7 @@ TEST(ConnectionGuard, TheSweeperThreadCutsAStalledConnection) {
   guard.start();
   const auto t0 = Clock::now();
   guard.opened(50, "127.0.0.1");
-  while (cut.load() < 0 && Clock::now() < t0 + 5s) std::this_thread::sleep_for(20ms);
+  while (cut.load() < 0 && Clock::now() < t0 + 5s) { std::this_thread::sleep_for(20ms); }
   const auto took = Clock::now() - t0;
   guard.stop();
   EXPECT_EQ(cut.load(), 50);

@@ -26,8 +26,9 @@ TEST(RequestHead, AWellFormedHeadPasses) {
 }
 
 TEST(RequestHead, AMethodIsAToken) {
-  for (std::string_view m : {"G\xffT", "\xff", "GET\x01", "GE T", "", "GET(", "G\"T"})
+  for (std::string_view m : {"G\xffT", "\xff", "GET\x01", "GE T", "", "GET(", "G\"T"}) {
     EXPECT_EQ(refused_with(head_with({kHost}, m)), 400) << m;
+  }
   const auto r = refuse_head(head_with({kHost}, "G\xffT"));
   ASSERT_TRUE(r);
   EXPECT_NE(r->detail.find("not a token"), std::string::npos);
@@ -44,8 +45,9 @@ TEST(RequestHead, ATargetHasNoSpaceOrControl) {
 TEST(RequestHead, FieldNamesAreTokensAndValuesHoldNoControl) {
   EXPECT_EQ(refused_with(head_with({kHost, {"X A", "1"}})), 400);
   EXPECT_EQ(refused_with(head_with({kHost, {"", "1"}})), 400);
-  for (std::string_view v : {"Bearer t\0junk"sv, "a\rb"sv, "a\nb"sv, "\x01"sv, "a\x7f"sv, "\x1b[31m"sv})
+  for (std::string_view v : {"Bearer t\0junk"sv, "a\rb"sv, "a\nb"sv, "\x01"sv, "a\x7f"sv, "\x1b[31m"sv}) {
     EXPECT_EQ(refused_with(head_with({kHost, {"Authorization", v}})), 400) << v;
+  }
   EXPECT_TRUE(has_control_character("\0"sv));
   EXPECT_FALSE(has_control_character("a\tb \xff"));
 }
@@ -64,8 +66,9 @@ TEST(RequestHead, Http11NeedsExactlyOneValidHost) {
 TEST(RequestHead, ContentLengthValuesAgree) {
   EXPECT_EQ(refused_with(head_with({kHost, {"Content-Length", "2"}, {"Content-Length", "5"}})), 400);
   EXPECT_EQ(refused_with(head_with({kHost, {"Content-Length", "2"}, {"content-length", " 2 "}})), 0);
-  for (std::string_view v : {"", "-1", "2, 2", "0x10", "1e3"})
+  for (std::string_view v : {"", "-1", "2, 2", "0x10", "1e3"}) {
     EXPECT_EQ(refused_with(head_with({kHost, {"Content-Length", v}})), 400) << v;
+  }
 }
 
 TEST(RequestHead, TransferEncodingIsChunkedAloneAndNeverBesideALength) {
@@ -77,7 +80,8 @@ TEST(RequestHead, TransferEncodingIsChunkedAloneAndNeverBesideALength) {
   EXPECT_EQ(refused_with(head_with({kHost, {"Transfer-Encoding", "chunked, gzip"}}, "POST")), 400);
   EXPECT_EQ(refused_with(head_with({kHost, {"Transfer-Encoding", ""}}, "POST")), 400);
   EXPECT_EQ(refused_with(head_with({kHost, {"Transfer-Encoding", "gzip, chunked"}}, "POST")), 501);
-  EXPECT_EQ(refused_with(head_with({kHost, {"Transfer-Encoding", "gzip"}, {"Transfer-Encoding", "chunked"}}, "POST")), 501);
+  EXPECT_EQ(refused_with(head_with({kHost, {"Transfer-Encoding", "gzip"}, {"Transfer-Encoding", "chunked"}}, "POST")),
+            501);
   EXPECT_EQ(refused_with(head_with({{"Transfer-Encoding", "chunked"}}, "POST", "HTTP/1.0")), 400);
 }
 

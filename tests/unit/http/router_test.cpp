@@ -19,8 +19,9 @@ struct Fixture {
 Request get(const std::string& path) { return Request{"GET", path, {}, 0, ""}; }
 
 std::string header_of(const Response& r, const std::string& name) {
-  for (const auto& [k, v] : r.headers)
-    if (k == name) return v;
+  for (const auto& [k, v] : r.headers) {
+    if (k == name) { return v; }
+  }
   return "";
 }
 
@@ -116,12 +117,14 @@ TEST(Router, ForgedHostIs421) {
     return f.router.handle(r).status;
   };
   for (const char* ok : {"127.0.0.1:9470", "[::1]:9470", "localhost:9470", "10.1.2.3", "node1.example.org:9470",
-                         "NODE1.example.org", "a.gpu.example.org:9470", "node1.example.org."})
+                         "NODE1.example.org", "a.gpu.example.org:9470", "node1.example.org."}) {
     EXPECT_EQ(with_host(ok), 200) << ok;
-  for (const char* ok : {"127.0.0.1\t", "\t localhost "}) EXPECT_EQ(with_host(ok), 200) << "OWS around it";
-  for (const char* bad : {"evil.example", "evil.example:9470", "node1.example.org.evil.example", "gpu.example.org",
-                          "", "a b", "node1.example.org:x", "[::1", "127.0.0.1:9470@evil", "localhost:1:2"})
+  }
+  for (const char* ok : {"127.0.0.1\t", "\t localhost "}) { EXPECT_EQ(with_host(ok), 200) << "OWS around it"; }
+  for (const char* bad : {"evil.example", "evil.example:9470", "node1.example.org.evil.example", "gpu.example.org", "",
+                          "a b", "node1.example.org:x", "[::1", "127.0.0.1:9470@evil", "localhost:1:2"}) {
     EXPECT_EQ(with_host(bad), 421) << bad;
+  }
   EXPECT_EQ(f.router.handle(get("/livez")).status, 200) << "no Host at all (HTTP/1.0) is answered";
 }
 

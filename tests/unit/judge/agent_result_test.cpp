@@ -2,10 +2,10 @@
 // (tests/fixtures/gpu-runs), and the ways an agent can lie, hang, crash or print garbage.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "health/agent_health.hpp"
 #include "judge/contention.hpp"
@@ -47,9 +47,11 @@ AgentRun run_and_judge(sys::CommandRunner& runner, const std::string& path, std:
 TEST(AgentParse, RecordedOutputsParse) {
   int n = 0;
   for (const auto& f : fs::recursive_directory_iterator(kSrc / "tests/fixtures/gpu-runs")) {
-    if (f.path().extension() != ".json") continue;
+    if (f.path().extension() != ".json") { continue; }
     const std::string name = f.path().filename().string();
-    if (name.size() > 9 && name.compare(name.size() - 9, 9, "-api.json") == 0) continue;  // a daemon's API body
+    if (name.size() > 9 && name.compare(name.size() - 9, 9, "-api.json") == 0) {
+      continue;  // a daemon's API body
+    }
     const std::string text = slurp(f.path());
     if (text.find("\"kind\": \"gpu_processes\"") != std::string::npos) {  // p2pnode-agent --processes
       auto a = parse_gpu_activity(text);
@@ -96,7 +98,7 @@ TEST(AgentJudge, CorruptionFails) {
   auto j = judge_agent_result(*r, h200_spec(), h200_inventory());
   EXPECT_EQ(j.verdict, "failed");
   bool integrity = false;
-  for (const auto& s : j.reasons) integrity |= s.find("integrity") != std::string::npos;
+  for (const auto& s : j.reasons) { integrity |= s.find("integrity") != std::string::npos; }
   EXPECT_TRUE(integrity);
 }
 
@@ -112,7 +114,7 @@ TEST(AgentJudge, SlowPairsAreBelowThresholdWithTheirClass) {
   ASSERT_FALSE(j.reasons.empty());
   EXPECT_NE(j.reasons.front().find("0000:00:06.0"), std::string::npos) << j.reasons.front();
   bool latency = false;
-  for (const auto& s : j.reasons) latency |= s.rfind("latency", 0) == 0;
+  for (const auto& s : j.reasons) { latency |= s.rfind("latency", 0) == 0; }
   EXPECT_TRUE(latency);
 }
 
@@ -120,9 +122,7 @@ TEST(AgentJudge, AllWaivedIsNotAPass) {
   auto r = parse_agent_result(recorded("h200x4-budget.json"));
   ASSERT_TRUE(r.ok()) << r.error().message;
   auto j = judge_agent_result(*r, h200_spec(), h200_inventory());
-  if (r->cases_passed == 0) {
-    EXPECT_EQ(j.verdict, "below_threshold");
-  }
+  if (r->cases_passed == 0) { EXPECT_EQ(j.verdict, "below_threshold"); }
 }
 
 TEST(AgentParse, GarbageAndTruncation) {
@@ -147,9 +147,7 @@ TEST(AgentParse, LiesAreCaught) {
     mutate(j);
     auto r = parse_agent_result(j.dump());
     EXPECT_FALSE(r.ok()) << what;
-    if (!r.ok()) {
-      EXPECT_NE(r.error().message.find("not valid"), std::string::npos) << r.error().message;
-    }
+    if (!r.ok()) { EXPECT_NE(r.error().message.find("not valid"), std::string::npos) << r.error().message; }
   };
   expect_rejected("schema 2", [](json& j) { j["schema_version"] = 2; });
   expect_rejected("schema as string", [](json& j) { j["schema_version"] = "1"; });
@@ -157,7 +155,8 @@ TEST(AgentParse, LiesAreCaught) {
   expect_rejected("passed with failed cases", [](json& j) { j["summary"]["cases_failed"] = 2; });
   expect_rejected("src out of range", [](json& j) { j["cases"][1]["cells"][0]["src"] = 7; });
   expect_rejected("negative bandwidth", [](json& j) { j["cases"][1]["cells"][0]["bandwidth_gbps"]["median"] = -5; });
-  expect_rejected("bandwidth as string", [](json& j) { j["cases"][1]["cells"][0]["bandwidth_gbps"]["median"] = "fast"; });
+  expect_rejected("bandwidth as string",
+                  [](json& j) { j["cases"][1]["cells"][0]["bandwidth_gbps"]["median"] = "fast"; });
   expect_rejected("unknown status", [](json& j) { j["status"] = "great"; });
   expect_rejected("no devices", [](json& j) { j.erase("devices"); });
   expect_rejected("bad integrity", [](json& j) { j["cases"][8]["cells"][0]["integrity"][0]["bad_bytes"] = -1; });

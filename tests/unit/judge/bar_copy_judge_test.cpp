@@ -6,8 +6,8 @@
 #include "judge/expectations.hpp"
 #include "judge/verdict.hpp"
 #include "probe/probe.hpp"
-#include "unit/source_files.hpp"
 #include "unit/fixture_inventory.hpp"
+#include "unit/source_files.hpp"
 
 using namespace p2pnode;
 using namespace p2pnode::judge;
@@ -17,7 +17,9 @@ using p2pnode::test_files::slurp;
 
 namespace {
 using p2pnode::test_files::h200;
-json summary(double v) { return {{"count", 3}, {"median", v}, {"mean", v}, {"min", v}, {"max", v}, {"p10", v}, {"p90", v}, {"spread_pct", 0}}; }
+json summary(double v) {
+  return {{"count", 3}, {"median", v}, {"mean", v}, {"min", v}, {"max", v}, {"p10", v}, {"p90", v}, {"spread_pct", 0}};
+}
 json bar_cell(int gpu, double write, double read) {
   return {{"gpu", gpu},
           {"status", "passed"},
@@ -44,8 +46,9 @@ AgentResult with_bar(double w0, double r0, double w1, double r1) {
 }
 std::vector<json> bar_rows(const Judgement& j) {
   std::vector<json> out;
-  for (const auto& e : j.expectations)
-    if (e["case"] == "bar_copy") out.push_back(e);
+  for (const auto& e : j.expectations) {
+    if (e["case"] == "bar_copy") { out.push_back(e); }
+  }
   return out;
 }
 }  // namespace
@@ -60,7 +63,7 @@ TEST(BarCopyJudge, WritesAreHeldToTheCappedLinkFigureReadsToNothing) {
   EXPECT_EQ(rows[0]["engine"], "cpu");
   EXPECT_EQ(rows[0]["direction"], "h2d");
   EXPECT_NEAR(rows[0]["ceiling_gbps"].get<double>(), 63.015, 0.001);  // Gen5 x16
-  EXPECT_EQ(rows[0]["expected_gbps"], 6.0);  // 0.38 x 63 capped at one core's 6 GB/s
+  EXPECT_EQ(rows[0]["expected_gbps"], 6.0);                           // 0.38 x 63 capped at one core's 6 GB/s
   EXPECT_NEAR(rows[0]["threshold_gbps"].get<double>(), 5.1, 0.001);
   EXPECT_EQ(rows[1]["direction"], "d2h");
   EXPECT_TRUE(rows[1]["expected_gbps"].is_null());
@@ -73,8 +76,9 @@ TEST(BarCopyJudge, AnUncachedMappingIsBelowThresholdWithWhy) {
   EXPECT_EQ(j.verdict, "below_threshold");
   ASSERT_EQ(j.reasons.size(), 2u);
   EXPECT_NE(j.reasons[0].find("bar_copy 0000:"), std::string::npos) << j.reasons[0];
-  EXPECT_NE(j.reasons[0].find("CPU stores 0.31 GB/s, no faster than loads 0.55 GB/s: the BAR mapping is not write-combined"),
-            std::string::npos)
+  EXPECT_NE(
+      j.reasons[0].find("CPU stores 0.31 GB/s, no faster than loads 0.55 GB/s: the BAR mapping is not write-combined"),
+      std::string::npos)
       << j.reasons[0];
   EXPECT_NE(j.reasons[1].find("bar_copy/h2d"), std::string::npos) << j.reasons[1];
   EXPECT_NE(j.reasons[1].find("0.3 GB/s, 5 % of the expected 6.0 GB/s, below 5.1 GB/s (0.85 of the expected)"),
@@ -92,11 +96,13 @@ TEST(BarCopyJudge, TheProfilesBarFigureWins) {
       EXPECT_EQ(row["threshold_source"], "the profile's min_bandwidth.BAR") << row.dump();
     }
   }
-  for (const auto& why : j.reasons) EXPECT_EQ(why.find("bar_copy"), std::string::npos) << why;
+  for (const auto& why : j.reasons) { EXPECT_EQ(why.find("bar_copy"), std::string::npos) << why; }
   spec.min_bandwidth["BAR"] = Bandwidth{5e9};
   j = judge_agent_result(with_bar(4.5, 0.5, 4.2, 0.5), spec, h200());
   int below = 0;
-  for (const auto& why : j.reasons) below += why.find("below 5.0 GB/s (the profile's min_bandwidth.BAR)") != std::string::npos;
+  for (const auto& why : j.reasons) {
+    below += why.find("below 5.0 GB/s (the profile's min_bandwidth.BAR)") != std::string::npos;
+  }
   EXPECT_EQ(below, 2);
 }
 

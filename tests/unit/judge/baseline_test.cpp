@@ -1,8 +1,8 @@
 // The node's own history: the baseline is the median of the last runs, robust to one bad run,
 // kept in the state file, started over when the hardware or driver changes; a drop below it is a
 // warning naming both figures, even above the threshold. Then the metrics that show all of it.
-#include "judge/bandwidth_finding.hpp"
 #include "judge/baseline.hpp"
+#include "judge/bandwidth_finding.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 #include "engine/state.hpp"
 #include "engine/views.hpp"
 #include "probe/probe.hpp"
-#include "unit/source_files.hpp"
 #include "unit/fixture_inventory.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -32,11 +32,17 @@ using p2pnode::test_files::h200;
 // The real NV18 run with the CE write 0->1 cell scaled by `factor`.
 std::string run_scaled(double factor) {
   json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
-  for (auto& c : d["cases"])
-    if (c["key"] == "ce_write_bandwidth")
-      for (auto& cell : c["cells"])
-        if (cell["src"] == 0 && cell["dst"] == 1)
-          for (const char* k : {"median", "mean", "min", "max", "p10", "p90"}) cell["bandwidth_gbps"][k] = cell["bandwidth_gbps"][k].get<double>() * factor;
+  for (auto& c : d["cases"]) {
+    if (c["key"] == "ce_write_bandwidth") {
+      for (auto& cell : c["cells"]) {
+        if (cell["src"] == 0 && cell["dst"] == 1) {
+          for (const char* k : {"median", "mean", "min", "max", "p10", "p90"}) {
+            cell["bandwidth_gbps"][k] = cell["bandwidth_gbps"][k].get<double>() * factor;
+          }
+        }
+      }
+    }
+  }
   return d.dump();
 }
 AgentRun judged(const std::string& doc, const SelftestSpec& spec) {
@@ -61,12 +67,12 @@ CellExpectation cell(const std::string& peer, double gbps) {
 
 TEST(Baseline, MedianOfTheLastRunsIgnoresOneBadRun) {
   Baselines b;
-  for (double v : {396.0, 396.4, 120.0, 396.2}) update_baselines(b, "hw", {cell("0000:00:07.0", v)}, 0.10, 5);
+  for (double v : {396.0, 396.4, 120.0, 396.2}) { update_baselines(b, "hw", {cell("0000:00:07.0", v)}, 0.10, 5); }
   const std::string key = cell("0000:00:07.0", 0).key();
   ASSERT_TRUE(b.baseline(key));
   EXPECT_NEAR(*b.baseline(key), 396.1, 1e-9);  // median of 396.0 396.4 120 396.2
   // Kept: the last 5 only.
-  for (int i = 0; i < 10; ++i) update_baselines(b, "hw", {cell("0000:00:07.0", 300 + i)}, 0.10, 5);
+  for (int i = 0; i < 10; ++i) { update_baselines(b, "hw", {cell("0000:00:07.0", 300 + i)}, 0.10, 5); }
   EXPECT_EQ(b.history[key].size(), 5u);
   EXPECT_EQ(b.history[key].front(), 305);
 }
@@ -82,7 +88,8 @@ TEST(Baseline, NoVerdictBeforeThreeRunsAndADropIsARegression) {
   u = update_baselines(b, "hw", {cell("p", 85)}, 0.10, 5);
   ASSERT_EQ(u.regressions.size(), 1u);
   EXPECT_EQ(u.regressions[0].describe(),
-            "ce_write_bandwidth 0000:00:06.0->p (NV18): 85.0 GB/s, 11 % below its baseline of 95.5 GB/s (median of the last runs)");
+            "ce_write_bandwidth 0000:00:06.0->p (NV18): 85.0 GB/s, 11 % below its baseline of 95.5 GB/s (median of the "
+            "last runs)");
   EXPECT_EQ(u.cells[0]["regressed"], true);
 }
 
@@ -102,7 +109,7 @@ TEST(Baseline, HardwareOrDriverChangeStartsOver) {
   EXPECT_NE(hardware_fingerprint(fewer_links, *r), fp);
 
   Baselines b;
-  for (int i = 0; i < 3; ++i) update_baselines(b, fp, {cell("p", 396)}, 0.10, 5);
+  for (int i = 0; i < 3; ++i) { update_baselines(b, fp, {cell("p", 396)}, 0.10, 5); }
   auto u = update_baselines(b, hardware_fingerprint(newer, *r), {cell("p", 200)}, 0.10, 5);
   EXPECT_TRUE(u.regressions.empty());
   EXPECT_NE(u.reset.find("the hardware or driver changed"), std::string::npos);
@@ -126,17 +133,23 @@ TEST(Baseline, APlantedRegressionIsAWarningAboveTheThresholdAndSurvivesARestart)
   const auto& rec = *restarted.selftest;
   EXPECT_EQ(rec.verdict, "passed");
   ASSERT_EQ(rec.warnings.size(), 1u);
-  EXPECT_NE(rec.warnings[0].find("ce_write_bandwidth 0000:00:06.0->0000:00:07.0 (NV18): 348.8 GB/s, 12 % below its baseline of 396.4 GB/s"),
-            std::string::npos) << rec.warnings[0];
+  EXPECT_NE(
+      rec.warnings[0].find(
+          "ce_write_bandwidth 0000:00:06.0->0000:00:07.0 (NV18): 348.8 GB/s, 12 % below its baseline of 396.4 GB/s"),
+      std::string::npos)
+      << rec.warnings[0];
   int regressed = 0;
-  for (const auto& e : rec.expectations) regressed += e.value("regressed", false) ? 1 : 0;
+  for (const auto& e : rec.expectations) { regressed += e.value("regressed", false) ? 1 : 0; }
   EXPECT_EQ(regressed, 1);
 
   // One finding sums it up, for /v1/findings and the status table.
   const auto f = bandwidth_finding(rec.expectations, rec.warnings);
   EXPECT_EQ(f.check, "selftest.bandwidth");
   EXPECT_EQ(f.severity, Severity::warning);
-  EXPECT_NE(f.summary.find("14 cell(s) at 0.89-1.01 of expected; lowest ce_write_bandwidth 0000:00:06.0->0000:00:07.0 (NV18): 348.8 of 393.8 GB/s"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("14 cell(s) at 0.89-1.01 of expected; lowest ce_write_bandwidth 0000:00:06.0->0000:00:07.0 "
+                           "(NV18): 348.8 of 393.8 GB/s"),
+            std::string::npos)
+      << f.summary;
   EXPECT_NE(f.summary.find("; 1 regressed against the baseline"), std::string::npos) << f.summary;
   EXPECT_FALSE(f.remediation.empty());
   EXPECT_EQ(bandwidth_finding(st.selftest->expectations, st.selftest->warnings).severity, Severity::ok);
@@ -156,11 +169,15 @@ TEST(Baseline, APlantedRegressionIsAWarningAboveTheThresholdAndSurvivesARestart)
   EXPECT_NE(m.find("p2pnode_p2p_threshold_bytes_per_second" + pair), std::string::npos);
   EXPECT_NE(m.find("p2pnode_p2p_baseline_bandwidth_bytes_per_second" + pair), std::string::npos);
   EXPECT_NE(m.find("p2pnode_p2p_bandwidth_ratio" + pair + " 0.88"), std::string::npos);
-  EXPECT_NE(m.find(R"(p2pnode_p2p_regressed{direction="read",engine="ce",gpu="0000:00:06.0",peer_gpu="0000:00:07.0"} 0)"),
+  EXPECT_NE(
+      m.find(R"(p2pnode_p2p_regressed{direction="read",engine="ce",gpu="0000:00:06.0",peer_gpu="0000:00:07.0"} 0)"),
+      std::string::npos);
+  EXPECT_NE(m.find(R"(p2pnode_gpu_host_expected_bandwidth_bytes_per_second{direction="h2d",gpu="0000:00:06.0"})"),
             std::string::npos);
-  EXPECT_NE(m.find(R"(p2pnode_gpu_host_expected_bandwidth_bytes_per_second{direction="h2d",gpu="0000:00:06.0"})"), std::string::npos);
-  EXPECT_NE(m.find(R"(p2pnode_p2p_link_info{gpu="0000:00:06.0",link="NV18",peer_gpu="0000:00:07.0"} 1)"), std::string::npos);
-  EXPECT_NE(m.find(R"(p2pnode_p2p_link_info{gpu="0000:00:06.0",link="PHB",peer_gpu="0000:00:08.0"} 1)"), std::string::npos);
+  EXPECT_NE(m.find(R"(p2pnode_p2p_link_info{gpu="0000:00:06.0",link="NV18",peer_gpu="0000:00:07.0"} 1)"),
+            std::string::npos);
+  EXPECT_NE(m.find(R"(p2pnode_p2p_link_info{gpu="0000:00:06.0",link="PHB",peer_gpu="0000:00:08.0"} 1)"),
+            std::string::npos);
   // The default (compact) scrape: the regressed cell and its baseline only, the constants per path.
   const std::string c = render_metrics(restarted, Runtime{});
   EXPECT_NE(c.find("p2pnode_p2p_regressed" + pair + " 1"), std::string::npos) << c;
@@ -169,12 +186,18 @@ TEST(Baseline, APlantedRegressionIsAWarningAboveTheThresholdAndSurvivesARestart)
   EXPECT_NE(c.find("\np2pnode_p2p_regressed_cells 1\n"), std::string::npos);
   EXPECT_EQ(c.find("p2pnode_p2p_bandwidth_ratio"), std::string::npos);
   EXPECT_EQ(c.find("p2pnode_p2p_expected_bandwidth_bytes_per_second{"), std::string::npos);
-  EXPECT_NE(c.find(R"(p2pnode_p2p_path_expected_bandwidth_bytes_per_second{direction="write",engine="ce",path="NV18-450"})"),
-            std::string::npos) << c;
-  EXPECT_NE(c.find(R"(p2pnode_p2p_bandwidth_bytes_per_second{direction="write",engine="ce",gpu="0000:00:06.0",path="NV18-450",peer_gpu="0000:00:07.0"})"),
-            std::string::npos);
+  EXPECT_NE(
+      c.find(R"(p2pnode_p2p_path_expected_bandwidth_bytes_per_second{direction="write",engine="ce",path="NV18-450"})"),
+      std::string::npos)
+      << c;
+  EXPECT_NE(
+      c.find(
+          R"(p2pnode_p2p_bandwidth_bytes_per_second{direction="write",engine="ce",gpu="0000:00:06.0",path="NV18-450",peer_gpu="0000:00:07.0"})"),
+      std::string::npos);
   // Host copies: the expected figure once per class of GPU, not per GPU.
-  EXPECT_NE(c.find(R"(p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second{direction="h2d",path="PCIe-)"), std::string::npos) << c;
+  EXPECT_NE(c.find(R"(p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second{direction="h2d",path="PCIe-)"),
+            std::string::npos)
+      << c;
   EXPECT_EQ(c.find("p2pnode_gpu_host_expected_bandwidth_bytes_per_second{"), std::string::npos);
   // `status` shows measured, expected and the ratio.
   const auto body = status_body(restarted, Runtime{});

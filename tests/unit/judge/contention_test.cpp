@@ -18,13 +18,18 @@ sys::CommandResult agent_said(const json& doc) {
 }
 
 json processes_doc(const json& processes, const std::string& source = "nvml") {
-  return {{"schema_version", 1}, {"kind", "gpu_processes"}, {"agent", {{"name", "p2pnode-agent"}, {"version", "1"}}},
-          {"source", source}, {"reason", source == "nvml" ? json() : json("NVML not available")},
-          {"gpus", json::array()}, {"processes", processes}};
+  return {{"schema_version", 1},
+          {"kind", "gpu_processes"},
+          {"agent", {{"name", "p2pnode-agent"}, {"version", "1"}}},
+          {"source", source},
+          {"reason", source == "nvml" ? json() : json("NVML not available")},
+          {"gpus", json::array()},
+          {"processes", processes}};
 }
 
-const json kCopyJob = json::array({{{"gpu", "0000:06:00.0"}, {"pid", 4242}, {"name", "python3"}, {"used_memory_bytes", 1717986918}},
-                                   {{"gpu", "0000:07:00.0"}, {"pid", 4242}, {"name", "python3"}, {"used_memory_bytes", 1717986918}}});
+const json kCopyJob =
+    json::array({{{"gpu", "0000:06:00.0"}, {"pid", 4242}, {"name", "python3"}, {"used_memory_bytes", 1717986918}},
+                 {{"gpu", "0000:07:00.0"}, {"pid", 4242}, {"name", "python3"}, {"used_memory_bytes", 1717986918}}});
 }  // namespace
 
 TEST(Busy, NvmlProcessesMakeTheGpusBusyAndAreNamed) {
@@ -33,7 +38,8 @@ TEST(Busy, NvmlProcessesMakeTheGpusBusyAndAreNamed) {
   EXPECT_EQ(b.source, "nvml");
   ASSERT_EQ(b.processes.size(), 2u);
   ASSERT_EQ(b.reasons.size(), 1u);
-  EXPECT_EQ(b.reasons[0], "compute processes on the GPUs (NVML): pid 4242 (python3, 1.60 GiB) on 0000:06:00.0, 0000:07:00.0");
+  EXPECT_EQ(b.reasons[0],
+            "compute processes on the GPUs (NVML): pid 4242 (python3, 1.60 GiB) on 0000:06:00.0, 0000:07:00.0");
 }
 
 TEST(Busy, IgnoredNamesAndAnIdleListAreNotBusy) {
@@ -49,7 +55,8 @@ TEST(Busy, WithoutNvmlTheDeviceFileHoldersCountAndTheNoteSaysWhy) {
   EXPECT_EQ(b.source, "device files");
   EXPECT_EQ(b.note, "NVML: NVML not available");
   ASSERT_EQ(b.processes.size(), 1u);
-  EXPECT_EQ(b.reasons[0], "processes hold the GPUs' device files: pid 500 (trainer) holding /dev/nvidia0 /dev/nvidiactl");
+  EXPECT_EQ(b.reasons[0],
+            "processes hold the GPUs' device files: pid 500 (trainer) holding /dev/nvidia0 /dev/nvidiactl");
   // An agent that does not know --processes (older) or prints garbage: the same fallback, said.
   sys::CommandResult old;
   old.exited = true;
@@ -64,9 +71,11 @@ TEST(Busy, WithoutNvmlTheDeviceFileHoldersCountAndTheNoteSaysWhy) {
 
 TEST(Busy, TheSchedulerBusyOrUnreachableIsBusy) {
   const auto idle_gpus = agent_said(processes_doc(json::array()));
-  Busy b = judge_busy(idle_gpus, {}, SchedulerView{true, true, "/usr/local/bin/node-busy exited 1: allocated to job 812"}, {});
+  Busy b = judge_busy(idle_gpus, {},
+                      SchedulerView{true, true, "/usr/local/bin/node-busy exited 1: allocated to job 812"}, {});
   EXPECT_TRUE(b.busy);
-  EXPECT_EQ(b.reasons[0], "the scheduler says the node is in use: /usr/local/bin/node-busy exited 1: allocated to job 812");
+  EXPECT_EQ(b.reasons[0],
+            "the scheduler says the node is in use: /usr/local/bin/node-busy exited 1: allocated to job 812");
   b = judge_busy(idle_gpus, {}, SchedulerView{false, false, "timed out after 10 s"}, {});
   EXPECT_TRUE(b.busy);
   EXPECT_EQ(b.reasons[0], "the scheduler could not be asked: timed out after 10 s");
@@ -99,7 +108,8 @@ TEST(Contention, FromTheAgentsSamplesBeforeBetweenAndAfterCases) {
   EXPECT_EQ(c.source, "nvml");
   EXPECT_EQ(c.processes.size(), 2u);  // one process, two GPUs
   EXPECT_EQ(c.seen_at, (std::vector<std::string>{"case sm_read_bandwidth", "after"}));
-  EXPECT_EQ(c.describe(), "pid 4242 (python3, 1.60 GiB) on 0000:06:00.0, 0000:07:00.0; seen case sm_read_bandwidth, after");
+  EXPECT_EQ(c.describe(),
+            "pid 4242 (python3, 1.60 GiB) on 0000:06:00.0, 0000:07:00.0; seen case sm_read_bandwidth, after");
   EXPECT_FALSE(contention_in(doc, {"python3"}).contended);
   const json j = to_json(c);
   EXPECT_EQ(j["contended"], true);
@@ -108,19 +118,22 @@ TEST(Contention, FromTheAgentsSamplesBeforeBetweenAndAfterCases) {
 
 TEST(Contention, SeenThroughoutIsSaidOnce) {
   json cases = json::array();
-  for (const char* k : {"peer_access", "ce_write_bandwidth", "latency", "integrity"})
+  for (const char* k : {"peer_access", "ce_write_bandwidth", "latency", "integrity"}) {
     cases.push_back({{"key", k}, {"foreign_processes", kCopyJob}});
-  const json doc = {{"contention", {{"source", "nvml"}, {"reason", nullptr}, {"before", kCopyJob}, {"after", kCopyJob}}},
-                    {"cases", cases}};
+  }
+  const json doc = {
+      {"contention", {{"source", "nvml"}, {"reason", nullptr}, {"before", kCopyJob}, {"after", kCopyJob}}},
+      {"cases", cases}};
   EXPECT_EQ(contention_in(doc, {}).describe(),
             "pid 4242 (python3, 1.60 GiB) on 0000:06:00.0, 0000:07:00.0; seen before, during every case, after");
 }
 
 TEST(Contention, AnAgentWithoutSamplesSaysSo) {
   EXPECT_EQ(contention_in(json{{"cases", json::array()}}, {}).source, "absent");
-  const Contention none = contention_in(json{{"contention", {{"source", "none"}, {"reason", "no NVML"}, {"before", json::array()},
-                                                             {"after", json::array()}}}},
-                                        {});
+  const Contention none = contention_in(
+      json{{"contention",
+            {{"source", "none"}, {"reason", "no NVML"}, {"before", json::array()}, {"after", json::array()}}}},
+      {});
   EXPECT_EQ(none.source, "none");
   EXPECT_FALSE(none.contended);
 }

@@ -35,7 +35,7 @@ Profile profile_with(std::optional<std::string> pair_gpu, std::string driver = "
   NvmeDrive d;
   d.serial = "P2PVM-DB";
   d.driver = std::move(driver);
-  if (pair_gpu) d.pair_gpu = PciAddress::parse(*pair_gpu);
+  if (pair_gpu) { d.pair_gpu = PciAddress::parse(*pair_gpu); }
   p.nvme = NvmeSpec{false, {d}};
   return p;
 }
@@ -46,15 +46,14 @@ AgentRun run_of(const std::string& doc) {
   run.duration_s = 0.4;
   auto r = parse_agent_result(doc);
   EXPECT_TRUE(static_cast<bool>(r)) << (r ? "" : r.error().message);
-  if (r) run.result = *r;
+  if (r) { run.result = *r; }
   return run;
 }
 }  // namespace
 
 TEST(NvmeDoorbell, TargetsAreProfileDrivesOnVfioWithAPairGpu) {
-  const std::vector<nvme::ControllerIdentity> ids = {
-      {"0000:00:02.0", "vfio-pci", "P2PVM-DB", "QEMU NVMe Ctrl", true},
-      {"0000:00:03.0", "nvme", "P2PVM-KEEP", "QEMU NVMe Ctrl", false}};
+  const std::vector<nvme::ControllerIdentity> ids = {{"0000:00:02.0", "vfio-pci", "P2PVM-DB", "QEMU NVMe Ctrl", true},
+                                                     {"0000:00:03.0", "nvme", "P2PVM-KEEP", "QEMU NVMe Ctrl", false}};
   const auto t = doorbell_targets(profile_with("0000:0a:00.0"), ids);
   ASSERT_EQ(t.targets.size(), 1u);
   EXPECT_EQ(t.targets[0].bdf, "0000:00:02.0");
@@ -77,9 +76,13 @@ TEST(NvmeDoorbell, TargetsAreProfileDrivesOnVfioWithAPairGpu) {
 
 TEST(NvmeDoorbell, AgentArguments) {
   const auto a = doorbell_args({{"0000:0b:00.0", "21165N801234", "WDC PC SN530 SDBPNPZ-1T00-1002", "0000:0a:00.0"}});
-  const std::vector<std::string> want = {"--cases", "nvme_doorbell", "--writer", "both", "--nvme",
-                                         "bdf=0000:0b:00.0,serial=21165N801234,model=WDC PC SN530 SDBPNPZ-1T00-1002,gpu=0000:0a:00.0",
-                                         "--size", "4MiB", "--host-size", "4MiB", "--integrity-size", "1MiB"};
+  const std::vector<std::string> want = {
+      "--cases",          "nvme_doorbell",
+      "--writer",         "both",
+      "--nvme",           "bdf=0000:0b:00.0,serial=21165N801234,model=WDC PC SN530 SDBPNPZ-1T00-1002,gpu=0000:0a:00.0",
+      "--size",           "4MiB",
+      "--host-size",      "4MiB",
+      "--integrity-size", "1MiB"};
   EXPECT_EQ(a, want);
 }
 
@@ -96,8 +99,9 @@ TEST(NvmeDoorbell, VerdictFromTheVmRun) {
   ASSERT_TRUE(rec.results[0].completion_us.has_value());
   const auto lines = doorbell_lines(rec);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_NE(lines[0].find("0000:00:02.0 <- GPU 0000:0a:00.0, host writer: OK, the drive answered Identify (serial P2PVM-DB)"),
-            std::string::npos)
+  EXPECT_NE(
+      lines[0].find("0000:00:02.0 <- GPU 0000:0a:00.0, host writer: OK, the drive answered Identify (serial P2PVM-DB)"),
+      std::string::npos)
       << lines[0];
 }
 
@@ -108,8 +112,9 @@ TEST(NvmeDoorbell, AFailedGpuWriterIsNamed) {
   gpu_cell["writer"] = "gpu";
   gpu_cell["pair_gpu"] = "0000:0a:00.0";
   gpu_cell["status"] = "failed";
-  gpu_cell["reason"] = "gpu writer: cudaHostRegister(...) failed with cudaErrorInvalidValue: kernel 6.17.0-14-generic has "
-                       "no follow_pfn() [cause: module_io_memory_pfn]";
+  gpu_cell["reason"] =
+      "gpu writer: cudaHostRegister(...) failed with cudaErrorInvalidValue: kernel 6.17.0-14-generic has "
+      "no follow_pfn() [cause: module_io_memory_pfn]";
   cells.insert(cells.begin(), gpu_cell);
   doc["cases"][0]["status"] = "failed";
   doc["status"] = "failed";
@@ -119,7 +124,8 @@ TEST(NvmeDoorbell, AFailedGpuWriterIsNamed) {
   const auto rec = judge_doorbell(run_of(doc.dump()), {});
   EXPECT_EQ(rec.verdict, "failed");
   ASSERT_EQ(rec.reasons.size(), 1u);
-  EXPECT_NE(rec.reasons[0].find("0000:00:02.0 (gpu writer, GPU 0000:0a:00.0): gpu writer: cudaHostRegister"), std::string::npos);
+  EXPECT_NE(rec.reasons[0].find("0000:00:02.0 (gpu writer, GPU 0000:0a:00.0): gpu writer: cudaHostRegister"),
+            std::string::npos);
   ASSERT_EQ(rec.results.size(), 2u);
   EXPECT_FALSE(rec.results[0].ok);
   EXPECT_TRUE(rec.results[1].ok);  // the host writer still worked: the GPU side is what is broken
@@ -133,7 +139,8 @@ TEST(NvmeDoorbell, AHungAgentIsAnError) {
   run.judgement = {"error", {"the agent hung: no result within 2m; its process group was killed"}};
   const auto rec = judge_doorbell(run, {});
   EXPECT_EQ(rec.verdict, "error");
-  EXPECT_EQ(doorbell_lines(rec)[0], "NVMe doorbell test could not run: the agent hung: no result within 2m; its process group was killed");
+  EXPECT_EQ(doorbell_lines(rec)[0],
+            "NVMe doorbell test could not run: the agent hung: no result within 2m; its process group was killed");
 }
 
 TEST(NvmeDoorbell, StateMetricsAndStatus) {
@@ -151,7 +158,9 @@ TEST(NvmeDoorbell, StateMetricsAndStatus) {
   // The metric.
   const std::string m = render_metrics(s, Runtime{});
   EXPECT_NE(m.find("# TYPE p2pnode_nvme_doorbell_ok gauge"), std::string::npos);
-  EXPECT_NE(m.find("p2pnode_nvme_doorbell_ok{gpu=\"0000:0a:00.0\",nvme=\"0000:00:02.0\",writer=\"host\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("p2pnode_nvme_doorbell_ok{gpu=\"0000:0a:00.0\",nvme=\"0000:00:02.0\",writer=\"host\"} 1"),
+            std::string::npos)
+      << m;
   EXPECT_EQ(render_metrics(RecordedState{}, Runtime{}).find("p2pnode_nvme_doorbell_ok"), std::string::npos);
   // /v1/status carries the lines `p2pnode status` prints; /v1/selftest the record.
   const auto st = status_body(s, Runtime{});

@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "checks/check.hpp"
-#include "judge/verdict.hpp"
 #include "judge/interconnect.hpp"
+#include "judge/verdict.hpp"
 #include "probe/probe.hpp"
-#include "unit/source_files.hpp"
 #include "unit/fixture_inventory.hpp"
+#include "unit/source_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
@@ -37,10 +37,16 @@ std::string with_nv18(const fs::path& p) {
   json d = json::parse(slurp(p));
   json pairs = json::array();
   const auto n = static_cast<int>(d["devices"].size());
-  for (int a = 0; a < n; ++a)
-    for (int b = a + 1; b < n; ++b)
-      pairs.push_back({{"gpus", {a, b}}, {"link", "NV18"}, {"nvlinks", 18}, {"nvlink_version", 6}, {"nvlink_via", "nvswitch"},
+  for (int a = 0; a < n; ++a) {
+    for (int b = a + 1; b < n; ++b) {
+      pairs.push_back({{"gpus", {a, b}},
+                       {"link", "NV18"},
+                       {"nvlinks", 18},
+                       {"nvlink_version", 6},
+                       {"nvlink_via", "nvswitch"},
                        {"p2p_status", {{"read", "ok"}, {"write", "ok"}, {"nvlink", "ok"}, {"atomics", "ok"}}}});
+    }
+  }
   d["interconnect"] = {{"source", "nvml"}, {"reason", nullptr}, {"pairs", pairs}};
   return d.dump();
 }
@@ -70,9 +76,10 @@ TEST(Expectations, AgentInterconnectMakesTheH200PairNv18) {
 
 TEST(Expectations, NoNvmlMeansAStatedReasonAndPcie) {
   json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
-  d["interconnect"] = {{"source", "none"},
-                       {"reason", "NVML not available: libnvidia-ml.so.1: cannot open shared object file; PCIe assumed for every pair"},
-                       {"pairs", json::array()}};
+  d["interconnect"] = {
+      {"source", "none"},
+      {"reason", "NVML not available: libnvidia-ml.so.1: cannot open shared object file; PCIe assumed for every pair"},
+      {"pairs", json::array()}};
   auto r = parse_agent_result(d.dump());
   ASSERT_TRUE(r.ok()) << r.error().message;
   Inventory inv = h200();
@@ -114,8 +121,10 @@ TEST(Expectations, APairAt60PercentOfItsExpectationFails) {
   EXPECT_EQ(j.verdict, "below_threshold");
   ASSERT_EQ(j.reasons.size(), 1u);
   const auto& why = j.reasons[0];
-  EXPECT_NE(why.find("ce_write_bandwidth 0000:00:06.0->0000:00:07.0 (NV18): 236.2 GB/s, 60 % of the expected 393.8 GB/s"),
-            std::string::npos) << why;
+  EXPECT_NE(
+      why.find("ce_write_bandwidth 0000:00:06.0->0000:00:07.0 (NV18): 236.2 GB/s, 60 % of the expected 393.8 GB/s"),
+      std::string::npos)
+      << why;
   EXPECT_NE(why.find("below 334.7 GB/s (0.85 of the expected)"), std::string::npos) << why;
   // A hand-set figure still wins where the profile names the class.
   SelftestSpec spec;

@@ -4,10 +4,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "judge/verdict.hpp"
-#include "judge/gpu_info.hpp"
 #include "engine/metrics.hpp"
 #include "engine/views.hpp"
+#include "judge/gpu_info.hpp"
+#include "judge/verdict.hpp"
 #include "probe/probe.hpp"
 #include "unit/source_files.hpp"
 
@@ -70,9 +70,9 @@ TEST(GpuInfo, MetricOnTheRecordedH200Node) {
   const std::string m = render_metrics(s, Runtime{});
   for (const auto& d : result["devices"]) {
     const std::string bdf = d["pci_bus_id"];
-    const std::string line = "p2pnode_gpu_info{Hostname=\"h200-a\",UUID=\"" + d["uuid"].get<std::string>() + "\",gpu=\"" + bdf +
-                             "\",gpu_index=\"" + std::to_string(d["index"].get<int>()) + "\",pci_bus_id=\"" + nvml_bus_id(bdf) +
-                             "\"} 1";
+    const std::string line = "p2pnode_gpu_info{Hostname=\"h200-a\",UUID=\"" + d["uuid"].get<std::string>() +
+                             "\",gpu=\"" + bdf + "\",gpu_index=\"" + std::to_string(d["index"].get<int>()) +
+                             "\",pci_bus_id=\"" + nvml_bus_id(bdf) + "\"} 1";
     EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m.substr(m.find("p2pnode_gpu_info"), 800);
   }
 }

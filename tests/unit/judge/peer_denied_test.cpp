@@ -36,9 +36,9 @@ AgentResult denied(const std::string& bdf0, const std::string& name0, const std:
   d["devices"][1]["name"] = name1;
   d["devices"][1]["compute_capability"] = "8.9";
   json st = json::object();
-  if (!nvml_status.empty()) st = {{"read", nvml_status}, {"write", nvml_status}, {"nvlink", "not_supported"}};
+  if (!nvml_status.empty()) { st = {{"read", nvml_status}, {"write", nvml_status}, {"nvlink", "not_supported"}}; }
   d["interconnect"]["pairs"] = json::array({{{"gpus", {0, 1}}, {"link", "PCIe"}, {"nvlinks", 0}, {"p2p_status", st}}});
-  for (auto& c : d["cases"])
+  for (auto& c : d["cases"]) {
     if (c["key"] == "peer_access") {
       c["status"] = "failed";
       for (auto& cell : c["cells"]) {
@@ -47,6 +47,7 @@ AgentResult denied(const std::string& bdf0, const std::string& name0, const std:
         cell["reason"] = "cudaDeviceCanAccessPeer: 0";
       }
     }
+  }
   d["status"] = "failed";
   d["exit_code"] = 1;
   d["summary"]["cases_failed"] = 1;
@@ -56,7 +57,7 @@ AgentResult denied(const std::string& bdf0, const std::string& name0, const std:
 }
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
-  for (const auto& x : v) s += x + " | ";
+  for (const auto& x : v) { s += x + " | "; }
   return s;
 }
 }  // namespace
@@ -66,7 +67,8 @@ TEST(PeerDenied, MixedModels) {
   const auto r = denied("0000:01:00.0", "NVIDIA GeForce RTX 4090", "0000:41:00.0", "NVIDIA GeForce RTX 4060 Ti", "");
   const auto why = explain_denied_peer_access(r, 0, 1, inv);
   ASSERT_FALSE(why.empty());
-  EXPECT_EQ(why[0].rfind("mixed models (NVIDIA GeForce RTX 4090 and NVIDIA GeForce RTX 4060 Ti)", 0), 0u) << joined(why);
+  EXPECT_EQ(why[0].rfind("mixed models (NVIDIA GeForce RTX 4090 and NVIDIA GeForce RTX 4060 Ti)", 0), 0u)
+      << joined(why);
 }
 
 TEST(PeerDenied, IommuTranslatingAndNoLargeBarOnTheBiosDefaultTinybox) {
@@ -74,18 +76,22 @@ TEST(PeerDenied, IommuTranslatingAndNoLargeBarOnTheBiosDefaultTinybox) {
   const auto r = denied("0000:01:00.0", "NVIDIA GeForce RTX 4090", "0000:42:00.0", "NVIDIA GeForce RTX 4090", "ok");
   const auto s = joined(explain_denied_peer_access(r, 0, 1, inv));
   EXPECT_NE(s.find("the IOMMU translates DMA"), std::string::npos) << s;
-  EXPECT_NE(s.find("no large BAR on 0000:01:00.0: its VRAM aperture is 256 MiB, below its 24 GiB of VRAM"), std::string::npos) << s;
+  EXPECT_NE(s.find("no large BAR on 0000:01:00.0: its VRAM aperture is 256 MiB, below its 24 GiB of VRAM"),
+            std::string::npos)
+      << s;
   EXPECT_EQ(s.find("GeForce GPUs"), std::string::npos) << s;  // NVML said ok: not the driver
   EXPECT_EQ(s.find("mixed"), std::string::npos) << s;
 }
 
 TEST(PeerDenied, StockDriverOnGeforce) {
   const auto inv = fixture("tinybox-6x4090");  // BIOS fixed, IOMMU off, AMD: only the driver is left
-  const auto r = denied("0000:01:00.0", "NVIDIA GeForce RTX 4090", "0000:42:00.0", "NVIDIA GeForce RTX 4090", "gpu_not_supported");
+  const auto r =
+      denied("0000:01:00.0", "NVIDIA GeForce RTX 4090", "0000:42:00.0", "NVIDIA GeForce RTX 4090", "gpu_not_supported");
   const auto why = explain_denied_peer_access(r, 0, 1, inv);
   ASSERT_EQ(why.size(), 1u) << joined(why);
   EXPECT_NE(why[0].find("GeForce GPUs: NVIDIA's stock driver does not enable P2P on GeForce (NVML: gpu_not_supported)"),
-            std::string::npos) << why[0];
+            std::string::npos)
+      << why[0];
 }
 
 TEST(PeerDenied, IntelRootComplexWithoutASwitch) {
@@ -105,7 +111,7 @@ TEST(PeerDenied, NothingInventedWhenTheEvidenceIsClean) {
   const auto j = judge_agent_result(r, SelftestSpec{}, inv);
   EXPECT_EQ(j.verdict, "failed");
   bool said = false;
-  for (const auto& s : j.reasons) said |= s.find("denied: no cause found in the evidence") != std::string::npos;
+  for (const auto& s : j.reasons) { said |= s.find("denied: no cause found in the evidence") != std::string::npos; }
   EXPECT_TRUE(said) << joined(j.reasons);
 }
 
@@ -118,9 +124,11 @@ TEST(PeerDenied, NvmlAndCudaDisagreeingIsSaidAndCudaDecides) {
   const auto j = judge_agent_result(r, SelftestSpec{}, inv);
   EXPECT_EQ(j.verdict, "failed");
   bool said = false;
-  for (const auto& s : j.reasons)
-    said |= s.find("NVML reports P2P read ok, write ok for this pair (what nvidia-smi topo -p2p shows), yet CUDA does not "
-                   "allow peer access (cudaDeviceCanAccessPeer 0): the self-test's word decides") != std::string::npos;
+  for (const auto& s : j.reasons) {
+    said |= s.find(
+                "NVML reports P2P read ok, write ok for this pair (what nvidia-smi topo -p2p shows), yet CUDA does not "
+                "allow peer access (cudaDeviceCanAccessPeer 0): the self-test's word decides") != std::string::npos;
+  }
   EXPECT_TRUE(said) << joined(j.reasons);
   EXPECT_TRUE(j.notes.empty());
 
@@ -129,17 +137,19 @@ TEST(PeerDenied, NvmlAndCudaDisagreeingIsSaidAndCudaDecides) {
   std::ostringstream text;
   text << in.rdbuf();
   json d = json::parse(text.str());
-  for (auto& p : d["interconnect"]["pairs"])
+  for (auto& p : d["interconnect"]["pairs"]) {
     p["p2p_status"] = {{"read", "chipset_not_supported"}, {"write", "chipset_not_supported"}, {"nvlink", "ok"}};
+  }
   const auto ok = check_agent_document(d);
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   const auto jo = judge_agent_result(*ok, SelftestSpec{}, fixture("h200-4gpu"));
   EXPECT_EQ(jo.verdict, "passed") << joined(jo.reasons);
   ASSERT_FALSE(jo.notes.empty());
-  EXPECT_NE(jo.notes[0].find("NVML reports P2P read chipset_not_supported, write chipset_not_supported for this pair "
-                             "(what nvidia-smi topo -p2p shows), yet CUDA allows peer access and the self-test's copies "
-                             "ran: the self-test's word decides"),
-            std::string::npos)
+  EXPECT_NE(
+      jo.notes[0].find("NVML reports P2P read chipset_not_supported, write chipset_not_supported for this pair "
+                       "(what nvidia-smi topo -p2p shows), yet CUDA allows peer access and the self-test's copies "
+                       "ran: the self-test's word decides"),
+      std::string::npos)
       << jo.notes[0];
   EXPECT_EQ(nvml_cuda_disagreement(*ok, 0, 1, false), std::nullopt);  // NVML's "no" agrees with a refusal
 }

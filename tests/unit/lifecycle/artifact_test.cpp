@@ -59,7 +59,8 @@ TEST(Artifact, TreeListingMatchesTheShellRecipe) {
   // The same recipe the README gives operators.
   const std::string cmd = "cd " + (t.dir / "src").string() +
                           " && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum"
-                          " | sha256sum | cut -d' ' -f1 > " + (t.dir / "want").string();
+                          " | sha256sum | cut -d' ' -f1 > " +
+                          (t.dir / "want").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream in(t.dir / "want");
   std::string want;
@@ -106,7 +107,8 @@ TEST(Artifact, TreeLinksAreJudgedByWhereTheyLead) {
   fs::create_symlink("..", t.dir / "src/a/b/p");
   sys::SysRoot root(t.dir);
   ASSERT_TRUE(sha256_tree(root, "/src")) << "a/b/p is a/, inside";
-  for (const auto& [link, target] : {std::pair<std::string, std::string>{"a/b/q1", "p/../.."}, {"l2", "a/b/p/../.."},
+  for (const auto& [link, target] : {std::pair<std::string, std::string>{"a/b/q1", "p/../.."},
+                                     {"l2", "a/b/p/../.."},
                                      {"a/l3", "b/p/b/p/../../.."}}) {
     SCOPED_TRACE(link);
     fs::create_symlink(target, t.dir / "src" / link);
@@ -185,8 +187,10 @@ TEST(Artifact, PathArtifactIsARegularFileOrADirectory) {
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
   const std::string sock_msg = refused("/srv/sock");
   ::close(fd);
-  ASSERT_NE(sock_msg.find("userspace.installer: /srv/sock is a socket: a path: artifact must be a regular file or a directory"),
-            std::string::npos) << sock_msg;
+  ASSERT_NE(sock_msg.find(
+                "userspace.installer: /srv/sock is a socket: a path: artifact must be a regular file or a directory"),
+            std::string::npos)
+      << sock_msg;
 
   ASSERT_EQ(::mkfifo((t.dir / "srv/fifo").c_str(), 0600), 0);
   EXPECT_NE(refused("/srv/fifo").find("/srv/fifo is a FIFO"), std::string::npos) << refused("/srv/fifo");
@@ -203,7 +207,8 @@ TEST(Artifact, PathArtifactIsARegularFileOrADirectory) {
   fs::resize_file(t.dir / "srv/big.run", (8ULL << 30) + 1);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_NE(refused("/srv/big.run").find("/srv/big.run is 8589934593 bytes; a file artifact is at most 8 GiB"),
-            std::string::npos) << refused("/srv/big.run");
+            std::string::npos)
+      << refused("/srv/big.run");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_TRUE(runner.calls().empty());
   EXPECT_FALSE(root.exists(std::string(kArtifactDir) + "/local"));
@@ -277,16 +282,18 @@ TEST(Artifact, DownloadArgvAndAnUnresumablePart) {
   std::vector<std::string> lines;
   auto f = fetch_artifact(root, runner, a, "installer", [&](std::string_view l) { lines.emplace_back(l); });
   ASSERT_FALSE(f);
-  EXPECT_NE(f.error().message.find("removed, the next apply downloads it whole"), std::string::npos) << f.error().message;
+  EXPECT_NE(f.error().message.find("removed, the next apply downloads it whole"), std::string::npos)
+      << f.error().message;
   EXPECT_EQ(f.error().message.find("secret"), std::string::npos) << f.error().message;
-  for (const auto& l : lines) EXPECT_EQ(l.find("secret"), std::string::npos) << l;
+  for (const auto& l : lines) { EXPECT_EQ(l.find("secret"), std::string::npos) << l; }
   EXPECT_FALSE(root.exists("/var/lib/p2pnode/artifacts/x.run.part"));
   const auto& argv = runner.calls().at(0);
   const auto dashdash = std::find(argv.begin(), argv.end(), "--");
   ASSERT_NE(dashdash, argv.end());
   EXPECT_EQ(*(dashdash + 1), *a.url);
-  for (const char* opt : {"--proto", "--proto-redir", "--max-filesize"})
+  for (const char* opt : {"--proto", "--proto-redir", "--max-filesize"}) {
     EXPECT_NE(std::find(argv.begin(), dashdash, opt), dashdash) << opt;
+  }
 }
 
 TEST(Artifact, Basenames) {
@@ -306,12 +313,15 @@ namespace {
 
 // A git source pinned by its tree sha256: cloned with --depth 1 --branch, .git left out of the digest.
 TEST(Artifact, GitCheckoutOfABranch) {
-  if (std::system("git --version >/dev/null 2>&1") != 0) GTEST_FAIL() << "git is not installed (scripts/install-deps.sh test installs it)";
+  if (std::system("git --version >/dev/null 2>&1") != 0) {
+    GTEST_FAIL() << "git is not installed (scripts/install-deps.sh test installs it)";
+  }
   TempRoot t;
   t.write("repo/Makefile", "obj-m += a.o\n");
   t.write("repo/a.c", "int a;\n");
   const std::string repo = (t.dir / "repo").string();
-  const std::string setup = "cd " + repo + " && git init -q -b main && git add -A && "
+  const std::string setup = "cd " + repo +
+                            " && git init -q -b main && git add -A && "
                             "git -c user.email=t@t -c user.name=t commit -q -m init && git branch -q 550.90.07-p2p";
   ASSERT_EQ(std::system(setup.c_str()), 0);
   sys::SysRoot root(t.dir / "box");
@@ -349,22 +359,24 @@ TEST(CurlProgress, RecordedBarGivesEachPercentage) {
   std::size_t start = 0;
   while (start < text.size()) {
     auto end = text.find_first_of("\r\n", start);
-    if (end == std::string::npos) end = text.size();
-    if (auto p = curl_progress_percent(std::string_view(text).substr(start, end - start))) got.push_back(*p);
+    if (end == std::string::npos) { end = text.size(); }
+    if (auto p = curl_progress_percent(std::string_view(text).substr(start, end - start))) { got.push_back(*p); }
     start = end + 1;
   }
   EXPECT_EQ(got, (std::vector<double>{34.1, 68.6, 100.0}));
 }
 
 TEST(CurlProgress, OtherLinesAreNotProgress) {
-  for (const char* l : {"", "%", "downloaded 15 bytes in 0.1 s (150 B/s)", "curl: (22) The requested URL returned error: 404",
-                        "abc 12.5%", "##### 150.0%", "##### x%"})
+  for (const char* l : {"", "%", "downloaded 15 bytes in 0.1 s (150 B/s)",
+                        "curl: (22) The requested URL returned error: 404", "abc 12.5%", "##### 150.0%", "##### x%"}) {
     EXPECT_FALSE(curl_progress_percent(l)) << l;
+  }
   EXPECT_EQ(curl_progress_percent("#=O  0.0%"), 0.0);
 }
 
 TEST(CurlProgress, ErrorLinesAmongRedraws) {
-  EXPECT_EQ(curl_error_lines("\r####   12.0%\r#######   20.0%\ncurl: (18) transfer closed with 100 bytes remaining to read\n"),
+  EXPECT_EQ(curl_error_lines(
+                "\r####   12.0%\r#######   20.0%\ncurl: (18) transfer closed with 100 bytes remaining to read\n"),
             "curl: (18) transfer closed with 100 bytes remaining to read");
   EXPECT_EQ(curl_error_lines("\r####   12.0%"), "");
 }

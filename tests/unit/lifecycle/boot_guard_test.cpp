@@ -15,7 +15,8 @@ BootGuardInputs box(std::vector<KernelModuleState> k, std::string next, bool hel
 }
 
 TEST(BootGuard, ANewKernelWithoutTheModuleIsHeldBackOnTheNewestThatHasIt) {
-  auto d = decide_boot_guard(box({{"6.1.0-57-amd64", false}, {"6.1.0-56-amd64", true}, {"6.1.0-55-amd64", true}}, "6.1.0-56-amd64"));
+  auto d = decide_boot_guard(
+      box({{"6.1.0-57-amd64", false}, {"6.1.0-56-amd64", true}, {"6.1.0-55-amd64", true}}, "6.1.0-56-amd64"));
   EXPECT_EQ(d.what, What::hold);
   EXPECT_EQ(d.kernel, "6.1.0-56-amd64");
   EXPECT_NE(d.reason.find("the newest kernel 6.1.0-57-amd64 has no module"), std::string::npos) << d.reason;
@@ -30,8 +31,9 @@ TEST(BootGuard, TheHoldIsLiftedOnceTheNewestHasTheModuleOrTheProfileAllows) {
   EXPECT_NE(d.reason.find("6.1.0-57-amd64 has the module now"), std::string::npos);
   d = decide_boot_guard(box({{"6.1.0-57-amd64", false}, {"6.1.0-56-amd64", true}}, "6.1.0-56-amd64", true, true));
   EXPECT_EQ(d.what, What::release);
-  EXPECT_EQ(decide_boot_guard(box({{"6.1.0-57-amd64", false}, {"6.1.0-56-amd64", true}}, "6.1.0-57-amd64", false, true)).what,
-            What::nothing);
+  EXPECT_EQ(
+      decide_boot_guard(box({{"6.1.0-57-amd64", false}, {"6.1.0-56-amd64", true}}, "6.1.0-57-amd64", false, true)).what,
+      What::nothing);
 }
 
 TEST(BootGuard, NothingToFallBackToIsUnsafeAndSaidSo) {
@@ -74,7 +76,8 @@ TEST(GrubEntry, TheSubmenuPathOfTheNormalEntry) {
   // What GRUB boots with that saved_entry is the kernel asked for.
   std::string saved = kCfg;
   saved.replace(saved.find("set default=\"0\""), 15, "set default=\"${saved_entry}\"");
-  const auto c = grub_default_kernel(saved, "saved_entry=gnulinux-advanced-0b1c>gnulinux-6.1.0-56-amd64-advanced-0b1c\n");
+  const auto c =
+      grub_default_kernel(saved, "saved_entry=gnulinux-advanced-0b1c>gnulinux-6.1.0-56-amd64-advanced-0b1c\n");
   ASSERT_TRUE(c);
   EXPECT_EQ(c->kernel, "6.1.0-56-amd64");
 }

@@ -77,7 +77,8 @@ TEST(Boot, GrubDefaultIndexIdTitleAndSubmenuPath) {
 }
 
 TEST(Boot, SavedEntryAndGrubReboot) {
-  const std::string env = "# GRUB Environment Block\nsaved_entry=gnulinux-advanced-0b1c>gnulinux-6.1.0-55-amd64-advanced-0b1c\n";
+  const std::string env =
+      "# GRUB Environment Block\nsaved_entry=gnulinux-advanced-0b1c>gnulinux-6.1.0-55-amd64-advanced-0b1c\n";
   auto c = grub_default_kernel(cfg("${saved_entry}"), env);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->kernel, "6.1.0-55-amd64");
@@ -112,7 +113,7 @@ TEST(Boot, NextBootFromGrubElseNewestImage) {
   Root r;
   fs::create_directories(r.dir / "lib/modules/6.1.0-55-amd64/kernel");
   fs::create_directories(r.dir / "lib/modules/6.1.0-56-amd64/build");  // headers only still counts
-  fs::create_directories(r.dir / "lib/modules/5.10.0-1-amd64");          // empty leftovers do not
+  fs::create_directories(r.dir / "lib/modules/5.10.0-1-amd64");        // empty leftovers do not
   r.write("boot/vmlinuz-6.1.0-55-amd64", "");
   r.write("boot/vmlinuz-6.1.0-56-amd64", "");
   const sys::SysRoot root(r.dir);
@@ -126,7 +127,8 @@ TEST(Boot, NextBootFromGrubElseNewestImage) {
   r.write("boot/grub/grub.cfg", cfg("1>2").replace(cfg("1>2").rfind("6.1.0-55-amd64 root"), 14, "6.2.0-99-amd64"));
   b = next_boot_kernel(root);
   EXPECT_EQ(b.kernel, "6.1.0-56-amd64");
-  EXPECT_NE(b.how.find("grub.cfg's default is 6.2.0-99-amd64, which has no /lib/modules directory"), std::string::npos) << b.how;
+  EXPECT_NE(b.how.find("grub.cfg's default is 6.2.0-99-amd64, which has no /lib/modules directory"), std::string::npos)
+      << b.how;
 }
 
 }  // namespace

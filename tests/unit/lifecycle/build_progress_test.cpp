@@ -35,7 +35,7 @@ TEST(BuildProgress, ALineAtLeastEveryThirtySeconds) {
   std::vector<std::string> lines;
   std::uintmax_t size = 0;
   for (double t = 5; t <= 200; t += 5) {
-    if (t >= 20) size += 10 * 1024;
+    if (t >= 20) { size += 10 * 1024; }
     const std::optional<std::uintmax_t> sz = t >= 20 ? std::optional(size) : std::nullopt;
     if (auto l = p.tick(t, sz, kTail)) {
       at.push_back(t);
@@ -43,8 +43,9 @@ TEST(BuildProgress, ALineAtLeastEveryThirtySeconds) {
     }
   }
   ASSERT_EQ(at, (std::vector<double>{30, 60, 90, 120, 150, 180}));
-  EXPECT_EQ(lines[0], "still building after 30 s; make.log 30 KiB (+30 KiB), at "
-                      "/var/lib/dkms/nvidia-p2p/550.90.07/build/kernel-open/nvidia/nv-pci.o");
+  EXPECT_EQ(lines[0],
+            "still building after 30 s; make.log 30 KiB (+30 KiB), at "
+            "/var/lib/dkms/nvidia-p2p/550.90.07/build/kernel-open/nvidia/nv-pci.o");
   EXPECT_EQ(lines[1].substr(0, 50), "still building after 60 s; make.log 90 KiB (+60 Ki");
   BuildProgress q(30);
   EXPECT_EQ(*q.tick(31, std::nullopt, ""), "still building after 31 s; no make.log yet");

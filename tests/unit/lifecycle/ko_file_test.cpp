@@ -14,9 +14,13 @@ using Bytes = std::vector<std::uint8_t>;
 Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
 // A module's ELF as far as .modinfo goes: other sections' bytes, then key=value strings.
-const std::string kElf = std::string("\x7f" "ELF\x02\x01", 6) + std::string(300, '\x5a') + std::string(1, '\0') +
-                         "version=550.90.07" + std::string(1, '\0') + "srcversion=C7943CB1D55185A98F0A163" +
-                         std::string(1, '\0') + "vermagic=6.12.57+deb13-amd64 SMP preempt mod_unload" + std::string(1, '\0');
+const std::string kElf = std::string(
+                             "\x7f"
+                             "ELF\x02\x01",
+                             6) +
+                         std::string(300, '\x5a') + std::string(1, '\0') + "version=550.90.07" + std::string(1, '\0') +
+                         "srcversion=C7943CB1D55185A98F0A163" + std::string(1, '\0') +
+                         "vermagic=6.12.57+deb13-amd64 SMP preempt mod_unload" + std::string(1, '\0');
 
 Bytes xz(const std::string& s) {
   Bytes out(s.size() + 1024);

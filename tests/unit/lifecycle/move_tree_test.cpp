@@ -42,9 +42,11 @@ TEST(MoveTree, RenamesWithinAFileSystem) {
 
 TEST(MoveTree, CopiesAcrossMounts) {
   const fs::path shm = "/dev/shm", tmp = fs::temp_directory_path();
-  struct stat a {}, b {};
-  if (stat(shm.c_str(), &a) != 0 || stat(tmp.c_str(), &b) != 0 || a.st_dev == b.st_dev)
+  struct stat a {
+  }, b{};
+  if (stat(shm.c_str(), &a) != 0 || stat(tmp.c_str(), &b) != 0 || a.st_dev == b.st_dev) {
     GTEST_SKIP() << "needs /dev/shm and " << tmp << " on different file systems to make rename fail with EXDEV";
+  }
   const auto from = make_tree(shm / "p2pnode-move-tree-from");
   const p2pnode::test::TempDir scratch("move-tree-to");
   const fs::path to = scratch / "to";

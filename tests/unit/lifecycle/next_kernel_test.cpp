@@ -43,9 +43,10 @@ TEST(NextKernel, DecodesAptPolicy) {
 }
 
 TEST(NextKernel, DecodesAptDependsTakingTheFirstAlternative) {
-  const char* deps = "linux-headers-6.1.0-56-amd64\n  Depends: linux-headers-6.1.0-56-common\n"
-                     "  Depends: linux-kbuild-6.1\n |Depends: linux-compiler-gcc-12-x86\n  Depends: gcc-12\n"
-                     "  Depends: <libc-dev>\n  Recommends: pahole\n";
+  const char* deps =
+      "linux-headers-6.1.0-56-amd64\n  Depends: linux-headers-6.1.0-56-common\n"
+      "  Depends: linux-kbuild-6.1\n |Depends: linux-compiler-gcc-12-x86\n  Depends: gcc-12\n"
+      "  Depends: <libc-dev>\n  Recommends: pahole\n";
   EXPECT_EQ(parse_apt_depends(deps), (std::vector<std::string>{"linux-headers-6.1.0-56-common", "linux-kbuild-6.1",
                                                                "linux-compiler-gcc-12-x86"}));
   EXPECT_EQ(release_of_image_package("linux-image-6.1.0-56-amd64"), "6.1.0-56-amd64");
@@ -56,8 +57,9 @@ TEST(NextKernel, DecodesAptDependsTakingTheFirstAlternative) {
 }
 
 TEST(NextKernel, ReadsTheStagedPatchesAndTheirMatch) {
-  const char* conf = "PACKAGE_NAME=\"nvidia-p2p\"\nPATCH[1]=\"02-io-memory-pfn.patch\"\n"
-                     "PATCH_MATCH[1]=\"^(6\\\\.(10|[2-9][0-9]{1}))([.-]|$)\"\nPATCH[0]=\"01-pci.patch\"\n";
+  const char* conf =
+      "PACKAGE_NAME=\"nvidia-p2p\"\nPATCH[1]=\"02-io-memory-pfn.patch\"\n"
+      "PATCH_MATCH[1]=\"^(6\\\\.(10|[2-9][0-9]{1}))([.-]|$)\"\nPATCH[0]=\"01-pci.patch\"\n";
   const auto p = parse_dkms_patches(conf);
   ASSERT_EQ(p.size(), 2u);
   EXPECT_EQ(p[0].file, "01-pci.patch");
@@ -92,10 +94,13 @@ TEST(NextKernel, FindsTheCandidateOfTheInstalledMetapackage) {
   // apt-cache policy is apt's own, the same on both distributions).
   sys::ScriptedRunner hwe;
   hwe.on({"apt-cache", "policy"},
-         sys::exited_with(0, "linux-image-amd64:\n  Installed: (none)\n  Candidate: (none)\n"
-                             "linux-image-generic-hwe-22.04:\n  Installed: 6.8.0.49.52~22.04.1\n  Candidate: 6.8.0.52.55~22.04.1\n"));
+         sys::exited_with(
+             0,
+             "linux-image-amd64:\n  Installed: (none)\n  Candidate: (none)\n"
+             "linux-image-generic-hwe-22.04:\n  Installed: 6.8.0.49.52~22.04.1\n  Candidate: 6.8.0.52.55~22.04.1\n"));
   hwe.on({"apt-cache", "depends", "linux-image-generic-hwe-22.04=6.8.0.52.55~22.04.1"},
-         sys::exited_with(0, "linux-image-generic-hwe-22.04\n  Depends: linux-image-6.8.0-52-generic\n  Depends: linux-firmware\n"));
+         sys::exited_with(
+             0, "linux-image-generic-hwe-22.04\n  Depends: linux-image-6.8.0-52-generic\n  Depends: linux-firmware\n"));
   auto u = find_next_kernel(root, hwe);
   ASSERT_TRUE(u) << u.error().message;
   ASSERT_TRUE(*u);
@@ -103,7 +108,8 @@ TEST(NextKernel, FindsTheCandidateOfTheInstalledMetapackage) {
   EXPECT_EQ((*u)->release, "6.8.0-52-generic");
 
   sys::ScriptedRunner none;
-  none.on({"apt-cache", "policy"}, sys::exited_with(0, "linux-image-amd64:\n  Installed: (none)\n  Candidate: 6.1.192-2\n"));
+  none.on({"apt-cache", "policy"},
+          sys::exited_with(0, "linux-image-amd64:\n  Installed: (none)\n  Candidate: 6.1.192-2\n"));
   auto n2 = find_next_kernel(root, none);
   ASSERT_TRUE(n2);
   EXPECT_FALSE(*n2);
@@ -115,8 +121,9 @@ TEST(NextKernel, TheRecordedVerdictIsAFindingAndAMetric) {
   v.release = "6.1.0-57-amd64";
   v.package_version = "6.1.200-1";
   v.module = "nvidia-p2p/550.90.07";
-  v.summary = "the next kernel 6.1.0-57-amd64 (6.1.200-1) breaks nvidia-p2p/550.90.07: known breakage "
-              "pci-resize-resource-exclude-bars (fixed by the builtin patch pci-resize-resource-exclude-bars)";
+  v.summary =
+      "the next kernel 6.1.0-57-amd64 (6.1.200-1) breaks nvidia-p2p/550.90.07: known breakage "
+      "pci-resize-resource-exclude-bars (fixed by the builtin patch pci-resize-resource-exclude-bars)";
   v.breakages = v.fixes = {"pci-resize-resource-exclude-bars"};
   fs::create_directories(r.dir / "var/lib/p2pnode");
   std::ofstream(r.dir / "var/lib/p2pnode/next-kernel.json") << to_json(v).dump(2);

@@ -26,8 +26,8 @@ TEST(OwnModules, NamesAsModprobeKnowsThem) {
   EXPECT_EQ(kernel_module_name("kernel/drivers/nvme/host/nvme.ko"), "nvme");
   EXPECT_EQ(kernel_module_name("nvidia-drm.ko.zst"), "nvidia_drm");
   EXPECT_EQ(kernel_module_name("p2ptest"), "p2ptest");
-  for (auto ok : {"nvme", "nvidia-uvm", "snd_hda_intel", "A1"}) EXPECT_TRUE(is_kernel_module_name(ok)) << ok;
-  for (auto bad : {"", "../x", "a/b", "$(TARGET)", "a.b", "a b"}) EXPECT_FALSE(is_kernel_module_name(bad)) << bad;
+  for (auto ok : {"nvme", "nvidia-uvm", "snd_hda_intel", "A1"}) { EXPECT_TRUE(is_kernel_module_name(ok)) << ok; }
+  for (auto bad : {"", "../x", "a/b", "$(TARGET)", "a.b", "a b"}) { EXPECT_FALSE(is_kernel_module_name(bad)) << bad; }
   EXPECT_FALSE(is_kernel_module_name(std::string(56, 'a')));
 }
 
@@ -50,7 +50,8 @@ TEST(OwnModules, FromTheKernelTreeAndModulesBuiltin) {
 
   const std::vector<std::string> kernels = {"6.1.0-56-amd64"};
   EXPECT_TRUE(refuse_kernel_own_modules(root, {"p2ptest"}, kernels));
-  EXPECT_TRUE(refuse_kernel_own_modules(root, {"nvidia", "nvidia-uvm", "nvidia-modeset", "nvidia-drm", "nvidia-peermem"}, kernels));
+  EXPECT_TRUE(refuse_kernel_own_modules(
+      root, {"nvidia", "nvidia-uvm", "nvidia-modeset", "nvidia-drm", "nvidia-peermem"}, kernels));
   EXPECT_TRUE(refuse_kernel_own_modules(root, {"gdrdrv"}, kernels));
   const auto nvme = refuse_kernel_own_modules(root, {"p2ptest", "nvme-core"}, kernels);
   ASSERT_FALSE(nvme);

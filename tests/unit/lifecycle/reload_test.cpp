@@ -24,7 +24,8 @@ ReloadInputs base() {
 TEST(Reload, UnloadOrderIsUsersFirst) {
   const auto d = decide_reload(base());
   EXPECT_EQ(d.kind, ReloadKind::reload);
-  EXPECT_EQ(d.unload, (std::vector<std::string>{"nvidia_peermem", "nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia"}));
+  EXPECT_EQ(d.unload,
+            (std::vector<std::string>{"nvidia_peermem", "nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia"}));
 }
 
 TEST(Reload, NotAllowedMeansRebootRequired) {
@@ -91,18 +92,23 @@ TEST(Reload, NothingBuiltIsNeverARebootRequest) {
   in.disk_version.reset();  // the build failed: no DKMS copy for the running kernel
   in.running_kernel = "6.1.0-56-amd64";
   in.next_boot_kernel = "6.1.0-56-amd64";
-  for (bool allow : {true, false})
+  for (bool allow : {true, false}) {
     for (bool loaded : {true, false}) {
       in.allow_reload = allow;
-      if (loaded) in.loaded = {"nvidia"}, in.loaded_version = "550.54.15";
-      else in.loaded.clear(), in.loaded_version.reset();
+      if (loaded) {
+        in.loaded = {"nvidia"}, in.loaded_version = "550.54.15";
+      } else {
+        in.loaded.clear(), in.loaded_version.reset();
+      }
       const auto d = decide_reload(in);
       EXPECT_EQ(d.kind, ReloadKind::nothing_built) << allow << loaded;
       EXPECT_EQ(d.reason.find("reboot to load"), std::string::npos) << d.reason;
-      EXPECT_NE(d.reason.find("no 550.90.07 module is installed for the running kernel 6.1.0-56-amd64"), std::string::npos)
+      EXPECT_NE(d.reason.find("no 550.90.07 module is installed for the running kernel 6.1.0-56-amd64"),
+                std::string::npos)
           << d.reason;
       EXPECT_TRUE(d.unload.empty());
     }
+  }
   // The wanted version already loaded (built earlier, since removed): nothing to do, no alarm here
   // (driver.kernels reports the missing module).
   in.loaded = {"nvidia"};
@@ -120,8 +126,9 @@ TEST(Reload, BuiltOnlyForTheNextBootKernelAsksForThatReboot) {
   in.kernels_with_module = {"6.1.0-56-amd64"};
   const auto d = decide_reload(in);
   EXPECT_EQ(d.kind, ReloadKind::reboot_required);
-  EXPECT_EQ(d.reason, "550.90.07 is installed for 6.1.0-56-amd64 (the kernel the boot loader starts next) but not for "
-                      "the running 6.1.0-55-amd64: reboot into 6.1.0-56-amd64 to load it");
+  EXPECT_EQ(d.reason,
+            "550.90.07 is installed for 6.1.0-56-amd64 (the kernel the boot loader starts next) but not for "
+            "the running 6.1.0-55-amd64: reboot into 6.1.0-56-amd64 to load it");
   in.kernels_with_module = {"6.1.0-54-amd64"};  // an older kernel the boot loader does not start
   EXPECT_EQ(decide_reload(in).kind, ReloadKind::nothing_built);
   EXPECT_NE(decide_reload(in).reason.find("nor for the next boot kernel 6.1.0-56-amd64"), std::string::npos);
@@ -136,8 +143,10 @@ TEST(Reload, WrongModuleOnDiskRefuses) {
 TEST(Reload, FindsHoldersFromProcFd) {
   const p2pnode::test::TempDir scratch("reload");
   const fs::path dir = scratch.path();
-  for (const auto& [pid, comm, target] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"1234", "python3", "/dev/nvidia0"}, {"77", "bash", "/dev/pts/0"}, {"99", "nvidia-persiste", "/dev/nvidiactl"}}) {
+  for (const auto& [pid, comm, target] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"1234", "python3", "/dev/nvidia0"},
+                                                                      {"77", "bash", "/dev/pts/0"},
+                                                                      {"99", "nvidia-persiste", "/dev/nvidiactl"}}) {
     fs::create_directories(dir / "proc" / pid / "fd");
     std::ofstream(dir / "proc" / pid / "comm") << comm << "\n";
     fs::create_symlink(target, dir / "proc" / pid / "fd" / "3");
@@ -158,7 +167,8 @@ TEST(Verify, ApiMismatchOnlySinceTheLastLoad) {
       "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.54.15\n"
       "NVRM: API mismatch: the client has the version 550.90.07, but\n";
   EXPECT_TRUE(api_mismatch_since_load(before));
-  EXPECT_FALSE(api_mismatch_since_load(before + "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.90.07\n"));
+  EXPECT_FALSE(
+      api_mismatch_since_load(before + "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.90.07\n"));
   EXPECT_FALSE(api_mismatch_since_load(""));
   // Anchored: the driver's own line (bare, as journalctl -o cat prints it, or with dmesg's time),
   // never a message that only quotes the words.

@@ -27,9 +27,11 @@ Result<LinkEnd> resolve_among(const std::map<std::string, std::string>& links, c
 }
 
 TEST(TreeRules, LinksResolveThroughEveryLinkOnTheWay) {
-  const std::map<std::string, std::string> links = {
-      {"a/b/p", ".."}, {"a/b/q1", "p/../.."}, {"a/up", "../c.c"}, {"top", "."}, {"chain1", "chain2"},
-      {"chain2", "a/b/p"}, {"abs", "/etc/shadow"}, {"via-abs", "abs/x"}, {"self", "self"}, {"deep", "a/b/p/b/p/b/p/../../.."}};
+  const std::map<std::string, std::string> links = {{"a/b/p", ".."},        {"a/b/q1", "p/../.."},
+                                                    {"a/up", "../c.c"},     {"top", "."},
+                                                    {"chain1", "chain2"},   {"chain2", "a/b/p"},
+                                                    {"abs", "/etc/shadow"}, {"via-abs", "abs/x"},
+                                                    {"self", "self"},       {"deep", "a/b/p/b/p/b/p/../../.."}};
   EXPECT_EQ(resolve_among(links, "a/b/p")->member, "a");
   EXPECT_EQ(resolve_among(links, "a/up")->member, "c.c");
   EXPECT_EQ(resolve_among(links, "top")->member, "");  // the tree itself: inside
@@ -42,7 +44,8 @@ TEST(TreeRules, LinksResolveThroughEveryLinkOnTheWay) {
   ASSERT_FALSE(q1);
   EXPECT_EQ(q1.error().message, "outside the tree once ./a/b/p -> .. is followed");
   EXPECT_EQ(resolve_among(links, "abs").error().message, "outside the tree (an absolute path)");
-  EXPECT_EQ(resolve_among(links, "via-abs").error().message, "outside the tree once ./abs -> /etc/shadow is followed (an absolute path)");
+  EXPECT_EQ(resolve_among(links, "via-abs").error().message,
+            "outside the tree once ./abs -> /etc/shadow is followed (an absolute path)");
   EXPECT_FALSE(resolve_among(links, "deep"));
   EXPECT_NE(resolve_among(links, "self").error().message.find("too many levels of symbolic links"), std::string::npos);
   // A member that does not exist: the rest of the path as written (inside here, outside there).
@@ -70,8 +73,9 @@ TEST(TreeRules, WalkListsFilesFoldersAndLinksAndLeavesTheTopGitOut) {
   const auto m = walk_tree(root, "/t");
   ASSERT_TRUE(m) << m.error().message;
   std::vector<std::string> seen;
-  for (const auto& e : *m) seen.push_back(e.path + (e.kind == TreeMember::Kind::link ? " -> " + e.target : ""));
-  EXPECT_EQ(seen, (std::vector<std::string>{"./Makefile", "./sub", "./sub/.git", "./sub/a.c", "./sub/mk -> ../Makefile"}));
+  for (const auto& e : *m) { seen.push_back(e.path + (e.kind == TreeMember::Kind::link ? " -> " + e.target : "")); }
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"./Makefile", "./sub", "./sub/.git", "./sub/a.c", "./sub/mk -> ../Makefile"}));
 }
 
 TEST(TreeRules, SpecialFilesAndLinkedFoldersAreRefused) {
@@ -85,7 +89,8 @@ TEST(TreeRules, SpecialFilesAndLinkedFoldersAreRefused) {
   fs::remove(b.dir / "t/pipe");
   if (::geteuid() == 0) {
     ASSERT_EQ(::mknod((b.dir / "t/sda").c_str(), S_IFBLK | 0600, makedev(8, 0)), 0);
-    EXPECT_EQ(walk_tree(root, "/t").error().message, "./sda is a block device: a tree holds only files, directories and symbolic links");
+    EXPECT_EQ(walk_tree(root, "/t").error().message,
+              "./sda is a block device: a tree holds only files, directories and symbolic links");
     fs::remove(b.dir / "t/sda");
   }
   // The tree itself a link to a folder: the staging folder would be the link.
@@ -93,7 +98,8 @@ TEST(TreeRules, SpecialFilesAndLinkedFoldersAreRefused) {
   fs::create_symlink(b.dir / "elsewhere", b.dir / "linked");
   const auto linked = walk_tree(root, "/linked");
   ASSERT_FALSE(linked);
-  EXPECT_NE(linked.error().message.find("the tree /linked is a symbolic link (to " + (b.dir / "elsewhere").string() + "), not a folder"),
+  EXPECT_NE(linked.error().message.find("the tree /linked is a symbolic link (to " + (b.dir / "elsewhere").string() +
+                                        "), not a folder"),
             std::string::npos)
       << linked.error().message;
   EXPECT_TRUE(expect_real_dir(root, "/t", "the staging folder"));
@@ -110,8 +116,10 @@ TEST(TreeRules, SpecialMembersFromTarsListing) {
   EXPECT_FALSE(special_archive_member(ok));
   EXPECT_EQ(special_archive_member(ok + "crw-rw-rw- 0/0             8,0 2026-01-01 00:00 p2ptest-1.5/sda\n"),
             "p2ptest-1.5/sda is a character device");
-  EXPECT_EQ(special_archive_member("brw-rw-rw- 0/0             7,0 2026-01-01 00:00 a dir/loop 0\n"), "a dir/loop 0 is a block device");
-  EXPECT_EQ(special_archive_member("prw-r--r-- 0/0               0 2026-01-01 00:00 x/pipe\\nname\n"), "x/pipe\\nname is a FIFO");
+  EXPECT_EQ(special_archive_member("brw-rw-rw- 0/0             7,0 2026-01-01 00:00 a dir/loop 0\n"),
+            "a dir/loop 0 is a block device");
+  EXPECT_EQ(special_archive_member("prw-r--r-- 0/0               0 2026-01-01 00:00 x/pipe\\nname\n"),
+            "x/pipe\\nname is a FIFO");
   EXPECT_EQ(special_archive_member("?rw-r--r-- 0/0 0 2026-01-01 00:00 odd\n"), "odd is a member of tar's type '?'");
 }
 

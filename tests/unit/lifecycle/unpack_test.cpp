@@ -28,12 +28,15 @@ TEST(Unpack, ATarballWithASetuidFileIsNeutralised) {
   const fs::path dir = scratch.path();
   fs::create_directories(dir / "out");
   // The archive's member says mode 4755 and owner root: python's tarfile writes it as given.
-  const std::string make = "/usr/bin/python3 -c \"import tarfile, io\n"
-                           "t = tarfile.open('" + (dir / "evil.tar").string() + "', 'w')\n"
-                           "for name, mode in (('top/sh', 0o4755), ('top/g', 0o2755)):\n"
-                           "    i = tarfile.TarInfo(name); i.mode = mode; i.uid = 0; i.uname = 'root'; d = b'#!/bin/sh\\\\n'\n"
-                           "    i.size = len(d); t.addfile(i, io.BytesIO(d))\n"
-                           "t.close()\"";
+  const std::string make =
+      "/usr/bin/python3 -c \"import tarfile, io\n"
+      "t = tarfile.open('" +
+      (dir / "evil.tar").string() +
+      "', 'w')\n"
+      "for name, mode in (('top/sh', 0o4755), ('top/g', 0o2755)):\n"
+      "    i = tarfile.TarInfo(name); i.mode = mode; i.uid = 0; i.uname = 'root'; d = b'#!/bin/sh\\\\n'\n"
+      "    i.size = len(d); t.addfile(i, io.BytesIO(d))\n"
+      "t.close()\"";
   ASSERT_EQ(std::system(make.c_str()), 0);
   sys::ProcessRunner runner;
   sys::Command c;
@@ -46,7 +49,7 @@ TEST(Unpack, ATarballWithASetuidFileIsNeutralised) {
   fs::permissions(dir / "out/top/sh", fs::perms::set_uid, fs::perm_options::add);
   ASSERT_TRUE(strip_setid(dir / "out"));
   for (const char* f : {"out/top/sh", "out/top/g"}) {
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::lstat((dir / f).c_str(), &st), 0) << f;
     EXPECT_EQ(st.st_mode & (S_ISUID | S_ISGID), 0u) << f;
   }

@@ -24,13 +24,14 @@ struct LoadedBox {
   sys::ScriptedRunner runner;
   explicit LoadedBox(const std::string& loaded = kWant) {
     write("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  " + loaded +
-                                             "  Release Build  (tiny@tiny14)  Mon Jun 17 2024\nGCC version:  gcc 12\n");
+                                            "  Release Build  (tiny@tiny14)  Mon Jun 17 2024\nGCC version:  gcc 12\n");
     write("sys/module/nvidia/version", loaded + "\n");
     write("sys/module/nvidia/srcversion", "C7943CB1D55185A98F0A163\n");
     write("usr/lib/x86_64-linux-gnu/libcuda.so." + std::string(kWant), "");
     runner.on({"modinfo", "-n", "nvidia"}, sys::exited_with(0, "/lib/modules/6.1.0-56-amd64/updates/dkms/nvidia.ko\n"));
     runner.on({"modinfo", "-F", "srcversion"}, sys::exited_with(0, "C7943CB1D55185A98F0A163\n"));
-    runner.on({"journalctl"}, sys::exited_with(0, "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  " + loaded + "\n"));
+    runner.on({"journalctl"},
+              sys::exited_with(0, "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  " + loaded + "\n"));
   }
   void write(const std::string& rel, const std::string& text) const {
     fs::create_directories((dir / rel).parent_path());
@@ -44,7 +45,8 @@ struct LoadedBox {
 
 // Recorded on a lent H200 (tests/fixtures/_recorded/nvidia-smi-h200/README.md).
 std::string recorded(const std::string& name) {
-  std::ifstream in(std::string(P2PNODE_SOURCE_DIR) + "/tests/fixtures/_recorded/nvidia-smi-h200/" + name, std::ios::binary);
+  std::ifstream in(std::string(P2PNODE_SOURCE_DIR) + "/tests/fixtures/_recorded/nvidia-smi-h200/" + name,
+                   std::ios::binary);
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -52,7 +54,7 @@ std::string recorded(const std::string& name) {
 
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
-  for (const auto& x : v) s += x + " | ";
+  for (const auto& x : v) { s += x + " | "; }
   return s;
 }
 
@@ -74,7 +76,8 @@ TEST(SmiDriverVersions, OneLinePerGpu) {
 }
 
 TEST(SmiDriverVersions, NvmlMismatchNoGpuAndGarbage) {
-  auto r = nvidia::parse_smi_driver_versions("Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.107\n");
+  auto r = nvidia::parse_smi_driver_versions(
+      "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.107\n");
   EXPECT_TRUE(r.versions.empty());
   EXPECT_EQ(r.problem, "Failed to initialize NVML: Driver/library version mismatch");
   r = nvidia::parse_smi_driver_versions("No devices were found\n");
@@ -96,8 +99,9 @@ TEST(VerifyDriver, AllAgreeIncludingNvidiaSmi) {
 
 TEST(VerifyDriver, NvmlVersionMismatchIsAProblem) {
   LoadedBox box;
-  box.runner.on({"nvidia-smi"}, sys::exited_with(18, "", "Failed to initialize NVML: Driver/library version mismatch\n"
-                                                          "NVML library version: 550.107\n"));
+  box.runner.on({"nvidia-smi"}, sys::exited_with(18, "",
+                                                 "Failed to initialize NVML: Driver/library version mismatch\n"
+                                                 "NVML library version: 550.107\n"));
   const auto v = box.verify();
   ASSERT_FALSE(v.ok());
   EXPECT_NE(joined(v.problems).find("nvidia-smi: Failed to initialize NVML: Driver/library version mismatch"),
@@ -109,7 +113,8 @@ TEST(VerifyDriver, NvidiaSmiReportingAnotherVersionIsAProblem) {
   LoadedBox box;
   box.runner.on({"nvidia-smi"}, sys::exited_with(0, "535.183.01\n"));
   const auto v = box.verify();
-  EXPECT_NE(joined(v.problems).find("nvidia-smi reports driver 535.183.01, the profile wants 550.90.07"), std::string::npos)
+  EXPECT_NE(joined(v.problems).find("nvidia-smi reports driver 535.183.01, the profile wants 550.90.07"),
+            std::string::npos)
       << joined(v.problems);
 }
 
@@ -127,7 +132,8 @@ TEST(VerifyDriver, MissingNvidiaSmiOrNoGpuIsANoteNotAProblem) {
 TEST(VerifyDriver, OldModuleStillLoadedAndStockCopyFirst) {
   LoadedBox box("535.183.01");
   box.runner.on({"nvidia-smi"}, sys::exited_with(0, "535.183.01\n"));
-  box.runner.on({"modinfo", "-n", "nvidia"}, sys::exited_with(0, "/lib/modules/6.1.0-56-amd64/kernel/drivers/video/nvidia.ko\n"));
+  box.runner.on({"modinfo", "-n", "nvidia"},
+                sys::exited_with(0, "/lib/modules/6.1.0-56-amd64/kernel/drivers/video/nvidia.ko\n"));
   box.runner.on({"modinfo", "-F", "srcversion"}, sys::exited_with(0, "0123456789ABCDEF0123456\n"));
   const auto v = box.verify();
   const auto p = joined(v.problems);
@@ -139,8 +145,9 @@ TEST(VerifyDriver, OldModuleStillLoadedAndStockCopyFirst) {
 TEST(VerifyDriver, ApiMismatchInTheKernelLogSinceLoad) {
   LoadedBox box;
   box.runner.on({"nvidia-smi"}, sys::exited_with(0, "550.90.07\n"));
-  box.runner.on({"journalctl"}, sys::exited_with(0, "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.90.07\n"
-                                                    "NVRM: API mismatch: the client has the version 550.107, but\n"));
+  box.runner.on({"journalctl"}, sys::exited_with(0,
+                                                 "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.90.07\n"
+                                                 "NVRM: API mismatch: the client has the version 550.107, but\n"));
   const auto v = box.verify();
   EXPECT_NE(joined(v.problems).find("API mismatch"), std::string::npos) << joined(v.problems);
 }

@@ -50,7 +50,10 @@ TEST(Blacklist, NoTrailingNewlineAndEmptyInput) {
 }
 
 TEST(Blacklist, ModuleNamesWithDashOrUnderscore) {
-  for (const char* n : {"nvidia", "nvidia-uvm", "nvidia_uvm", "nvidia-modeset", "nvidia_drm", "nvidia-peermem"})
+  for (const char* n : {"nvidia", "nvidia-uvm", "nvidia_uvm", "nvidia-modeset", "nvidia_drm", "nvidia-peermem"}) {
     EXPECT_TRUE(is_nvidia_module_name(n)) << n;
-  for (const char* n : {"nouveau", "nvidiafb", "nvidia-smi", "nvidia_fs", ""}) EXPECT_FALSE(is_nvidia_module_name(n)) << n;
+  }
+  for (const char* n : {"nouveau", "nvidiafb", "nvidia-smi", "nvidia_fs", ""}) {
+    EXPECT_FALSE(is_nvidia_module_name(n)) << n;
+  }
 }

@@ -18,7 +18,7 @@ TEST(NvidiaCore, TheBuiltinPatchesChangeTheKernelLayerOnly) {
     const std::string text = slurp(kSrc / "daemon/nvidia/patches" / (std::string(name) + ".patch"));
     const auto paths = patched_paths(text);
     ASSERT_FALSE(paths.empty()) << name;
-    for (const auto& p : paths) EXPECT_TRUE(in_kernel_layer(p)) << name << ": " << p;
+    for (const auto& p : paths) { EXPECT_TRUE(in_kernel_layer(p)) << name << ": " << p; }
   }
   EXPECT_EQ(patched_paths(slurp(kSrc / "daemon/nvidia/patches/pci-resize-resource-exclude-bars.patch")).front(),
             "kernel-open/conftest.sh");
@@ -44,16 +44,18 @@ TEST(NvidiaCore, PatchedPathsReadsFileHeadersNotHunkBodies) {
       "+++ b/kernel-open/nvidia/new.c\n"
       "@@ -0,0 +1 @@\n"
       "+int x;\n";
-  EXPECT_EQ(patched_paths(diff), (std::vector<std::string>{"src/nvidia/a.c", "kernel-open/nvidia/gone.c",
-                                                           "kernel-open/nvidia/new.c"}));
+  EXPECT_EQ(patched_paths(diff),
+            (std::vector<std::string>{"src/nvidia/a.c", "kernel-open/nvidia/gone.c", "kernel-open/nvidia/new.c"}));
   EXPECT_TRUE(patched_paths("not a diff\n").empty());
   EXPECT_TRUE(patched_paths("").empty());
 }
 
 TEST(NvidiaCore, DecidesWhetherOneCoreServesEveryKernel) {
-  const std::string layer = "--- a/kernel-open/nvidia/nv-pci.c\n+++ b/kernel-open/nvidia/nv-pci.c\n@@ -1 +1 @@\n-a\n+b\n";
-  const std::string core = "--- a/src/nvidia/src/kernel/gpu/bus/kern_bus.c\n+++ b/src/nvidia/src/kernel/gpu/bus/kern_bus.c\n"
-                           "@@ -1 +1 @@\n-a\n+b\n";
+  const std::string layer =
+      "--- a/kernel-open/nvidia/nv-pci.c\n+++ b/kernel-open/nvidia/nv-pci.c\n@@ -1 +1 @@\n-a\n+b\n";
+  const std::string core =
+      "--- a/src/nvidia/src/kernel/gpu/bus/kern_bus.c\n+++ b/src/nvidia/src/kernel/gpu/bus/kern_bus.c\n"
+      "@@ -1 +1 @@\n-a\n+b\n";
   // Kernel-layer patches, conditional or not: one core, nothing to apply to it.
   auto d = decide_core({{"01-a.patch", layer, ""}, {"02-b.patch", layer, "^6\\.1[0-9]"}});
   EXPECT_TRUE(d.reuse);
@@ -65,9 +67,10 @@ TEST(NvidiaCore, DecidesWhetherOneCoreServesEveryKernel) {
   // A core patch for some kernels only: the core differs between kernels, each builds its own.
   d = decide_core({{"01-p2p.patch", core, "^6\\.1[0-9]"}});
   EXPECT_FALSE(d.reuse);
-  EXPECT_EQ(d.why_not,
-            "patch 01-p2p.patch changes src/nvidia/src/kernel/gpu/bus/kern_bus.c (the kernel-independent core) but only "
-            "for kernels matching ^6\\.1[0-9], so the core differs between kernels");
+  EXPECT_EQ(
+      d.why_not,
+      "patch 01-p2p.patch changes src/nvidia/src/kernel/gpu/bus/kern_bus.c (the kernel-independent core) but only "
+      "for kernels matching ^6\\.1[0-9], so the core differs between kernels");
   // A patch p2pnode cannot read might change anything.
   d = decide_core({{"01-odd.patch", "binary junk", ""}});
   EXPECT_FALSE(d.reuse);

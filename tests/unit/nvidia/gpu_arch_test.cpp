@@ -14,13 +14,13 @@ TEST(GpuArch, KnownCardsFallInTheirArchitecture) {
     const char* arch;
     int first;
   };
-  for (const auto& w : {Want{0x1e07, "Turing (TU10x/TU11x)", 515}, Want{0x2182, "Turing (TU10x/TU11x)", 515},
-                        Want{0x2204, "Ampere (GA10x)", 515}, Want{0x2489, "Ampere (GA10x)", 515},
-                        Want{0x20b5, "Ampere (GA100)", 515}, Want{0x2330, "Hopper (GH100)", 525},
-                        Want{0x2335, "Hopper (GH100)", 525}, Want{0x2684, "Ada (AD10x)", 520},
-                        Want{0x28f8, "Ada (AD10x)", 520}, Want{0x2901, "Blackwell (GB10x)", 570},
-                        Want{0x2b85, "Blackwell (GB20x)", 570}, Want{0x2c02, "Blackwell (GB20x)", 570},
-                        Want{0x2bb1, "Blackwell (GB20x)", 570}}) {
+  for (const auto& w :
+       {Want{0x1e07, "Turing (TU10x/TU11x)", 515}, Want{0x2182, "Turing (TU10x/TU11x)", 515},
+        Want{0x2204, "Ampere (GA10x)", 515}, Want{0x2489, "Ampere (GA10x)", 515}, Want{0x20b5, "Ampere (GA100)", 515},
+        Want{0x2330, "Hopper (GH100)", 525}, Want{0x2335, "Hopper (GH100)", 525}, Want{0x2684, "Ada (AD10x)", 520},
+        Want{0x28f8, "Ada (AD10x)", 520}, Want{0x2901, "Blackwell (GB10x)", 570},
+        Want{0x2b85, "Blackwell (GB20x)", 570}, Want{0x2c02, "Blackwell (GB20x)", 570},
+        Want{0x2bb1, "Blackwell (GB20x)", 570}}) {
     const GpuArch* a = find_gpu_arch(w.id);
     ASSERT_NE(a, nullptr) << std::hex << w.id;
     EXPECT_EQ(a->name, w.arch) << std::hex << w.id;
@@ -42,13 +42,14 @@ TEST(GpuArch, EveryModelOfTheVramTableHasAnArchitecture) {
 TEST(GpuArch, A5090WithBranch550NamesTheFirstBranchThatDrivesIt) {
   const auto why = branch_cannot_drive(0x2b85, "550.90.07");
   ASSERT_TRUE(why);
-  EXPECT_EQ(*why, "driver 550.90.07 (branch 550) cannot drive 10de:2b85, a Blackwell (GB20x) GPU: the first branch "
-                  "that supports it is 570 (e.g. 570.86.16)");
+  EXPECT_EQ(*why,
+            "driver 550.90.07 (branch 550) cannot drive 10de:2b85, a Blackwell (GB20x) GPU: the first branch "
+            "that supports it is 570 (e.g. 570.86.16)");
   EXPECT_TRUE(branch_cannot_drive(0x2b85, "565.57.01"));
   EXPECT_FALSE(branch_cannot_drive(0x2b85, "570.86.16"));
   EXPECT_FALSE(branch_cannot_drive(0x2b85, "595.58.03"));
   EXPECT_FALSE(branch_cannot_drive(0x2684, "550.90.07"));
-  EXPECT_TRUE(branch_cannot_drive(0x2684, "515.43.04"));  // Ada came with 520
+  EXPECT_TRUE(branch_cannot_drive(0x2684, "515.43.04"));   // Ada came with 520
   EXPECT_FALSE(branch_cannot_drive(0x1b06, "550.90.07"));  // unknown device: no judgement
   EXPECT_FALSE(branch_cannot_drive(0x2b85, "custom"));     // unknown version: no judgement
 }

@@ -6,10 +6,12 @@ using namespace p2pnode;
 using namespace p2pnode::nvidia;
 
 TEST(GpuTable, KnownModels) {
-  struct Want { std::uint16_t id; Bytes vram; };
-  for (const Want w : {Want{0x2204, 24 * GiB}, Want{0x2684, 24 * GiB}, Want{0x2b85, 32 * GiB},
-                       Want{0x20b2, 80 * GiB}, Want{0x2330, 80 * GiB}, Want{0x2335, 144 * GiB},
-                       Want{0x2805, 16 * GiB}}) {
+  struct Want {
+    std::uint16_t id;
+    Bytes vram;
+  };
+  for (const Want w : {Want{0x2204, 24 * GiB}, Want{0x2684, 24 * GiB}, Want{0x2b85, 32 * GiB}, Want{0x20b2, 80 * GiB},
+                       Want{0x2330, 80 * GiB}, Want{0x2335, 144 * GiB}, Want{0x2805, 16 * GiB}}) {
     SCOPED_TRACE(w.id);
     const auto m = find_gpu_model(w.id);
     ASSERT_TRUE(m);

@@ -56,7 +56,7 @@ TEST(LdCache, OldTableFirstThenTheNewOne) {
   auto modern = bytes_of(kDir / "nvidia-opt/etc/ld.so.cache");
   std::vector<std::uint8_t> both = {'l', 'd', '.', 's', 'o', '-', '1', '.', '7', '.', '0', 0, 1, 0, 0, 0};
   both.insert(both.end(), {3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});  // one old entry (strings unused here)
-  both.resize(32, 0);                                               // 16 + 12 = 28, aligned to 32
+  both.resize(32, 0);                                             // 16 + 12 = 28, aligned to 32
   both.insert(both.end(), modern.begin(), modern.end());
   auto entries = parse_ld_so_cache(both);
   ASSERT_TRUE(entries) << entries.error().message;
@@ -69,7 +69,8 @@ TEST(LdCache, BadFilesSayWhereAndWhat) {
   auto cut = std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 60);
   auto r = parse_ld_so_cache(cut);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("2 entries need 96 bytes, the table has 60"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("2 entries need 96 bytes, the table has 60"), std::string::npos)
+      << r.error().message;
 
   const std::string junk = "this is not a cache";
   r = parse_ld_so_cache(std::span(reinterpret_cast<const std::uint8_t*>(junk.data()), junk.size()));

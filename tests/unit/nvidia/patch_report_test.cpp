@@ -45,7 +45,8 @@ TEST(PatchReport, FailedHunksAreNamedWithTheirFileAndLine) {
             "FAILED at line 1214 (2 hunk(s) failed in 2 file(s): src/nvidia/generated/g_kern_bus_nvoc.c, "
             "src/nvidia/src/kernel/rmapi/nv_gpu_ops.c); the tree's code there differs from what the patch expects: "
             "use a patch made for this release");
-  EXPECT_NE(m.find("\nthe hunk that failed:\n  --- a/src/nvidia/generated/g_kern_bus_nvoc.c\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\nthe hunk that failed:\n  --- a/src/nvidia/generated/g_kern_bus_nvoc.c\n"), std::string::npos)
+      << m;
   EXPECT_NE(m.find("  @@ -1214,2 +1214,2 @@\n   ctx\n  … (2 more lines)"), std::string::npos) << m;
 }
 
@@ -75,8 +76,9 @@ TEST(PatchReport, MissingFilesReversedPatchesAndGarbageSayWhatTheyAre) {
 
   const auto garbage = read_patch_output("patch: **** Only garbage was found in the patch input.\n");
   EXPECT_FALSE(garbage.clean());
-  EXPECT_NE(describe_patch_failure("01-x.patch", "T", garbage, {}).find("\"Only garbage was found in the patch input.\""),
-            std::string::npos);
+  EXPECT_NE(
+      describe_patch_failure("01-x.patch", "T", garbage, {}).find("\"Only garbage was found in the patch input.\""),
+      std::string::npos);
 
   const auto ok = read_patch_output("patching file a/f.txt\nHunk #2 succeeded at 27 with fuzz 2.\n");
   EXPECT_TRUE(ok.clean());

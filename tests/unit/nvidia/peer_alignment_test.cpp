@@ -51,8 +51,9 @@ TEST(PeerAlignment, TheTreesSourceSaysWhetherItRefuses) {
   EXPECT_EQ(demands_peer_alignment(kRefuses), std::optional<bool>(true));
   EXPECT_EQ(demands_peer_alignment(kWarnsOnly), std::optional<bool>(false));
   // A one-statement if without braces.
-  EXPECT_EQ(demands_peer_alignment("if (!NV_IS_ALIGNED64(peerDmaAddr, RM_PAGE_SIZE_512M)) return NV_ERR_INVALID_ADDRESS;"),
-            std::optional<bool>(true));
+  EXPECT_EQ(
+      demands_peer_alignment("if (!NV_IS_ALIGNED64(peerDmaAddr, RM_PAGE_SIZE_512M)) return NV_ERR_INVALID_ADDRESS;"),
+      std::optional<bool>(true));
   // No such check (a later tree that dropped it, or another layout): unknown, not "fine".
   EXPECT_EQ(demands_peer_alignment("static NV_STATUS f(void) { return NV_OK; }"), std::nullopt);
   EXPECT_EQ(demands_peer_alignment(""), std::nullopt);
@@ -67,10 +68,13 @@ TEST(PeerAlignment, Am5WithTwoGpusIsAnOffsetPlatform) {
 
 TEST(PeerAlignment, EpycIsNotAndOneGpuHasNoPeer) {
   // Rome shares the Matisse host bridge id (1022:1480) but has several root complexes.
-  for (const char* f : {"tinybox-6x4090", "epyc-8x4090-numa", "mixed-4090-4060ti", "h200-4gpu"})
-    EXPECT_FALSE(offset_peer_address_platform(probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/" + f)))) << f;
+  for (const char* f : {"tinybox-6x4090", "epyc-8x4090-numa", "mixed-4090-4060ti", "h200-4gpu"}) {
+    EXPECT_FALSE(offset_peer_address_platform(probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/" + f))))
+        << f;
+  }
   // One Matisse root complex (a B550 board) but a single GPU: no peer, nothing to say.
-  EXPECT_FALSE(offset_peer_address_platform(probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/rtx3090-nvme"))));
+  EXPECT_FALSE(
+      offset_peer_address_platform(probe::probe_inventory(sys::SysRoot(kSrcDir + "/tests/fixtures/rtx3090-nvme"))));
 }
 
 TEST(PeerAlignment, OneMatisseRootComplexWithTwoGpusIsX570) {

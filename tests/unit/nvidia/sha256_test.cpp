@@ -18,10 +18,10 @@ TEST(Sha256, FipsVectors) {
 
 TEST(Sha256, StreamingEqualsOneShot) {
   std::string data;
-  for (int i = 0; i < 5000; ++i) data += static_cast<char>(i * 7 + 3);
+  for (int i = 0; i < 5000; ++i) { data += static_cast<char>(i * 7 + 3); }
   for (std::size_t chunk : {1u, 3u, 55u, 56u, 63u, 64u, 65u, 1000u}) {
     Sha256 h;
-    for (std::size_t i = 0; i < data.size(); i += chunk) h.update(std::string_view(data).substr(i, chunk));
+    for (std::size_t i = 0; i < data.size(); i += chunk) { h.update(std::string_view(data).substr(i, chunk)); }
     EXPECT_EQ(h.hex(), sha256_hex(data)) << "chunk " << chunk;
   }
 }

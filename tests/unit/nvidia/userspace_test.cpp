@@ -77,9 +77,11 @@ TEST(UserspaceDriver, LdconfigAnswersWhenTheFilesDoNot) {
   t.write("usr/local/cuda/lib64/libcuda.so.580.159.04", "");
   fs::create_symlink("libcuda.so.580.159.04", t.dir / "usr/local/cuda/lib64/libcuda.so.1");
   sys::ScriptedRunner runner;
-  runner.on({"ldconfig", "-p"}, sys::exited_with(0, "2 libs found in cache `/etc/ld.so.cache'\n"
-                                                    "\tlibcuda.so.1 (libc6) => /usr/local/cuda/lib32/libcuda.so.1\n"
-                                                    "\tlibcuda.so.1 (libc6,x86-64) => /usr/local/cuda/lib64/libcuda.so.1\n"));
+  runner.on({"ldconfig", "-p"},
+            sys::exited_with(0,
+                             "2 libs found in cache `/etc/ld.so.cache'\n"
+                             "\tlibcuda.so.1 (libc6) => /usr/local/cuda/lib32/libcuda.so.1\n"
+                             "\tlibcuda.so.1 (libc6,x86-64) => /usr/local/cuda/lib64/libcuda.so.1\n"));
   const sys::SysRoot root(t.dir);
   const auto u = find_userspace_driver_by_commands(root, runner, find_userspace_driver(root));
   ASSERT_TRUE(u.version);
@@ -111,7 +113,8 @@ TEST(UserspaceDriver, NothingAnswersSaysWhy) {
   TempRoot t;
   sys::ScriptedRunner runner;
   runner.on({"ldconfig", "-p"}, sys::exited_with(0, ""));
-  runner.on({"nvidia-smi"}, sys::exited_with(9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\n"));
+  runner.on({"nvidia-smi"},
+            sys::exited_with(9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\n"));
   const auto u = find_userspace_driver_by_commands(sys::SysRoot(t.dir), runner, {});
   EXPECT_FALSE(u.version);
   EXPECT_EQ(u.source, "");

@@ -97,7 +97,7 @@ TEST(ModprobeOptions, OnlyTheNamedModule) {
   EXPECT_EQ(o.at("NVreg_EnableResizableBar"), "1");
   EXPECT_EQ(o.at("NVreg_OpenRmEnableUnsupportedGpus"), "1");
   EXPECT_EQ(parse_modprobe_options(text, "nouveau").at("modeset"), "0");
-  EXPECT_TRUE(parse_modprobe_options(
-                  fixture("tinybox-6x4090/etc/modprobe.d/nvidia-installer-disable-nouveau.conf"), "nvidia")
-                  .empty());
+  EXPECT_TRUE(
+      parse_modprobe_options(fixture("tinybox-6x4090/etc/modprobe.d/nvidia-installer-disable-nouveau.conf"), "nvidia")
+          .empty());
 }

@@ -9,9 +9,9 @@ namespace {
 
 std::vector<std::uint8_t> bar0(std::uint64_t cap, std::uint32_t vs, std::uint32_t csts) {
   std::vector<std::uint8_t> b(kRegisterBytes, 0);
-  for (int i = 0; i < 8; ++i) b[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(cap >> (8 * i));
-  for (int i = 0; i < 4; ++i) b[0x08 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(vs >> (8 * i));
-  for (int i = 0; i < 4; ++i) b[0x1C + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(csts >> (8 * i));
+  for (int i = 0; i < 8; ++i) { b[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(cap >> (8 * i)); }
+  for (int i = 0; i < 4; ++i) { b[0x08 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(vs >> (8 * i)); }
+  for (int i = 0; i < 4; ++i) { b[0x1C + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(csts >> (8 * i)); }
   return b;
 }
 
@@ -37,7 +37,8 @@ TEST(NvmeRegisters, AllFsMeansAsleepOrGone) {
 TEST(NvmeRegisters, InsaneVersionOrZeroCap) {
   EXPECT_NE(nvme_registers_problem(*decode_nvme_registers(bar0(0x3ff, 0x00070000, 0))).find("not an NVMe version"),
             std::string::npos);
-  EXPECT_NE(nvme_registers_problem(*decode_nvme_registers(bar0(0, 0x00010400, 0))).find("CAP reads 0"), std::string::npos);
+  EXPECT_NE(nvme_registers_problem(*decode_nvme_registers(bar0(0, 0x00010400, 0))).find("CAP reads 0"),
+            std::string::npos);
   EXPECT_NE(nvme_registers_problem(*decode_nvme_registers(bar0(0x3ff, 0x00010400, 0xFFFFFFFF))).find("CSTS"),
             std::string::npos);
   EXPECT_EQ(nvme_registers_problem(*decode_nvme_registers(bar0(0x3ff, 0x00020000, 0))), "");

@@ -22,7 +22,7 @@ ControllerUse usage(const std::string& name) {
 
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
-  for (const auto& x : v) s += x + "\n";
+  for (const auto& x : v) { s += x + "\n"; }
   return s;
 }
 
@@ -80,7 +80,8 @@ TEST(NvmeSafety, UnknownSignatureRefusesUnlessWipeOk) {
   const auto use = usage("unknown");
   const auto d = decide_unbind_safety(use, false);
   ASSERT_EQ(d.reasons.size(), 1u);
-  EXPECT_NE(d.reasons[0].find("nvme1n1: signature unknown (cannot open /dev/nvme1n1"), std::string::npos) << d.reasons[0];
+  EXPECT_NE(d.reasons[0].find("nvme1n1: signature unknown (cannot open /dev/nvme1n1"), std::string::npos)
+      << d.reasons[0];
   EXPECT_NE(describe_refusal(use, d).find("wipe_ok: true"), std::string::npos);
   EXPECT_TRUE(decide_unbind_safety(use, true).safe);
 }

@@ -11,7 +11,11 @@ std::vector<ControllerIdentity> box() {
           {"0000:0c:00.0", "nvme", "21165N809999", "WDC PC SN530 SDBPNPZ-1T00-1002", false}};
 }
 
-NvmeDrive by_serial(std::string s) { NvmeDrive d; d.serial = std::move(s); return d; }
+NvmeDrive by_serial(std::string s) {
+  NvmeDrive d;
+  d.serial = std::move(s);
+  return d;
+}
 
 TEST(SelectNvme, SerialIsTrimmedAndRememberedSerialsCount) {
   const std::vector<NvmeDrive> drives{by_serial("  21165N801234 ")};

@@ -9,7 +9,9 @@ namespace p2pnode::nvme {
 namespace {
 
 std::vector<std::uint8_t> blank() { return std::vector<std::uint8_t>(kSignatureBytes, 0); }
-void put(std::vector<std::uint8_t>& b, std::size_t off, const char* s) { std::memcpy(b.data() + off, s, std::strlen(s)); }
+void put(std::vector<std::uint8_t>& b, std::size_t off, const char* s) {
+  std::memcpy(b.data() + off, s, std::strlen(s));
+}
 
 TEST(BlockSignature, ZeroesAreNothing) { EXPECT_FALSE(decode_block_signature(blank())); }
 TEST(BlockSignature, ShortReadIsNothing) { EXPECT_FALSE(decode_block_signature(std::vector<std::uint8_t>(100, 0))); }
@@ -25,10 +27,13 @@ TEST(BlockSignature, ExtFamily) {
 }
 
 TEST(BlockSignature, Others) {
-  struct Case { std::size_t off; const char* magic; const char* want; };
-  for (const Case& c : {Case{0, "XFSB", "xfs"}, Case{0x10040, "_BHRfS_M", "btrfs"},
-                        Case{4086, "SWAPSPACE2", "swap"}, Case{0x8001, "CD001", "iso9660"},
-                        Case{0, "LUKS\xba\xbe", "LUKS"}}) {
+  struct Case {
+    std::size_t off;
+    const char* magic;
+    const char* want;
+  };
+  for (const Case& c : {Case{0, "XFSB", "xfs"}, Case{0x10040, "_BHRfS_M", "btrfs"}, Case{4086, "SWAPSPACE2", "swap"},
+                        Case{0x8001, "CD001", "iso9660"}, Case{0, "LUKS\xba\xbe", "LUKS"}}) {
     auto b = blank();
     put(b, c.off, c.magic);
     EXPECT_EQ(decode_block_signature(b), c.want) << c.magic;

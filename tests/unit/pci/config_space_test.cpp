@@ -36,7 +36,7 @@ TEST(ConfigSpace, H100RecordedIsFullSizeWithMaskedExtendedCaps) {
   EXPECT_TRUE(ext_caps_hidden(cfg));
   EXPECT_TRUE(decode_rebar(cfg).empty());
   EXPECT_FALSE(decode_acs(cfg).has_value());
-  EXPECT_EQ(find_ext_capability(cfg, 0x0001), 0x1b8u);  // AER survives
+  EXPECT_EQ(find_ext_capability(cfg, 0x0001), 0x1b8u);        // AER survives
   EXPECT_EQ(find_ext_capability(cfg, 0x0000), std::nullopt);  // ID 0 is never "found"
 }
 

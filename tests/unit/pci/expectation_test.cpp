@@ -17,7 +17,7 @@ using p2pnode::test_files::probe_fixture;
 Ceiling pair(const Inventory& inv, const char* a, const char* b) {
   const PciDevice *da = inv.find(a), *db = inv.find(b);
   EXPECT_TRUE(da && db) << a << " " << b;
-  if (!da || !db) return {};
+  if (!da || !db) { return {}; }
   auto c = pair_ceiling(*da, *db, inv);
   EXPECT_TRUE(c.has_value());
   return c.value_or(Ceiling{});
@@ -70,8 +70,11 @@ TEST(Expectation, SwitchPairsUseOnlyTheLinksBelowTheSwitch) {
   // A slow uplink above the switch does not limit the pair, but does limit host copies.
   const PciDevice* g = inv.find("0000:83:00.0");
   ASSERT_TRUE(g && g->upstream.size() >= 2);
-  for (auto& d : inv.devices)
-    if (d.bdf == g->upstream[1]) d.link.current_width = 4;  // the switch's upstream port: x4
+  for (auto& d : inv.devices) {
+    if (d.bdf == g->upstream[1]) {
+      d.link.current_width = 4;  // the switch's upstream port: x4
+    }
+  }
   EXPECT_NEAR(pair(inv, "0000:83:00.0", "0000:84:00.0").gbps, kGen4x16, 1e-6);
   EXPECT_NEAR(host_ceiling(*inv.find("0000:83:00.0"), inv)->gbps, kGen4x16 / 4, 1e-6);
 }

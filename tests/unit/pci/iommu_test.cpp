@@ -10,8 +10,8 @@ using namespace p2pnode;
 using namespace p2pnode::pci;
 
 namespace {
-IommuState state(std::vector<std::string> units, std::map<std::string, int> groups,
-                 std::string_view cmdline = "", bool noiommu = false) {
+IommuState state(std::vector<std::string> units, std::map<std::string, int> groups, std::string_view cmdline = "",
+                 bool noiommu = false) {
   IommuState s;
   s.units = std::move(units);
   s.group_types = std::move(groups);
@@ -38,9 +38,9 @@ TEST(IommuMode, OffWithNoiommuGroupsStaysOff) {
   EXPECT_EQ(s.mode, IommuMode::off);
   ASSERT_FALSE(s.evidence.empty());
   EXPECT_EQ(s.evidence.front(), "/sys/class/iommu has no IOMMU units");
-  EXPECT_NE(std::find(s.evidence.begin(), s.evidence.end(),
-                      "vfio noiommu groups exist; they do not mean an IOMMU is on"),
-            s.evidence.end());
+  EXPECT_NE(
+      std::find(s.evidence.begin(), s.evidence.end(), "vfio noiommu groups exist; they do not mean an IOMMU is on"),
+      s.evidence.end());
 }
 
 TEST(IommuMode, OffWhileFirmwareDescribesOne) {

@@ -64,7 +64,7 @@ TEST(ResourceTable, BridgeSeventeenLinesWithWindows) {
   ASSERT_EQ(std::count(text.begin(), text.end(), '\n'), 17);
   const auto bars = decode_resource_table(text);
   ASSERT_TRUE(bars.ok()) << bars.error().message;
-  for (const Bar& b : *bars) EXPECT_GE(b.index, 13) << "a root port has no BARs, only windows";
+  for (const Bar& b : *bars) { EXPECT_GE(b.index, 13) << "a root port has no BARs, only windows"; }
   EXPECT_FALSE(bars->empty());
 }
 
@@ -87,8 +87,8 @@ TEST(ResourceTable, GarbageIsAnErrorThatSaysWhichLine) {
   EXPECT_EQ(r.error().message, "line 2 of resource is 'hello world', expected three hex numbers (start end flags)");
   EXPECT_FALSE(decode_resource_table("").ok());
   EXPECT_EQ(decode_resource_table("").error().message, "resource is empty");
-  EXPECT_FALSE(decode_resource_table("0x1000 0x0fff 0x200\n").ok());  // ends before it starts
-  EXPECT_FALSE(decode_resource_table("0x0 0x0 0x0 0x0\n").ok());      // four columns
+  EXPECT_FALSE(decode_resource_table("0x1000 0x0fff 0x200\n").ok());              // ends before it starts
+  EXPECT_FALSE(decode_resource_table("0x0 0x0 0x0 0x0\n").ok());                  // four columns
   EXPECT_FALSE(decode_resource_table("0x0000102002000000 0x0000102002ff").ok());  // truncated line
   // A truncated file whose last line is whole still decodes what is there.
   auto partial = decode_resource_table("0x0000102002000000 0x0000102002ffffff 0x000000000014220c");
@@ -100,7 +100,7 @@ TEST(SysfsText, LinkSpeedStrings) {
   EXPECT_EQ(parse_link_speed("16.0 GT/s PCIe"), 16.0);
   EXPECT_EQ(parse_link_speed("32.0 GT/s PCIe"), 32.0);
   EXPECT_EQ(parse_link_speed("2.5 GT/s PCIe"), 2.5);
-  EXPECT_EQ(parse_link_speed("8 GT/s"), 8.0);    // older kernels
+  EXPECT_EQ(parse_link_speed("8 GT/s"), 8.0);  // older kernels
   EXPECT_EQ(parse_link_speed("5.0 GT/s"), 5.0);
   EXPECT_EQ(parse_link_speed("Unknown"), std::nullopt);
   EXPECT_EQ(parse_link_speed("Unknown speed"), std::nullopt);
@@ -121,7 +121,7 @@ TEST(SysfsText, HexAndInt) {
   EXPECT_EQ(parse_hex("nvidia"), std::nullopt);
   EXPECT_EQ(parse_hex("0x10de garbage"), std::nullopt);
   EXPECT_EQ(parse_hex("0x1ffffffffffffffff"), std::nullopt);  // overflow
-  EXPECT_EQ(parse_int("-1"), -1);  // numa_node without NUMA
+  EXPECT_EQ(parse_int("-1"), -1);                             // numa_node without NUMA
   EXPECT_EQ(parse_int("16\n"), 16);
   EXPECT_EQ(parse_int(""), std::nullopt);
   EXPECT_EQ(parse_int("x16"), std::nullopt);
@@ -138,8 +138,8 @@ TEST(SysfsText, ResizeBitmap) {
 
 TEST(SysfsText, ClassifyAndBdf) {
   EXPECT_EQ(classify(0x10de, 0x030000), DeviceKind::gpu);
-  EXPECT_EQ(classify(0x10de, 0x030200), DeviceKind::gpu);  // H100: 3D controller
-  EXPECT_EQ(classify(0x1002, 0x030000), DeviceKind::other);  // AMD GPU is not ours
+  EXPECT_EQ(classify(0x10de, 0x030200), DeviceKind::gpu);           // H100: 3D controller
+  EXPECT_EQ(classify(0x1002, 0x030000), DeviceKind::other);         // AMD GPU is not ours
   EXPECT_EQ(classify(0x10de, 0x040300), DeviceKind::gpu_function);  // HDMI audio
   EXPECT_EQ(classify(0x15b7, 0x010802), DeviceKind::nvme);
   EXPECT_EQ(classify(0x1022, 0x060400), DeviceKind::bridge);

@@ -17,7 +17,7 @@ using p2pnode::test_files::probe_fixture;
 std::string class_of_pair(const Inventory& inv, const std::string& a, const std::string& b) {
   const PciDevice* da = inv.find(a);
   const PciDevice* db = inv.find(b);
-  if (!da || !db) return "missing";
+  if (!da || !db) { return "missing"; }
   return to_string(classify_pair(*da, *db));
 }
 
@@ -59,7 +59,7 @@ TEST(Topology, MatrixIsSymmetricWithSelfOnTheDiagonal) {
   ASSERT_EQ(m.bdfs.size(), 8u);
   for (std::size_t i = 0; i < 8; ++i) {
     EXPECT_EQ(m.cls[i][i], PairClass::self);
-    for (std::size_t j = 0; j < 8; ++j) EXPECT_EQ(m.cls[i][j], m.cls[j][i]) << i << "," << j;
+    for (std::size_t j = 0; j < 8; ++j) { EXPECT_EQ(m.cls[i][j], m.cls[j][i]) << i << "," << j; }
   }
 }
 
@@ -83,8 +83,7 @@ TEST(Topology, HandMadeClasses) {
 TEST(Topology, BridgesBetween) {
   const auto a = dev("0000:03:00.0", "pci0000:00", {"0000:00:01.0", "0000:01:00.0", "0000:02:00.0"}, 0);
   const auto b = dev("0000:04:00.0", "pci0000:00", {"0000:00:01.0", "0000:01:00.0", "0000:02:01.0"}, 0);
-  EXPECT_EQ(bridges_between(a, b),
-            (std::vector<std::string>{"0000:01:00.0", "0000:02:00.0", "0000:02:01.0"}));
+  EXPECT_EQ(bridges_between(a, b), (std::vector<std::string>{"0000:01:00.0", "0000:02:00.0", "0000:02:01.0"}));
   const auto d = dev("0000:41:00.0", "pci0000:00", {"0000:00:03.1"}, 0);
   // Meeting only at the host bridge: every bridge on both paths, root ports included.
   EXPECT_EQ(bridges_between(a, d),

@@ -13,7 +13,9 @@ http::Request sample_request() {
   http::Request r;
   r.method = "POST";
   r.path = "/v1/selftest";
-  r.headers = {{"host", "127.0.0.1:9470"}, {"authorization", "Bearer 0123456789abcdef"}, {"accept", "*/*"},
+  r.headers = {{"host", "127.0.0.1:9470"},
+               {"authorization", "Bearer 0123456789abcdef"},
+               {"accept", "*/*"},
                {"cookie", "not forwarded"}};
   r.header_count = 5;
   r.body = std::string("{\"force\": true}\0x", 17);
@@ -29,7 +31,7 @@ std::vector<Frame> split(const std::string& bytes, std::size_t step, std::size_t
     for (;;) {
       auto f = reader.next();
       EXPECT_TRUE(f.ok()) << f.error().message;
-      if (!f || !*f) break;
+      if (!f || !*f) { break; }
       out.push_back(**f);
     }
   }
@@ -79,7 +81,9 @@ TEST(PrivsepFrame, ResponseAndSettingsRoundTrip) {
 
 TEST(PrivsepFrame, SeveralFramesInOneRead) {
   std::string bytes;
-  for (std::uint64_t id = 1; id <= 3; ++id) bytes += encode_frame(FrameType::response, id, encode_response({200, "text/plain", "x", {}}));
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    bytes += encode_frame(FrameType::response, id, encode_response({200, "text/plain", "x", {}}));
+  }
   const auto frames = split(bytes, bytes.size());
   ASSERT_EQ(frames.size(), 3u);
   EXPECT_EQ(frames[2].id, 3u);
@@ -99,15 +103,18 @@ TEST(PrivsepFrame, TruncatedStreamIsAnError) {
 
 TEST(PrivsepFrame, TruncatedPayloadsAreErrors) {
   const std::string req = encode_request(sample_request());
-  for (std::size_t cut = 0; cut < req.size(); ++cut)
+  for (std::size_t cut = 0; cut < req.size(); ++cut) {
     EXPECT_FALSE(decode_request(std::string_view(req).substr(0, cut)).ok()) << "cut at " << cut;
+  }
   EXPECT_FALSE(decode_request(req + "x").ok());  // trailing bytes
   const std::string resp = encode_response({200, "text/plain", "body", {{"A", "b"}}});
-  for (std::size_t cut = 0; cut < resp.size(); ++cut)
+  for (std::size_t cut = 0; cut < resp.size(); ++cut) {
     EXPECT_FALSE(decode_response(std::string_view(resp).substr(0, cut)).ok()) << "cut at " << cut;
+  }
   const std::string set = encode_settings(HttpSettings{});
-  for (std::size_t cut = 0; cut < set.size(); ++cut)
+  for (std::size_t cut = 0; cut < set.size(); ++cut) {
     EXPECT_FALSE(decode_settings(std::string_view(set).substr(0, cut)).ok()) << "cut at " << cut;
+  }
 }
 
 TEST(PrivsepFrame, OversizedLengthIsRefusedBeforeTheBodyArrives) {
@@ -128,7 +135,9 @@ TEST(PrivsepFrame, GarbageIsAnError) {
   EXPECT_FALSE(reader.next().ok());
   // A field count beyond the bound, a string length beyond the payload, a status out of range.
   std::string many;
-  for (char c : std::string("\x00\x00\x00\x03GET\x00\x00\x00\x01/\x00\x00\x00\x00\xff\xff\xff\xff", 20)) many.push_back(c);
+  for (char c : std::string("\x00\x00\x00\x03GET\x00\x00\x00\x01/\x00\x00\x00\x00\xff\xff\xff\xff", 20)) {
+    many.push_back(c);
+  }
   EXPECT_FALSE(decode_request(many).ok());
   EXPECT_FALSE(decode_request(std::string("\x7f\xff\xff\xffGET", 7)).ok());
   EXPECT_FALSE(decode_response(encode_response({9999, "", "", {}})).ok());
@@ -136,7 +145,7 @@ TEST(PrivsepFrame, GarbageIsAnError) {
   std::mt19937 rng(44);
   for (int i = 0; i < 2000; ++i) {
     std::string junk(rng() % 64, '\0');
-    for (auto& c : junk) c = static_cast<char>(rng());
+    for (auto& c : junk) { c = static_cast<char>(rng()); }
     (void)decode_request(junk);
     (void)decode_response(junk);
     (void)decode_settings(junk);
@@ -144,7 +153,7 @@ TEST(PrivsepFrame, GarbageIsAnError) {
     r.feed(junk);
     for (int n = 0; n < 8; ++n) {
       auto f = r.next();
-      if (!f || !*f) break;
+      if (!f || !*f) { break; }
     }
   }
 }

@@ -26,8 +26,9 @@ struct LogLines {
   }
   bool has(const std::string& part) {
     std::lock_guard lk(mu);
-    for (const auto& l : lines)
-      if (l.find(part) != std::string::npos) return true;
+    for (const auto& l : lines) {
+      if (l.find(part) != std::string::npos) { return true; }
+    }
     return false;
   }
 };
@@ -37,9 +38,10 @@ template <typename Done>
 bool tend_until(HttpSupervisor& s, Done done) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
+    if (std::chrono::steady_clock::now() > deadline) { return false; }
     s.tend();
-    std::this_thread::sleep_for(std::min(s.next_due().value_or(std::chrono::milliseconds(10)), std::chrono::milliseconds(10)));
+    std::this_thread::sleep_for(
+        std::min(s.next_due().value_or(std::chrono::milliseconds(10)), std::chrono::milliseconds(10)));
   }
   return true;
 }
@@ -51,8 +53,9 @@ TEST(HttpSupervisor, StartsTheProcessAgainEachTimeItDiesWaitingLongerEachTime) {
   EXPECT_EQ(s.restarts(), 0u);
   ASSERT_TRUE(tend_until(s, [&] { return s.restarts() == 3 && log.has("starting another in 0.8 s"); }));
   EXPECT_TRUE(log.has("exited with status 126 after "));
-  for (const char* wait : {"0.1 s", "0.2 s", "0.4 s", "0.8 s"})
+  for (const char* wait : {"0.1 s", "0.2 s", "0.4 s", "0.8 s"}) {
     EXPECT_TRUE(log.has(std::string("starting another in ") + wait)) << wait;
+  }
   EXPECT_NE(s.metrics_text().find("p2pnode_http_child_restarts_total 3\n"), std::string::npos);
   EXPECT_NE(s.metrics_text().find("# TYPE p2pnode_http_child_restarts_total counter\n"), std::string::npos);
   s.stop();

@@ -18,7 +18,10 @@ namespace {
 struct Root {
   p2pnode::test::TempDir tmp{"activity"};
   fs::path dir = tmp.path();
-  Root() { fs::create_directories(dir / "run"); fs::create_directories(dir / "proc"); }
+  Root() {
+    fs::create_directories(dir / "run");
+    fs::create_directories(dir / "proc");
+  }
 };
 SchedulerSpec command(std::vector<std::string> argv) {
   SchedulerSpec s;
@@ -42,7 +45,9 @@ TEST(Scheduler, ExitZeroIsIdleOneIsBusyElseUnknown) {
   EXPECT_EQ(v.reason, "/usr/local/bin/busy --node n1 exited 1: allocated to job 812");
   v = probe::probe_scheduler(root, runner, command({"/usr/local/bin/odd"}));
   EXPECT_FALSE(v.known);
-  EXPECT_NE(v.reason.find("exit 3: sinfo: error: cannot reach slurmctld (expected exit 0 idle or 1 busy)"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("exit 3: sinfo: error: cannot reach slurmctld (expected exit 0 idle or 1 busy)"),
+            std::string::npos)
+      << v.reason;
 }
 
 // Only the busy file's presence counts: its text never reaches the reason the API serves without a

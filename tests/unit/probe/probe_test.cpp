@@ -9,8 +9,8 @@
 #include <fstream>
 #include <map>
 
-#include "core/units.hpp"
 #include "checks/check.hpp"
+#include "core/units.hpp"
 #include "profile/loader.hpp"
 #include "unit/fixture_inventory.hpp"
 #include "unit/temp_dir.hpp"
@@ -42,8 +42,9 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
   std::map<std::string, std::string> out;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     const auto rel = fs::relative(e.path(), dir).string();
-    if (e.is_symlink()) out[rel] = "-> " + fs::read_symlink(e.path()).string();
-    else if (e.is_regular_file()) {
+    if (e.is_symlink()) {
+      out[rel] = "-> " + fs::read_symlink(e.path()).string();
+    } else if (e.is_regular_file()) {
       std::ifstream in(e.path(), std::ios::binary);
       out[rel] = std::string(std::istreambuf_iterator<char>(in), {});
     } else {
@@ -134,7 +135,7 @@ TEST_F(DamagedCopy, DamagedAttributesBecomeProblems) {
   const PciDevice* g = inv.find("0000:01:00.0");
   ASSERT_NE(g, nullptr);
   std::string all;
-  for (const auto& p : g->problems) all += p + "\n";
+  for (const auto& p : g->problems) { all += p + "\n"; }
   EXPECT_NE(all.find("vendor: 'garbage' is not a hex number"), std::string::npos) << all;
   EXPECT_NE(all.find("resource: resource is empty"), std::string::npos) << all;
   EXPECT_NE(all.find("'fast' is not a link speed"), std::string::npos) << all;
@@ -156,8 +157,9 @@ TEST_F(DamagedCopy, BinaryGarbageEverywhereNeverCrashes) {
   const std::string gpu = "sys/devices/pci0000:00/0000:00:06.0/";
   const std::string junk("\x00\xff\x13\x37\n\x00garbage\xfe", 14);
   for (const char* f : {"vendor", "device", "class", "resource", "numa_node", "max_link_speed", "max_link_width",
-                        "power_state", "subsystem_vendor", "revision"})
+                        "power_state", "subsystem_vendor", "revision"}) {
     put(gpu + f, junk);
+  }
   put("proc/cmdline", junk);
   put("proc/driver/nvidia/version", junk);
   put("sys/module/nvidia/version", junk);

@@ -34,14 +34,15 @@ std::string read_file(const fs::path& p) {
 // Diagnostics name the file as given; show it relative to the repository root.
 std::string relative(std::string line) {
   const std::string prefix = kSrc.string() + "/";
-  if (line.rfind(prefix, 0) == 0) line.erase(0, prefix.size());
+  if (line.rfind(prefix, 0) == 0) { line.erase(0, prefix.size()); }
   return line;
 }
 
 std::vector<fs::path> bad_cases() {
   std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(kBadDir))
-    if (e.path().extension() == ".yaml") out.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(kBadDir)) {
+    if (e.path().extension() == ".yaml") { out.push_back(e.path()); }
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -66,14 +67,14 @@ TEST(BadProfileCorpus, EveryCaseGivesItsExpectedFirstDiagnostic) {
     }
     ASSERT_TRUE(fs::exists(expected_file)) << "no " << expected_file << "; run with P2PNODE_TEST_ACCEPT=1";
     std::string want = read_file(expected_file);
-    while (!want.empty() && (want.back() == '\n' || want.back() == '\r')) want.pop_back();
+    while (!want.empty() && (want.back() == '\n' || want.back() == '\r')) { want.pop_back(); }
     EXPECT_EQ(got, want);
   }
 }
 
 TEST(BadProfileCorpus, EveryExpectedFileHasItsCase) {
   for (const auto& e : fs::directory_iterator(kBadDir)) {
-    if (e.path().extension() != ".expected") continue;
+    if (e.path().extension() != ".expected") { continue; }
     fs::path yaml = e.path();
     yaml.replace_extension(".yaml");
     EXPECT_TRUE(fs::exists(yaml)) << e.path() << " has no .yaml beside it";
@@ -90,15 +91,14 @@ TEST(BadProfileCorpus, HugeFileIsRefusedWithItsSize) {
     std::ofstream out(file, std::ios::binary);
     out << "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: huge\n";
     const std::string filler = "# " + std::string(1022, 'x') + "\n";
-    for (int i = 0; i < 10 * 1024; ++i) out << filler;
+    for (int i = 0; i < 10 * 1024; ++i) { out << filler; }
   }
   const auto size = fs::file_size(file);
   const auto r = load_profile_file(file);
   ASSERT_FALSE(r.profile);
   ASSERT_EQ(r.diagnostics.list().size(), 1u);
   EXPECT_EQ(r.diagnostics.list().front().format(),
-            file.string() + ": the file is " + std::to_string(size) +
-                " bytes; a profile is at most 1048576 bytes");
+            file.string() + ": the file is " + std::to_string(size) + " bytes; a profile is at most 1048576 bytes");
   // The same limit holds for text handed over directly (the daemon's API, the fuzzer).
   const auto t = load_profile_text(read_file(file), "huge.yaml");
   ASSERT_FALSE(t.profile);
@@ -109,7 +109,7 @@ TEST(BadProfileCorpus, HugeFileIsRefusedWithItsSize) {
 TEST(BadProfileCorpus, JustUnderTheLimitStillLoads) {
   std::string text = "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: big\n";
   const std::string filler = "# " + std::string(1000, 'y') + "\n";
-  while (text.size() + filler.size() < (1u << 20)) text += filler;
+  while (text.size() + filler.size() < (1u << 20)) { text += filler; }
   const auto r = load_profile_text(text, "big.yaml");
   ASSERT_TRUE(r.profile) << r.diagnostics.format();
   EXPECT_EQ(r.profile->name, "big");
@@ -118,8 +118,7 @@ TEST(BadProfileCorpus, JustUnderTheLimitStillLoads) {
 TEST(BadProfileCorpus, MissingFileSaysSo) {
   const auto r = load_profile_file(kBadDir / "no-such-profile.yaml");
   ASSERT_FALSE(r.profile);
-  EXPECT_EQ(relative(r.diagnostics.list().front().format()),
-            "tests/profiles/bad/no-such-profile.yaml: no such file");
+  EXPECT_EQ(relative(r.diagnostics.list().front().format()), "tests/profiles/bad/no-such-profile.yaml: no such file");
 }
 
 TEST(BadProfileCorpus, ADirectoryIsNotAProfile) {
@@ -132,7 +131,8 @@ TEST(BadProfileCorpus, ADirectoryIsNotAProfile) {
 TEST(BadProfileCorpus, AllProblemsAreReported) {
   const auto r = load_profile_text(
       "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: x\n"
-      "platform:\n  iommu: of\n  gpu_vram: 24\n  acs: enabled\n", "many.yaml");
+      "platform:\n  iommu: of\n  gpu_vram: 24\n  acs: enabled\n",
+      "many.yaml");
   ASSERT_FALSE(r.profile);
   EXPECT_EQ(r.diagnostics.list().size(), 3u) << r.diagnostics.format();  // iommu, gpu_vram (no unit), acs
 }

@@ -15,7 +15,7 @@ const std::string kSha = "3c56fc1a3f0ee3de9a9e4bb20b3f5c33c224be266906c5e879d80e
 
 std::string first_error(const std::string& body) {
   const auto r = load_profile_text(kHead + body, "p.yaml");
-  if (r.profile) return "";
+  if (r.profile) { return ""; }
   return r.diagnostics.list().front().key_path + ": " + r.diagnostics.list().front().message;
 }
 
@@ -25,8 +25,9 @@ TEST(InputRules, ControlCharactersAnywhereAreRefused) {
   EXPECT_EQ(first_error("selftest:\n  cases: [\"p2p\\nx\"]\n"),
             "selftest.cases[0]: expected no control characters, found U+000A (a newline) at byte 3 of 'p2p\\nx'");
   // A key's control character is shown escaped in the path too.
-  EXPECT_EQ(first_error("driver:\n  version: 550.90.07\n  options:\n    \"NVreg_A\\tB\": 1\n"),
-            "driver.options.NVreg_A\\tB: expected no control characters, found U+0009 (a tab) at byte 7 of 'NVreg_A\\tB'");
+  EXPECT_EQ(
+      first_error("driver:\n  version: 550.90.07\n  options:\n    \"NVreg_A\\tB\": 1\n"),
+      "driver.options.NVreg_A\\tB: expected no control characters, found U+0009 (a tab) at byte 7 of 'NVreg_A\\tB'");
 }
 
 TEST(InputRules, ADescriptionMayHoldNewlines) {
@@ -40,28 +41,36 @@ TEST(InputRules, EachFieldHasItsGrammar) {
   EXPECT_NE(first_error("driver:\n  version: 550.90.07\n  kernel_module:\n    name: Nvidia\n" + src)
                 .find("driver.kernel_module.name: expected a DKMS package name: a lowercase letter or digit"),
             std::string::npos);
-  EXPECT_NE(first_error("driver:\n  version: 550.90.07\n  options:\n    NVreg_A: \"1;x y\"\n").find("driver.options.NVreg_A: expected a module option value"),
+  EXPECT_NE(first_error("driver:\n  version: 550.90.07\n  options:\n    NVreg_A: \"1;x y\"\n")
+                .find("driver.options.NVreg_A: expected a module option value"),
             std::string::npos);
   EXPECT_NE(first_error("driver:\n  version: 550.90.07\n  reload:\n    stop_units: [nvidia-persistenced]\n")
                 .find("driver.reload.stop_units[0]: expected a systemd unit name"),
             std::string::npos);
-  EXPECT_NE(first_error("driver:\n  version: 550.90.07\n  userspace:\n    installer: {url: \"https://h/a'b.run\", sha256: " + kSha + "}\n")
-                .find("driver.userspace.installer.url: expected an http:// or https:// URL"),
-            std::string::npos);
-  EXPECT_NE(first_error("driver:\n  version: 550.90.07\n  kernel_module:\n    source: {git: \"-c\", sha256: " + kSha + "}\n")
-                .find("driver.kernel_module.source.git: expected a git repository"),
-            std::string::npos);
-  EXPECT_NE(first_error("driver:\n  version: 550.90.07\n  kernel_module:\n    signing: {key: /k/../k, certificate: /c}\n" + src)
+  EXPECT_NE(
+      first_error("driver:\n  version: 550.90.07\n  userspace:\n    installer: {url: \"https://h/a'b.run\", sha256: " +
+                  kSha + "}\n")
+          .find("driver.userspace.installer.url: expected an http:// or https:// URL"),
+      std::string::npos);
+  EXPECT_NE(
+      first_error("driver:\n  version: 550.90.07\n  kernel_module:\n    source: {git: \"-c\", sha256: " + kSha + "}\n")
+          .find("driver.kernel_module.source.git: expected a git repository"),
+      std::string::npos);
+  EXPECT_NE(first_error(
+                "driver:\n  version: 550.90.07\n  kernel_module:\n    signing: {key: /k/../k, certificate: /c}\n" + src)
                 .find("driver.kernel_module.signing.key: expected the module signing key as an absolute path"),
             std::string::npos);
-  EXPECT_NE(first_error("nvme:\n  drives:\n    - serial: S1\n      pair_gpu: gpu0\n").find("nvme.drives[0].pair_gpu: expected the GPU's PCI address"),
+  EXPECT_NE(first_error("nvme:\n  drives:\n    - serial: S1\n      pair_gpu: gpu0\n")
+                .find("nvme.drives[0].pair_gpu: expected the GPU's PCI address"),
             std::string::npos);
   // And a profile that follows every rule loads.
-  const auto good = load_profile_text(kHead + "driver:\n  version: 550.90.07\n  options:\n    NVreg_RegistryDwords: \"RMForceP2PType=1;RMPcieP2PType=2\"\n"
-                                              "  reload:\n    stop_units: [nvidia-persistenced.service]\n  kernel_module:\n    name: nvidia-p2p\n"
-                                              "    signing: {key: /var/lib/dkms/mok.key, certificate: /var/lib/dkms/mok.pub}\n" + src +
-                                              "    patches:\n      - {url: \"https://h/p/0001-fix.patch?sig=a%2Fb\", sha256: " + kSha + "}\n",
-                                      "p.yaml");
+  const auto good = load_profile_text(
+      kHead +
+          "driver:\n  version: 550.90.07\n  options:\n    NVreg_RegistryDwords: \"RMForceP2PType=1;RMPcieP2PType=2\"\n"
+          "  reload:\n    stop_units: [nvidia-persistenced.service]\n  kernel_module:\n    name: nvidia-p2p\n"
+          "    signing: {key: /var/lib/dkms/mok.key, certificate: /var/lib/dkms/mok.pub}\n" +
+          src + "    patches:\n      - {url: \"https://h/p/0001-fix.patch?sig=a%2Fb\", sha256: " + kSha + "}\n",
+      "p.yaml");
   EXPECT_TRUE(good.profile) << good.diagnostics.format();
 }
 

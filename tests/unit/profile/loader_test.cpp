@@ -29,7 +29,7 @@ TEST(ProfileLoader, EveryBundledProfileLoads) {
   for (const auto* dir : {"profiles", "tests/profiles"}) {
     const auto r = load_profiles_dir(kSrc / dir);
     EXPECT_TRUE(r.error.empty()) << r.error;
-    for (const auto& f : r.failures) ADD_FAILURE() << f.format();
+    for (const auto& f : r.failures) { ADD_FAILURE() << f.format(); }
     EXPECT_FALSE(r.profiles.empty()) << dir;
   }
 }
@@ -108,16 +108,19 @@ TEST(ProfileLoader, ThresholdsFromExpectationAndBaseline) {
   EXPECT_DOUBLE_EQ(d.profile->selftest->min_fraction_of_expected, 0.85);
   EXPECT_DOUBLE_EQ(d.profile->selftest->max_drop_from_baseline, 0.10);
   EXPECT_EQ(d.profile->selftest->baseline_runs, 5);
-  const auto r = load("selftest:\n  baseline_runs: 7\n  thresholds:\n    min_fraction_of_expected: 80%\n"
-                      "    max_drop_from_baseline: 0.2\n");
+  const auto r = load(
+      "selftest:\n  baseline_runs: 7\n  thresholds:\n    min_fraction_of_expected: 80%\n"
+      "    max_drop_from_baseline: 0.2\n");
   ASSERT_TRUE(r.profile) << r.diagnostics.format();
   EXPECT_DOUBLE_EQ(r.profile->selftest->min_fraction_of_expected, 0.80);
   EXPECT_DOUBLE_EQ(r.profile->selftest->max_drop_from_baseline, 0.2);
   EXPECT_EQ(r.profile->selftest->baseline_runs, 7);
   const auto bad = load("selftest:\n  thresholds:\n    min_fraction_of_expected: 1.5\n");
   ASSERT_FALSE(bad.profile);
-  EXPECT_NE(bad.diagnostics.format().find("selftest.thresholds.min_fraction_of_expected: expected a fraction above 0 and below 1"),
-            std::string::npos) << bad.diagnostics.format();
+  EXPECT_NE(bad.diagnostics.format().find(
+                "selftest.thresholds.min_fraction_of_expected: expected a fraction above 0 and below 1"),
+            std::string::npos)
+      << bad.diagnostics.format();
 }
 
 TEST(ProfileLoader, DiagnosticPositionsAreOneBased) {
@@ -148,8 +151,10 @@ TEST(ProfileLoader, DuplicateProfileNamesInADirectory) {
 // driver.userspace.flags reach the root installer's argv: only the installer's options that name no
 // file or path and leave DKMS to p2pnode pass, each refused where it is written.
 TEST(ProfileLoader, InstallerFlagsHaveAGrammar) {
-  const std::string inst = "driver:\n  version: 550.90.07\n  userspace:\n    installer:\n      path: /srv/x.run\n"
-                           "      sha256: " + std::string(64, 'a') + "\n    flags: ";
+  const std::string inst =
+      "driver:\n  version: 550.90.07\n  userspace:\n    installer:\n      path: /srv/x.run\n"
+      "      sha256: " +
+      std::string(64, 'a') + "\n    flags: ";
   const auto none = load(inst.substr(0, inst.rfind("    flags: ")));  // no flags at all
   ASSERT_TRUE(none.profile) << none.diagnostics.format();
   EXPECT_TRUE(none.profile->driver->installer_flags.empty());
@@ -174,8 +179,9 @@ TEST(ProfileLoader, InstallerFlagsHaveAGrammar) {
 // driver.options is read without MapReader's key check (option names are free-form NVreg_* words):
 // a key written twice is refused there too, at the second one.
 TEST(ProfileLoader, DuplicateModuleOptionsAreRefused) {
-  const auto r = load("driver:\n  version: 550.90.07\n  options:\n    NVreg_EnableResizableBar: 1\n"
-                      "    NVreg_OpenRmEnableUnsupportedGpus: 1\n    NVreg_EnableResizableBar: 0\n");
+  const auto r = load(
+      "driver:\n  version: 550.90.07\n  options:\n    NVreg_EnableResizableBar: 1\n"
+      "    NVreg_OpenRmEnableUnsupportedGpus: 1\n    NVreg_EnableResizableBar: 0\n");
   ASSERT_FALSE(r.profile);
   const auto& d = r.diagnostics.list().front();
   EXPECT_EQ(d.key_path, "driver.options.NVreg_EnableResizableBar");

@@ -38,13 +38,12 @@ Profile named(std::string name, std::optional<int> count, std::vector<std::uint1
 
 TEST(SelectProfile, EachBundledFixtureSelectsItsProfile) {
   const auto profiles = bundled();
-  const std::vector<std::pair<std::string, std::string>> cases{
-      {"h100-1gpu", "h100-1gpu"},
-      {"tinybox-6x4090", "tinybox-6x4090"},
-      {"tinybox-6x4090-bios-default", "tinybox-6x4090"},
-      {"epyc-8x4090-numa", "epyc-8x4090"},
-      {"epyc-8x4090-4nvme", "epyc-8x4090"},
-      {"rtx3090-nvme", "rtx3090-nvme"}};
+  const std::vector<std::pair<std::string, std::string>> cases{{"h100-1gpu", "h100-1gpu"},
+                                                               {"tinybox-6x4090", "tinybox-6x4090"},
+                                                               {"tinybox-6x4090-bios-default", "tinybox-6x4090"},
+                                                               {"epyc-8x4090-numa", "epyc-8x4090"},
+                                                               {"epyc-8x4090-4nvme", "epyc-8x4090"},
+                                                               {"rtx3090-nvme", "rtx3090-nvme"}};
   for (const auto& [fixture, want] : cases) {
     const auto r = select_profile(profiles, probe_fixture(fixture));
     ASSERT_TRUE(r.ok()) << fixture << ": " << r.error().message;

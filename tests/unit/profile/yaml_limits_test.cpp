@@ -17,7 +17,7 @@ std::string alias_bomb(int levels, int fan) {
   std::string s = "l0: &l0 [x]\n";
   for (int i = 1; i <= levels; ++i) {
     s += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
-    for (int k = 0; k < fan; ++k) s += (k ? ", *l" : "*l") + std::to_string(i - 1);
+    for (int k = 0; k < fan; ++k) { s += (k ? ", *l" : "*l") + std::to_string(i - 1); }
     s += "]\n";
   }
   return s;
@@ -51,8 +51,10 @@ TEST(YamlLimits, ADoublingBombStopsAtTheLimitInOnePass) {
   const auto b = find_yaml_limit_breach(bomb);
   const auto took = std::chrono::steady_clock::now() - t0;
   ASSERT_TRUE(b.has_value());
-  EXPECT_EQ(b->message, "aliases expand to more than 10000 nodes (at *l3): an alias bomb? write the values out or use fewer aliases");
-  EXPECT_EQ(b->line, 5);  // l4, the fourth *l3 (2340 + 4 × 2111 nodes)
+  EXPECT_EQ(
+      b->message,
+      "aliases expand to more than 10000 nodes (at *l3): an alias bomb? write the values out or use fewer aliases");
+  EXPECT_EQ(b->line, 5);                     // l4, the fourth *l3 (2340 + 4 × 2111 nodes)
   EXPECT_LT(took, std::chrono::seconds(2));  // a guard against the walk, not a benchmark: 10^9 would take minutes
   // Under the limit passes: 3 levels of 10 add 20 + 210 + 2110 nodes through aliases.
   EXPECT_EQ(find_yaml_limit_breach(alias_bomb(3, 10)), std::nullopt);

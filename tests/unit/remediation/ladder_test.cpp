@@ -69,7 +69,8 @@ TEST(Ladder, EveryRungInOrderEachFollowedByASelfTestThenAPerson) {
   EXPECT_NE(s.decision.why.find("every rung the profile allows was taken"), std::string::npos) << s.decision.why;
   EXPECT_FALSE(wants_selftest(s.record, 1800));
   // It stays so until a self-test passes with nothing lost.
-  EXPECT_EQ(decide_ladder(s.record, spec, tested(lost(2000), 1800, false)).decision.action, LadderAction::service_required);
+  EXPECT_EQ(decide_ladder(s.record, spec, tested(lost(2000), 1800, false)).decision.action,
+            LadderAction::service_required);
   LadderInputs fine = tested(LadderInputs{}, 2100, true);
   fine.now_unix = 2200;
   s = decide_ladder(s.record, spec, fine);
@@ -188,8 +189,8 @@ TEST(Ladder, TheHistoryIsBounded) {
 
 TEST(Ladder, TheProfileNamesTheRungsInLadderOrder) {
   const std::string head = "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata: {name: ladder}\nselftest: {}\n";
-  auto r = profile::load_profile_text(head + "remediation:\n  rungs: [wait_idle, reset_gpu, reboot]\n  reboot_window: 12h\n",
-                                      "ladder.yaml");
+  auto r = profile::load_profile_text(
+      head + "remediation:\n  rungs: [wait_idle, reset_gpu, reboot]\n  reboot_window: 12h\n", "ladder.yaml");
   ASSERT_TRUE(r.profile) << r.diagnostics.format();
   EXPECT_EQ(r.profile->remediation->rungs, (std::vector<Rung>{Rung::wait_idle, Rung::reset_gpu, Rung::reboot}));
   EXPECT_EQ(r.profile->remediation->reboot_window, std::chrono::hours(12));
@@ -205,12 +206,16 @@ TEST(Ladder, TheProfileNamesTheRungsInLadderOrder) {
   // reload_module reloads the profile's driver; a ladder without a self-test could never end.
   r = profile::load_profile_text(head + "remediation:\n  rungs: [reload_module]\n", "ladder.yaml");
   ASSERT_FALSE(r.profile);
-  EXPECT_NE(r.diagnostics.format().find("remediation.rungs: expected a driver: section for reload_module"), std::string::npos)
+  EXPECT_NE(r.diagnostics.format().find("remediation.rungs: expected a driver: section for reload_module"),
+            std::string::npos)
       << r.diagnostics.format();
-  r = profile::load_profile_text("apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata: {name: ladder}\n"
-                                 "remediation:\n  rungs: [wait_idle]\n", "ladder.yaml");
+  r = profile::load_profile_text(
+      "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata: {name: ladder}\n"
+      "remediation:\n  rungs: [wait_idle]\n",
+      "ladder.yaml");
   ASSERT_FALSE(r.profile);
-  EXPECT_NE(r.diagnostics.format().find("remediation: expected a selftest: section beside remediation:"), std::string::npos)
+  EXPECT_NE(r.diagnostics.format().find("remediation: expected a selftest: section beside remediation:"),
+            std::string::npos)
       << r.diagnostics.format();
   r = profile::load_profile_text(head + "remediation:\n  rungs: [reboot]\n  reboot_window: 10m\n", "ladder.yaml");
   ASSERT_FALSE(r.profile);

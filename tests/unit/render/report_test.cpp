@@ -43,8 +43,8 @@ Finding finding(std::string check, std::string subject, Severity sev, std::strin
 
 TEST(Report, JsonDocumentShape) {
   const auto inv = small_inventory();
-  const auto j = check_report_json(inv, "two-4090",
-                                   {finding("iommu.mode", "node", Severity::ok, "IOMMU is in passthrough")});
+  const auto j =
+      check_report_json(inv, "two-4090", {finding("iommu.mode", "node", Severity::ok, "IOMMU is in passthrough")});
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["profile"], "two-4090");
   EXPECT_EQ(j["node"]["hostname"], "box");
@@ -62,8 +62,9 @@ TEST(Report, JsonDocumentShape) {
   EXPECT_FALSE(g.contains("max_link_width"));  // unknown fields are left out, not null
   ASSERT_EQ(j["findings"].size(), 1u);
   const auto& f = j["findings"][0];
-  for (const char* k : {"check", "subject", "severity", "summary", "observed", "expected", "remediation"})
+  for (const char* k : {"check", "subject", "severity", "summary", "observed", "expected", "remediation"}) {
     EXPECT_TRUE(f.contains(k)) << k;
+  }
   EXPECT_EQ(f["severity"], "ok");
   EXPECT_TRUE(f["expected"].is_null());
 }
@@ -108,7 +109,8 @@ namespace {
 // Six bridges above the one GPU, each with the same ACS finding whose fix names the bridge itself.
 Inventory six_bridges(std::vector<std::string>* bdfs) {
   Inventory inv = small_inventory();
-  for (const char* b : {"0000:00:01.1", "0000:40:03.1", "0000:80:01.1", "0000:80:01.2", "0000:c0:01.1", "0000:c0:01.2"}) {
+  for (const char* b :
+       {"0000:00:01.1", "0000:40:03.1", "0000:80:01.1", "0000:80:01.2", "0000:c0:01.1", "0000:c0:01.2"}) {
     PciDevice d;
     d.bdf = b;
     d.kind = DeviceKind::bridge;
@@ -130,22 +132,26 @@ TEST(Report, IdenticalErrorsOnSixBridgesAreOneRow) {
   std::vector<std::string> bdfs;
   const auto inv = six_bridges(&bdfs);
   std::vector<Finding> findings;
-  for (const auto& b : bdfs) findings.push_back(acs(b));
+  for (const auto& b : bdfs) { findings.push_back(acs(b)); }
   const auto rows = group_findings(inv, findings);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].subject, "6 bridges");
   EXPECT_EQ(rows[0].subjects, bdfs);
-  EXPECT_EQ(rows[0].remediation, "Set platform.fixes.acs: true, or by hand `setpci -s <address> ECAP_ACS+6.w=0000:003c`.");
+  EXPECT_EQ(rows[0].remediation,
+            "Set platform.fixes.acs: true, or by hand `setpci -s <address> ECAP_ACS+6.w=0000:003c`.");
   const std::string t = render_check_table(inv, "p", findings);
-  EXPECT_NE(t.find("ERROR     pcie.acs  6 bridges  ACS control 0x001d on a bridge between peers\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("ERROR     pcie.acs  6 bridges  ACS control 0x001d on a bridge between peers\n"), std::string::npos)
+      << t;
   EXPECT_NE(t.find("on: 0000:00:01.1, 0000:40:03.1, 0000:80:01.1, 0000:80:01.2, 0000:c0:01.1, 0000:c0:01.2\n"),
-            std::string::npos) << t;
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("`setpci -s <address> ECAP_ACS+6.w=0000:003c`"), std::string::npos) << t;
   EXPECT_EQ(t.find("setpci -s 0000:"), std::string::npos) << t;
-  EXPECT_NE(t.find("6 error(s), 0 warning(s), 0 ok (6 findings in 1 rows; --verbose lists each)"), std::string::npos) << t;
+  EXPECT_NE(t.find("6 error(s), 0 warning(s), 0 ok (6 findings in 1 rows; --verbose lists each)"), std::string::npos)
+      << t;
   // --verbose keeps one row per finding, each fix with its own address.
   const std::string v = render_check_table(inv, "p", findings, true);
-  for (const auto& b : bdfs) EXPECT_NE(v.find("setpci -s " + b + " ECAP_ACS"), std::string::npos) << b;
+  for (const auto& b : bdfs) { EXPECT_NE(v.find("setpci -s " + b + " ECAP_ACS"), std::string::npos) << b; }
 }
 
 // A single finding keeps its own text; findings whose texts differ in more than their subject keep
@@ -163,8 +169,8 @@ TEST(Report, OnlyFindingsThatDifferByTheirSubjectGroup) {
   const auto single = group_findings(inv, {acs(bdfs[0])});
   ASSERT_EQ(single.size(), 1u);
   EXPECT_EQ(single[0].remediation, acs(bdfs[0]).remediation);
-  const auto nodes = group_findings(inv, {finding("iommu.mode", "node", Severity::error, "x"),
-                                          finding("iommu.mode", "node", Severity::error, "x")});
+  const auto nodes = group_findings(
+      inv, {finding("iommu.mode", "node", Severity::error, "x"), finding("iommu.mode", "node", Severity::error, "x")});
   EXPECT_EQ(nodes.size(), 2u);
 }
 

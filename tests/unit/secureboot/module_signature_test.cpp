@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 
 #include "actions/signing_key.hpp"
-#include "profile/loader.hpp"
 #include "lifecycle/boot_guard.hpp"
+#include "profile/loader.hpp"
 #include "secureboot/verdict.hpp"
 #include "unit/secureboot/sb_node.hpp"
 
@@ -40,10 +40,11 @@ Profile module_profile() {
 // modinfo answers: the newest kernel's module unsigned (built before the key existed), the older signed.
 // modinfo is given the module's path on the host (the node's root is a directory here).
 void answer_modinfo(sys::ScriptedRunner& r, const Node& n) {
-  const auto ko = [&](const std::string& k) { return (n.dir / ("lib/modules/" + k + "/updates/dkms/nvidia.ko.xz")).string(); };
+  const auto ko = [&](const std::string& k) {
+    return (n.dir / ("lib/modules/" + k + "/updates/dkms/nvidia.ko.xz")).string();
+  };
   r.on({"modinfo", "-F", "signer", ko(kNew)}, sys::exited_with(0, "\n"));
-  r.on({"modinfo", "-F", "signer", ko(kOld)},
-       sys::exited_with(0, "DKMS module signing key\n"));
+  r.on({"modinfo", "-F", "signer", ko(kOld)}, sys::exited_with(0, "DKMS module signing key\n"));
 }
 
 TEST(ModuleSignature, OnASecureBootNodeAnUnsignedModuleIsAMissingOneForTheBootGuard) {
@@ -70,7 +71,8 @@ TEST(ModuleSignature, OnASecureBootNodeAnUnsignedModuleIsAMissingOneForTheBootGu
   const auto d = lifecycle::decide_boot_guard(in);
   EXPECT_EQ(d.what, lifecycle::BootGuardDecision::What::hold);
   EXPECT_EQ(d.kernel, kOld);
-  EXPECT_NE(d.reason.find("has the module unsigned and Secure Boot enforces signatures"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("has the module unsigned and Secure Boot enforces signatures"), std::string::npos)
+      << d.reason;
 }
 
 TEST(ModuleSignature, WithoutSecureBootNothingRunsAndEveryInstalledModuleCounts) {
@@ -118,7 +120,7 @@ TEST(SigningKey, ApplyMakesDkmsKeyWithOpensslWhereThereIsNone) {
   sys::ProcessRunner real;
   k = actions::make_signing_key(root, real, s);
   ASSERT_TRUE(k.made) << k.message;
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat((n.dir / "var/lib/dkms/mok.key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0077, 0u) << std::oct << st.st_mode;
   s = probe::probe_secure_boot(root);
@@ -136,12 +138,16 @@ namespace p2pnode {
 namespace {
 using namespace sbtest;
 
-const std::string kProfileHead = "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: t\n"
-                                 "driver:\n  version: \"570.86.16\"\n  kernel_module:\n"
-                                 "    source: {url: \"https://example.org/t.tar.gz\", sha256: \"" + std::string(64, 'a') + "\"}\n";
+const std::string kProfileHead =
+    "apiVersion: p2pnode/v1\nkind: NodeProfile\nmetadata:\n  name: t\n"
+    "driver:\n  version: \"570.86.16\"\n  kernel_module:\n"
+    "    source: {url: \"https://example.org/t.tar.gz\", sha256: \"" +
+    std::string(64, 'a') + "\"}\n";
 
 TEST(ProfileSigningKey, TheProfileNamesItAndApplyPointsDkmsAtIt) {
-  auto r = profile::load_profile_text(kProfileHead + "    signing: {key: /etc/p2pnode/keys/module.key, certificate: /etc/p2pnode/keys/module.der}\n", "t.yaml");
+  auto r = profile::load_profile_text(
+      kProfileHead + "    signing: {key: /etc/p2pnode/keys/module.key, certificate: /etc/p2pnode/keys/module.der}\n",
+      "t.yaml");
   ASSERT_TRUE(r.profile) << r.diagnostics.format();
   const auto& sg = r.profile->driver->kernel_module->signing;
   ASSERT_TRUE(sg);
@@ -149,9 +155,11 @@ TEST(ProfileSigningKey, TheProfileNamesItAndApplyPointsDkmsAtIt) {
   // A relative path, or a missing certificate: what, where, what was expected.
   r = profile::load_profile_text(kProfileHead + "    signing: {key: keys/module.key, certificate: /k.der}\n", "t.yaml");
   ASSERT_FALSE(r.profile);
-  EXPECT_NE(r.diagnostics.format().find("driver.kernel_module.signing.key: expected the module signing key as an absolute path of letters, digits and "
-                                          "._+@:/- with no . or .. component, found 'keys/module.key'"),
-            std::string::npos) << r.diagnostics.format();
+  EXPECT_NE(r.diagnostics.format().find("driver.kernel_module.signing.key: expected the module signing key as an "
+                                        "absolute path of letters, digits and "
+                                        "._+@:/- with no . or .. component, found 'keys/module.key'"),
+            std::string::npos)
+      << r.diagnostics.format();
   r = profile::load_profile_text(kProfileHead + "    signing: {key: /k.key}\n", "t.yaml");
   ASSERT_FALSE(r.profile);
   EXPECT_NE(r.diagnostics.format().find("certificate"), std::string::npos) << r.diagnostics.format();
@@ -167,7 +175,11 @@ TEST(ProfileSigningKey, TheProfileNamesItAndApplyPointsDkmsAtIt) {
   Inventory inv = probe::probe_inventory(root);
   EXPECT_EQ(secureboot::decide_signing(inv.secure_boot).trust, secureboot::Trust::untrusted);  // DKMS's key
   probe::use_profile_signing(root, *r.profile, inv);  // unchanged: that profile failed to load
-  Profile p = *profile::load_profile_text(kProfileHead + "    signing: {key: /etc/p2pnode/keys/module.key, certificate: /etc/p2pnode/keys/module.der}\n", "t.yaml").profile;
+  Profile p = *profile::load_profile_text(
+                   kProfileHead +
+                       "    signing: {key: /etc/p2pnode/keys/module.key, certificate: /etc/p2pnode/keys/module.der}\n",
+                   "t.yaml")
+                   .profile;
   probe::use_profile_signing(root, p, inv);
   EXPECT_TRUE(inv.secure_boot.key_from_profile);
   EXPECT_EQ(secureboot::decide_signing(inv.secure_boot).trust, secureboot::Trust::trusted);

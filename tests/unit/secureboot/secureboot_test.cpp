@@ -37,7 +37,9 @@ TEST(SecureBootEfi, Decoders) {
   auto s = secureboot::decode_dkms_signing({"# mok_signing_key=/x\n"});
   EXPECT_EQ(s.key, "/var/lib/dkms/mok.key");
   EXPECT_FALSE(s.from_config);
-  s = secureboot::decode_dkms_signing({"", "mok_signing_key=\"/var/lib/shim-signed/mok/MOK.priv\"\nmok_certificate='/var/lib/shim-signed/mok/MOK.der'\n"});
+  s = secureboot::decode_dkms_signing(
+      {"",
+       "mok_signing_key=\"/var/lib/shim-signed/mok/MOK.priv\"\nmok_certificate='/var/lib/shim-signed/mok/MOK.der'\n"});
   EXPECT_EQ(s.key, "/var/lib/shim-signed/mok/MOK.priv");
   EXPECT_EQ(s.cert, "/var/lib/shim-signed/mok/MOK.der");
   EXPECT_TRUE(s.from_config);
@@ -107,7 +109,9 @@ TEST(SecureBootVerdict, TheKernelsOwnEnforcementCountsWhereTheFirmwareCannotBeRe
   n.text("sys/module/module/parameters/sig_enforce", "Y\n");
   auto v = secureboot::decide_signing(n.probe());
   EXPECT_EQ(v.trust, secureboot::Trust::unknown);
-  EXPECT_NE(v.summary.find("the kernel enforces module signatures (sig_enforce=Y; Secure Boot absent"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("the kernel enforces module signatures (sig_enforce=Y; Secure Boot absent"),
+            std::string::npos)
+      << v.summary;
   EXPECT_NE(v.remediation.find("mokutil --test-key /var/lib/dkms/mok.pub"), std::string::npos);
   // UEFI, efivarfs not mounted (an empty directory): the state is unknown, not "nothing enrolled".
   fs::create_directories(n.dir / "sys/firmware/efi/efivars");
@@ -147,8 +151,9 @@ TEST(SecureBootCheck, BeforeAnyBuildThePlanRefuses) {
   fs::create_directories(n.dir / "lib/modules/6.12.117+deb13-amd64/build");
   inv = probe::probe_inventory(root);
   Step refused;
-  for (const auto& s : actions::plan_all(p, inv, root).steps)
-    if (s.action == "driver.module") refused = s;
+  for (const auto& s : actions::plan_all(p, inv, root).steps) {
+    if (s.action == "driver.module") { refused = s; }
+  }
   EXPECT_EQ(refused.description.rfind("refused: Secure Boot is on", 0), 0u) << refused.description;
   EXPECT_TRUE(refused.needs_operator);
 }

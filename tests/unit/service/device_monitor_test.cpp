@@ -31,7 +31,8 @@ using p2pnode::service::reconcile_reason;
 TEST(DeviceMonitor, HotplugAndDriverChangesOfAnNvmeDriveReconcile) {
   RecordedState s;
   const std::string b = "0000:00:02.0";
-  EXPECT_EQ(reconcile_reason({"pci", "unbind", b, b, "10802", "", ""}, s), "PCI device 0000:00:02.0 unbound from its driver");
+  EXPECT_EQ(reconcile_reason({"pci", "unbind", b, b, "10802", "", ""}, s),
+            "PCI device 0000:00:02.0 unbound from its driver");
   EXPECT_EQ(reconcile_reason({"pci", "remove", b, b, "10802", "", ""}, s), "PCI device 0000:00:02.0 removed");
   EXPECT_EQ(reconcile_reason({"pci", "add", b, b, "10802", "", ""}, s), "PCI device 0000:00:02.0 added");
   EXPECT_EQ(reconcile_reason({"pci", "bind", b, b, "10802", "nvme", ""}, s), "PCI device 0000:00:02.0 bound to nvme");
@@ -47,7 +48,7 @@ TEST(DeviceMonitor, OtherEventsDoNotReconcile) {
   EXPECT_FALSE(reconcile_reason({"pci", "add", t, t, "FF00", "", ""}, s));
   const std::string b = "0000:00:02.0";
   EXPECT_FALSE(reconcile_reason({"pci", "change", b, b, "10802", "", ""}, s));  // e.g. an AER report
-  EXPECT_FALSE(reconcile_reason({"nvme", "add", "nvme0", "", "", "", ""}, s));   // the controller's own add: too early
-  EXPECT_FALSE(reconcile_reason({"nvme", "change", "nvme0", b, "10802", "", ""}, s));  // an AEN, not a connect
+  EXPECT_FALSE(reconcile_reason({"nvme", "add", "nvme0", "", "", "", ""}, s));  // the controller's own add: too early
+  EXPECT_FALSE(reconcile_reason({"nvme", "change", "nvme0", b, "10802", "", ""}, s));       // an AEN, not a connect
   EXPECT_FALSE(reconcile_reason({"nvme", "change", "nvme1", "", "", "", "connected"}, s));  // NVMe-oF: no PCI parent
 }

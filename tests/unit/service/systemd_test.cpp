@@ -7,7 +7,8 @@ using p2pnode::engine::LogLevel;
 using p2pnode::service::journal_fields;
 
 TEST(Journal, StructuredFieldsWhereTheEventHasThem) {
-  const auto f = journal_fields({LogLevel::notice, "PCI device 0000:00:02.0 removed: reconciling", "", "monitor", "0000:00:02.0"});
+  const auto f =
+      journal_fields({LogLevel::notice, "PCI device 0000:00:02.0 removed: reconciling", "", "monitor", "0000:00:02.0"});
   const std::vector<std::string> want = {"MESSAGE=PCI device 0000:00:02.0 removed: reconciling", "PRIORITY=5",
                                          "SYSLOG_IDENTIFIER=p2pnode", "STEP=monitor", "DEVICE=0000:00:02.0"};
   EXPECT_EQ(f, want);

@@ -26,7 +26,7 @@ Command sh(const std::string& script, std::chrono::milliseconds timeout = 10s) {
 // True once the process is gone or a zombie (killed, not yet reaped by its new parent).
 bool dead(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
+  if (!stat) { return true; }
   std::string line;
   std::getline(stat, line);
   const auto close = line.rfind(')');
@@ -36,7 +36,7 @@ bool dead(pid_t pid) {
 bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds limit = 5s) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
+    if (cond()) { return true; }
     std::this_thread::sleep_for(5ms);
   }
   return cond();
@@ -147,7 +147,7 @@ TEST(ProcessRunner, OnLineStreamsEachLineAsItArrives) {
   const auto res = r.run(c);
   EXPECT_TRUE(res.success());
   std::vector<std::string> out_lines, err_lines;
-  for (const auto& [l, e] : lines) (e ? err_lines : out_lines).push_back(l);
+  for (const auto& [l, e] : lines) { (e ? err_lines : out_lines).push_back(l); }
   EXPECT_EQ(out_lines, (std::vector<std::string>{"one", "three", "four"}));  // the last, unterminated, too
   EXPECT_EQ(err_lines, (std::vector<std::string>{"two"}));
   EXPECT_EQ(res.out, "one\nthree\nfour");

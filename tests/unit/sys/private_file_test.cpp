@@ -61,7 +61,7 @@ TEST(PrivateFile, NotARegularFileOrMissingOrTooLarge) {
 
 // Owned by another user (not root, not us): refused. Needs root to chown; skipped otherwise.
 TEST(PrivateFile, SomeoneElsesFileIsRefused) {
-  if (::geteuid() != 0) GTEST_SKIP() << "chown to another user needs root";
+  if (::geteuid() != 0) { GTEST_SKIP() << "chown to another user needs root"; }
   Dir d;
   const auto f = d.write("token", "0123456789abcdef", fs::perms::owner_read);
   ASSERT_EQ(::chown(f.c_str(), 65534, 65534), 0);

@@ -13,8 +13,8 @@
 #include <sstream>
 
 namespace fs = std::filesystem;
-using p2pnode::sys::SysRoot;
 using p2pnode::sys::join;
+using p2pnode::sys::SysRoot;
 
 namespace {
 class TempRoot : public ::testing::Test {
@@ -36,7 +36,7 @@ class TempRoot : public ::testing::Test {
   }
   std::vector<std::string> names(const std::string& rel) {
     std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir_ / rel)) out.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(dir_ / rel)) { out.push_back(e.path().filename().string()); }
     std::sort(out.begin(), out.end());
     return out;
   }
@@ -91,8 +91,9 @@ TEST_F(TempRoot, AFifoIsRefusedNotWaitedOn) {
   ASSERT_EQ(::mkfifo((dir_ / "proc/mounts").c_str(), 0644), 0);
   const auto attr = root.read_attr("/sys/bus/pci/devices/0000:00:01.0/vendor");
   ASSERT_FALSE(attr.ok());
-  EXPECT_EQ(attr.error().message,
-            "/sys/bus/pci/devices/0000:00:01.0/vendor is a FIFO (named pipe), not a file: not read (it could block forever)");
+  EXPECT_EQ(
+      attr.error().message,
+      "/sys/bus/pci/devices/0000:00:01.0/vendor is a FIFO (named pipe), not a file: not read (it could block forever)");
   EXPECT_FALSE(root.read_text("/proc/mounts").ok());
   EXPECT_FALSE(root.read_bytes("/proc/mounts", 16).ok());
 }

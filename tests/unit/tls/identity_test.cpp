@@ -43,7 +43,8 @@ TEST(TlsIdentity, KeepsIntermediatesInOrder) {
 
 TEST(TlsIdentity, RejectsGarbageAndMissingCertificates) {
   TempDir d("tls-garbage");
-  write_file(d.path() / "garbage.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n", kWorldReadable);
+  write_file(d.path() / "garbage.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n",
+             kWorldReadable);
   write_file(d.path() / "text.pem", "hello\n", kWorldReadable);
   for (const char* f : {"garbage.pem", "text.pem"}) {
     auto r = tls::read_certificate_chain(d.path() / f);
@@ -65,7 +66,8 @@ TEST(TlsIdentity, KeyMustBeOwnerOnlyValidAndUnencrypted) {
   write_file(d.path() / "open.pem", pem.key, kWorldReadable);
   auto open = tls::read_private_key(d.path() / "open.pem");
   ASSERT_FALSE(open.ok());
-  EXPECT_NE(open.error().message.find("readable by group or others (mode 644)"), std::string::npos) << open.error().message;
+  EXPECT_NE(open.error().message.find("readable by group or others (mode 644)"), std::string::npos)
+      << open.error().message;
   EXPECT_NE(open.error().message.find("TLS key file"), std::string::npos);
 
   write_file(d.path() / "group.pem", pem.key, kOwnerOnly | fs::perms::group_read);

@@ -49,17 +49,21 @@ inline TestPem make_pem(const std::string& cn, EVP_PKEY** key_out = nullptr, EVP
   BIO* c = BIO_new(BIO_s_mem());
   BIO* k = BIO_new(BIO_s_mem());
   PEM_write_bio_X509(c, x);
-  if (passphrase.empty())
+  if (passphrase.empty()) {
     PEM_write_bio_PrivateKey(k, key, nullptr, nullptr, 0, nullptr, nullptr);
-  else
+  } else {
     PEM_write_bio_PrivateKey(k, key, EVP_aes_256_cbc(), reinterpret_cast<const unsigned char*>(passphrase.data()),
                              static_cast<int>(passphrase.size()), nullptr, nullptr);
+  }
   TestPem out{bio_text(c), bio_text(k)};
   BIO_free(c);
   BIO_free(k);
   X509_free(x);
-  if (key_out) *key_out = key;
-  else EVP_PKEY_free(key);
+  if (key_out) {
+    *key_out = key;
+  } else {
+    EVP_PKEY_free(key);
+  }
   return out;
 }
 

@@ -18,7 +18,7 @@ namespace p2pnode::agent {
 struct GpuProcess {
   std::string gpu;  // normalized PCI bus id, "0000:3b:00.0"
   unsigned pid = 0;
-  std::string name;  // NVML's process name, else /proc/<pid>/comm, else empty
+  std::string name;                     // NVML's process name, else /proc/<pid>/comm, else empty
   std::uint64_t used_memory_bytes = 0;  // 0 when NVML cannot tell
 };
 

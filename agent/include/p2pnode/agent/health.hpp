@@ -33,7 +33,7 @@ struct PcieHealth {
 // Memory state that decides whether bytes can be trusted.
 struct MemoryHealth {
   std::optional<unsigned> remapped_correctable, remapped_uncorrectable;  // rows remapped so far
-  std::optional<bool> remap_pending, remap_failure;  // a remap waits for a reset; one failed
+  std::optional<bool> remap_pending, remap_failure;                      // a remap waits for a reset; one failed
   std::optional<std::uint64_t> volatile_uncorrected;  // uncorrected ECC errors since the driver loaded
 };
 
@@ -41,7 +41,7 @@ struct GpuHealth {
   unsigned index = 0;
   std::string pci_bus_id;  // normalized 0000:18:00.0
   std::string name;
-  std::string problem;     // NVML refused something for this GPU
+  std::string problem;              // NVML refused something for this GPU
   std::vector<NvlinkHealth> links;  // only links NVML knows (present), active or not
   // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (0 none … 5 recover IMEX domain); nullopt: not answered
   // (drivers before 570 do not have the field), recovery_problem says why.
@@ -55,7 +55,7 @@ struct GpuHealth {
 // (nvmlDeviceGetP2PStatus; what `nvidia-smi topo -p2p r|w|n|a|p` prints).
 inline constexpr const char* kP2pCapNames[5] = {"read", "write", "nvlink", "atomics", "pci"};
 struct P2pStatus {
-  unsigned gpu = 0, peer = 0;  // indices into gpus
+  unsigned gpu = 0, peer = 0;    // indices into gpus
   std::optional<int> status[5];  // NVML's nvmlGpuP2PStatus_t; nullopt: the call failed
 };
 

@@ -20,15 +20,15 @@ const char* p2p_status_name(int nvml_status);
 // "00000000:3B:00.0" (NVML) -> "0000:3b:00.0" (sysfs, CUDA); empty when it is not a bus id.
 std::string normalize_bus_id(std::string_view nvml_bus_id);
 
-struct NvLinkRecord {      // one active NVLink of a GPU
+struct NvLinkRecord {  // one active NVLink of a GPU
   unsigned link = 0;
-  unsigned version = 0;    // nvmlNvlinkVersion_t (6 = NVLink 4.0)
+  unsigned version = 0;       // nvmlNvlinkVersion_t (6 = NVLink 4.0)
   std::string remote_bus_id;  // normalized; a GPU's or an NVSwitch's
 };
 
 struct PairInterconnect {
-  int a = 0, b = 0;        // device indices, a < b
-  int nvlinks = 0;         // 0: PCIe
+  int a = 0, b = 0;  // device indices, a < b
+  int nvlinks = 0;   // 0: PCIe
   unsigned nvlink_version = 0;
   std::string nvlink_via;  // "direct" or "nvswitch"; empty for PCIe
   // nvmlDeviceGetP2PStatus per capability: read, write, nvlink, atomics (names above).

@@ -24,8 +24,8 @@ const char* to_string(Status s);
 
 // One verification of copied data against the expected pattern.
 struct IntegrityCheck {
-  std::string label;                 // e.g. "ce/address_seed", "sm/stale"
-  std::uint64_t checked_bytes = 0;   // every byte of the destination region (and guards)
+  std::string label;                // e.g. "ce/address_seed", "sm/stale"
+  std::uint64_t checked_bytes = 0;  // every byte of the destination region (and guards)
   std::uint64_t bad_bytes = 0;
   std::optional<std::uint64_t> first_bad_offset;  // byte offset in the destination buffer
 };
@@ -35,12 +35,12 @@ struct Cell {
   int src = 0;
   int dst = -1;
   Status status = Status::passed;
-  std::string reason;                                  // why waived or failed
+  std::string reason;                                     // why waived or failed
   std::vector<std::pair<std::string, Summary>> measures;  // key with unit, e.g. "bandwidth_gbps"
   std::vector<std::pair<std::string, double>> numbers;    // plain figures, e.g. "link_theoretical_gbps"
   std::vector<IntegrityCheck> integrity;
-  std::optional<int> step;          // index of the step (round) it ran in
-  int concurrent_pairs = 1;         // pairs that ran at the same time as this one, itself included
+  std::optional<int> step;                          // index of the step (round) it ran in
+  int concurrent_pairs = 1;                         // pairs that ran at the same time as this one, itself included
   nlohmann::json extra = nlohmann::json::object();  // nvme cells: nvme, writer, pair_gpu, doorbell
 };
 
@@ -150,8 +150,8 @@ struct Report {
   std::uint64_t peak_rss_bytes = 0;
   double setup_s = 0.0;
   std::vector<Phase> phases;
-  std::vector<GpuSetup> gpu_setup;  // per GPU, in index order
-  double nvml_s = 0.0;              // NVML (interconnect and process watch), beside the contexts
+  std::vector<GpuSetup> gpu_setup;   // per GPU, in index order
+  double nvml_s = 0.0;               // NVML (interconnect and process watch), beside the contexts
   std::optional<std::string> error;  // fatal error (no GPU, driver), with exit code 3
   int exit_code = 0;
 };

@@ -39,13 +39,9 @@ std::vector<Round> filter_rounds(const std::vector<Round>& rounds, Keep keep) {
   for (const auto& r : rounds) {
     Round kept;
     for (const auto& p : r) {
-      if (keep(p.src, p.dst) || keep(p.dst, p.src)) {
-        kept.push_back(p);
-      }
+      if (keep(p.src, p.dst) || keep(p.dst, p.src)) { kept.push_back(p); }
     }
-    if (!kept.empty()) {
-      out.push_back(std::move(kept));
-    }
+    if (!kept.empty()) { out.push_back(std::move(kept)); }
   }
   return out;
 }

@@ -21,10 +21,10 @@ inline constexpr int kDmaBufMinDriverVersion = 13030;
 
 // What decides the backend, read before libgdrapi is asked.
 struct Environment {
-  bool gdrdrv_node = false;     // /dev/gdrdrv opens for reading and writing
-  std::string gdrdrv_detail;    // why not: "/dev/gdrdrv: No such file or directory"
-  bool gdrdrv_loaded = false;   // /proc/devices names gdrdrv
-  int driver_version = 0;       // cudaDriverGetVersion: 13000 for CUDA 13.0
+  bool gdrdrv_node = false;        // /dev/gdrdrv opens for reading and writing
+  std::string gdrdrv_detail;       // why not: "/dev/gdrdrv: No such file or directory"
+  bool gdrdrv_loaded = false;      // /proc/devices names gdrdrv
+  int driver_version = 0;          // cudaDriverGetVersion: 13000 for CUDA 13.0
   bool dma_buf_supported = false;  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED on some GPU
 };
 
@@ -50,9 +50,9 @@ struct Reference {
 
 struct Plan {
   std::vector<std::size_t> latency_sizes = {4, 16, 64, 256, 1024, 4096, 16384, 65536};
-  int latency_samples = 25;     // buckets per size; each is the mean of several calls
-  int iterations = 3;           // bandwidth samples each way; the median is the figure
-  double min_sample_s = 0.02;   // a bandwidth sample repeats the whole buffer until this long
+  int latency_samples = 25;    // buckets per size; each is the mean of several calls
+  int iterations = 3;          // bandwidth samples each way; the median is the figure
+  double min_sample_s = 0.02;  // a bandwidth sample repeats the whole buffer until this long
   std::uint32_t seed = 1;
 };
 

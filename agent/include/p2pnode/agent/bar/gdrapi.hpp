@@ -25,7 +25,7 @@ struct GdrInfo {  // gdr_info_v2_t
   unsigned wc_mapping : 1;
   int mapping_type = 0;  // gdr_mapping_type_t: 0 none, 1 WC, 2 caching, 3 device
 };
-inline constexpr int kGdrAttrUsingDmaBufMmap = 3;  // GDR_ATTR_USING_DMA_BUF_MMAP (2.6)
+inline constexpr int kGdrAttrUsingDmaBufMmap = 3;        // GDR_ATTR_USING_DMA_BUF_MMAP (2.6)
 inline constexpr std::size_t kGpuPageBytes = 64 * 1024;  // GPU_PAGE_SIZE: pins and maps are in these
 
 const char* mapping_type_name(int t);  // "none", "wc", "caching", "device", "unknown"
@@ -45,7 +45,7 @@ class GdrApi {
   // ("libgdrapi.so.2: cannot open shared object file …" for each name tried).
   std::string open(const std::vector<std::string>& names);
   const std::string& path() const { return path_; }  // the name that opened
-  std::string version() const;                        // "2.6", from gdr_runtime_get_version
+  std::string version() const;                       // "2.6", from gdr_runtime_get_version
 
   GdrHandle (*gdr_open)() = nullptr;
   int (*gdr_close)(GdrHandle) = nullptr;

@@ -52,7 +52,8 @@ struct CaseEnv {
 };
 
 // Makes the writer for a drive; on failure returns nullptr and says why in `why` (the cell fails).
-using WriterFactory = std::function<std::unique_ptr<DoorbellWriter>(VfioNvme& dev, const DriveSpec& d, std::string& why)>;
+using WriterFactory =
+    std::function<std::unique_ptr<DoorbellWriter>(VfioNvme& dev, const DriveSpec& d, std::string& why)>;
 
 // One cell: opens the drive through VFIO, runs the Identify round trip with the writer, closes.
 // A drive not on vfio-pci or held by another process is waived with the reason (never touched).

@@ -47,7 +47,7 @@ struct DmaBuffer {
   std::uint64_t iova(std::size_t offset) const { return pages.at(offset / 4096) + offset % 4096; }
   static DmaBuffer contiguous(std::uint8_t* host, std::uint64_t iova, std::size_t bytes) {
     DmaBuffer d{host, bytes, {}};
-    for (std::size_t off = 0; off < bytes; off += 4096) d.pages.push_back(iova + off);
+    for (std::size_t off = 0; off < bytes; off += 4096) { d.pages.push_back(iova + off); }
     return d;
   }
 };
@@ -62,8 +62,8 @@ class DoorbellWriter {
 };
 
 struct DoorbellTiming {
-  std::chrono::milliseconds ready_limit{10000};       // CSTS.RDY after CC.EN changes (CAP.TO caps it too)
-  std::chrono::milliseconds completion_limit{2000};   // the Identify completion after the doorbell
+  std::chrono::milliseconds ready_limit{10000};      // CSTS.RDY after CC.EN changes (CAP.TO caps it too)
+  std::chrono::milliseconds completion_limit{2000};  // the Identify completion after the doorbell
   std::chrono::microseconds poll{50};
 };
 
@@ -81,7 +81,8 @@ nlohmann::json to_json(const RegisterSnapshot& s);
 
 struct DoorbellOutcome {
   bool passed = false;
-  std::string step;    // where it stopped when it failed: check, disable, setup, enable, ring, completion, identify, restore
+  std::string
+      step;  // where it stopped when it failed: check, disable, setup, enable, ring, completion, identify, restore
   std::string reason;  // why, for a person
   RegisterSnapshot found, left;
   bool found_read = false, left_read = false;

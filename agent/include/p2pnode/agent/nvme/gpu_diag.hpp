@@ -12,9 +12,9 @@
 namespace p2pnode::agent::nvme {
 
 struct RegisterFailureFacts {
-  std::string cuda_error;       // cudaGetErrorName of cudaHostRegister, e.g. "cudaErrorInvalidValue"
-  std::string kernel_release;   // /proc/sys/kernel/osrelease, e.g. "6.17.0-14-generic"
-  std::string module_version;   // /sys/module/nvidia/version ("" when unreadable)
+  std::string cuda_error;          // cudaGetErrorName of cudaHostRegister, e.g. "cudaErrorInvalidValue"
+  std::string kernel_release;      // /proc/sys/kernel/osrelease, e.g. "6.17.0-14-generic"
+  std::string module_version;      // /sys/module/nvidia/version ("" when unreadable)
   bool iommu_translating = false;  // the drive sits in a VFIO type1 container
   bool libcuda_missing = false;    // the CUDA driver could not be loaded at all
 };

@@ -39,8 +39,8 @@ struct CompletionEntry {
   std::uint16_t sq_head = 0, sq_id = 0, cid = 0;
   std::uint16_t status_phase = 0;  // bit 0 phase tag, bits 1..15 status
   bool phase() const { return (status_phase & 1) != 0; }
-  int sc() const { return (status_phase >> 1) & 0xFF; }   // status code
-  int sct() const { return (status_phase >> 9) & 0x7; }   // status code type
+  int sc() const { return (status_phase >> 1) & 0xFF; }  // status code
+  int sct() const { return (status_phase >> 9) & 0x7; }  // status code type
   bool more() const { return ((status_phase >> 14) & 1) != 0; }
   bool dnr() const { return ((status_phase >> 15) & 1) != 0; }
   bool success() const { return sc() == 0 && sct() == 0; }

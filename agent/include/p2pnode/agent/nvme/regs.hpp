@@ -8,8 +8,8 @@
 namespace p2pnode::agent::nvme {
 
 // Register offsets in BAR0.
-inline constexpr std::uint32_t kRegCap = 0x00;   // 64-bit, controller capabilities
-inline constexpr std::uint32_t kRegVs = 0x08;    // version
+inline constexpr std::uint32_t kRegCap = 0x00;  // 64-bit, controller capabilities
+inline constexpr std::uint32_t kRegVs = 0x08;   // version
 inline constexpr std::uint32_t kRegIntms = 0x0C;
 inline constexpr std::uint32_t kRegIntmc = 0x10;
 inline constexpr std::uint32_t kRegCc = 0x14;    // controller configuration
@@ -21,15 +21,15 @@ inline constexpr std::uint32_t kDoorbellBase = 0x1000;
 
 struct Cap {
   std::uint64_t raw = 0;
-  int mqes = 0;           // maximum queue entries (the register is 0's based; this is the count)
-  bool cqr = false;       // contiguous queues required
-  int ams = 0;            // arbitration mechanisms supported (bits)
-  int timeout_ms = 0;     // TO: worst time for CSTS.RDY to change after CC.EN changes (500 ms units)
-  int dstrd = 0;          // doorbell stride: 2^(2 + DSTRD) bytes
-  bool nssrs = false;     // NVM subsystem reset supported
-  int css = 0;            // command sets supported (bit 0 NVM, bit 6 I/O sets, bit 7 admin only)
-  bool bps = false;       // boot partitions
-  int mpsmin = 0;         // minimum memory page size 2^(12 + MPSMIN)
+  int mqes = 0;        // maximum queue entries (the register is 0's based; this is the count)
+  bool cqr = false;    // contiguous queues required
+  int ams = 0;         // arbitration mechanisms supported (bits)
+  int timeout_ms = 0;  // TO: worst time for CSTS.RDY to change after CC.EN changes (500 ms units)
+  int dstrd = 0;       // doorbell stride: 2^(2 + DSTRD) bytes
+  bool nssrs = false;  // NVM subsystem reset supported
+  int css = 0;         // command sets supported (bit 0 NVM, bit 6 I/O sets, bit 7 admin only)
+  bool bps = false;    // boot partitions
+  int mpsmin = 0;      // minimum memory page size 2^(12 + MPSMIN)
   int mpsmax = 0;
   bool pmrs = false, cmbs = false;
 
@@ -51,8 +51,8 @@ Version decode_vs(std::uint32_t raw);
 struct Cc {
   std::uint32_t raw = 0;
   bool en = false;
-  int css = 0;     // I/O command set selected (0 NVM, 6 all I/O sets, 7 admin only)
-  int mps = 0;     // memory page size 2^(12 + MPS)
+  int css = 0;  // I/O command set selected (0 NVM, 6 all I/O sets, 7 admin only)
+  int mps = 0;  // memory page size 2^(12 + MPS)
   int ams = 0;
   int shn = 0;     // shutdown notification
   int iosqes = 0;  // I/O SQ entry size 2^n
@@ -64,10 +64,10 @@ std::uint32_t encode_cc(const Cc& cc);  // from the fields (raw is ignored)
 struct Csts {
   std::uint32_t raw = 0;
   bool rdy = false;
-  bool cfs = false;   // controller fatal status
-  int shst = 0;       // shutdown status
+  bool cfs = false;  // controller fatal status
+  int shst = 0;      // shutdown status
   bool nssro = false;
-  bool pp = false;    // processing paused
+  bool pp = false;  // processing paused
 };
 Csts decode_csts(std::uint32_t raw);
 

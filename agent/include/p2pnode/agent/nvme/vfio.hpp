@@ -17,11 +17,11 @@ namespace p2pnode::agent::nvme {
 // What sysfs says about the drive before anything is opened.
 struct VfioTarget {
   std::string bdf;
-  std::string driver;       // the driver link's name ("" when none)
-  std::string group;        // IOMMU group number ("" when none)
-  std::string group_dev;    // /dev/vfio/N or /dev/vfio/noiommu-N
+  std::string driver;     // the driver link's name ("" when none)
+  std::string group;      // IOMMU group number ("" when none)
+  std::string group_dev;  // /dev/vfio/N or /dev/vfio/noiommu-N
   bool noiommu = false;
-  std::string not_usable;   // why the test must not touch it (empty when it may)
+  std::string not_usable;  // why the test must not touch it (empty when it may)
 };
 // Reads <sysfs>/bus/pci/devices/<bdf>/{driver,iommu_group} and which /dev/vfio node exists under
 // <dev> (normally "/dev"). Pure apart from those reads.
@@ -35,7 +35,8 @@ class VfioNvme final : public RegisterFile {
  public:
   // Opens the drive; on failure returns nullptr and sets `error`, with `busy` set when another
   // process holds the group or device (then nothing was touched).
-  static std::unique_ptr<VfioNvme> open(const VfioTarget& target, std::size_t dma_bytes, std::string& error, bool& busy);
+  static std::unique_ptr<VfioNvme> open(const VfioTarget& target, std::size_t dma_bytes, std::string& error,
+                                        bool& busy);
   ~VfioNvme() override;
   VfioNvme(const VfioNvme&) = delete;
   VfioNvme& operator=(const VfioNvme&) = delete;
