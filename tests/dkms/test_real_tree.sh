@@ -9,6 +9,12 @@
 # This is scripts/bench-dkms.sh without its steps 0 and 4 (the by-hand `dkms build` and the second
 # kernel; README, Benchmarks): BENCH_DKMS_TEST=1. Costs about 5 min of `make test` on 2 cores (3.2
 # min of builds, one VM boot), more when the other tests share the cores.
+# What it asserts is bench-dkms.sh's own checks (each a `fail` that makes it exit 1): the first apply
+# succeeds and says it built the core; dkms.conf builds kernel-open/ only and DKMS's make.log for the
+# kernel compiles no core file; both builtin patches are placed, applied by DKMS and matched to the
+# kernel as their PATCH_MATCH says; nvidia.ko's vermagic is the kernel's; the second apply exits 0,
+# runs no dkms build, says nothing changed and leaves make.log alone; plan has no driver.module step;
+# the VM loads the module and passes its three checks; DKMS, /usr/src and /lib/modules as they were.
 # Usage: bash tests/dkms/test_real_tree.sh path/to/p2pnode
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH_DKMS_TEST=1 exec bash "$repo/scripts/bench-dkms.sh" "$@"
