@@ -74,8 +74,11 @@ agent_case() {  # NAME AGENT ARGS EXPECTED-VERDICT REASON-REGEX
   grep -q "self-test $verdict" "$WORK/$name/log" && pass "$name agent: logged" || fail "$name agent: logged"
   echo "     $name: decided in $(( $(date +%s) - t0 )) s"
 }
-agent_case hang "$AGENTS/hang.sh" "[]" error "hung"
-check "the hung agent's process group is gone (no 'sleep 600' left)" bash -c "! pgrep -f '[s]leep 600'"
+# The hung agent sleeps a number of seconds of this run's own (600.PID), which is how its process is
+# told from another run's of this test on the same machine.
+HANG="600.$$"
+agent_case hang "$AGENTS/hang.sh" "[\"$HANG\"]" error "hung"
+check "the hung agent's process group is gone (no 'sleep $HANG' left)" bash -c "! pgrep -f '[s]leep $HANG'"
 agent_case crash "$AGENTS/crash.sh" "[]" error "crashed"
 agent_case garbage "$AGENTS/garbage.sh" "[]" error "not valid JSON"
 agent_case liar "$AGENTS/liar.sh" "[\"$RESULT\"]" error "exit"
@@ -84,18 +87,18 @@ agent_case corrupt "$AGENTS/replay.sh" "[\"$SRC/tests/fixtures/gpu-runs/h200x4-i
 
 # --- SIGTERM while a self-test runs: the agent is killed, the daemon exits at once ---
 make_node stopdur h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
-write_config stopdur "$AGENTS/hang.sh" "[]" $'selftest:\n  time_limit: 10m'
+write_config stopdur "$AGENTS/hang.sh" "[\"$HANG\"]" $'selftest:\n  time_limit: 10m'
 "$BIN" serve --root "$WORK/stopdur/root" --config "$WORK/stopdur/p2pnode.yaml" --listen 127.0.0.1:0 \
   --port-file "$WORK/stopdur/port" >>"$WORK/stopdur/log" 2>&1 &
 SPID=$!
 PIDS+=("$SPID")
-if wait_until 60 grep -q 'self-test: running' "$WORK/stopdur/log" && wait_until 10 pgrep -f '[s]leep 600' >/dev/null; then
+if wait_until 60 grep -q 'self-test: running' "$WORK/stopdur/log" && wait_until 10 pgrep -f "[s]leep $HANG" >/dev/null; then
   T0=$(date +%s%N)
   kill -TERM "$SPID"
   wait_until 20 bash -c "! kill -0 $SPID"
   MS=$(( ($(date +%s%N) - T0) / 1000000 ))
   check "stop during a 10-minute self-test: exited in $MS ms (under 5 s)" test "$MS" -lt 5000
-  check "the agent's process group is gone" bash -c "! pgrep -f '[s]leep 600'"
+  check "the agent's process group is gone" bash -c "! pgrep -f '[s]leep $HANG'"
   check "the log says the self-test was cancelled and the last result kept" \
     grep -q 'self-test cancelled (the daemon is stopping.*previous result is kept' "$WORK/stopdur/log"
 else
@@ -104,14 +107,14 @@ fi
 
 # --- a pass that runs past reconcile.time_limit: cancelled, its command killed, the daemon serving ---
 make_node overdue h200-4gpu "$SRC/profiles/h200-nvlink.yaml"
-write_config overdue "$AGENTS/hang.sh" "[]" $'selftest:\n  time_limit: 10m\nreconcile:\n  time_limit: 3s'
+write_config overdue "$AGENTS/hang.sh" "[\"$HANG\"]" $'selftest:\n  time_limit: 10m\nreconcile:\n  time_limit: 3s'
 "$BIN" serve --root "$WORK/overdue/root" --config "$WORK/overdue/p2pnode.yaml" --listen 127.0.0.1:0 \
   --port-file "$WORK/overdue/port" >>"$WORK/overdue/log" 2>&1 &
 OPID=$!
 PIDS+=("$OPID")
 if wait_until 60 grep -q 'ran past reconcile.time_limit (3 s): cancelled' "$WORK/overdue/log"; then
   pass "a pass past reconcile.time_limit is cancelled and says so"
-  check "its hung command (the agent) is killed" wait_until 10 bash -c "! pgrep -f '[s]leep 600'"
+  check "its hung command (the agent) is killed" wait_until 10 bash -c "! pgrep -f '[s]leep $HANG'"
   URL="http://127.0.0.1:$(cat "$WORK/overdue/port" 2>/dev/null)"
   wait_until 20 bash -c "curl -s '$URL/v1/status' | jq -e '.reasons[0] | test(\"ran past reconcile.time_limit\")' >/dev/null" \
     && pass "the node is failed with the reason" || fail "the node is failed with the reason"
