@@ -384,7 +384,6 @@ void device_metrics(Registry& reg, const RecordedState& s) {
         .Set(s.driver.value("match", false) ? 1 : 0);
   }
 }
-}  // namespace
 
 // p2pnode_kernel_module_installed: one series per installed kernel, from the driver.kernels findings.
 void kernel_metrics(Registry& reg, const RecordedState& s) {
@@ -437,7 +436,6 @@ void secure_boot_metrics(Registry& reg, const RecordedState& s) {
   }
 }
 
-namespace {
 // What p2pnode is and where the node stands: version and profile, state, reasons, findings.
 void node_state_metrics(Registry& reg, const RecordedState& s, const Runtime& rt) {
   gauge(reg, "p2pnode_info", "p2pnode version and the profile that applies to this node")

@@ -351,7 +351,6 @@ Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner&
   if (auto st = copy_tree(root.host_path(t.src_dir), root.host_path(scratch)); !st) {
     return Error{"copying " + t.src_dir + ": " + st.error().message};
   }
-  Runner run(runner, log);
   v.make_log = sys::join(dir, "make-" + t.dir_name() + ".log");
   auto finish = [&](bool keeps, std::string summary) {
     v.keeps_p2p = keeps;
