@@ -32,11 +32,11 @@ submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-a
 }
 )";
 
-struct Box {
+struct GuardBox {
   p2pnode::test::TempDir tmp{"bootguard"};
   fs::path dir = tmp.path();
   sys::ScriptedRunner runner;
-  Box() {
+  GuardBox() {
     for (const char* d : {"boot/grub", "etc/default", "proc", "sys"}) { fs::create_directories(dir / d); }
     write("etc/default/grub", "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"\"\n");
     update_grub();
@@ -88,7 +88,7 @@ actions::Action& guard() {
 }  // namespace
 
 TEST(BootGuardAction, HoldsGrubOnTheNewestKernelWithTheModuleThenLiftsIt) {
-  Box box;
+  GuardBox box;
   const sys::SysRoot root(box.dir.string());
   const Profile p = profile();
   Inventory inv = box.inventory(false);
@@ -129,7 +129,7 @@ TEST(BootGuardAction, HoldsGrubOnTheNewestKernelWithTheModuleThenLiftsIt) {
 TEST(BootGuardAction, TheEntryIsTakenFromTheGrubCfgThatUpdateGrubWrote) {
   // A grub.cfg written by hand (or by another tool) names its entries differently from the one
   // update-grub writes next: the saved entry must be a path in the new one.
-  Box box;
+  GuardBox box;
   box.write("boot/grub/grub.cfg",
             "set default=0\nmenuentry 'Debian GNU/Linux, with Linux 6.1.0-56-amd64' {\n"
             "  linux /boot/vmlinuz-6.1.0-56-amd64 root=/dev/sda1\n}\n");
@@ -146,7 +146,7 @@ TEST(BootGuardAction, TheEntryIsTakenFromTheGrubCfgThatUpdateGrubWrote) {
 }
 
 TEST(BootGuardAction, AFailedUpdateGrubIsAFailureThatSaysSo) {
-  Box box;
+  GuardBox box;
   box.runner.on({"update-grub"},
                 sys::exited_with(1, "", "/usr/sbin/grub-mkconfig: 1: cannot open /boot/grub/grub.cfg.new\n"));
   const sys::SysRoot root(box.dir.string());
@@ -162,7 +162,7 @@ TEST(BootGuardAction, AFailedUpdateGrubIsAFailureThatSaysSo) {
 }
 
 TEST(BootGuardAction, AReleaseThatFailsKeepsTheHoldSoTheNextPassTriesAgain) {
-  Box box;
+  GuardBox box;
   const sys::SysRoot root(box.dir.string());
   const Profile p = profile();
   actions::ApplyContext ctx{root, box.runner, p};
@@ -194,7 +194,7 @@ TEST(BootGuardAction, AReleaseThatFailsKeepsTheHoldSoTheNextPassTriesAgain) {
 }
 
 TEST(BootGuardAction, AHoldThatFailsAfterUpdateGrubPutsGrubCfgBack) {
-  Box box;
+  GuardBox box;
   box.runner.on({"grub-set-default"}, sys::exited_with(1, "", "grub-editenv: error: cannot open /boot/grub/grubenv\n"));
   const sys::SysRoot root(box.dir.string());
   const Profile p = profile();
@@ -213,7 +213,7 @@ TEST(BootGuardAction, AHoldThatFailsAfterUpdateGrubPutsGrubCfgBack) {
 }
 
 TEST(BootGuardAction, TheProfileMayAllowBootingWithoutTheModule) {
-  Box box;
+  GuardBox box;
   const sys::SysRoot root(box.dir.string());
   Profile p = profile();
   p.driver->allow_boot_without_module = true;

@@ -17,7 +17,7 @@ namespace p2pnode::checks {
 namespace {
 namespace fs = std::filesystem;
 
-struct Root {
+struct KernelsRoot {
   p2pnode::test::TempDir tmp{"kernels"};
   fs::path dir = tmp.path();
   void write(const std::string& rel, const std::string& text) const {
@@ -57,7 +57,7 @@ const Finding* for_kernel(const std::vector<Finding>& fs, const std::string& k) 
 }
 
 TEST(DriverKernels, TwoKernelsOneBuildFailedThenApplied) {
-  Root r;
+  KernelsRoot r;
   for (const char* k : {"6.1.0-55-amd64", "6.1.0-56-amd64"}) {
     fs::create_directories(r.dir / "lib/modules" / k / "kernel");
     fs::create_directories(r.dir / "lib/modules" / k / "build");
@@ -120,7 +120,7 @@ TEST(DriverKernels, TwoKernelsOneBuildFailedThenApplied) {
 }
 
 TEST(DriverKernels, NoHeadersAndNeverBuiltSayWhatToDo) {
-  Root r;
+  KernelsRoot r;
   fs::create_directories(r.dir / "lib/modules/6.1.0-56-amd64/kernel");  // no build/
   fs::create_directories(r.dir / "lib/modules/6.1.0-57-amd64/build");
   fs::create_directories(r.dir / "lib/modules/6.1.0-57-amd64/kernel");
@@ -142,7 +142,7 @@ TEST(DriverKernels, NoHeadersAndNeverBuiltSayWhatToDo) {
 // EXTRA_CFLAGS first and every other breakage the headers show; on 6.12.117 only the one the
 // builtin patch fixes. apply's forecast (build_stops) says the same.
 TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFirst) {
-  Root r;
+  KernelsRoot r;
   const std::string k73 = "7.3.4+deb13-amd64", k612 = "6.12.117+deb13-amd64";
   r.headers(k73);
   r.headers(k612);
@@ -213,7 +213,7 @@ TEST(DriverKernels, TrixieBackports73IsRefusedBeforeAnyBuildNamingExtraCflagsFir
 // nvidia to a copy DKMS did not install, that copy loads instead. A copy in kernel/drivers/video that
 // the DKMS build outranks is left alone.
 TEST(DriverKernels, ModulesThatShadowTheDkmsBuildAreFound) {
-  Root r;
+  KernelsRoot r;
   const std::string k = "6.12.117+deb13-amd64";
   fs::create_directories(r.dir / "lib/modules" / k / "kernel");
   fs::create_directories(r.dir / "lib/modules" / k / "build");
@@ -293,7 +293,7 @@ TEST(DriverKernels, TheCompilerTheHeadersNameMustBeInstalled) {
   EXPECT_EQ(h->package, "gcc-14");
   EXPECT_EQ(dkms::decode_kernel_compiler("CONFIG_CC_IS_GCC=y\n"), std::nullopt);
 
-  Root r;
+  KernelsRoot r;
   const std::string k73 = "7.3.4+deb13-amd64", k72 = "7.2.13+deb14-amd64";
   r.headers(k73);
   r.headers(k72);
@@ -331,7 +331,7 @@ TEST(DriverKernels, TheCompilerTheHeadersNameMustBeInstalled) {
 // exclude_bars. The 570 tree (aikitoria's 4090 tree) without the builtin patch is named as a build that will
 // stop, and apply's plan refuses it; with the patch in the profile the kernel just waits for apply.
 TEST(DriverKernels, ABreakageIsForecastBeforeAnyBuild) {
-  Root r;
+  KernelsRoot r;
   const std::string k = "6.12.117+deb13-amd64";
   fs::create_directories(r.dir / "lib/modules" / k / "kernel");
   fs::create_directories(r.dir / "lib/modules" / k / "build");
@@ -406,7 +406,7 @@ namespace {
 // nothing claimed that the release fixes; what the table cannot know is said, not claimed; where the
 // profile's tree lies on the machine (a path: folder) its source decides, and the finding says so.
 TEST(DriverKernels, TodaysReleasesOn73ClaimOnlyWhatIsKnown) {
-  Root r;
+  KernelsRoot r;
   const std::string k73 = "7.3.4+deb13-amd64";
   r.headers(k73);
   r.write("proc/sys/kernel/osrelease", k73 + "\n");
@@ -475,7 +475,7 @@ namespace {
 // profile's: both install updates/dkms/nvidia.ko.zst, so modprobe loads whichever came last. check
 // names it and says how apply resolves it (driver.conflicts: remove).
 TEST(DriverKernels, AForksOwnDkmsPackageIsNamed) {
-  Root r;
+  KernelsRoot r;
   const std::string k = "6.12.117+deb13-amd64";
   r.headers(k);
   r.write("proc/sys/kernel/osrelease", k + "\n");

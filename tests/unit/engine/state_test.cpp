@@ -12,7 +12,7 @@ using namespace p2pnode;
 using namespace p2pnode::engine;
 
 namespace {
-struct TempRoot {
+struct StateRoot {
   p2pnode::test::TempDir tmp{"state"};
   fs::path dir = tmp.path();
 };
@@ -36,7 +36,7 @@ RecordedState sample() {
 }  // namespace
 
 TEST(StateStore, RoundTrips) {
-  TempRoot t;
+  StateRoot t;
   sys::SysRoot root(t.dir);
   StateStore store(root, "/var/lib/p2pnode/state.json");
   ASSERT_TRUE(store.save(sample()).ok());
@@ -55,7 +55,7 @@ TEST(StateStore, RoundTrips) {
 TEST(StateStore, BytesThatAreNotUtf8AreSavedNotThrown) {
   // An NVMe serial, a hostname or a kernel-log line with any bytes (here an overlong NUL and 0xFF)
   // reached the state; nlohmann's default dump threw type_error 316 and took the daemon down.
-  TempRoot t;
+  StateRoot t;
   sys::SysRoot root(t.dir);
   StateStore store(root, "/var/lib/p2pnode/state.json");
   RecordedState s = sample();
@@ -70,7 +70,7 @@ TEST(StateStore, BytesThatAreNotUtf8AreSavedNotThrown) {
 }
 
 TEST(StateStore, MissingIsReportedNotFatal) {
-  TempRoot t;
+  StateRoot t;
   sys::SysRoot root(t.dir);
   auto loaded = StateStore(root, "/var/lib/p2pnode/state.json").load();
   EXPECT_FALSE(loaded.loaded);
@@ -78,7 +78,7 @@ TEST(StateStore, MissingIsReportedNotFatal) {
 }
 
 TEST(StateStore, CutInHalfIsReportedAndRebuilt) {
-  TempRoot t;
+  StateRoot t;
   sys::SysRoot root(t.dir);
   StateStore store(root, "/var/lib/p2pnode/state.json");
   ASSERT_TRUE(store.save(sample()).ok());
@@ -92,7 +92,7 @@ TEST(StateStore, CutInHalfIsReportedAndRebuilt) {
 }
 
 TEST(StateStore, WrongTypesAreCorrupt) {
-  TempRoot t;
+  StateRoot t;
   sys::SysRoot root(t.dir);
   fs::create_directories(t.dir / "s");
   auto j = to_json(sample());

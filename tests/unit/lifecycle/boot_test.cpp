@@ -100,7 +100,7 @@ TEST(Boot, CompareReleasesLikeSortV) {
   EXPECT_EQ(compare_releases("6.1.0-56-amd64", "6.1.0-56-amd64"), 0);
 }
 
-struct Root {
+struct BootRoot {
   p2pnode::test::TempDir tmp{"boot"};
   fs::path dir = tmp.path();
   void write(const std::string& rel, const std::string& text) const {
@@ -110,7 +110,7 @@ struct Root {
 };
 
 TEST(Boot, NextBootFromGrubElseNewestImage) {
-  Root r;
+  BootRoot r;
   fs::create_directories(r.dir / "lib/modules/6.1.0-55-amd64/kernel");
   fs::create_directories(r.dir / "lib/modules/6.1.0-56-amd64/build");  // headers only still counts
   fs::create_directories(r.dir / "lib/modules/5.10.0-1-amd64");        // empty leftovers do not

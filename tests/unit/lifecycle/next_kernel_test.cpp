@@ -68,13 +68,13 @@ TEST(NextKernel, ReadsTheStagedPatchesAndTheirMatch) {
   EXPECT_EQ(p[1].match, "^(6\\.(10|[2-9][0-9]{1}))([.-]|$)");
 }
 
-struct Root {
+struct NextKernelRoot {
   p2pnode::test::TempDir tmp{"next"};
   fs::path dir = tmp.path();
 };
 
 TEST(NextKernel, FindsTheCandidateOfTheInstalledMetapackage) {
-  Root r;
+  NextKernelRoot r;
   const sys::SysRoot root(r.dir);
   sys::ScriptedRunner runner;
   runner.on({"apt-cache", "policy"}, sys::exited_with(0, kPolicy));
@@ -116,7 +116,7 @@ TEST(NextKernel, FindsTheCandidateOfTheInstalledMetapackage) {
 }
 
 TEST(NextKernel, TheRecordedVerdictIsAFindingAndAMetric) {
-  Root r;
+  NextKernelRoot r;
   KernelVerdict v;
   v.release = "6.1.0-57-amd64";
   v.package_version = "6.1.200-1";

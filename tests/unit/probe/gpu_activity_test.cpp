@@ -15,10 +15,10 @@ namespace fs = std::filesystem;
 using namespace p2pnode;
 
 namespace {
-struct Root {
+struct ActivityRoot {
   p2pnode::test::TempDir tmp{"activity"};
   fs::path dir = tmp.path();
-  Root() {
+  ActivityRoot() {
     fs::create_directories(dir / "run");
     fs::create_directories(dir / "proc");
   }
@@ -31,7 +31,7 @@ SchedulerSpec command(std::vector<std::string> argv) {
 }  // namespace
 
 TEST(Scheduler, ExitZeroIsIdleOneIsBusyElseUnknown) {
-  Root r;
+  ActivityRoot r;
   const sys::SysRoot root(r.dir.string());
   sys::ScriptedRunner runner;
   runner.on({"/usr/local/bin/idle"}, sys::exited_with(0, "idle\n"));
@@ -53,7 +53,7 @@ TEST(Scheduler, ExitZeroIsIdleOneIsBusyElseUnknown) {
 // Only the busy file's presence counts: its text never reaches the reason the API serves without a
 // token (a busy_file pointed at the token file made the token public), and a FIFO there never blocks.
 TEST(Scheduler, ABusyFileWinsByItsPresenceAlone) {
-  Root r;
+  ActivityRoot r;
   std::ofstream(r.dir / "run/p2pnode-busy") << "s3cr3t-token-text\nsecond line\n";
   const sys::SysRoot root(r.dir.string());
   sys::ScriptedRunner runner;
@@ -71,7 +71,7 @@ TEST(Scheduler, ABusyFileWinsByItsPresenceAlone) {
 }
 
 TEST(GpuActivity, AsksTheAgentAndReadsTheDeviceFilesHolders) {
-  Root r;
+  ActivityRoot r;
   fs::create_directories(r.dir / "proc/777/fd");
   std::ofstream(r.dir / "proc/777/comm") << "trainer\n";
   fs::create_symlink("/dev/nvidia0", r.dir / "proc/777/fd/5");
