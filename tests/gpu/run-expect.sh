@@ -16,14 +16,8 @@
 # wrote: the baseline survives a restart as the daemon's does.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-BIN=$(readlink -f "${BIN:-build-expect}")
-AGENT=${AGENT:-$BIN/p2pnode-agent}
-P2PNODE=$BIN/p2pnode
-export LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-LOG=$OUT/expect-log.txt
-WORK=$(mktemp -d /tmp/expect.XXXXXX)
-say() { echo "== $*" | tee -a "$LOG"; }
+. "$(dirname "$0")/lib.sh"
+gpu_setup expect
 {
   date -u; uname -r; nvidia-smi -L; nvidia-smi topo -m; nvidia-smi topo -p2p r; nvidia-smi topo -p2p w
   nvidia-smi --query-gpu=index,pci.bus_id,driver_version,clocks.sm,clocks.mem,power.draw,pstate --format=csv
