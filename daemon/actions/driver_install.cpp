@@ -36,9 +36,7 @@ Result<std::vector<std::string>> move_shadowing_modules(const sys::SysRoot& root
       if (auto st = root.make_dirs(to.substr(0, to.rfind('/'))); !st) {
         return Error{"moving aside " + path + ": " + st.error().message};
       }
-      std::error_code ec;
-      std::filesystem::rename(root.host_path(path), root.host_path(to), ec);
-      if (ec) { return Error{"moving aside " + path + " to " + to + ": " + ec.message()}; }
+      if (auto st = root.move(path, to); !st) { return Error{"moving aside " + path + ": " + st.error().message}; }
       moved.push_back(path + " -> " + to);
     }
   }

@@ -303,6 +303,16 @@ Status SysRoot::remove_file(std::string_view path) const {
   return {};
 }
 
+Status SysRoot::move(std::string_view from, std::string_view to) const {
+  ++writes_;
+  std::error_code ec;
+  fs::rename(host_path(from), host_path(to), ec);
+  if (ec) {
+    return Error{"cannot move " + std::string(from) + " to " + std::string(to) + ": " + ec.message(), ec.value()};
+  }
+  return {};
+}
+
 std::string join(std::string_view a, std::string_view b) {
   std::string out(a);
   while (!out.empty() && out.back() == '/') { out.pop_back(); }

@@ -62,6 +62,8 @@ class SysRoot {
                            std::filesystem::perms mode = std::filesystem::perms(0644)) const;
   Status make_dirs(std::string_view path) const;
   Status remove_file(std::string_view path) const;
+  // rename(2) inside the root: one entry moved, never copied (both paths on the root's filesystem).
+  Status move(std::string_view from, std::string_view to) const;
 
   std::uint64_t write_count() const { return writes_; }
 

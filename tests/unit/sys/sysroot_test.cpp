@@ -165,6 +165,23 @@ TEST_F(TempRoot, WriteAttrAndBytesAt) {
   EXPECT_EQ(root.write_count(), 3u);
 }
 
+TEST_F(TempRoot, MoveIsOneCountedRenameInsideTheRoot) {
+  SysRoot root(dir_);
+  put("etc/default/nvidia.ko", "module");
+  ASSERT_TRUE(root.make_dirs("/var/lib/p2pnode/shadowed").ok());
+  const auto before = root.write_count();
+  ASSERT_TRUE(root.move("/etc/default/nvidia.ko", "/var/lib/p2pnode/shadowed/nvidia.ko").ok());
+  EXPECT_EQ(root.write_count(), before + 1);
+  EXPECT_FALSE(fs::exists(dir_ / "etc/default/nvidia.ko"));
+  EXPECT_EQ(get("var/lib/p2pnode/shadowed/nvidia.ko"), "module");
+  const auto gone = root.move("/etc/default/nvidia.ko", "/var/lib/p2pnode/shadowed/again.ko");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.error().message.find("cannot move /etc/default/nvidia.ko to /var/lib/p2pnode/shadowed/again.ko"),
+            std::string::npos)
+      << gone.error().message;
+  EXPECT_EQ(root.write_count(), before + 2);  // attempts are counted too
+}
+
 TEST_F(TempRoot, MakeDirsAndRemove) {
   SysRoot root(dir_);
   ASSERT_TRUE(root.make_dirs("/var/lib/p2pnode/state").ok());
