@@ -3,8 +3,7 @@
 // CUDA), in a scratch directory, then placed where the self-test agent opens it
 // (gdrcopy/library.hpp) with the source's sha256 beside it. Rebuilt when the profile's source changes.
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <span>
 
 #include "actions/gdrcopy.hpp"
 #include "gdrcopy/library.hpp"
@@ -71,51 +70,52 @@ class GdrcopyLibrary final : public Action {
     };
     auto src = lifecycle::fetch_artifact(ctx.root, ctx.runner, g.source, "gdrcopy.source", log);
     if (!src) { return fail(src.error().message); }
-    const fs::path scratch = ctx.root.host_path(kScratch);
-    std::error_code ec;
-    fs::remove_all(scratch, ec);
+    (void)ctx.root.remove_tree(kScratch);
     if (auto st = ctx.root.make_dirs(kScratch); !st) {
       return fail("making " + std::string(kScratch) + ": " + st.error().message);
     }
-    const std::string from = ctx.root.host_path(src->path).string();
-    const auto unpack = src->is_dir ? run({"cp", "-a", from + "/.", scratch.string()}, std::chrono::minutes(2))
-                                    : run(lifecycle::unpack_argv(from, scratch.string()), std::chrono::minutes(2));
+    const std::string from = ctx.root.host_path(src->path).string(), into = ctx.root.host_path(kScratch).string();
+    const auto unpack = src->is_dir ? run({"cp", "-a", from + "/.", into}, std::chrono::minutes(2))
+                                    : run(lifecycle::unpack_argv(from, into), std::chrono::minutes(2));
     if (!unpack.success()) { return fail("unpacking " + src->path + ": " + unpack.describe() + ": " + unpack.err); }
-    if (auto st = lifecycle::strip_setid(scratch); !st) {
+    if (auto st = ctx.root.strip_setid(kScratch); !st) {
       return fail("unpacking " + src->path + ": " + st.error().message);
     }
     // A release tarball has one top directory (gdrcopy-2.6/); a source directory is the top itself.
-    fs::path top = scratch;
-    if (!fs::exists(top / "src/gdrapi.c")) {
-      for (const auto& e : fs::directory_iterator(scratch, ec)) {
-        if (fs::exists(e.path() / "src/gdrapi.c")) { top = e.path(); }
+    std::string top = kScratch;
+    if (!ctx.root.exists(sys::join(top, "src/gdrapi.c"))) {
+      for (const auto& name : ctx.root.list_dir(kScratch)) {
+        if (ctx.root.exists(sys::join(kScratch, name, "src/gdrapi.c"))) { top = sys::join(kScratch, name); }
       }
     }
-    if (!fs::exists(top / "src/gdrapi.c")) {
+    if (!ctx.root.exists(sys::join(top, "src/gdrapi.c"))) {
       return fail("the gdrcopy source " + src->path + " has no src/gdrapi.c: is it gdrcopy's release tarball?");
     }
-    const auto made = run({"make", "-C", top.string(), "lib"}, std::chrono::minutes(5));
+    const auto made = run({"make", "-C", ctx.root.host_path(top).string(), "lib"}, std::chrono::minutes(5));
     if (!made.success()) {
       const std::string out = made.out + made.err;
-      return fail("make lib " + made.describe() + " in " + top.string() + ": " +
+      return fail("make lib " + made.describe() + " in " + top + ": " +
                   out.substr(out.size() > 600 ? out.size() - 600 : 0));
     }
-    fs::path built;
-    for (const auto& e : fs::directory_iterator(top / "src", ec)) {
-      const std::string n = e.path().filename().string();
-      if (n.rfind("libgdrapi.so.2.", 0) == 0 && e.is_regular_file() && !e.is_symlink()) { built = e.path(); }
+    std::string built;  // in-root path of the one libgdrapi.so.2.<minor> make wrote
+    for (const auto& name : ctx.root.list_dir(sys::join(top, "src"))) {
+      const std::string path = sys::join(top, "src", name);
+      const auto info = ctx.root.lstat(path);
+      if (name.rfind("libgdrapi.so.2.", 0) == 0 && info && info->type == sys::FileType::regular) { built = path; }
     }
-    if (built.empty()) {
-      return fail("make lib exited 0 but left no libgdrapi.so.2.<minor> in " + (top / "src").string());
+    if (built.empty()) { return fail("make lib exited 0 but left no libgdrapi.so.2.<minor> in " + top + "/src"); }
+    std::string bytes;
+    if (auto st = ctx.root.read_stream(built, 64 << 20, "a built libgdrapi",
+                                       [&](std::span<const char> c) { bytes.append(c.data(), c.size()); });
+        !st) {
+      return fail(st.error().message);
     }
-    std::ifstream in(built, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) { return fail("reading " + built.string()); }
     if (bytes.size() < 4 || bytes.compare(0, 4,
                                           "\x7f"
                                           "ELF") != 0) {
-      return fail(built.string() + " is not an ELF shared object");
+      return fail(built + " is not an ELF shared object");
     }
+    const std::string built_name = built.substr(built.rfind('/') + 1);
     if (auto st = ctx.root.make_dirs(gdrcopy::library_dir(g)); !st) { return fail(st.error().message); }
     // The library first, then the record of its source: an interrupted apply builds again.
     if (auto st = ctx.root.write_file_atomic(gdrcopy::library_path(g), bytes, fs::perms(0755)); !st) {
@@ -124,13 +124,13 @@ class GdrcopyLibrary final : public Action {
     if (auto st = ctx.root.write_file_atomic(gdrcopy::library_identity_path(g), src->sha256 + "\n"); !st) {
       return fail(st.error().message);
     }
-    fs::remove_all(scratch, ec);
+    (void)ctx.root.remove_tree(kScratch);
     if (const auto left = work(g, ctx.root)) { return fail("after the build, " + *left); }
     r.outcome = StepOutcome::changed;
     r.writes = ctx.root.write_count() - writes0 + commands;
-    r.after = {{"library", r.subject}, {"built_from", built.filename().string()}, {"source_sha256", src->sha256}};
-    r.message = "libgdrapi " + g.version + " built from " + src->path + " (" + built.filename().string() +
-                ") and placed as " + r.subject;
+    r.after = {{"library", r.subject}, {"built_from", built_name}, {"source_sha256", src->sha256}};
+    r.message =
+        "libgdrapi " + g.version + " built from " + src->path + " (" + built_name + ") and placed as " + r.subject;
     log(r.message);
     return {r};
   }

@@ -27,7 +27,10 @@ class [[nodiscard]] Result {
   T& value() & { return std::get<0>(v_); }
   T&& value() && { return std::get<0>(std::move(v_)); }
   const T& operator*() const& { return value(); }
+  T& operator*() & { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   const T* operator->() const { return &value(); }
+  T* operator->() { return &value(); }
   const Error& error() const { return std::get<1>(v_); }
   T value_or(T fallback) const { return ok() ? value() : std::move(fallback); }
   Result context(const std::string& c) const { return ok() ? *this : Result(error().with_context(c)); }

@@ -1,17 +1,10 @@
 #include "lifecycle/artifact.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "core/grammar.hpp"
@@ -38,33 +31,14 @@ std::string safe_name(std::string s) {
   return s.empty() ? "artifact" : s;
 }
 
-// Opened without following a link and without blocking (a FIFO swapped in after a check would
-// block an open for ever), then judged on the descriptor: a regular file of at most
-// kMaxArtifactBytes, read to its end.
-Result<std::string> hash_host_file(const fs::path& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) { return Error{"cannot open " + p.string() + ": " + std::strerror(errno), errno}; }
-  struct Close {
-    int fd;
-    ~Close() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) { return Error{"cannot stat " + p.string() + ": " + std::strerror(errno), errno}; }
-  if (!S_ISREG(st.st_mode)) { return Error{p.string() + " is not a regular file: refusing to read it"}; }
-  if (static_cast<std::uint64_t>(st.st_size) > kMaxArtifactBytes) {
-    return Error{p.string() + " is " + std::to_string(st.st_size) + " bytes; a file artifact is at most 8 GiB"};
-  }
+// A file's digest, read through SysRoot::read_stream: never blocked by a FIFO swapped in after a
+// check, at most kMaxArtifactBytes.
+Result<std::string> hash_file(const sys::SysRoot& root, std::string_view path) {
   nvidia::Sha256 h;
-  std::vector<char> buf(1 << 16);
-  std::uint64_t total = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) { continue; }
-    if (n < 0) { return Error{"reading " + p.string() + ": " + std::strerror(errno), errno}; }
-    if (n == 0) { break; }
-    total += static_cast<std::uint64_t>(n);
-    if (total > kMaxArtifactBytes) { return Error{p.string() + " grew past 8 GiB while it was read"}; }
-    h.update(buf.data(), static_cast<std::size_t>(n));
+  if (auto st = root.read_stream(path, kMaxArtifactBytes, "a file artifact",
+                                 [&](std::span<const char> c) { h.update(c.data(), c.size()); });
+      !st) {
+    return st.error();
   }
   return h.hex();
 }
@@ -121,25 +95,16 @@ Result<Fetched> check_path(const sys::SysRoot& root, const std::string& named, c
   if (auto st = root.make_dirs(sys::join(kArtifactDir, "local")); !st) {
     return st.error().with_context(std::string(label));
   }
-  std::error_code ec;
-  fs::remove_all(root.host_path(part), ec);
-  if (f.is_dir) {
-    if (auto st = copy_tree(root.host_path(path), root.host_path(part)); !st) {
-      return st.error().with_context(std::string(label));
-    }
-  } else {
-    fs::copy_file(root.host_path(path), root.host_path(part), fs::copy_options::overwrite_existing, ec);
-    if (ec) {
-      return Error{std::string(label) + ": copying " + path + " to " + part + ": " + ec.message(), ec.value()};
-    }
+  (void)root.remove_tree(part);
+  if (auto st = f.is_dir ? root.copy_tree(path, part) : root.copy_file(path, part); !st) {
+    return st.error().with_context(std::string(label));
   }
   auto h = f.is_dir ? sha256_tree(root, part) : sha256_file(root, part);
-  if (!h || *h != a.sha256) { fs::remove_all(root.host_path(part), ec); }
+  if (!h || *h != a.sha256) { (void)root.remove_tree(part); }
   if (!h) { return h.error().with_context(std::string(label)); }
   if (*h != a.sha256) { return mismatch(label, path, a.sha256, *h); }
-  fs::remove_all(root.host_path(dest), ec);
-  fs::rename(root.host_path(part), root.host_path(dest), ec);
-  if (ec) { return Error{std::string(label) + ": renaming " + part + ": " + ec.message(), ec.value()}; }
+  (void)root.remove_tree(dest);
+  if (auto st = root.move(part, dest); !st) { return st.error().with_context(std::string(label)); }
   f.path = dest;
   f.sha256 = *h;
   return f;
@@ -153,8 +118,8 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
   }
   if (auto st = root.make_dirs(kArtifactDir); !st) { return st.error().with_context(std::string(label)); }
   const std::string part = dest + ".part";
-  std::error_code ec;
-  const auto have = fs::exists(root.host_path(part)) ? fs::file_size(root.host_path(part), ec) : 0;
+  const auto part_info = root.lstat(part);
+  const std::uint64_t have = part_info && part_info->type == sys::FileType::regular ? part_info->size : 0;
   const std::string shown = grammar::redact_url(*a.url);
   log("downloading " + shown + " to " + dest + (have ? " (resuming at " + std::to_string(have) + " bytes)" : ""));
   sys::Command cmd;
@@ -205,8 +170,7 @@ Result<Fetched> download(const sys::SysRoot& root, sys::CommandRunner& runner, c
     (void)root.remove_file(part);
     return mismatch(label, shown, a.sha256, *h);
   }
-  fs::rename(root.host_path(part), root.host_path(dest), ec);
-  if (ec) { return Error{std::string(label) + ": renaming " + part + ": " + ec.message(), ec.value()}; }
+  if (auto st = root.move(part, dest); !st) { return st.error().with_context(std::string(label)); }
   return Fetched{dest, false, *h, true};
 }
 
@@ -225,8 +189,7 @@ Result<Fetched> clone(const sys::SysRoot& root, sys::CommandRunner& runner, cons
   const std::string dest = git_checkout_dir(a);
   if (root.is_dir(dest)) {
     if (auto h = sha256_tree(root, dest); h && *h == a.sha256) { return Fetched{dest, true, *h, false}; }
-    std::error_code ec;
-    fs::remove_all(root.host_path(dest), ec);  // ours, and not what the profile wants: start over
+    (void)root.remove_tree(dest);  // ours, and not what the profile wants: start over
   }
   if (auto st = root.make_dirs(sys::join(kArtifactDir, "git")); !st) {
     return st.error().with_context(std::string(label));
@@ -270,9 +233,7 @@ std::string artifact_basename(const Artifact& a) {
   return base;
 }
 
-Result<std::string> sha256_file(const sys::SysRoot& root, std::string_view path) {
-  return hash_host_file(root.host_path(path));
-}
+Result<std::string> sha256_file(const sys::SysRoot& root, std::string_view path) { return hash_file(root, path); }
 
 Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir) {
   auto members = walk_tree(root, dir);
@@ -284,7 +245,7 @@ Result<std::string> tree_listing(const sys::SysRoot& root, std::string_view dir)
       lines.push_back(nvidia::sha256_hex(m.target) + "  " + m.path + "\n");
       continue;
     }
-    auto h = hash_host_file(root.host_path(sys::join(dir, m.path.substr(2))));
+    auto h = hash_file(root, sys::join(dir, m.path.substr(2)));
     if (!h) { return h.error(); }
     lines.push_back(*h + "  " + m.path + "\n");
   }

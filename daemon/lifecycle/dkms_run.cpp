@@ -132,61 +132,12 @@ std::string failure_report(const std::string& what, const sys::CommandResult& r,
   return msg;
 }
 
-Status copy_tree(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::create_directories(to, ec);
-  if (ec) { return Error{"creating " + to.string() + ": " + ec.message(), ec.value()}; }
-  for (const auto& e : fs::directory_iterator(from, ec)) {
-    if (e.path().filename() == ".git") { continue; }
-    fs::copy(e.path(), to / e.path().filename(),
-             fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
-    if (ec) { return Error{"copying " + e.path().string() + ": " + ec.message(), ec.value()}; }
-  }
-  if (ec) { return Error{"listing " + from.string() + ": " + ec.message(), ec.value()}; }
-  return {};
-}
-
 std::vector<std::string> unpack_argv(const std::string& archive, const std::string& dir) {
   return {"tar", "--no-same-owner", "--no-same-permissions", "-xf", archive, "-C", dir};
 }
 
 std::vector<std::string> list_argv(const std::string& archive) {
   return {"tar", "--numeric-owner", "--quoting-style=escape", "-tvf", archive};
-}
-
-Status strip_setid(const fs::path& dir) {
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const auto st = it->symlink_status(ec);
-    if (ec || fs::is_symlink(st)) { continue; }
-    if ((st.permissions() & (fs::perms::set_uid | fs::perms::set_gid)) != fs::perms::none) {
-      fs::permissions(it->path(), fs::perms::set_uid | fs::perms::set_gid, fs::perm_options::remove, ec);
-    }
-    if (ec) { return Error{"clearing the set-id bits of " + it->path().string() + ": " + ec.message(), ec.value()}; }
-  }
-  if (ec) { return Error{"listing " + dir.string() + ": " + ec.message(), ec.value()}; }
-  return {};
-}
-
-Status move_tree(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::rename(from, to, ec);
-  if (!ec) { return {}; }
-  if (ec != std::errc::cross_device_link) {
-    return Error{"moving " + from.string() + " to " + to.string() + ": " + ec.message(), ec.value()};
-  }
-  ec.clear();
-  if (fs::is_directory(fs::symlink_status(from))) {
-    if (auto st = copy_tree(from, to); !st) { return st; }
-  } else {
-    fs::copy(from, to, fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
-    if (ec) { return Error{"copying " + from.string() + " to " + to.string() + ": " + ec.message(), ec.value()}; }
-  }
-  fs::remove_all(from, ec);
-  if (ec) {
-    return Error{"removing " + from.string() + " after copying it to " + to.string() + ": " + ec.message(), ec.value()};
-  }
-  return {};
 }
 
 }  // namespace p2pnode::lifecycle

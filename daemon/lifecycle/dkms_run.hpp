@@ -57,20 +57,11 @@ std::string failure_report(const std::string& what, const sys::CommandResult& r,
                            const std::string& make_log, nlohmann::json& details,
                            const std::string& driver_version = {});
 
-// The tree under `from` into `to` (host paths; .git left out; symlinks kept as links).
-Status copy_tree(const std::filesystem::path& from, const std::filesystem::path& to);
 // tar's argv to unpack `archive` into `dir` as root without the archive's owners or modes
 // (--no-same-owner --no-same-permissions: the umask applies, no set-id bits).
 std::vector<std::string> unpack_argv(const std::string& archive, const std::string& dir);
 // tar's argv to list `archive` with each member's type (`tar -tvf`), names escaped one a line: read
 // by tree_rules.hpp's special_archive_member before anything is unpacked.
 std::vector<std::string> list_argv(const std::string& archive);
-// Clears the set-user-id and set-group-id bits of every file under dir (links are not followed).
-Status strip_setid(const std::filesystem::path& dir);
-
-// Moves a file or tree (host paths): rename, or where `from` and `to` are on different mounts
-// (EXDEV: the units' ProtectSystem=strict makes /usr, /lib/modules and /var/lib each its own bind
-// mount) a copy, then the original removed.
-Status move_tree(const std::filesystem::path& from, const std::filesystem::path& to);
 
 }  // namespace p2pnode::lifecycle

@@ -126,7 +126,7 @@ struct ModuleInstall {
     return r;
   }
 
-  // The loader checked the name and version; the paths that remove_all and move_tree act on are
+  // The loader checked the name and version; the paths that remove_tree and move_tree act on are
   // checked again here, where they are used.
   std::optional<StepResult> refuse_unsafe_paths() {
     if (!grammar::is_dkms_name(t.name) || !grammar::is_dkms_name(t.version) ||
@@ -286,8 +286,7 @@ struct ModuleInstall {
       judged_kernels.insert(judged_kernels.begin(), running_kernel);
     }
     if (auto st = refuse_kernel_own_modules(root, staged.modules, judged_kernels); !st) {
-      std::error_code drop;
-      fs::remove_all(root.host_path(staged.dir), drop);
+      (void)root.remove_tree(staged.dir);
       return finish(StepOutcome::refused, "refused before any build: " + st.error().message +
                                               "; nothing in DKMS, /usr/src or /lib/modules was changed");
     }
@@ -357,8 +356,7 @@ struct ModuleInstall {
     }
     // Per package: gdrdrv's and the NVIDIA module's trial builds may run at once (hook and daemon).
     const std::string scratch = std::string(kStateDir) + "/trial/" + t.dir_name();
-    std::error_code ec;
-    fs::remove_all(root.host_path(scratch), ec);
+    (void)root.remove_tree(scratch);
     (void)root.make_dirs(scratch);
     const std::string k = contains(kernels, running_kernel) ? running_kernel : kernels.front();
     auto progress =
@@ -379,25 +377,24 @@ struct ModuleInstall {
       }
       const std::string msg =
           failure_report("trial build of the changed source for " + k, tr, root, kept, r.after, t.version);
-      fs::remove_all(root.host_path(scratch), ec);
+      (void)root.remove_tree(scratch);
       return finish(StepOutcome::failed, msg + "; the installed " + subject + " was left in place");
     }
-    fs::remove_all(root.host_path(scratch), ec);
+    (void)root.remove_tree(scratch);
     return std::nullopt;
   }
 
   // Swap the source: the previous tree is kept beside the state until the install succeeded.
   std::optional<StepResult> swap_source() {
-    std::error_code ec;
-    fs::remove_all(root.host_path(prev), ec);
+    (void)root.remove_tree(prev);
     if (root.exists(t.src_dir)) {
       (void)root.make_dirs(std::string(kStateDir) + "/prev");
-      if (auto st = move_tree(root.host_path(t.src_dir), root.host_path(prev)); !st) {
+      if (auto st = root.move_tree(t.src_dir, prev); !st) {
         return finish(StepOutcome::failed, "moving the old " + t.src_dir + " aside: " + st.error().message);
       }
     }
     (void)root.make_dirs("/usr/src");
-    if (auto st = move_tree(root.host_path(staged.dir), root.host_path(t.src_dir)); !st) {
+    if (auto st = root.move_tree(staged.dir, t.src_dir); !st) {
       return finish(StepOutcome::failed, "placing the source in " + t.src_dir + ": " + st.error().message);
     }
     log("source placed in " + t.src_dir);
@@ -450,8 +447,7 @@ struct ModuleInstall {
           (fail_msg.empty() ? "" : "; ") + failure_report("build for " + k, br, root, log_path, r.after, t.version);
       return;
     }
-    std::error_code ec;
-    fs::remove_all(root.host_path(kept.substr(0, kept.rfind('/'))), ec);
+    (void)root.remove_tree(kept.substr(0, kept.rfind('/')));
     auto ir = run.run("dkms install " + k, {"dkms", "install", "-m", t.name, "-v", t.version, "-k", k, "--force"},
                       std::chrono::minutes(30), true);
     if (!ir.success()) {
@@ -510,7 +506,7 @@ struct ModuleInstall {
     for (const auto& s : stale) {
       const std::string aside = std::string(kStateDir) + "/aside" + s;
       (void)root.make_dirs(aside.substr(0, aside.rfind('/')));
-      if (auto st = move_tree(root.host_path(s), root.host_path(aside)); !st) {
+      if (auto st = root.move_tree(s, aside); !st) {
         note += "; could not move " + s + " aside: " + st.error().message;
       } else {
         log("moved stale " + s + " to " + aside);
@@ -571,9 +567,8 @@ struct ModuleInstall {
         run.run("dkms remove " + subject, {"dkms", "remove", "-m", t.name, "-v", t.version, "--all"},
                 std::chrono::minutes(10), true);
       }
-      std::error_code ec;
-      fs::remove_all(root.host_path(t.src_dir), ec);
-      if (root.exists(prev)) { (void)move_tree(root.host_path(prev), root.host_path(t.src_dir)); }
+      (void)root.remove_tree(t.src_dir);
+      if (root.exists(prev)) { (void)root.move_tree(prev, t.src_dir); }
       (void)root.remove_file(t.stamp);
       kept_msg = "; nothing was installed: DKMS and /usr/src were put back as they were";
     } else if (verified.empty()) {
@@ -591,8 +586,7 @@ struct ModuleInstall {
 
   // Installed for every kernel: the previous source goes, and a running kernel without it is named.
   StepResult report_installed() {
-    std::error_code ec;
-    fs::remove_all(root.host_path(prev), ec);
+    (void)root.remove_tree(prev);
     std::string after_reboot;
     if (!contains(verified, running_kernel) && !verified.empty()) {
       const std::string k = contains(verified, boot.kernel) ? boot.kernel : verified.front();

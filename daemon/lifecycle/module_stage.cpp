@@ -37,18 +37,16 @@ Status unpack_source(const sys::SysRoot& root, sys::CommandRunner& runner, const
   tar.timeout = std::chrono::minutes(10);
   const auto r = runner.run(tar);
   if (!r.success()) { return Error{"unpacking " + archive + ": tar " + r.describe() + ": " + r.err, r.exit_code}; }
-  if (auto st = strip_setid(root.host_path(dir)); !st) { return st.error().with_context("unpacking " + archive); }
+  if (auto st = root.strip_setid(dir); !st) { return st.error().with_context("unpacking " + archive); }
   const auto top = root.list_dir(dir);
   const auto inner_info = top.size() == 1 ? root.lstat(sys::join(dir, top[0])) : Result<sys::FileInfo>(sys::FileInfo{});
   if (inner_info && inner_info->type == sys::FileType::directory) {
-    std::error_code ec;
-    const fs::path inner = root.host_path(sys::join(dir, top[0]));
-    const fs::path tmp = root.host_path(dir + ".unpack");
-    fs::remove_all(tmp, ec);
-    fs::rename(inner, tmp, ec);
-    if (!ec) { fs::remove_all(root.host_path(dir), ec); }
-    if (!ec) { fs::rename(tmp, root.host_path(dir), ec); }
-    if (ec) { return Error{"flattening " + dir + ": " + ec.message(), ec.value()}; }
+    const std::string tmp = dir + ".unpack";
+    (void)root.remove_tree(tmp);
+    Status st = root.move(sys::join(dir, top[0]), tmp);
+    if (st) { st = root.remove_tree(dir); }
+    if (st) { st = root.move(tmp, dir); }
+    if (!st) { return st.error().with_context("flattening " + dir); }
   }
   return {};
 }
@@ -72,11 +70,10 @@ Status check_staged_tree(const sys::SysRoot& root, const std::string& dir, bool 
 }
 
 // The profile's patches in the tree's patches/ as 01-<name>.patch, 02-…, in the profile's order
-// (their paths in s.patches); returns those names.
+// (their paths in s.patches); returns those names. On failure the caller empties the staging folder.
 Result<std::vector<std::string>> stage_patch_files(const sys::SysRoot& root, const DriverSpec& d,
                                                    const std::vector<PatchFile>& patches, Staged& s) {
   std::vector<std::string> patch_names;
-  std::error_code ec;
   if (auto st = root.make_dirs(sys::join(s.dir, "patches")); !st) { return st.error(); }
   for (std::size_t i = 0; i < patches.size(); ++i) {
     patch_names.push_back(patch_name(i, d.kernel_module->patches[i]));
@@ -85,17 +82,13 @@ Result<std::vector<std::string>> stage_patch_files(const sys::SysRoot& root, con
     // The tree's own file of that name (a link among them) is replaced, never written through; a
     // refused tree leaves nothing behind in the staging folder.
     if (root.exists(to)) {
-      if (auto st = root.remove_file(to); !st) {
-        fs::remove_all(root.host_path(s.dir), ec);
-        return st.error();
-      }
+      if (auto st = root.remove_file(to); !st) { return st.error(); }
     }
     if (patches[i].from.empty()) {
       if (auto st = root.write_file_atomic(to, patches[i].text); !st) { return st.error(); }
       continue;
     }
-    fs::copy_file(root.host_path(patches[i].from), root.host_path(to), fs::copy_options::overwrite_existing, ec);
-    if (ec) { return Error{"copying patch " + patches[i].from + ": " + ec.message(), ec.value()}; }
+    if (auto st = root.copy_file(patches[i].from, to); !st) { return st.error().with_context("copying a patch"); }
   }
   return patch_names;
 }
@@ -179,16 +172,15 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
   Staged s;
   const std::string stage_parent = std::string(kStateDir) + "/stage";
   s.dir = sys::join(stage_parent, t.dir_name());
-  std::error_code ec;
-  fs::remove_all(root.host_path(s.dir), ec);
+  (void)root.remove_tree(s.dir);
   if (auto st = root.make_dirs(s.dir); !st) { return st.error(); }
-  // A refused tree leaves nothing behind in the staging folder.
+  // A refused tree leaves nothing behind in the staging folder, whichever step refused it.
   auto refuse = [&](const Error& e) {
-    fs::remove_all(root.host_path(s.dir), ec);
+    (void)root.remove_tree(s.dir);
     return e;
   };
   if (src.is_dir) {
-    if (auto st = copy_tree(root.host_path(src.path), root.host_path(s.dir)); !st) { return refuse(st.error()); }
+    if (auto st = root.copy_tree(src.path, s.dir); !st) { return refuse(st.error()); }
   } else if (auto st = unpack_source(root, runner, src.path, s.dir); !st) {
     return refuse(st.error());
   }
@@ -199,23 +191,23 @@ Result<Staged> stage(const sys::SysRoot& root, sys::CommandRunner& runner, const
   std::vector<std::string> patch_names, patch_match;
   if (!patches.empty()) {
     auto names = stage_patch_files(root, d, patches, s);
-    if (!names) { return names.error(); }
+    if (!names) { return refuse(names.error()); }
     patch_names = std::move(names.value());
     for (const auto& p : patches) { patch_match.push_back(p.match); }
   }
   auto conf = s.kind == dkms::TreeKind::nvidia_open ? stage_conf_nvidia_open(root, d, t, patches, patch_names, s)
               : s.kind == dkms::TreeKind::gdrdrv    ? stage_conf_gdrdrv(root, d, t, against, s)
                                                     : Result<dkms::Conf>(stage_conf_kbuild(root, t, patch_names, s));
-  if (!conf) { return conf.error(); }
+  if (!conf) { return refuse(conf.error()); }
   conf.value().patch_match = patch_match;
   if (s.modules.empty()) {
-    return Error{
-        "the source tree builds no module that p2pnode can name (no kernel-open/nvidia, no obj-m in "
-        "Makefile/Kbuild)"};
+    return refuse(
+        Error{"the source tree builds no module that p2pnode can name (no kernel-open/nvidia, no obj-m in "
+              "Makefile/Kbuild)"});
   }
-  if (auto why = dkms::unsafe_value(*conf)) { return Error{"writing " + s.dir + "/dkms.conf: " + *why}; }
+  if (auto why = dkms::unsafe_value(*conf)) { return refuse(Error{"writing " + s.dir + "/dkms.conf: " + *why}); }
   s.conf_text = dkms::render(*conf);
-  if (auto st = root.write_file_atomic(sys::join(s.dir, "dkms.conf"), s.conf_text); !st) { return st.error(); }
+  if (auto st = root.write_file_atomic(sys::join(s.dir, "dkms.conf"), s.conf_text); !st) { return refuse(st.error()); }
   return s;
 }
 

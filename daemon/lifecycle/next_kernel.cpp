@@ -189,8 +189,7 @@ Result<std::pair<std::string, std::string>> fetch_kernel_headers(const sys::SysR
   for (const auto& d : parse_apt_depends(deps.out)) {
     if (d.rfind("linux-headers-", 0) == 0 || d.rfind("linux-kbuild-", 0) == 0) { want.push_back(d + "=" + version); }
   }
-  std::error_code ec;
-  fs::remove_all(root.host_path(dir), ec);
+  (void)root.remove_tree(dir);
   if (auto st = root.make_dirs(sys::join(dir, "debs")); !st) { return st.error(); }
   // apt-get download writes into the working directory only: no install, no apt or dpkg state touched.
   sys::Command c;
@@ -202,15 +201,14 @@ Result<std::pair<std::string, std::string>> fetch_kernel_headers(const sys::SysR
   const auto dl = runner.run(c);
   if (!dl.success()) { return Error{c.display() + " " + dl.describe() + ": " + trim(dl.err)}; }
   const std::string tmp = unpacked + ".tmp";
-  for (const auto& e : fs::directory_iterator(root.host_path(sys::join(dir, "debs")), ec)) {
-    if (e.path().extension() != ".deb") { continue; }
-    auto x = run.quiet({"dpkg-deb", "-x", e.path().string(), root.host_path(tmp).string()}, std::chrono::minutes(5));
-    if (!x.success()) {
-      return Error{"dpkg-deb -x " + e.path().filename().string() + " " + x.describe() + ": " + trim(x.err)};
-    }
+  for (const auto& name : root.list_dir(sys::join(dir, "debs"))) {
+    if (!name.ends_with(".deb")) { continue; }
+    auto x = run.quiet(
+        {"dpkg-deb", "-x", root.host_path(sys::join(dir, "debs", name)).string(), root.host_path(tmp).string()},
+        std::chrono::minutes(5));
+    if (!x.success()) { return Error{"dpkg-deb -x " + name + " " + x.describe() + ": " + trim(x.err)}; }
   }
-  fs::rename(root.host_path(tmp), root.host_path(unpacked), ec);
-  if (ec) { return Error{"unpacking the headers into " + unpacked + ": " + ec.message()}; }
+  if (auto st = root.move(tmp, unpacked); !st) { return st.error().with_context("unpacking the headers"); }
   if (!root.exists(sys::join(build, "Makefile"))) {
     return Error{"the downloaded packages hold no " + build + "/Makefile (not a headers package of " + release + "?)"};
   }
@@ -346,16 +344,15 @@ Result<KernelVerdict> judge_kernel(const sys::SysRoot& root, sys::CommandRunner&
   }
   const std::string dir = sys::join(std::string(kKernelCacheDir), release);
   const std::string scratch = sys::join(dir, "build-" + t.dir_name());
-  std::error_code ec;
-  fs::remove_all(root.host_path(scratch), ec);
-  if (auto st = copy_tree(root.host_path(t.src_dir), root.host_path(scratch)); !st) {
+  (void)root.remove_tree(scratch);
+  if (auto st = root.copy_tree(t.src_dir, scratch); !st) {
     return Error{"copying " + t.src_dir + ": " + st.error().message};
   }
   v.make_log = sys::join(dir, "make-" + t.dir_name() + ".log");
   auto finish = [&](bool keeps, std::string summary) {
     v.keeps_p2p = keeps;
     v.summary = std::move(summary);
-    fs::remove_all(root.host_path(scratch), ec);
+    (void)root.remove_tree(scratch);
     return v;
   };
   const auto refusal = apply_next_kernel_patches(root, runner, *conf, release, scratch, v.patches_applied);

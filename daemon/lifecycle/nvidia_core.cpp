@@ -76,12 +76,11 @@ std::optional<json> cached(const sys::SysRoot& root, const std::string& dir, con
 
 Status place(const sys::SysRoot& root, const std::string& cache, const Staged& s) {
   for (const auto& o : nvidia::kCoreObjects) {
-    std::error_code ec;
-    const auto to = root.host_path(sys::join(s.dir, std::string(o.binary)));
-    fs::remove(to, ec);  // a symlink left by an earlier `make modules` in the tree
-    fs::copy_file(root.host_path(sys::join(cache, std::string(o.object))), to, fs::copy_options::overwrite_existing,
-                  ec);
-    if (ec) { return Error{"placing " + std::string(o.binary) + ": " + ec.message(), ec.value()}; }
+    // copy_file replaces a symlink left by an earlier `make modules` in the tree.
+    if (auto st = root.copy_file(sys::join(cache, std::string(o.object)), sys::join(s.dir, std::string(o.binary)));
+        !st) {
+      return st.error().with_context("placing " + std::string(o.binary));
+    }
   }
   return {};
 }
@@ -89,34 +88,34 @@ Status place(const sys::SysRoot& root, const std::string& cache, const Staged& s
 // Keeps the newest kCoreCacheKeep cores (and `keep`), by the time each was last used. A ".<key>.<pid>.tmp"
 // directory is another build's work in progress: left alone unless a day old (a build that died).
 void prune(const sys::SysRoot& root, const std::string& keep) {
-  std::vector<std::pair<fs::file_time_type, fs::path>> dirs;
-  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, std::string>> dirs;
   const auto day_ago = fs::file_time_type::clock::now() - std::chrono::hours(24);
-  for (const auto& e : fs::directory_iterator(root.host_path(kCoreCacheDir), ec)) {
-    if (!e.is_directory(ec) || e.path().filename() == keep) { continue; }
-    const auto used = fs::last_write_time(e.path(), ec);
-    if (e.path().filename().string().front() == '.') {
-      if (used < day_ago) { fs::remove_all(e.path(), ec); }
+  for (const auto& name : root.list_dir(kCoreCacheDir)) {
+    const std::string path = sys::join(std::string(kCoreCacheDir), name);
+    auto info = root.lstat(path);
+    if (!info || info->type != sys::FileType::directory || name == keep) { continue; }
+    if (name.front() == '.') {
+      if (info->modified < day_ago) { (void)root.remove_tree(path); }
       continue;
     }
-    dirs.emplace_back(used, e.path());
+    dirs.emplace_back(info->modified, path);
   }
   std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (std::size_t i = kCoreCacheKeep > 0 ? kCoreCacheKeep - 1 : 0; i < dirs.size(); ++i) {
-    fs::remove_all(dirs[i].second, ec);
+    (void)root.remove_tree(dirs[i].second);
   }
 }
 
 // The one object NVIDIA's Makefile wrote under <dir>/_out/<os>_<arch>/.
-Result<fs::path> built_object(const fs::path& dir, std::string_view object) {
-  std::vector<fs::path> found;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir / "_out", ec)) {
-    if (fs::is_regular_file(e.path() / object, ec)) { found.push_back(e.path() / object); }
+Result<std::string> built_object(const sys::SysRoot& root, const std::string& dir, std::string_view object) {
+  std::vector<std::string> found;
+  const std::string out = sys::join(dir, "_out");
+  for (const auto& name : root.list_dir(out)) {
+    const std::string path = sys::join(out, name, std::string(object));
+    if (auto info = root.lstat(path); info && info->type == sys::FileType::regular) { found.push_back(path); }
   }
   if (found.size() != 1) {
-    return Error{"expected one " + std::string(object) + " under " + (dir / "_out").string() + ", found " +
-                 std::to_string(found.size())};
+    return Error{"expected one " + std::string(object) + " under " + out + ", found " + std::to_string(found.size())};
   }
   return found.front();
 }
@@ -126,16 +125,16 @@ Result<fs::path> built_object(const fs::path& dir, std::string_view object) {
 namespace {
 // The scratch copy of the staged tree and core-build/ once it is empty.
 void drop_core_scratch(const sys::SysRoot& root, const std::string& dir) {
-  std::error_code ec;
-  fs::remove_all(root.host_path(dir), ec);
-  fs::remove(root.host_path(dir.substr(0, dir.rfind('/'))), ec);
+  (void)root.remove_tree(dir);
+  const std::string parent = dir.substr(0, dir.rfind('/'));
+  if (root.is_dir(parent) && root.list_dir(parent).empty()) { (void)root.remove_tree(parent); }
 }
 
 // The staged tree copied to `scratch` with the patches that touch the core applied: the staged tree
 // stays as DKMS will take it. On failure the copy is gone.
 Status core_scratch_copy(const sys::SysRoot& root, Runner& run, const Staged& s, const std::string& scratch) {
   drop_core_scratch(root, scratch);
-  if (auto st = copy_tree(root.host_path(s.dir), root.host_path(scratch)); !st) {
+  if (auto st = root.copy_tree(s.dir, scratch); !st) {
     drop_core_scratch(root, scratch);
     return st.error();
   }
@@ -158,9 +157,14 @@ Status core_scratch_copy(const sys::SysRoot& root, Runner& run, const Staged& s,
 // the scratch copy and `tmp` are gone and the error names the first compiler error and the log.
 Result<json> build_core_objects(const sys::SysRoot& root, Runner& run, const std::string& scratch,
                                 const std::string& tmp, const std::string& log_path) {
-  std::error_code ec;
   (void)root.make_dirs(log_path.substr(0, log_path.rfind('/')));
-  std::ofstream log_file(root.host_path(log_path), std::ios::trunc);
+  auto opened = root.open_log(log_path);
+  if (!opened) {
+    drop_core_scratch(root, scratch);
+    (void)root.remove_tree(tmp);
+    return opened.error().with_context("building the core");
+  }
+  std::ofstream log_file = std::move(opened).value();
   const auto jobs = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
   json objects = json::object();
   for (const auto& o : nvidia::kCoreObjects) {
@@ -171,14 +175,14 @@ Result<json> build_core_objects(const sys::SysRoot& root, Runner& run, const std
                 std::chrono::hours(2), true, [&](std::string_view line) { log_file << line << '\n'
                                                                                    << std::flush; });
     progress.reset();
-    auto obj = r.success() ? built_object(root.host_path(sys::join(scratch, std::string(o.dir))), o.object)
-                           : Result<fs::path>(Error{"make " + r.describe()});
-    if (obj) { fs::copy_file(*obj, root.host_path(sys::join(tmp, std::string(o.object))), ec); }
-    if (!obj || ec) {
+    auto obj = r.success() ? built_object(root, sys::join(scratch, std::string(o.dir)), o.object)
+                           : Result<std::string>(Error{"make " + r.describe()});
+    Status copied = obj ? root.copy_file(*obj, sys::join(tmp, std::string(o.object))) : Status(obj.error());
+    if (!copied) {
       drop_core_scratch(root, scratch);
-      fs::remove_all(root.host_path(tmp), ec);
-      std::string msg = "building " + std::string(o.object) + " (" + std::string(o.dir) +
-                        "): " + (obj ? "copying it: " + ec.message() : obj.error().message);
+      (void)root.remove_tree(tmp);
+      std::string msg =
+          "building " + std::string(o.object) + " (" + std::string(o.dir) + "): " + copied.error().message;
       log_file.close();
       if (auto text = root.read_text(log_path, 16 << 20)) {
         if (auto err = dkms::first_compiler_error(*text)) { msg += "; first error: " + *err; }
@@ -195,19 +199,18 @@ Result<json> build_core_objects(const sys::SysRoot& root, Runner& run, const std
 // the same core first wins.
 Status keep_core(const sys::SysRoot& root, const std::string& tmp, const std::string& cache, const std::string& key,
                  const json& info) {
-  std::error_code ec;
   if (auto st = root.write_file_atomic(sys::join(tmp, "core.json"), json_text(info, 2) + "\n"); !st) {
     return st.error();
   }
   if (!cached(root, cache, key)) {
-    fs::remove_all(root.host_path(cache), ec);  // a damaged one
+    (void)root.remove_tree(cache);  // a damaged one
   }
-  fs::rename(root.host_path(tmp), root.host_path(cache), ec);
-  if (ec && cached(root, cache, key)) {  // the other build kept the same core first: use that one
-    fs::remove_all(root.host_path(tmp), ec);
-    ec.clear();
+  Status moved = root.move(tmp, cache);
+  if (!moved && cached(root, cache, key)) {  // the other build kept the same core first: use that one
+    (void)root.remove_tree(tmp);
+    return {};
   }
-  if (ec) { return Error{"keeping the core in " + cache + ": " + ec.message(), ec.value()}; }
+  if (!moved) { return moved.error().with_context("keeping the core"); }
   return {};
 }
 }  // namespace
@@ -219,10 +222,9 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
   CoreProvided out;
   out.key = nvidia::core_key(*in);
   const std::string cache = sys::join(std::string(kCoreCacheDir), out.key);
-  std::error_code ec;
   if (auto j = cached(root, cache, out.key)) {
     if (auto st = place(root, cache, s); !st) { return st.error(); }
-    fs::last_write_time(root.host_path(cache), fs::file_time_type::clock::now(), ec);
+    (void)root.touch(cache);
     out.from_cache = true;
     out.message = "reused from " + cache + " (built " + j->value("built_at", std::string("?")) + " in " +
                   j->value("built_s", std::string("?")) + "): each kernel's build compiles kernel-open/ only";
@@ -236,8 +238,8 @@ Result<CoreProvided> provide_core(const sys::SysRoot& root, Runner& run, const S
   // Another package with the same source may be building the same core: each its own tmp directory.
   const std::string tmp =
       sys::join(std::string(kCoreCacheDir), "." + out.key + "." + std::to_string(::getpid()) + ".tmp");
-  fs::remove_all(root.host_path(tmp), ec);
-  fs::create_directories(root.host_path(tmp), ec);
+  (void)root.remove_tree(tmp);
+  (void)root.make_dirs(tmp);
   auto objects = build_core_objects(root, run, scratch, tmp, log_path);
   if (!objects) { return objects.error(); }
   drop_core_scratch(root, scratch);

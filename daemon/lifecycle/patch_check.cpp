@@ -27,19 +27,17 @@ Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& 
                            const std::string& tree) {
   if (s.patches.empty()) { return {}; }
   const std::string scratch = std::string(kStateDir) + "/patch-check/" + s.dir.substr(s.dir.rfind('/') + 1);
-  const fs::path host = root.host_path(scratch);
-  std::error_code ec;
-  fs::remove_all(host, ec);
-  fs::create_directories(host, ec);
-  if (ec) { return Error{"making " + scratch + ": " + ec.message(), ec.value()}; }
+  (void)root.remove_tree(scratch);
+  if (auto st = root.make_dirs(scratch); !st) { return st.error(); }
   struct Drop {
-    fs::path dir;
+    const sys::SysRoot& root;
+    std::string dir;
     ~Drop() {
-      std::error_code e;
-      fs::remove_all(dir, e);
-      fs::remove(dir.parent_path(), e);  // patch-check/ once empty
+      (void)root.remove_tree(dir);
+      const std::string parent = dir.substr(0, dir.rfind('/'));  // patch-check/ once empty
+      if (root.list_dir(parent).empty()) { (void)root.remove_tree(parent); }
     }
-  } drop{host};
+  } drop{root, scratch};
 
   // The files every patch reads, copied from the staged tree (regular files only; a link is left
   // out, so patch says the tree lacks it, as DKMS's copy would not follow it either).
@@ -50,11 +48,12 @@ Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& 
       if (!inside(rel)) {
         return Error{"patch " + p.substr(p.rfind('/') + 1) + " names " + rel + ", outside the tree"};
       }
-      const fs::path from = root.host_path(sys::join(s.dir, rel));
-      if (!fs::is_regular_file(fs::symlink_status(from, ec)) || fs::exists(host / rel, ec)) { continue; }
-      fs::create_directories((host / rel).parent_path(), ec);
-      fs::copy_file(from, host / rel, ec);
-      if (ec) { return Error{"copying " + rel + " to " + scratch + ": " + ec.message(), ec.value()}; }
+      const std::string from = sys::join(s.dir, rel), to = sys::join(scratch, rel);
+      const auto info = root.lstat(from);
+      if (!info || info->type != sys::FileType::regular || root.exists(to)) { continue; }
+      Status st = root.make_dirs(to.substr(0, to.rfind('/')));
+      if (st) { st = root.copy_file(from, to); }
+      if (!st) { return st.error(); }
     }
   }
   int fuzzed = 0;
@@ -62,12 +61,13 @@ Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& 
     const std::string& p = s.patches[i];
     const std::string name = p.substr(p.rfind('/') + 1);
     const bool strict = i >= listed.size() || !listed[i].builtin;
-    const fs::path rej = host / ".rejects";
-    fs::remove(rej, ec);
-    std::vector<std::string> argv{"patch", "-p1",       "--batch", "--forward", "--no-backup-if-mismatch",
-                                  "-r",    rej.string()};
+    const std::string rej = scratch + "/.rejects";
+    if (root.exists(rej)) { (void)root.remove_file(rej); }
+    std::vector<std::string> argv{
+        "patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-r", root.host_path(rej).string()};
     if (strict) { argv.push_back("--fuzz=0"); }
-    for (const auto& a : {std::string("-d"), host.string(), std::string("-i"), root.host_path(p).string()}) {
+    for (const auto& a :
+         {std::string("-d"), root.host_path(scratch).string(), std::string("-i"), root.host_path(p).string()}) {
       argv.push_back(a);
     }
     const auto r = run.quiet(std::move(argv), std::chrono::minutes(5));

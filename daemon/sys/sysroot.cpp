@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <system_error>
@@ -195,6 +196,9 @@ Result<FileInfo> SysRoot::lstat(std::string_view path) const {
   }
   FileInfo info;
   info.size = static_cast<std::uint64_t>(st.st_size);
+  info.modified = std::filesystem::file_time_type::clock::from_sys(
+      std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec))));
   switch (st.st_mode & S_IFMT) {
     case S_IFREG:
       info.type = FileType::regular;

@@ -4,6 +4,8 @@
 // the VM harness a real kernel. Paths given to it are absolute *inside* the root.
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,7 +19,8 @@ namespace p2pnode::sys {
 enum class FileType { missing, regular, directory, symlink, character_device, block_device, fifo, socket, unknown };
 struct FileInfo {
   FileType type = FileType::missing;
-  std::uint64_t size = 0;  // st_size: a file's bytes, a link's target length
+  std::uint64_t size = 0;                      // st_size: a file's bytes, a link's target length
+  std::filesystem::file_time_type modified{};  // st_mtime
 };
 // "a regular file", "a character device", "a FIFO", … for messages.
 std::string_view describe(FileType t);
@@ -49,6 +52,11 @@ class SysRoot {
   // The path itself, a link not followed (lstat); type missing when it does not exist, an error
   // when it cannot be told (a component not searchable).
   Result<FileInfo> lstat(std::string_view path) const;
+  // A regular file read to its end in chunks (a digest of a large artifact): opened without
+  // following a link or blocking (a FIFO never hangs it), judged on the descriptor, refused above
+  // max_bytes ("<path> is N bytes; <what> is at most 8 GiB"), and refused if it grows past that.
+  Status read_stream(std::string_view path, std::uint64_t max_bytes, std::string_view what,
+                     const std::function<void(std::span<const char>)>& chunk) const;
   // Entry names of a directory, sorted; empty when it does not exist.
   std::vector<std::string> list_dir(std::string_view path) const;
 
@@ -64,6 +72,23 @@ class SysRoot {
   Status remove_file(std::string_view path) const;
   // rename(2) inside the root: one entry moved, never copied (both paths on the root's filesystem).
   Status move(std::string_view from, std::string_view to) const;
+
+  // ---- trees (sysroot_tree.cpp; each call that changes something counted once) ----
+  // A file or a whole tree removed; nothing to do, and nothing counted, when it is missing.
+  Status remove_tree(std::string_view path) const;
+  // The tree under `from` into `to` (created): .git left out, links copied as links, files overwritten.
+  Status copy_tree(std::string_view from, std::string_view to) const;
+  // One file copied over whatever `to` was (a link there is replaced, not followed).
+  Status copy_file(std::string_view from, std::string_view to) const;
+  // rename(2), or where the two are on different mounts (EXDEV: the units' ProtectSystem=strict makes
+  // /usr, /lib/modules and /var/lib each its own bind mount) a copy, then the original removed.
+  Status move_tree(std::string_view from, std::string_view to) const;
+  // Clears the set-user-id and set-group-id bits of every file under `dir` (links not followed).
+  Status strip_setid(std::string_view dir) const;
+  // The modification time set to now (a cache entry's last use).
+  Status touch(std::string_view path) const;
+  // A file truncated and opened for a stream of lines (a build log another thread reads as it grows).
+  Result<std::ofstream> open_log(std::string_view path) const;
 
   std::uint64_t write_count() const { return writes_; }
 

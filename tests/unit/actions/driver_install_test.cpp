@@ -107,8 +107,9 @@ TEST(DriverModule, CorruptSha256RefusesAndWritesNothing) {
   EXPECT_EQ(r[0].outcome, StepOutcome::refused);
   EXPECT_NE(r[0].message.find("sha256 mismatch"), std::string::npos) << r[0].message;
   // The good source was copied into p2pnode's own artifact directory before the patch was refused
-  // (its one write); the patch was refused before any copy, and nothing outside that was touched.
-  EXPECT_EQ(r[0].writes, 1u);
+  // (its three writes: the folder made, the copy, the copy renamed into place); the patch was refused
+  // before any copy, and nothing outside that was touched.
+  EXPECT_EQ(r[0].writes, 3u);
   EXPECT_TRUE(root.is_dir("/var/lib/p2pnode/artifacts/local"));
   EXPECT_EQ(root.list_dir("/var/lib/p2pnode/artifacts/local").size(), 1u) << "the source's copy only";
   EXPECT_FALSE(root.exists("/usr/src/p2ptest-1.5"));
