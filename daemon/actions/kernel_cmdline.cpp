@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "actions/platform_fixes.hpp"
+#include "core/iommu_policy.hpp"
 #include "pci/iommu.hpp"
 
 namespace p2pnode::actions {
@@ -68,21 +69,6 @@ std::string edit_grub_default(const std::string& text, const std::string& arg, b
 
 namespace {
 
-bool iommu_ok(const Profile& p, const Inventory& inv) {
-  const IommuMode m = inv.iommu.mode;
-  switch (p.platform.iommu) {
-    case IommuPolicy::any:
-      return true;
-    case IommuPolicy::off:
-      return m == IommuMode::off;
-    case IommuPolicy::passthrough:
-      return m == IommuMode::passthrough;
-    case IommuPolicy::off_or_passthrough:
-      return m == IommuMode::off || m == IommuMode::passthrough;
-  }
-  return true;
-}
-
 bool cmdline_has(const Inventory& inv, const std::string& arg) {
   std::istringstream words(inv.kernel.cmdline);
   std::string w;
@@ -97,7 +83,7 @@ class KernelCmdlineFix final : public Action {
   std::string_view id() const override { return "kernel.cmdline"; }
 
   std::vector<Step> plan(const Profile& p, const Inventory& inv, const sys::SysRoot& root) const override {
-    if (!p.platform.fix_kernel_cmdline || iommu_ok(p, inv)) { return {}; }
+    if (!p.platform.fix_kernel_cmdline || iommu_allowed(p.platform.iommu, inv.iommu.mode)) { return {}; }
     const std::string& arg = *p.platform.fix_kernel_cmdline;
     if (!root.exists("/etc/default/grub")) {
       return {{"kernel.cmdline",

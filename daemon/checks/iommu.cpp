@@ -1,21 +1,9 @@
 #include "checks/check.hpp"
+#include "core/iommu_policy.hpp"
 
 namespace p2pnode::checks {
 
 namespace {
-bool mode_allowed(IommuPolicy p, IommuMode m) {
-  switch (p) {
-    case IommuPolicy::any:
-      return true;
-    case IommuPolicy::off:
-      return m == IommuMode::off;
-    case IommuPolicy::passthrough:
-      return m == IommuMode::passthrough;
-    case IommuPolicy::off_or_passthrough:
-      return m == IommuMode::off || m == IommuMode::passthrough;
-  }
-  return false;
-}
 
 std::string how_to_change(IommuPolicy want, bool amd) {
   const std::string off_arg = amd ? "amd_iommu=off" : "intel_iommu=off";
@@ -44,7 +32,7 @@ std::vector<Finding> check_iommu_mode(const Profile& p, const Inventory& inv) {
     f.summary = "could not tell the IOMMU mode";
     return {f};
   }
-  if (mode_allowed(p.platform.iommu, s.mode)) {
+  if (iommu_allowed(p.platform.iommu, s.mode)) {
     f.summary = std::string("IOMMU is ") + to_string(s.mode);
     return {f};
   }

@@ -94,6 +94,18 @@ void place(const YAML::Node& n, int& line, int& column) {
   column = m.column >= 0 ? m.column + 1 : 0;
 }
 
+// A duration field of `m` between lo and hi ("expected <range>" otherwise) into dest.
+void duration_within(MapReader& m, const char* key, std::chrono::milliseconds lo, std::chrono::milliseconds hi,
+                     const char* range, std::chrono::milliseconds& dest) {
+  if (auto v = m.duration(key)) {
+    if (*v < lo || *v > hi) {
+      m.diag().add(m.get(key), m.child_path(key), std::string("expected ") + range);
+    } else {
+      dest = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
+    }
+  }
+}
+
 void read_tls(MapReader& root, DaemonConfig& c) {
   auto t = root.map("tls", {"cert_file", "key_file"});
   if (!t) { return; }
@@ -125,21 +137,12 @@ void read_health(MapReader& root, DaemonConfig& c) {
   if (!h) { return; }
   if (auto v = h->boolean("enabled")) { c.health.enabled = *v; }
   if (auto v = h->boolean("nvlink")) { c.health.nvlink = *v; }
-  auto within = [&](const char* key, std::chrono::milliseconds lo, std::chrono::milliseconds hi, const char* range,
-                    std::chrono::milliseconds& dest) {
-    if (auto v = h->duration(key)) {
-      if (*v < lo || *v > hi) {
-        h->diag().add(h->get(key), h->child_path(key), std::string("expected ") + range);
-      } else {
-        dest = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
-      }
-    }
-  };
-  within("interval", std::chrono::seconds(1), std::chrono::hours(1), "1s to 1h", c.health.interval);
-  within("window", std::chrono::seconds(10), std::chrono::hours(24 * 7), "10s to 7d", c.health.window);
-  within("agent_time_limit", std::chrono::milliseconds(500), std::chrono::minutes(1), "500ms to 1m",
-         c.health.agent_time_limit);
-  within("nvlink_interval", std::chrono::seconds(1), std::chrono::hours(1), "1s to 1h", c.health.nvlink_interval);
+  duration_within(*h, "interval", std::chrono::seconds(1), std::chrono::hours(1), "1s to 1h", c.health.interval);
+  duration_within(*h, "window", std::chrono::seconds(10), std::chrono::hours(24 * 7), "10s to 7d", c.health.window);
+  duration_within(*h, "agent_time_limit", std::chrono::milliseconds(500), std::chrono::minutes(1), "500ms to 1m",
+                  c.health.agent_time_limit);
+  duration_within(*h, "nvlink_interval", std::chrono::seconds(1), std::chrono::hours(1), "1s to 1h",
+                  c.health.nvlink_interval);
   if (c.health.window < c.health.interval && h->has("window")) {
     h->diag().add(h->get("window"), h->child_path("window"),
                   "expected at least the interval: a rise is seen by comparing two passes within the window");
@@ -257,13 +260,8 @@ void read_config_http(MapReader& root, DaemonConfig& c) {
       c.http_max_body = *v;
     }
   }
-  if (auto v = h->duration("max_connection_time")) {
-    if (*v < std::chrono::seconds(5) || *v > std::chrono::hours(1)) {
-      h->diag().add(h->get("max_connection_time"), h->child_path("max_connection_time"), "expected 5s to 1h");
-    } else {
-      c.http_max_connection_time = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
-    }
-  }
+  duration_within(*h, "max_connection_time", std::chrono::seconds(5), std::chrono::hours(1), "5s to 1h",
+                  c.http_max_connection_time);
   if (auto v = h->integer("max_connections", 16, 100000)) { c.http_max_connections = static_cast<std::uint64_t>(*v); }
   if (auto v = h->integer("max_connections_per_client", 1, 100000)) {
     c.http_max_connections_per_client = static_cast<std::uint64_t>(*v);
@@ -273,18 +271,10 @@ void read_config_http(MapReader& root, DaemonConfig& c) {
                   "expected at most max_connections (" + std::to_string(c.http_max_connections) +
                       "): one client cannot hold more than all of them");
   }
-  auto seconds = [&](const char* key, std::chrono::milliseconds lo, std::chrono::milliseconds hi, const char* range,
-                     std::chrono::milliseconds& dest) {
-    if (auto v = h->duration(key)) {
-      if (*v < lo || *v > hi) {
-        h->diag().add(h->get(key), h->child_path(key), std::string("expected ") + range);
-      } else {
-        dest = std::chrono::duration_cast<std::chrono::milliseconds>(*v);
-      }
-    }
-  };
-  seconds("request_timeout", std::chrono::seconds(1), std::chrono::minutes(1), "1s to 1m", c.http_request_timeout);
-  seconds("idle_timeout", std::chrono::seconds(1), std::chrono::minutes(10), "1s to 10m", c.http_idle_timeout);
+  duration_within(*h, "request_timeout", std::chrono::seconds(1), std::chrono::minutes(1), "1s to 1m",
+                  c.http_request_timeout);
+  duration_within(*h, "idle_timeout", std::chrono::seconds(1), std::chrono::minutes(10), "1s to 10m",
+                  c.http_idle_timeout);
   if (c.http_request_timeout >= c.http_max_connection_time && h->has("request_timeout")) {
     h->diag().add(h->get("request_timeout"), h->child_path("request_timeout"),
                   "expected less than max_connection_time");

@@ -53,6 +53,17 @@ std::string aer_class(const std::string& severity) {
   if (severity.find("Non-Fatal") != std::string::npos) { return "nonfatal"; }
   return "correctable";  // "Corrected" (before 6.x) or "Correctable"
 }
+// An event of `kind` about the device at `address`, as the record's first line names it.
+KernelEvent kernel_event(const char* kind, const std::string& address, const std::string& line,
+                         std::optional<std::uint64_t> seq, std::optional<std::uint64_t> ts) {
+  KernelEvent ev;
+  ev.kind = kind;
+  ev.bdf = bus_id(address).value_or(address);
+  ev.message = line;
+  ev.seq = seq;
+  ev.ts_us = ts;
+  return ev;
+}
 }  // namespace
 
 std::optional<KernelEvent> KernelLogParser::feed(std::string_view raw) {
@@ -81,13 +92,7 @@ std::optional<KernelEvent> KernelLogParser::feed(std::string_view raw) {
     if (line.empty()) { continue; }
     std::smatch m;
     if (std::regex_search(line, m, gpu_head())) {
-      KernelEvent ev;
-      ev.kind = "fallen_off_bus";
-      ev.bdf = bus_id(m[1].str()).value_or(m[1].str());
-      ev.message = line;
-      ev.seq = seq;
-      ev.ts_us = ts;
-      pending_ = ev;
+      pending_ = kernel_event("fallen_off_bus", m[1].str(), line, seq, ts);
       pending_lines_ = 1;
       driver_record = true;
       continue;
@@ -106,24 +111,13 @@ std::optional<KernelEvent> KernelLogParser::feed(std::string_view raw) {
       continue;
     }
     if (std::regex_search(line, m, older_form())) {
-      KernelEvent ev;
-      ev.kind = "fallen_off_bus";
-      ev.bdf = bus_id(m[1].str()).value_or(m[1].str());
-      ev.message = line;
-      ev.seq = seq;
-      ev.ts_us = ts;
-      done = ev;
+      done = kernel_event("fallen_off_bus", m[1].str(), line, seq, ts);
       continue;
     }
     if (std::regex_search(line, m, bus_error())) {
-      KernelEvent ev;
-      ev.kind = "aer";
-      ev.bdf = bus_id(m[1].str()).value_or(m[1].str());
+      KernelEvent ev = kernel_event("aer", m[1].str(), line, seq, ts);
       ev.aer_class = aer_class(m[2].str());
       ev.detail = m[3].str();
-      ev.message = line;
-      ev.seq = seq;
-      ev.ts_us = ts;
       done = ev;
     }
   }
