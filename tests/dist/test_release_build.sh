@@ -13,10 +13,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
-bin=${1:?usage: test_release_build.sh path/to/p2pnode}
-bin=$(readlink -f "$bin")  # absolute: the script changes directory
-cd "$(dirname "$0")/../.."
-build=$(cd "$(dirname "$bin")/.." && pwd)
+take_binary "${1:-}"
 . tests/dist/release.sh
 require debootstrap chroot
 why=$(debian_root_skip_reason); [ -z "$why" ] || { echo "SKIP: $why"; exit 77; }

@@ -12,7 +12,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
-skip() { echo "SKIP: $*"; exit 77; }
 . tests/dkms/trees.sh
 find_trees "$REPO"
 require make gcc patch

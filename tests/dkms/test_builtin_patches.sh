@@ -13,7 +13,6 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-skip() { echo "SKIP: $*"; exit 77; }
 
 . tests/dkms/trees.sh
 find_trees "$PWD"

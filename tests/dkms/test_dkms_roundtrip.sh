@@ -13,7 +13,6 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
-skip() { echo "SKIP: $*"; exit 77; }
 say() { echo "== $*"; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"

@@ -11,7 +11,6 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
-skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
 . "$(dirname "$0")/../lib/require.sh"
 require dkms jq

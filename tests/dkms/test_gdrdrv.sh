@@ -25,8 +25,6 @@ set -uo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 path/to/p2pnode}")
 cd "$(dirname "$0")/../.."
 REPO=$PWD
-skip() { echo "SKIP: $*"; exit 77; }
-die() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
 require dkms jq modinfo tar xz
 . tests/dkms/trees.sh

@@ -39,13 +39,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
-bin=${1:?usage: test_trees_612.sh path/to/p2pnode}
-bin=$(readlink -f "$bin")  # absolute: the script changes directory
-cd "$(dirname "$0")/../.."
-REPO=$PWD
-build=$(cd "$(dirname "$bin")/.." && pwd)
-skip() { echo "SKIP: $*"; exit 77; }
-die() { echo "FAIL: $*"; exit 1; }
+take_binary "${1:-}"
 . tests/dist/release.sh
 . tests/dkms/trees.sh
 find_trees "$REPO"

@@ -10,6 +10,9 @@
 #                 a loaded machine and too long on an idle one
 #   temp_dir NAME a new directory ${TMPDIR:-/tmp}/p2pnode-NAME.XXXXXX, its path on stdout (the caller
 #                 removes it)
+#   skip WHY      exits 77 (ctest's SKIP_RETURN_CODE) saying why: only for what this machine lacks
+#   take_binary PATH  for a script run as `script.sh path/to/build/daemon/p2pnode`: bin (absolute),
+#                 REPO (the repository, the working directory from then on) and build (the build tree)
 PASSES=0
 FAILS=0
 pass() { echo "ok   $*" | tee -a "${CHECK_LOG:-/dev/null}"; PASSES=$((PASSES + 1)); }
@@ -33,3 +36,11 @@ wait_until() {
   done
 }
 temp_dir() { mktemp -d "${TMPDIR:-/tmp}/p2pnode-${1:-test}.XXXXXX"; }
+skip() { echo "SKIP: $*"; exit 77; }
+take_binary() {
+  bin=${1:?usage: $(basename "$0") path/to/build/daemon/p2pnode}
+  bin=$(readlink -f "$bin")
+  cd "$(dirname "${BASH_SOURCE[1]}")/../.." || die "cannot enter the repository"
+  REPO=$PWD
+  build=$(cd "$(dirname "$bin")/.." && pwd)
+}

@@ -19,13 +19,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 set -uo pipefail
-bin=${1:?usage: test_secureboot_vm.sh path/to/p2pnode}
-bin=$(readlink -f "$bin")  # absolute: the script changes directory
-cd "$(dirname "$0")/../.."
-REPO=$PWD
-build=$(cd "$(dirname "$bin")/.." && pwd)
-skip() { echo "SKIP: $*"; exit 77; }
-die() { echo "FAIL: $*"; exit 1; }
+take_binary "${1:-}"
 . tests/dist/release.sh
 require debootstrap chroot
 why=$(debian_root_skip_reason); [ -z "$why" ] || skip "$why"

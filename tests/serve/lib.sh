@@ -24,7 +24,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-skip() { echo "SKIP: $*"; exit 77; }
 
 # make_node NAME FIXTURE PROFILE...: a root at $WORK/NAME/root with the profiles installed.
 make_node() {
