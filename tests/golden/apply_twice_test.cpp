@@ -26,8 +26,7 @@
 
 namespace fs = std::filesystem;
 using namespace p2pnode;
-using p2pnode::test_files::kSrc;
-using p2pnode::test_files::slurp;
+using namespace p2pnode::test_files;
 
 namespace {
 

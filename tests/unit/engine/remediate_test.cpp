@@ -22,8 +22,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-using p2pnode::test_files::kSrc;
-using p2pnode::test_files::slurp;
+using namespace p2pnode::test_files;
 
 const char* kLadderProfile = R"(apiVersion: p2pnode/v1
 kind: NodeProfile
@@ -52,7 +51,7 @@ class LadderOnTheBox : public ::testing::Test {
     agent_ = host_paths(config_, *root_).agent_path.string();
     config_.apply = false;
     runner_.on({agent_}, [this](const sys::Command&) {
-      json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
+      json d = p2pnode::test_files::nv18_run();
       if (!p2p_works_) {
         d["summary"]["integrity_bad_bytes"] = 4096;  // a pair that no longer copies right
       }

@@ -16,24 +16,11 @@ using namespace p2pnode::engine;
 using nlohmann::json;
 
 namespace {
-using p2pnode::test_files::kSrc;
-using p2pnode::test_files::slurp;
-
-using p2pnode::test_files::h200;
+using namespace p2pnode::test_files;
 
 // The real NV18 run, its CE write 0->1 scaled by `factor` (0.54: what a copy job beside it left).
 judge::AgentRun run(double factor, const json& contention, std::uint64_t bad_bytes = 0) {
-  json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
-  for (auto& c : d["cases"]) {
-    if (c["key"] != "ce_write_bandwidth") { continue; }
-    for (auto& cell : c["cells"]) {
-      if (cell["src"] == 0 && cell["dst"] == 1) {
-        for (const char* k : {"median", "mean", "min", "max", "p10", "p90"}) {
-          cell["bandwidth_gbps"][k] = cell["bandwidth_gbps"][k].get<double>() * factor;
-        }
-      }
-    }
-  }
+  json d = p2pnode::test_files::nv18_run(factor);
   if (!contention.is_null()) { d["contention"] = contention; }
   if (bad_bytes) { d["summary"]["integrity_bad_bytes"] = bad_bytes; }
   auto r = judge::parse_agent_result(d.dump());

@@ -22,8 +22,7 @@ using namespace p2pnode::judge;
 using nlohmann::json;
 
 namespace {
-using p2pnode::test_files::kSrc;
-using p2pnode::test_files::slurp;
+using namespace p2pnode::test_files;
 
 std::string recorded(const char* name) { return slurp(kSrc / "tests/fixtures/gpu-runs" / name); }
 

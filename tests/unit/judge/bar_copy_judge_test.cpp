@@ -12,8 +12,7 @@
 using namespace p2pnode;
 using namespace p2pnode::judge;
 using nlohmann::json;
-using p2pnode::test_files::kSrc;
-using p2pnode::test_files::slurp;
+using namespace p2pnode::test_files;
 
 namespace {
 using p2pnode::test_files::h200;
@@ -32,7 +31,7 @@ json bar_cell(int gpu, double write, double read) {
 }
 // The real 2x H200 run with a bar_copy case added: GPU 0 healthy, GPU 1 as an uncached mapping runs.
 AgentResult with_bar(double w0, double r0, double w1, double r1) {
-  json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
+  json d = p2pnode::test_files::nv18_run();
   d["cases"].push_back({{"key", "bar_copy"},
                         {"description", "CPU copies through gdrcopy's BAR mapping"},
                         {"status", "passed"},

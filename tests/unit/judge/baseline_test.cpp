@@ -25,26 +25,8 @@ using namespace p2pnode::engine;
 using nlohmann::json;
 
 namespace {
-using p2pnode::test_files::kSrc;
-using p2pnode::test_files::slurp;
-
-using p2pnode::test_files::h200;
-// The real NV18 run with the CE write 0->1 cell scaled by `factor`.
-std::string run_scaled(double factor) {
-  json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
-  for (auto& c : d["cases"]) {
-    if (c["key"] == "ce_write_bandwidth") {
-      for (auto& cell : c["cells"]) {
-        if (cell["src"] == 0 && cell["dst"] == 1) {
-          for (const char* k : {"median", "mean", "min", "max", "p10", "p90"}) {
-            cell["bandwidth_gbps"][k] = cell["bandwidth_gbps"][k].get<double>() * factor;
-          }
-        }
-      }
-    }
-  }
-  return d.dump();
-}
+using namespace p2pnode::test_files;
+std::string run_scaled(double factor) { return p2pnode::test_files::nv18_run(factor).dump(); }
 AgentRun judged(const std::string& doc, const SelftestSpec& spec) {
   AgentRun run;
   auto r = parse_agent_result(doc);

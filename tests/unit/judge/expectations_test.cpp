@@ -22,8 +22,7 @@ using namespace p2pnode::judge;
 using nlohmann::json;
 
 namespace {
-using p2pnode::test_files::kSrc;
-using p2pnode::test_files::slurp;
+using namespace p2pnode::test_files;
 
 AgentResult load(const fs::path& p) {
   auto r = parse_agent_result(slurp(p));
@@ -75,7 +74,7 @@ TEST(Expectations, AgentInterconnectMakesTheH200PairNv18) {
 }
 
 TEST(Expectations, NoNvmlMeansAStatedReasonAndPcie) {
-  json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
+  json d = p2pnode::test_files::nv18_run();
   d["interconnect"] = {
       {"source", "none"},
       {"reason", "NVML not available: libnvidia-ml.so.1: cannot open shared object file; PCIe assumed for every pair"},
@@ -156,7 +155,7 @@ TEST(Expectations, EveryRecordedH200RunPassesWithoutHandSetThresholds) {
 }
 
 TEST(Expectations, CheckAgentResultRefusesNonsense) {
-  json d = json::parse(slurp(kSrc / "tests/unit/agent/data/h200x2-nv18.json"));
+  json d = p2pnode::test_files::nv18_run();
   Inventory inv = h200();
   d["interconnect"]["pairs"][0]["nvlinks"] = 1LL << 40;
   auto st = judge::merge_agent_interconnect(inv, d);

@@ -19,13 +19,7 @@ using nlohmann::json;
 
 namespace {
 using p2pnode::test_files::kSrc;
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return json::parse(text.str());
-}
+using p2pnode::test_files::read_json;
 }  // namespace
 
 TEST(GpuInfo, NvmlBusIdIsDcgmExportersForm) {

@@ -25,10 +25,7 @@ Inventory fixture(const char* name) { return probe::probe_inventory(sys::SysRoot
 // The recorded 2-GPU document moved onto two GPUs of a fixture, with peer access refused.
 AgentResult denied(const std::string& bdf0, const std::string& name0, const std::string& bdf1, const std::string& name1,
                    const std::string& nvml_status) {
-  std::ifstream in(kSrc / "tests/unit/agent/data/h200x2-nv18.json");
-  std::ostringstream text;
-  text << in.rdbuf();
-  json d = json::parse(text.str());
+  json d = p2pnode::test_files::nv18_run();
   d["devices"][0]["pci_bus_id"] = bdf0;
   d["devices"][0]["name"] = name0;
   d["devices"][0]["compute_capability"] = "8.9";
@@ -133,10 +130,7 @@ TEST(PeerDenied, NvmlAndCudaDisagreeingIsSaidAndCudaDecides) {
   EXPECT_TRUE(j.notes.empty());
 
   // CUDA allows it, NVML says chipset_not_supported: the run is judged on CUDA's word.
-  std::ifstream in(kSrc / "tests/unit/agent/data/h200x2-nv18.json");
-  std::ostringstream text;
-  text << in.rdbuf();
-  json d = json::parse(text.str());
+  json d = p2pnode::test_files::nv18_run();
   for (auto& p : d["interconnect"]["pairs"]) {
     p["p2p_status"] = {{"read", "chipset_not_supported"}, {"write", "chipset_not_supported"}, {"nvlink", "ok"}};
   }
