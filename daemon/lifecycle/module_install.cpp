@@ -17,6 +17,7 @@
 #include "lifecycle/build_lock.hpp"
 #include "lifecycle/build_progress.hpp"
 #include "lifecycle/dkms_run.hpp"
+#include "lifecycle/module_conflicts.hpp"
 #include "lifecycle/module_stage.hpp"
 #include "lifecycle/nvidia_core.hpp"
 #include "lifecycle/own_modules.hpp"
@@ -30,43 +31,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-// Modules named like ours outside updates/dkms (stale copies modprobe could pick), in-root paths.
-void find_stale(const sys::SysRoot& root, const std::string& dir, const std::vector<std::string>& modules,
-                std::vector<std::string>& out, int depth = 0) {
-  if (depth > 8) { return; }
-  for (const auto& e : root.list_dir(dir)) {
-    const std::string p = sys::join(dir, e);
-    if (root.is_dir(p)) {
-      if (depth == 0 && (e == "build" || e == "source")) { continue; }
-      if (p.find("/updates/dkms") != std::string::npos) { continue; }
-      find_stale(root, p, modules, out, depth + 1);
-      continue;
-    }
-    for (const auto& m : modules) {
-      for (const char* ext : {".ko", ".ko.xz", ".ko.zst", ".ko.gz"}) {
-        if (e == m + ext) { out.push_back(p); }
-      }
-    }
-  }
-}
-
-// BUILT_MODULE_NAME values of a dkms.conf (for conflicts with other registrations).
-std::vector<std::string> built_names(std::string_view conf) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while ((pos = conf.find("BUILT_MODULE_NAME[", pos)) != std::string_view::npos) {
-    const auto eq = conf.find('=', pos);
-    const auto nl = conf.find('\n', pos);
-    if (eq == std::string_view::npos) { break; }
-    std::string v(conf.substr(eq + 1, (nl == std::string_view::npos ? conf.size() : nl) - eq - 1));
-    v.erase(std::remove_if(v.begin(), v.end(), [](char c) { return c == '"' || c == '\'' || c == ' ' || c == '\r'; }),
-            v.end());
-    out.push_back(v);
-    pos = eq;
-  }
-  return out;
-}
 
 // One install of a module: the package, the commands run for it and the record being built, shared
 // by the steps install_module takes in turn. A step that ends the install returns the result.
@@ -329,17 +293,8 @@ struct ModuleInstall {
 
   // Conflicts: other DKMS packages building the same modules, stale copies modprobe could pick.
   void find_conflicts() {
-    for (const auto& dir : root.list_dir("/var/lib/dkms")) {
-      for (const auto& ver : root.list_dir(sys::join("/var/lib/dkms", dir))) {
-        if (dir == t.name && ver == t.version) { continue; }
-        auto conf = root.read_text(sys::join("/var/lib/dkms", dir, ver, "source", "dkms.conf"));
-        if (!conf) { continue; }
-        bool clash = dir == t.name;
-        for (const auto& n : built_names(*conf)) { clash = clash || contains(staged.modules, n); }
-        if (clash) { other_regs.emplace_back(dir, ver); }
-      }
-    }
-    for (const auto& k : kernels) { find_stale(root, sys::join("/lib/modules", k), staged.modules, stale); }
+    other_regs = other_registrations(root, t, staged.modules);
+    stale = stale_modules(root, staged.modules, kernels);
     for (const auto& [m, v] : other_regs) { conflicts.push_back("dkms " + m + "/" + v); }
     for (const auto& s : stale) { conflicts.push_back(s); }
     r.before["conflicts"] = conflicts;

@@ -28,8 +28,10 @@ Status copy_host_tree(const fs::path& from, const fs::path& to, std::string_view
     if (e.path().filename() == ".git") { continue; }
     fs::copy(e.path(), to / e.path().filename(),
              fs::copy_options::recursive | fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing, ec);
-    if (ec) { return Error{"cannot copy " + e.path().filename().string() + " into " + std::string(shown) + ": " +
-                           ec.message(), ec.value()}; }
+    if (ec) {
+      return Error{"cannot copy " + e.path().filename().string() + " into " + std::string(shown) + ": " + ec.message(),
+                   ec.value()};
+    }
   }
   if (ec) { return tree_error("cannot list", shown, ec); }
   return {};
@@ -91,7 +93,9 @@ Status SysRoot::copy_file(std::string_view from, std::string_view to) const {
   const fs::path dest = host_path(to);
   if (fs::is_symlink(fs::symlink_status(dest, ec))) { fs::remove(dest, ec); }
   fs::copy_file(host_path(from), dest, fs::copy_options::overwrite_existing, ec);
-  if (ec) { return Error{"cannot copy " + std::string(from) + " to " + std::string(to) + ": " + ec.message(), ec.value()}; }
+  if (ec) {
+    return Error{"cannot copy " + std::string(from) + " to " + std::string(to) + ": " + ec.message(), ec.value()};
+  }
   return {};
 }
 
@@ -111,8 +115,10 @@ Status SysRoot::move_tree(std::string_view from, std::string_view to) const {
     if (ec) { return Error{"cannot copy " + both + ": " + ec.message(), ec.value()}; }
   }
   fs::remove_all(src, ec);
-  if (ec) { return Error{"cannot remove " + std::string(from) + " after copying it to " + std::string(to) + ": " +
-                         ec.message(), ec.value()}; }
+  if (ec) {
+    return Error{"cannot remove " + std::string(from) + " after copying it to " + std::string(to) + ": " + ec.message(),
+                 ec.value()};
+  }
   return {};
 }
 
@@ -125,8 +131,11 @@ Status SysRoot::strip_setid(std::string_view dir) const {
     if ((st.permissions() & (fs::perms::set_uid | fs::perms::set_gid)) != fs::perms::none) {
       changed = true;
       fs::permissions(it->path(), fs::perms::set_uid | fs::perms::set_gid, fs::perm_options::remove, ec);
-      if (ec) { return Error{"cannot clear the set-id bits of " + it->path().filename().string() + " under " +
-                             std::string(dir) + ": " + ec.message(), ec.value()}; }
+      if (ec) {
+        return Error{"cannot clear the set-id bits of " + it->path().filename().string() + " under " +
+                         std::string(dir) + ": " + ec.message(),
+                     ec.value()};
+      }
     }
   }
   if (changed) { ++writes_; }
