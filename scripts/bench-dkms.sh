@@ -89,10 +89,8 @@ KERNELS=$KV
 RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 NAME=nvidia-p2pbench-$RND
 TMP=$(mktemp -d /tmp/p2pnode-bench-dkms.XXXXXX)
-HOOK=/etc/kernel/postinst.d/z50-p2pnode HEADER_HOOK=/etc/kernel/header_postinst.d/z50-p2pnode
-HOOK_WAS_THERE=0 HEADER_HOOK_WAS_THERE=0
-[ -e "$HOOK" ] && HOOK_WAS_THERE=1
-[ -e "$HEADER_HOOK" ] && HEADER_HOOK_WAS_THERE=1
+. "$repo/tests/lib/kernel_hooks.sh"
+note_kernel_hooks
 WATCHED=(/lib/modules /usr/src /etc/kernel/postinst.d /var/lib/p2pnode /var/lib/dkms /var/cache/p2pnode)
 CORE_CACHE=/var/cache/p2pnode/nvidia-core
 HNAME=nvidia-p2pbyhand-$RND
@@ -124,7 +122,7 @@ listing >"$TMP/before.list"
 save_initrds /boot
 cleanup() {
   restore_initrds /boot
-  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"; [ "$HEADER_HOOK_WAS_THERE" = 1 ] || rm -f "$HEADER_HOOK"
+  restore_kernel_hooks
   # Installed copies of this package's modules (a fallback should dkms remove leave one behind):
   # only files identical to the ones DKMS keeps for this package, never another package's nvidia.ko.
   local ours=""

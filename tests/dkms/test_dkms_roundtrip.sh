@@ -11,6 +11,7 @@
 # Usage: bash tests/dkms/test_dkms_roundtrip.sh <path-to-p2pnode>     (root; exit 77 = skipped)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/kernel_hooks.sh"
 set -euo pipefail
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
 say() { echo "== $*"; }
@@ -37,12 +38,9 @@ NAME=p2ptest-$RND
 KO=p2ptest_$RND
 VER=1.$((RND % 100000))
 # apply writes the kernel-install hook (driver.kernel_hook): take it away again unless it was there.
-HOOK=/etc/kernel/postinst.d/z50-p2pnode HEADER_HOOK=/etc/kernel/header_postinst.d/z50-p2pnode
-HOOK_WAS_THERE=0 HEADER_HOOK_WAS_THERE=0
-[ -e "$HOOK" ] && HOOK_WAS_THERE=1
-[ -e "$HEADER_HOOK" ] && HEADER_HOOK_WAS_THERE=1
+note_kernel_hooks
 cleanup() {
-  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"; [ "$HEADER_HOOK_WAS_THERE" = 1 ] || rm -f "$HEADER_HOOK"
+  restore_kernel_hooks
   rm -rf /var/lib/p2pnode/dkms/failed/"$NAME"
   "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1 || true
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \

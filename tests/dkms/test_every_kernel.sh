@@ -10,6 +10,7 @@
 # Usage: bash tests/dkms/test_every_kernel.sh <path-to-p2pnode>
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/kernel_hooks.sh"
 P2PNODE=$(readlink -f "${1:?usage: $0 <path-to-p2pnode>}")
 [ "$(id -u)" -eq 0 ] || skip "needs root: DKMS writes /usr/src, /var/lib/dkms and /lib/modules"
 . "$(dirname "$0")/../lib/require.sh"
@@ -23,12 +24,9 @@ echo "== kernels: $NEW and $OLD"
 TMP=$(temp_dir kernels)
 RND=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 NAME=p2pkern-$RND KO=p2pkern_$RND VER=1.${RND:0:4}
-HOOK=/etc/kernel/postinst.d/z50-p2pnode HEADER_HOOK=/etc/kernel/header_postinst.d/z50-p2pnode
-HOOK_WAS_THERE=0 HEADER_HOOK_WAS_THERE=0
-[ -e "$HOOK" ] && HOOK_WAS_THERE=1
-[ -e "$HEADER_HOOK" ] && HEADER_HOOK_WAS_THERE=1
+note_kernel_hooks
 cleanup() {
-  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"; [ "$HEADER_HOOK_WAS_THERE" = 1 ] || rm -f "$HEADER_HOOK"
+  restore_kernel_hooks
   dkms remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1 || true
   rm -rf "/usr/src/$NAME-$VER" "/var/lib/dkms/$NAME" /var/lib/p2pnode/dkms/"$NAME-$VER".json \
          /var/lib/p2pnode/dkms/stage/"$NAME-$VER" /var/lib/p2pnode/dkms/locks/"$NAME-$VER".lock /var/lib/p2pnode/dkms/prev/"$NAME-$VER" /var/lib/p2pnode/dkms/failed/"$NAME" "$TMP"

@@ -15,6 +15,7 @@
 # Usage: bash tests/vm/test_driver_reload.sh path/to/p2pnode   (root; exit 77 = skipped, reason printed)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/require.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/kernel_hooks.sh"
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -46,10 +47,7 @@ VER=$(sed -n 's/^NVIDIA_VERSION *= *//p' "$here/nvidia-mini/version.mk")
 STOCK=535.183.01
 TMP=$(temp_dir drv)
 # apply writes the kernel-install hook (driver.kernel_hook): take it away again unless it was there.
-HOOK=/etc/kernel/postinst.d/z50-p2pnode HEADER_HOOK=/etc/kernel/header_postinst.d/z50-p2pnode
-HOOK_WAS_THERE=0 HEADER_HOOK_WAS_THERE=0
-[ -e "$HOOK" ] && HOOK_WAS_THERE=1
-[ -e "$HEADER_HOOK" ] && HEADER_HOOK_WAS_THERE=1
+note_kernel_hooks
 # apply runs update-initramfs for the kernel it built for where initramfs-tools pulls the modules in: keep the host's initramfs as it was either way.
 INITRD=/boot/initrd.img-$KV
 INITRD_KEPT=$(mktemp /var/tmp/p2pnode-initrd.XXXXXX)
@@ -59,7 +57,7 @@ cleanup() {
     cmp -s "$INITRD_KEPT" "$INITRD" || { cp -p "$INITRD_KEPT" "$INITRD.p2pnode-tmp" && mv -f "$INITRD.p2pnode-tmp" "$INITRD"; }
     rm -f "$INITRD_KEPT"
   fi
-  [ "$HOOK_WAS_THERE" = 1 ] || rm -f "$HOOK"; [ "$HEADER_HOOK_WAS_THERE" = 1 ] || rm -f "$HEADER_HOOK"
+  restore_kernel_hooks
   rm -rf /var/lib/p2pnode/dkms/failed/"$NAME"
   "$DKMS_BIN" remove -m "$NAME" -v "$VER" --all >/dev/null 2>&1
   "$DKMS_BIN" remove -m gdrdrv -v 2.6 --all >/dev/null 2>&1

@@ -14,6 +14,21 @@ namespace p2pnode::actions {
 namespace {
 namespace fs = std::filesystem;
 
+// driver.version 550.90.07 with a kernel module (its DKMS source in /usr/src/nvidia-p2p-550.90.07).
+Profile reload_profile() {
+  DriverSpec d;
+  d.version = "550.90.07";
+  d.kernel_module = ModuleSource{};
+  Profile p;
+  p.driver = d;
+  return p;
+}
+Inventory on_kernel() {
+  Inventory inv;
+  inv.kernel.release = kKernel;
+  return inv;
+}
+
 TEST(DriverReload, NotAllowedPlansARebootAndRunsNothing) {
   Box box;
   box.write("usr/src/nvidia-p2p-550.90.07/kernel-open/Makefile", "");
@@ -21,13 +36,8 @@ TEST(DriverReload, NotAllowedPlansARebootAndRunsNothing) {
   box.write("lib/modules/6.1.0-56-amd64/updates/dkms/nvidia.ko", std::string("x\0srcversion=ABC\0", 17));
   const sys::SysRoot root(box.dir);
   sys::ScriptedRunner runner;
-  Profile p;
-  DriverSpec d;
-  d.version = "550.90.07";
-  d.kernel_module = ModuleSource{};
-  p.driver = d;
-  Inventory inv;
-  inv.kernel.release = kKernel;
+  const Profile p = reload_profile();
+  const Inventory inv = on_kernel();
   auto steps = make_driver_reload()->plan(p, inv, root);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_TRUE(steps[0].reboot_required);
@@ -53,13 +63,8 @@ TEST(DriverReload, CompressedModuleWithAnotherSrcversionIsNotTheLoadedOne) {
   xz.resize(n);
   box.write("lib/modules/6.1.0-56-amd64/updates/dkms/nvidia.ko.xz", xz);
   const sys::SysRoot root(box.dir);
-  Profile p;
-  DriverSpec d;
-  d.version = "550.90.07";
-  d.kernel_module = ModuleSource{};
-  p.driver = d;
-  Inventory inv;
-  inv.kernel.release = kKernel;
+  const Profile p = reload_profile();
+  const Inventory inv = on_kernel();
   auto steps = make_driver_reload()->plan(p, inv, root);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_NE(steps[0].description.find("srcversion OLD differs from the installed one's NEW"), std::string::npos)
@@ -91,15 +96,10 @@ TEST(DriverReload, ReloadsInOrderAndVerifies) {
   runner.on({"modinfo", "-F", "srcversion"}, sys::exited_with(0, "NEW\n"));
   runner.on({"journalctl"},
             sys::exited_with(0, "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.90.07\n"));
-  Profile p;
-  DriverSpec d;
-  d.version = "550.90.07";
-  d.kernel_module = ModuleSource{};
-  d.allow_reload = true;
-  d.stop_units = {"nvidia-persistenced.service"};
-  p.driver = d;
-  Inventory inv;
-  inv.kernel.release = kKernel;
+  Profile p = reload_profile();
+  p.driver->allow_reload = true;
+  p.driver->stop_units = {"nvidia-persistenced.service"};
+  const Inventory inv = on_kernel();
   ApplyContext ctx{root, runner, p};
   auto r = make_driver_reload()->apply(ctx, inv);
   EXPECT_EQ(r[0].outcome, StepOutcome::changed) << r[0].message;

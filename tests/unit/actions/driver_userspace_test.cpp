@@ -16,8 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // A profile whose driver.userspace_installer is the file at `path` in the box, its sha256 as read.
-Profile installer_profile(const sys::SysRoot& root, const std::string& path,
-                          std::vector<std::string> flags = {}) {
+Profile installer_profile(const sys::SysRoot& root, const std::string& path, std::vector<std::string> flags = {}) {
   Artifact a;
   a.path = path;
   a.sha256 = *lifecycle::sha256_file(root, path);
