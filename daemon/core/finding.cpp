@@ -4,12 +4,9 @@ namespace p2pnode {
 
 const char* to_string(Severity s) {
   switch (s) {
-    case Severity::ok:
-      return "ok";
-    case Severity::warning:
-      return "warning";
-    case Severity::error:
-      break;
+    case Severity::ok: return "ok";
+    case Severity::warning: return "warning";
+    case Severity::error: break;
   }
   return "error";
 }

@@ -21,14 +21,10 @@ const Bar* PciDevice::vram_aperture() const {
 
 const char* to_string(IommuMode m) {
   switch (m) {
-    case IommuMode::off:
-      return "off";
-    case IommuMode::passthrough:
-      return "passthrough";
-    case IommuMode::translating:
-      return "translating";
-    case IommuMode::unknown:
-      break;
+    case IommuMode::off: return "off";
+    case IommuMode::passthrough: return "passthrough";
+    case IommuMode::translating: return "translating";
+    case IommuMode::unknown: break;
   }
   return "unknown";
 }

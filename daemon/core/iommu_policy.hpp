@@ -8,14 +8,10 @@ namespace p2pnode {
 
 inline bool iommu_allowed(IommuPolicy policy, IommuMode mode) {
   switch (policy) {
-    case IommuPolicy::any:
-      return true;
-    case IommuPolicy::off:
-      return mode == IommuMode::off;
-    case IommuPolicy::passthrough:
-      return mode == IommuMode::passthrough;
-    case IommuPolicy::off_or_passthrough:
-      return mode == IommuMode::off || mode == IommuMode::passthrough;
+    case IommuPolicy::any: return true;
+    case IommuPolicy::off: return mode == IommuMode::off;
+    case IommuPolicy::passthrough: return mode == IommuMode::passthrough;
+    case IommuPolicy::off_or_passthrough: return mode == IommuMode::off || mode == IommuMode::passthrough;
   }
   return false;
 }

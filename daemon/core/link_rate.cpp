@@ -19,16 +19,12 @@ int pcie_generation(double gts) {
 double pcie_encoding_efficiency(double gts) {
   switch (pcie_generation(gts)) {
     case 1:
-    case 2:
-      return 8.0 / 10.0;
+    case 2: return 8.0 / 10.0;
     case 3:
     case 4:
-    case 5:
-      return 128.0 / 130.0;
-    case 6:
-      return 242.0 / 256.0;
-    default:
-      return 0;
+    case 5: return 128.0 / 130.0;
+    case 6: return 242.0 / 256.0;
+    default: return 0;
   }
 }
 
@@ -43,62 +39,44 @@ int nvlink_generation(unsigned nvml_version, int compute_capability_major) {
     return 4;  // Hopper: NVLink 4, whatever NVML says
   }
   switch (nvml_version) {
-    case 1:
-      return 1;
+    case 1: return 1;
     case 2:
-    case 3:
-      return 2;
+    case 3: return 2;
     case 4:
-    case 5:
-      return 3;
-    case 6:
-      return 4;
-    case 7:
-      return 5;
-    default:
-      return 0;
+    case 5: return 3;
+    case 6: return 4;
+    case 7: return 5;
+    default: return 0;
   }
 }
 
 double nvlink_link_gbps(int generation) {
   switch (generation) {
-    case 1:
-      return 20;
+    case 1: return 20;
     case 2:
     case 3:
-    case 4:
-      return 25;
-    case 5:
-      return 50;
-    default:
-      return 0;
+    case 4: return 25;
+    case 5: return 50;
+    default: return 0;
   }
 }
 
 const char* to_string(PathKind k) {
   switch (k) {
-    case PathKind::nvlink:
-      return "nvlink";
-    case PathKind::pcie_p2p:
-      return "pcie_p2p";
-    case PathKind::pcie_p2p_cross_socket:
-      return "pcie_p2p_cross_socket";
-    case PathKind::pcie_host:
-      break;
+    case PathKind::nvlink: return "nvlink";
+    case PathKind::pcie_p2p: return "pcie_p2p";
+    case PathKind::pcie_p2p_cross_socket: return "pcie_p2p_cross_socket";
+    case PathKind::pcie_host: break;
   }
   return "pcie_host";
 }
 
 const char* to_string(CopyKind k) {
   switch (k) {
-    case CopyKind::ce:
-      return "ce";
-    case CopyKind::sm:
-      return "sm";
-    case CopyKind::bar_write:
-      return "bar_write";
-    case CopyKind::bidirectional:
-      break;
+    case CopyKind::ce: return "ce";
+    case CopyKind::sm: return "sm";
+    case CopyKind::bar_write: return "bar_write";
+    case CopyKind::bidirectional: break;
   }
   return "bidirectional";
 }

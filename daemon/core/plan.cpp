@@ -18,16 +18,11 @@ bool Plan::needs_operator() const {
 
 const char* to_string(StepOutcome o) {
   switch (o) {
-    case StepOutcome::unchanged:
-      return "unchanged";
-    case StepOutcome::changed:
-      return "changed";
-    case StepOutcome::failed:
-      return "failed";
-    case StepOutcome::refused:
-      return "refused";
-    case StepOutcome::reboot_required:
-      break;
+    case StepOutcome::unchanged: return "unchanged";
+    case StepOutcome::changed: return "changed";
+    case StepOutcome::failed: return "failed";
+    case StepOutcome::refused: return "refused";
+    case StepOutcome::reboot_required: break;
   }
   return "reboot_required";
 }

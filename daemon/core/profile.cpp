@@ -19,14 +19,10 @@ std::string drive_key(const NvmeDrive& d) {
 
 const char* to_string(Rung r) {
   switch (r) {
-    case Rung::wait_idle:
-      return "wait_idle";
-    case Rung::reset_gpu:
-      return "reset_gpu";
-    case Rung::reload_module:
-      return "reload_module";
-    case Rung::reboot:
-      break;
+    case Rung::wait_idle: return "wait_idle";
+    case Rung::reset_gpu: return "reset_gpu";
+    case Rung::reload_module: return "reload_module";
+    case Rung::reboot: break;
   }
   return "reboot";
 }
@@ -40,38 +36,28 @@ std::optional<Rung> rung_from(std::string_view word) {
 
 const char* to_string(SelftestWhen w) {
   switch (w) {
-    case SelftestWhen::always:
-      return "always";
-    case SelftestWhen::never:
-      return "never";
-    case SelftestWhen::idle:
-      break;
+    case SelftestWhen::always: return "always";
+    case SelftestWhen::never: return "never";
+    case SelftestWhen::idle: break;
   }
   return "idle";
 }
 
 const char* to_string(IommuPolicy p) {
   switch (p) {
-    case IommuPolicy::off:
-      return "off";
-    case IommuPolicy::passthrough:
-      return "passthrough";
-    case IommuPolicy::off_or_passthrough:
-      return "off_or_passthrough";
-    case IommuPolicy::any:
-      break;
+    case IommuPolicy::off: return "off";
+    case IommuPolicy::passthrough: return "passthrough";
+    case IommuPolicy::off_or_passthrough: return "off_or_passthrough";
+    case IommuPolicy::any: break;
   }
   return "any";
 }
 
 const char* to_string(TopologyPolicy p) {
   switch (p) {
-    case TopologyPolicy::same_switch:
-      return "same_switch";
-    case TopologyPolicy::same_root_complex:
-      return "same_root_complex";
-    case TopologyPolicy::any:
-      break;
+    case TopologyPolicy::same_switch: return "same_switch";
+    case TopologyPolicy::same_root_complex: return "same_root_complex";
+    case TopologyPolicy::any: break;
   }
   return "any";
 }

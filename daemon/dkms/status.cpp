@@ -80,38 +80,22 @@ std::vector<StatusEntry> parse_status(std::string_view text) {
 
 std::string exit_code_meaning(int code) {
   switch (code) {
-    case 0:
-      return "success";
-    case 1:
-      return "not run as root, no write access, or a missing argument";
-    case 2:
-      return "unknown option or the source directory is missing";
-    case 3:
-      return "already added or built, or not in the DKMS tree";
-    case 4:
-      return "dkms.conf is missing or the module is broken";
-    case 5:
-      return "a PATCH[] file is missing or its path is invalid";
-    case 6:
-      return "a patch did not apply (or install was aborted and rolled back)";
-    case 7:
-      return "a built module file is missing after make";
-    case 8:
-      return "dkms.conf is invalid, or the source tree is empty";
-    case 10:
-      return "the module build failed (make returned non-zero)";
-    case 11:
-      return "autoinstall failed for a module";
-    case 13:
-      return "a BUILD_DEPENDS module is missing";
-    case 21:
-      return "the kernel headers for this kernel are not installed";
-    case 77:
-      return "skipped: BUILD_EXCLUSIVE in dkms.conf excludes this kernel";
-    case 101:
-      return "the PRE_INSTALL script failed";
-    default:
-      return "DKMS error";
+    case 0: return "success";
+    case 1: return "not run as root, no write access, or a missing argument";
+    case 2: return "unknown option or the source directory is missing";
+    case 3: return "already added or built, or not in the DKMS tree";
+    case 4: return "dkms.conf is missing or the module is broken";
+    case 5: return "a PATCH[] file is missing or its path is invalid";
+    case 6: return "a patch did not apply (or install was aborted and rolled back)";
+    case 7: return "a built module file is missing after make";
+    case 8: return "dkms.conf is invalid, or the source tree is empty";
+    case 10: return "the module build failed (make returned non-zero)";
+    case 11: return "autoinstall failed for a module";
+    case 13: return "a BUILD_DEPENDS module is missing";
+    case 21: return "the kernel headers for this kernel are not installed";
+    case 77: return "skipped: BUILD_EXCLUSIVE in dkms.conf excludes this kernel";
+    case 101: return "the PRE_INSTALL script failed";
+    default: return "DKMS error";
   }
 }
 

@@ -13,14 +13,10 @@ namespace p2pnode::engine {
 
 const char* to_string(RequestResult r) {
   switch (r) {
-    case RequestResult::started:
-      return "started";
-    case RequestResult::queued:
-      return "queued";
-    case RequestResult::already_queued:
-      return "already_queued";
-    case RequestResult::ignored:
-      return "ignored";
+    case RequestResult::started: return "started";
+    case RequestResult::queued: return "queued";
+    case RequestResult::already_queued: return "already_queued";
+    case RequestResult::ignored: return "ignored";
   }
   return "?";
 }

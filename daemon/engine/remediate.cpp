@@ -64,8 +64,7 @@ remediation::LadderInputs read_inputs(const PassContext& ctx, const Profile& pro
 // Takes one rung; returns "done" or what went wrong (the self-test after it decides all the same).
 std::string take(const PassContext& ctx, const Profile& profile, const Inventory& inv, Rung rung) {
   switch (rung) {
-    case Rung::wait_idle:
-      return "done: the GPUs are idle";
+    case Rung::wait_idle: return "done: the GPUs are idle";
     case Rung::reset_gpu: {
       std::string failed;
       for (const PciDevice* g : inv.gpus()) {

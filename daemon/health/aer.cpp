@@ -6,24 +6,18 @@ namespace p2pnode::health {
 
 const char* to_string(AerSeverity s) {
   switch (s) {
-    case AerSeverity::correctable:
-      return "correctable";
-    case AerSeverity::nonfatal:
-      return "nonfatal";
-    case AerSeverity::fatal:
-      break;
+    case AerSeverity::correctable: return "correctable";
+    case AerSeverity::nonfatal: return "nonfatal";
+    case AerSeverity::fatal: break;
   }
   return "fatal";
 }
 
 const char* aer_file_name(AerSeverity s) {
   switch (s) {
-    case AerSeverity::correctable:
-      return "aer_dev_correctable";
-    case AerSeverity::nonfatal:
-      return "aer_dev_nonfatal";
-    case AerSeverity::fatal:
-      break;
+    case AerSeverity::correctable: return "aer_dev_correctable";
+    case AerSeverity::nonfatal: return "aer_dev_nonfatal";
+    case AerSeverity::fatal: break;
   }
   return "aer_dev_fatal";
 }

@@ -7,14 +7,10 @@ namespace p2pnode::http {
 
 const char* to_string(ShedReason r) {
   switch (r) {
-    case ShedReason::per_client_limit:
-      return "per_client_limit";
-    case ShedReason::connection_limit:
-      return "connection_limit";
-    case ShedReason::request_timeout:
-      return "request_timeout";
-    case ShedReason::max_connection_time:
-      return "max_connection_time";
+    case ShedReason::per_client_limit: return "per_client_limit";
+    case ShedReason::connection_limit: return "connection_limit";
+    case ShedReason::request_timeout: return "request_timeout";
+    case ShedReason::max_connection_time: return "max_connection_time";
   }
   return "unknown";
 }

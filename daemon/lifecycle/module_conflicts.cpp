@@ -43,7 +43,6 @@ std::vector<std::string> built_names(std::string_view conf) {
   return out;
 }
 
-
 std::vector<std::pair<std::string, std::string>> other_registrations(const sys::SysRoot& root, const ModuleTarget& t,
                                                                      const std::vector<std::string>& modules) {
   std::vector<std::pair<std::string, std::string>> out;

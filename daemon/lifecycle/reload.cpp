@@ -43,18 +43,12 @@ std::string describe(const std::vector<Holder>& holders) {
 
 const char* to_string(ReloadKind k) {
   switch (k) {
-    case ReloadKind::not_needed:
-      return "not_needed";
-    case ReloadKind::load:
-      return "load";
-    case ReloadKind::reload:
-      return "reload";
-    case ReloadKind::reboot_required:
-      return "reboot_required";
-    case ReloadKind::refused:
-      return "refused";
-    case ReloadKind::nothing_built:
-      return "nothing_built";
+    case ReloadKind::not_needed: return "not_needed";
+    case ReloadKind::load: return "load";
+    case ReloadKind::reload: return "reload";
+    case ReloadKind::reboot_required: return "reboot_required";
+    case ReloadKind::refused: return "refused";
+    case ReloadKind::nothing_built: return "nothing_built";
   }
   return "?";
 }

@@ -63,9 +63,7 @@ struct Walk {
       const auto info = root.lstat(sys::join(dir, child));
       if (!info) { return info.error(); }
       switch (info->type) {
-        case sys::FileType::regular:
-          members.push_back({"./" + child, TreeMember::Kind::file, ""});
-          break;
+        case sys::FileType::regular: members.push_back({"./" + child, TreeMember::Kind::file, ""}); break;
         case sys::FileType::directory:
           members.push_back({"./" + child, TreeMember::Kind::directory, ""});
           if (auto st = walk(child, depth + 1); !st) { return st; }
@@ -78,8 +76,7 @@ struct Walk {
           members.push_back({"./" + child, TreeMember::Kind::link, *target});
           break;
         }
-        case sys::FileType::missing:
-          break;  // gone since the listing: not part of the tree
+        case sys::FileType::missing: break;  // gone since the listing: not part of the tree
         default:
           return Error{"./" + child + " is " + std::string(sys::describe(info->type)) +
                        ": a tree holds only files, directories and symbolic links"};

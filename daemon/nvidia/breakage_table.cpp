@@ -14,7 +14,6 @@
 namespace p2pnode::nvidia {
 namespace {
 
-
 Result<std::string> need_string(const YAML::Node& n, const std::string& where, const char* field) {
   const auto v = n[field];
   if (!v || !v.IsScalar() || v.as<std::string>().empty()) {
@@ -37,8 +36,6 @@ Status check_version(const std::string& v, const std::string& where) {
   if (!n || n->size() < 2) { return Error{where + ": '" + v + "' is not a kernel version like 6.10"}; }
   return {};
 }
-
-
 
 // {build: …} | {tag: …} | {report: owner/repo#N, says: …}, beside other keys of the same mapping.
 Result<Evidence> parse_evidence(const YAML::Node& n, const std::string& where) {
@@ -286,12 +283,9 @@ Result<Breakage> parse_breakage_entry(const YAML::Node& n, std::string where, co
 
 std::string Evidence::describe() const {
   switch (kind) {
-    case EvidenceKind::build:
-      return "build here: " + ref;
-    case EvidenceKind::tag:
-      return "NVIDIA's tag: " + ref;
-    case EvidenceKind::report:
-      return ref + ": " + says;
+    case EvidenceKind::build: return "build here: " + ref;
+    case EvidenceKind::tag: return "NVIDIA's tag: " + ref;
+    case EvidenceKind::report: return ref + ": " + says;
   }
   return ref;
 }

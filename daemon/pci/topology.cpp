@@ -6,18 +6,12 @@ namespace p2pnode::pci {
 
 const char* to_string(PairClass c) {
   switch (c) {
-    case PairClass::self:
-      return "X";
-    case PairClass::pix:
-      return "PIX";
-    case PairClass::pxb:
-      return "PXB";
-    case PairClass::phb:
-      return "PHB";
-    case PairClass::node:
-      return "NODE";
-    case PairClass::sys:
-      break;
+    case PairClass::self: return "X";
+    case PairClass::pix: return "PIX";
+    case PairClass::pxb: return "PXB";
+    case PairClass::phb: return "PHB";
+    case PairClass::node: return "NODE";
+    case PairClass::sys: break;
   }
   return "SYS";
 }

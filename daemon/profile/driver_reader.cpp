@@ -8,8 +8,8 @@
 #include "core/driver_version.hpp"
 #include "core/grammar.hpp"
 #include "nvidia/breakage.hpp"
-#include "profile/input_rules.hpp"
 #include "profile/artifact_reader.hpp"
+#include "profile/input_rules.hpp"
 
 namespace p2pnode::profile {
 namespace {

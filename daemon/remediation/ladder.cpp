@@ -8,16 +8,11 @@ namespace p2pnode::remediation {
 
 const char* to_string(LadderAction a) {
   switch (a) {
-    case LadderAction::none:
-      return "none";
-    case LadderAction::wait:
-      return "wait";
-    case LadderAction::take:
-      return "take";
-    case LadderAction::recovered:
-      return "recovered";
-    case LadderAction::service_required:
-      break;
+    case LadderAction::none: return "none";
+    case LadderAction::wait: return "wait";
+    case LadderAction::take: return "take";
+    case LadderAction::recovered: return "recovered";
+    case LadderAction::service_required: break;
   }
   return "service_required";
 }

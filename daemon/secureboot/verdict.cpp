@@ -4,18 +4,12 @@ namespace p2pnode::secureboot {
 
 const char* to_string(Trust t) {
   switch (t) {
-    case Trust::not_enforced:
-      return "not_enforced";
-    case Trust::trusted:
-      return "trusted";
-    case Trust::queued:
-      return "queued";
-    case Trust::untrusted:
-      return "untrusted";
-    case Trust::no_key:
-      return "no_key";
-    case Trust::unknown:
-      return "unknown";
+    case Trust::not_enforced: return "not_enforced";
+    case Trust::trusted: return "trusted";
+    case Trust::queued: return "queued";
+    case Trust::untrusted: return "untrusted";
+    case Trust::no_key: return "no_key";
+    case Trust::unknown: return "unknown";
   }
   return "unknown";
 }

@@ -47,18 +47,12 @@ std::string action_of(sd_device* dev) {
   sd_device_action_t a{};
   if (sd_device_get_action(dev, &a) < 0) { return ""; }
   switch (a) {
-    case SD_DEVICE_ADD:
-      return "add";
-    case SD_DEVICE_REMOVE:
-      return "remove";
-    case SD_DEVICE_CHANGE:
-      return "change";
-    case SD_DEVICE_BIND:
-      return "bind";
-    case SD_DEVICE_UNBIND:
-      return "unbind";
-    default:
-      return "other";
+    case SD_DEVICE_ADD: return "add";
+    case SD_DEVICE_REMOVE: return "remove";
+    case SD_DEVICE_CHANGE: return "change";
+    case SD_DEVICE_BIND: return "bind";
+    case SD_DEVICE_UNBIND: return "unbind";
+    default: return "other";
   }
 }
 std::string property(sd_device* dev, const char* key) {

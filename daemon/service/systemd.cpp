@@ -21,16 +21,11 @@ namespace p2pnode::service {
 namespace {
 int priority(engine::LogLevel l) {
   switch (l) {
-    case engine::LogLevel::debug:
-      return LOG_DEBUG;
-    case engine::LogLevel::info:
-      return LOG_INFO;
-    case engine::LogLevel::notice:
-      return LOG_NOTICE;
-    case engine::LogLevel::warning:
-      return LOG_WARNING;
-    case engine::LogLevel::error:
-      return LOG_ERR;
+    case engine::LogLevel::debug: return LOG_DEBUG;
+    case engine::LogLevel::info: return LOG_INFO;
+    case engine::LogLevel::notice: return LOG_NOTICE;
+    case engine::LogLevel::warning: return LOG_WARNING;
+    case engine::LogLevel::error: return LOG_ERR;
   }
   return LOG_INFO;
 }

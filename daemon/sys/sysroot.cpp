@@ -166,24 +166,15 @@ Result<std::string> SysRoot::resolve_link(std::string_view path) const {
 
 std::string_view describe(FileType t) {
   switch (t) {
-    case FileType::missing:
-      return "missing";
-    case FileType::regular:
-      return "a regular file";
-    case FileType::directory:
-      return "a directory";
-    case FileType::symlink:
-      return "a symbolic link";
-    case FileType::character_device:
-      return "a character device";
-    case FileType::block_device:
-      return "a block device";
-    case FileType::fifo:
-      return "a FIFO";
-    case FileType::socket:
-      return "a socket";
-    case FileType::unknown:
-      break;
+    case FileType::missing: return "missing";
+    case FileType::regular: return "a regular file";
+    case FileType::directory: return "a directory";
+    case FileType::symlink: return "a symbolic link";
+    case FileType::character_device: return "a character device";
+    case FileType::block_device: return "a block device";
+    case FileType::fifo: return "a FIFO";
+    case FileType::socket: return "a socket";
+    case FileType::unknown: break;
   }
   return "a file of an unknown type";
 }
@@ -200,30 +191,14 @@ Result<FileInfo> SysRoot::lstat(std::string_view path) const {
       std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec))));
   switch (st.st_mode & S_IFMT) {
-    case S_IFREG:
-      info.type = FileType::regular;
-      break;
-    case S_IFDIR:
-      info.type = FileType::directory;
-      break;
-    case S_IFLNK:
-      info.type = FileType::symlink;
-      break;
-    case S_IFCHR:
-      info.type = FileType::character_device;
-      break;
-    case S_IFBLK:
-      info.type = FileType::block_device;
-      break;
-    case S_IFIFO:
-      info.type = FileType::fifo;
-      break;
-    case S_IFSOCK:
-      info.type = FileType::socket;
-      break;
-    default:
-      info.type = FileType::unknown;
-      break;
+    case S_IFREG: info.type = FileType::regular; break;
+    case S_IFDIR: info.type = FileType::directory; break;
+    case S_IFLNK: info.type = FileType::symlink; break;
+    case S_IFCHR: info.type = FileType::character_device; break;
+    case S_IFBLK: info.type = FileType::block_device; break;
+    case S_IFIFO: info.type = FileType::fifo; break;
+    case S_IFSOCK: info.type = FileType::socket; break;
+    default: info.type = FileType::unknown; break;
   }
   return info;
 }

@@ -84,8 +84,7 @@ struct H100x4 final : Box {
         v.valueType = 3;
         v.value.ullVal = counter(gpu, v.scopeId, static_cast<int>(v.fieldId) - 161);
         break;
-      default:
-        v.nvmlReturn = kInvalidArgument;
+      default: v.nvmlReturn = kInvalidArgument;
     }
   }
   int pcie_replay(int gpu, unsigned* v) const override { return *v = kPcieReplays[gpu], kSuccess; }

@@ -75,8 +75,7 @@ struct H200PairL40s final : Box {
         v.valueType = 3;
         v.value.ullVal = link_counter(gpu, v.scopeId, static_cast<int>(v.fieldId) - 161);
         break;
-      default:
-        v.nvmlReturn = kInvalidArgument;
+      default: v.nvmlReturn = kInvalidArgument;
     }
   }
   int pcie_replay(int gpu, unsigned* v) const override { return *v = gpu_state(gpu, "replay", 0), kSuccess; }

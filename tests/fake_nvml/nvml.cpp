@@ -102,20 +102,13 @@ int nvmlInit_v2() { return chosen_box() ? kSuccess : kUninitialized; }
 int nvmlShutdown() { return kSuccess; }
 const char* nvmlErrorString(int r) {
   switch (r) {
-    case kSuccess:
-      return "Success";
-    case kUninitialized:
-      return "Uninitialized (no P2PNODE_FAKE_NVML_BOX, or none by that name)";
-    case kInvalidArgument:
-      return "Invalid Argument";
-    case kNotSupported:
-      return "Not Supported";
-    case kNotFound:
-      return "Not Found";
-    case kInsufficientSize:
-      return "Insufficient Size";
-    default:
-      return "Unknown Error";
+    case kSuccess: return "Success";
+    case kUninitialized: return "Uninitialized (no P2PNODE_FAKE_NVML_BOX, or none by that name)";
+    case kInvalidArgument: return "Invalid Argument";
+    case kNotSupported: return "Not Supported";
+    case kNotFound: return "Not Found";
+    case kInsufficientSize: return "Insufficient Size";
+    default: return "Unknown Error";
   }
 }
 int nvmlSystemGetDriverVersion(char* v, unsigned n) {

@@ -8,16 +8,11 @@ namespace p2pnode::agent::bar {
 
 const char* mapping_type_name(int t) {
   switch (t) {
-    case 0:
-      return "none";
-    case 1:
-      return "wc";
-    case 2:
-      return "caching";
-    case 3:
-      return "device";
-    default:
-      return "unknown";
+    case 0: return "none";
+    case 1: return "wc";
+    case 2: return "caching";
+    case 3: return "device";
+    default: return "unknown";
   }
 }
 

@@ -43,20 +43,14 @@ constexpr int kVolatile = 0;                    // NVML_VOLATILE_ECC
 std::optional<std::uint64_t> as_u64(const FieldValue& f) {
   if (f.ret != kSuccess) { return std::nullopt; }
   switch (f.value_type) {
-    case 1:
-      return f.value.ui;
-    case 2:
-      return f.value.ul;
-    case 3:
-      return f.value.ull;
+    case 1: return f.value.ui;
+    case 2: return f.value.ul;
+    case 3: return f.value.ull;
     case 4:
       return f.value.sll < 0 ? std::nullopt : std::optional<std::uint64_t>(static_cast<std::uint64_t>(f.value.sll));
-    case 5:
-      return f.value.si < 0 ? std::nullopt : std::optional<std::uint64_t>(static_cast<std::uint64_t>(f.value.si));
-    case 6:
-      return f.value.us;
-    default:
-      return std::nullopt;  // a double is not a counter
+    case 5: return f.value.si < 0 ? std::nullopt : std::optional<std::uint64_t>(static_cast<std::uint64_t>(f.value.si));
+    case 6: return f.value.us;
+    default: return std::nullopt;  // a double is not a counter
   }
 }
 }  // namespace

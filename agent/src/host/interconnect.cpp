@@ -8,20 +8,13 @@ namespace p2pnode::agent {
 
 const char* p2p_status_name(int s) {
   switch (s) {
-    case 0:
-      return "ok";
-    case 1:
-      return "chipset_not_supported";
-    case 2:
-      return "gpu_not_supported";
-    case 3:
-      return "ioh_topology_not_supported";
-    case 4:
-      return "disabled_by_regkey";
-    case 5:
-      return "not_supported";
-    default:
-      return "unknown";
+    case 0: return "ok";
+    case 1: return "chipset_not_supported";
+    case 2: return "gpu_not_supported";
+    case 3: return "ioh_topology_not_supported";
+    case 4: return "disabled_by_regkey";
+    case 5: return "not_supported";
+    default: return "unknown";
   }
 }
 

@@ -10,12 +10,9 @@ namespace p2pnode::agent {
 
 const char* to_string(Status s) {
   switch (s) {
-    case Status::passed:
-      return "passed";
-    case Status::failed:
-      return "failed";
-    case Status::waived:
-      return "waived";
+    case Status::passed: return "passed";
+    case Status::failed: return "failed";
+    case Status::waived: return "waived";
   }
   return "failed";
 }

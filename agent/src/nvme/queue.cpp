@@ -15,26 +15,16 @@ std::uint16_t le16(std::span<const std::uint8_t> b, std::size_t off) {
 
 const char* generic_status(int sc) {
   switch (sc) {
-    case 0x00:
-      return "successful completion";
-    case 0x01:
-      return "invalid command opcode";
-    case 0x02:
-      return "invalid field in command";
-    case 0x03:
-      return "command ID conflict";
-    case 0x04:
-      return "data transfer error";
-    case 0x06:
-      return "internal error";
-    case 0x07:
-      return "command abort requested";
-    case 0x0B:
-      return "invalid namespace or format";
-    case 0x13:
-      return "PRP offset invalid";
-    default:
-      return "see the NVMe specification, generic command status";
+    case 0x00: return "successful completion";
+    case 0x01: return "invalid command opcode";
+    case 0x02: return "invalid field in command";
+    case 0x03: return "command ID conflict";
+    case 0x04: return "data transfer error";
+    case 0x06: return "internal error";
+    case 0x07: return "command abort requested";
+    case 0x0B: return "invalid namespace or format";
+    case 0x13: return "PRP offset invalid";
+    default: return "see the NVMe specification, generic command status";
   }
 }
 }  // namespace

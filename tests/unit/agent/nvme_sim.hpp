@@ -35,28 +35,17 @@ class SimController final : public RegisterFile {
 
   std::uint32_t read32(std::uint32_t off) override {
     switch (off) {
-      case kRegCap:
-        return static_cast<std::uint32_t>(cap);
-      case kRegCap + 4:
-        return static_cast<std::uint32_t>(cap >> 32);
-      case kRegVs:
-        return vs;
-      case kRegCc:
-        return cc;
-      case kRegCsts:
-        return read_csts();
-      case kRegAqa:
-        return aqa;
-      case kRegAsq:
-        return static_cast<std::uint32_t>(asq);
-      case kRegAsq + 4:
-        return static_cast<std::uint32_t>(asq >> 32);
-      case kRegAcq:
-        return static_cast<std::uint32_t>(acq);
-      case kRegAcq + 4:
-        return static_cast<std::uint32_t>(acq >> 32);
-      default:
-        return 0;
+      case kRegCap: return static_cast<std::uint32_t>(cap);
+      case kRegCap + 4: return static_cast<std::uint32_t>(cap >> 32);
+      case kRegVs: return vs;
+      case kRegCc: return cc;
+      case kRegCsts: return read_csts();
+      case kRegAqa: return aqa;
+      case kRegAsq: return static_cast<std::uint32_t>(asq);
+      case kRegAsq + 4: return static_cast<std::uint32_t>(asq >> 32);
+      case kRegAcq: return static_cast<std::uint32_t>(acq);
+      case kRegAcq + 4: return static_cast<std::uint32_t>(acq >> 32);
+      default: return 0;
     }
   }
 
@@ -96,8 +85,7 @@ class SimController final : public RegisterFile {
       case kRegAcq + 4:
         if (!enabled) { set_hi(acq, v); }
         return;
-      default:
-        break;
+      default: break;
     }
     // The admin SQ tail doorbell is at 0x1000 whatever DSTRD is; the CQ head doorbell after it.
     if (off == kDoorbellBase && (csts & 1) && !ignore_doorbell) { process(v); }
