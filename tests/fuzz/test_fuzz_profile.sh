@@ -37,6 +37,7 @@ fi
 yaml=(daemon/profile/yaml_reader.cpp daemon/profile/yaml_limits.cpp daemon/profile/input_rules.cpp
       daemon/core/grammar.cpp daemon/core/utf8.cpp daemon/core/units.cpp)
 profile=(tests/fuzz/profile_fuzz.cpp daemon/profile/loader.cpp daemon/profile/remediation_reader.cpp
+         daemon/profile/artifact_reader.cpp daemon/profile/driver_reader.cpp daemon/nvidia/breakage_table.cpp
          daemon/core/profile.cpp daemon/core/driver_version.cpp daemon/nvidia/breakage.cpp
          "$embedded" "${yaml[@]}")
 config=(tests/fuzz/config_fuzz.cpp daemon/engine/config.cpp daemon/engine/health_limits_config.cpp daemon/health/thresholds.cpp
