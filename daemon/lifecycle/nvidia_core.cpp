@@ -126,8 +126,7 @@ namespace {
 // The scratch copy of the staged tree and core-build/ once it is empty.
 void drop_core_scratch(const sys::SysRoot& root, const std::string& dir) {
   (void)root.remove_tree(dir);
-  const std::string parent = dir.substr(0, dir.rfind('/'));
-  if (root.is_dir(parent) && root.list_dir(parent).empty()) { (void)root.remove_tree(parent); }
+  (void)root.remove_empty_dir(dir.substr(0, dir.rfind('/')));  // another build's scratch may be there
 }
 
 // The staged tree copied to `scratch` with the patches that touch the core applied: the staged tree

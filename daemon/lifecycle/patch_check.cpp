@@ -34,8 +34,7 @@ Status check_patches_apply(const sys::SysRoot& root, Runner& run, const Staged& 
     std::string dir;
     ~Drop() {
       (void)root.remove_tree(dir);
-      const std::string parent = dir.substr(0, dir.rfind('/'));  // patch-check/ once empty
-      if (root.list_dir(parent).empty()) { (void)root.remove_tree(parent); }
+      (void)root.remove_empty_dir(dir.substr(0, dir.rfind('/')));  // patch-check/ once empty
     }
   } drop{root, scratch};
 

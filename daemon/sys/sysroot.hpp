@@ -76,6 +76,9 @@ class SysRoot {
   // ---- trees (sysroot_tree.cpp; each call that changes something counted once) ----
   // A file or a whole tree removed; nothing to do, and nothing counted, when it is missing.
   Status remove_tree(std::string_view path) const;
+  // rmdir(2): a directory removed only if it is empty (another build's work beside ours is never
+  // taken); not there or not empty is no error and not counted.
+  Status remove_empty_dir(std::string_view path) const;
   // The tree under `from` into `to` (created): .git left out, links copied as links, files overwritten.
   Status copy_tree(std::string_view from, std::string_view to) const;
   // One file copied over whatever `to` was (a link there is replaced, not followed).

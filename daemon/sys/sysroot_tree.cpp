@@ -82,6 +82,15 @@ Status SysRoot::remove_tree(std::string_view path) const {
   return {};
 }
 
+Status SysRoot::remove_empty_dir(std::string_view path) const {
+  if (::rmdir(host_path(path).c_str()) == 0) {
+    ++writes_;
+    return {};
+  }
+  if (errno == ENOENT || errno == ENOTEMPTY || errno == EEXIST) { return {}; }
+  return Error{"cannot remove the directory " + std::string(path) + ": " + std::strerror(errno), errno};
+}
+
 Status SysRoot::copy_tree(std::string_view from, std::string_view to) const {
   ++writes_;
   return copy_host_tree(host_path(from), host_path(to), to);

@@ -55,6 +55,22 @@ TEST(SysRootTree, RemoveTreeCountsOnlyWhatItRemoves) {
   EXPECT_EQ(root.write_count(), 2u);
 }
 
+TEST(SysRootTree, RemoveEmptyDirNeverTakesWhatIsInside) {
+  const test::TempDir t("tree-rmdir");
+  fs::create_directories(t / "core-build/other-build");
+  fs::create_directories(t / "empty");
+  const SysRoot root(t.path());
+  ASSERT_TRUE(root.remove_empty_dir("/core-build"));  // another build's scratch inside: kept
+  EXPECT_TRUE(fs::exists(t / "core-build/other-build"));
+  ASSERT_TRUE(root.remove_empty_dir("/missing"));
+  EXPECT_EQ(root.write_count(), 0u);
+  ASSERT_TRUE(root.remove_empty_dir("/empty"));
+  EXPECT_FALSE(fs::exists(t / "empty"));
+  EXPECT_EQ(root.write_count(), 1u);
+  std::ofstream(t / "file") << "x";
+  EXPECT_FALSE(root.remove_empty_dir("/file"));  // not a directory: said
+}
+
 TEST(SysRootTree, CopyTreeLeavesGitOutAndKeepsLinks) {
   const test::TempDir t("tree-copy");
   make_tree(t / "src");
