@@ -301,7 +301,16 @@ void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClass
         "The self-test's pass mark for the pair: the profile's min_bandwidth, else a fraction of the expected figure");
     ratio = &gauge(reg, "p2pnode_p2p_bandwidth_ratio", "Measured over expected bandwidth in the last self-test");
   }
-  double regressed_cells = 0;
+  // Below the threshold: only those cells (every cell with full detail), with the pair's path class,
+  // so that the alert reads the few cells that are below rather than joining every pair; and the
+  // node's worst pair cell, measured over expected, for the fleet's worst-pair panels.
+  auto& below =
+      gauge(reg, "p2pnode_p2p_below_threshold",
+            full ? "1 when the pair's bandwidth in the last self-test was below the threshold of its path class"
+                 : "1 for a pair whose bandwidth in the last self-test was below the threshold of its path class "
+                   "(only those)");
+  double regressed_cells = 0, below_cells = 0;
+  std::optional<double> ratio_min;
   for (const auto& e : t.expectations) {
     if (!e.is_object() || str_or(e, "case") == "bar_copy") {
       continue;  // not host copies (p2pnode_gpu_bar_*)
@@ -322,6 +331,15 @@ void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClass
       if (auto v = num(e, "baseline_gbps")) { baseline.Add(l).Set(*v * 1e9); }
       regressed.Add(l).Set(is_regressed ? 1 : 0);
     }
+    const auto b = e.find("below_threshold");
+    const bool is_below = b != e.end() && b->is_boolean() && b->get<bool>();
+    below_cells += is_below ? 1 : 0;
+    if (full || is_below) {
+      prometheus::Labels with_path = l;
+      if (auto path = paths.path(gpu, peer); !path.empty()) { with_path["path"] = path; }
+      below.Add(with_path).Set(is_below ? 1 : 0);
+    }
+    if (auto v = num(e, "ratio"); v && (!ratio_min || *v < *ratio_min)) { ratio_min = v; }
     if (!full) { continue; }
     if (auto v = num(e, "expected_gbps")) { expected->Add(l).Set(*v * 1e9); }
     if (auto v = num(e, "threshold_gbps")) { threshold->Add(l).Set(*v * 1e9); }
@@ -331,6 +349,17 @@ void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClass
         "Bandwidth cells (pair and case) of the last self-test regressed against their baseline")
       .Add({})
       .Set(regressed_cells);
+  gauge(reg, "p2pnode_p2p_below_threshold_cells",
+        "Bandwidth cells (pair and case) of the last self-test below the threshold of their path class")
+      .Add({})
+      .Set(below_cells);
+  if (ratio_min) {
+    gauge(reg, "p2pnode_p2p_bandwidth_ratio_min",
+          "The lowest measured over expected bandwidth of any pair and case in the last self-test (1.0 = as "
+          "healthy boxes measure)")
+        .Add({})
+        .Set(*ratio_min);
+  }
 }
 
 void device_metrics(Registry& reg, const RecordedState& s) {

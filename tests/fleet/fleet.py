@@ -132,6 +132,15 @@ def add_family(fams, name, help_, samples, type_="gauge"):
         f[3].extend(samples)
 
 
+def set_gauge(fams, name, help_, value):
+    """A family of one unlabelled series set to value (added if the capture has none)."""
+    f = family(fams, name)
+    if f is None:
+        fams.append([name, help_, "gauge", [[{}, value]]])
+    else:
+        f[3] = [[{}, value]]
+
+
 def set_state(fams, state):
     f = family(fams, "p2pnode_node_state")
     f[3] = [[l, 1.0 if l["state"] == state else 0.0] for l, _ in f[3]]
@@ -262,6 +271,9 @@ def variant(kinds, i, now, moving=False):
     if role == "below" and ce_write:
         s = ce_write[0]
         s[1] = round(expected[(s[0]["path"], "ce", "write")] * 0.5, -6)
+        # The node judges the cell itself: the cell below, and the count.
+        add_family(fams, "p2pnode_p2p_below_threshold", "1 for a pair whose bandwidth in the last self-test was below the threshold of its path class (only those)", [[dict(s[0]), 1.0]])
+        set_gauge(fams, "p2pnode_p2p_below_threshold_cells", "Bandwidth cells (pair and case) of the last self-test below the threshold of their path class", 1.0)
         set_state(fams, "degraded")
         family(fams, "p2pnode_selftest_passed")[3] = [[{}, 0.0]]
         last_pass(fams, now)
@@ -328,6 +340,11 @@ def variant(kinds, i, now, moving=False):
         add_family(fams, "p2pnode_nvme_doorbell_ok", "1 when the writer (gpu or host) rang the NVMe drive's doorbell and Identify came back right",
                    [[{"nvme": bar0[1][0]["nvme"], "gpu": gpu, "writer": "gpu"}, 0.0], [{"nvme": bar0[1][0]["nvme"], "gpu": gpu, "writer": "host"}, 1.0]])
         alerts.append("P2pnodeNvmeUnhealthy")  # pending: it waits 5 minutes
+    # The node's worst pair and case, measured over expected (after the roles changed the figures).
+    ratios = [v / expected[(l.get("path"), l["engine"], l["direction"])] for l, v in (bw[3] if bw else [])
+              if expected.get((l.get("path"), l["engine"], l["direction"]))]
+    if ratios:
+        set_gauge(fams, "p2pnode_p2p_bandwidth_ratio_min", "The lowest measured over expected bandwidth of any pair and case in the last self-test (1.0 = as healthy boxes measure)", round(min(ratios), 3))
     # What the captured kinds bring with them (the recorded machines' own faults).
     if any(v == 0 for _, v in (family(fams, "p2pnode_kernel_module_installed") or [0, 0, 0, []])[3]):
         alerts.append("P2pnodeKernelWithoutModule")

@@ -81,10 +81,11 @@ for f in sys.argv[2:]:
     for p in json.load(open(f))["panels"]:
         for t in p.get("targets", []): used |= set(re.findall(r"\bp2pnode_[a-z0-9_]+", t["expr"]))
 have |= {h + "_total" for h in have}
-# Families the captured machines cannot have (errors on clean self-tests, regressions, a doorbell
-# test, which no recorded machine's profile asks for): the name must be one the daemon registers;
+# Families the captured machines cannot have (errors on clean self-tests, regressions, cells below
+# their threshold, a doorbell test, which no recorded machine's profile asks for): the name must be
+# one the daemon registers;
 # their exposition is asserted in tests/unit (metrics_test, baseline_test, doorbell_test).
-conditional = {"p2pnode_nvme_doorbell_ok", "p2pnode_p2p_integrity_error_bytes", "p2pnode_p2p_regressed",
+conditional = {"p2pnode_nvme_doorbell_ok", "p2pnode_p2p_integrity_error_bytes", "p2pnode_p2p_regressed", "p2pnode_p2p_below_threshold",
                "p2pnode_health_finding", "p2pnode_gpu_recovery_action"}  # a finding, a recovery action
 code = "".join(open(f).read() for f in sys.argv[1].split(","))
 have |= {n for n in conditional if '"%s"' % n in code}

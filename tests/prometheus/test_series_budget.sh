@@ -62,5 +62,17 @@ nf = Counter(name for name, _, _ in full)
 for fam, want in (("p2pnode_p2p_expected_bandwidth_bytes_per_second", 280), ("p2pnode_p2p_threshold_bytes_per_second", 280),
                   ("p2pnode_p2p_bandwidth_ratio", 280), ("p2pnode_p2p_regressed", 280), ("p2pnode_p2p_integrity_error_bytes", 56)):
     check(nf[fam] == want, "metrics.detail full: %s %d of %d" % (fam, nf[fam], want))
+# The node's own judgement of each cell against its path class's threshold, and its worst ratio, are
+# what the alert and the fleet's rules read in place of a join over every pair: they must say what
+# the join says.
+check("p2pnode_p2p_below_threshold_cells" in n, "cells below their threshold counted (%d exported)" % n["p2pnode_p2p_below_threshold"])
+threshold = {(l["path"], l["engine"], l["direction"]): v for name, l, v in compact if name == "p2pnode_p2p_path_threshold_bytes_per_second"}
+key = lambda l: (l["gpu"], l["peer_gpu"], l["engine"], l["direction"])
+below = {key(l): v for name, l, v in full if name == "p2pnode_p2p_below_threshold"}
+joined = {key(l): float(v < threshold[(l["path"], l["engine"], l["direction"])]) for l, v in bw}
+check(len(below) == 280 and below == joined, "metrics.detail full: p2pnode_p2p_below_threshold for %d of 280 cells, each as the join with the path class's threshold says (%d below)" % (len(below), sum(joined.values())))
+ratios = [v for name, _, v in full if name == "p2pnode_p2p_bandwidth_ratio"]
+worst = [v for name, _, v in compact if name == "p2pnode_p2p_bandwidth_ratio_min"]
+check(len(worst) == 1 and ratios and worst[0] == min(ratios), "p2pnode_p2p_bandwidth_ratio_min %s: the lowest of the %d cells' ratios (%s)" % (worst, len(ratios), min(ratios) if ratios else None))
 sys.exit(1 if fails else 0)
 PY

@@ -179,6 +179,69 @@ TEST(Metrics, CompactByDefaultFullOnRequest) {
   EXPECT_EQ(series(f, "p2pnode_p2p_bandwidth_bytes_per_second"), series(c, "p2pnode_p2p_bandwidth_bytes_per_second"));
 }
 
+// A cell below its threshold is a series of its own (with its path class), so that the alert reads
+// the few cells that are below instead of joining every pair with its threshold; the node's worst
+// cell (measured over expected) is one series for the fleet's worst-pair panels.
+TEST(Metrics, BelowThresholdCellsAndTheWorstRatioAreTheNodesOwn) {
+  RecordedState s = h200_state();
+  s.selftest->expectations = nlohmann::json::array();
+  const std::tuple<const char*, const char*, double, bool> cells[] = {
+      {"0000:00:07.0", "write", 0.98, false},
+      {"0000:00:07.0", "read", 0.61, true},
+      {"0000:00:08.0", "write", 1.01, false},
+  };
+  for (const auto& [peer, dir, ratio, below] : cells) {
+    s.selftest->expectations.push_back({{"case", std::string("ce_") + dir + "_bandwidth"},
+                                        {"gpu", "0000:00:06.0"},
+                                        {"peer_gpu", peer},
+                                        {"engine", "ce"},
+                                        {"direction", dir},
+                                        {"link", "NV18"},
+                                        {"ceiling_gbps", 450.0},
+                                        {"expected_gbps", 393.75},
+                                        {"threshold_gbps", 350.0},
+                                        {"ratio", ratio},
+                                        {"below_threshold", below},
+                                        {"regressed", false}});
+  }
+  // A host copy's ratio is not a pair's: it does not count.
+  s.selftest->expectations.push_back({{"case", "host_device_bandwidth"},
+                                      {"gpu", "0000:00:06.0"},
+                                      {"peer_gpu", nullptr},
+                                      {"engine", "ce"},
+                                      {"direction", "h2d"},
+                                      {"expected_gbps", 55.0},
+                                      {"ratio", 0.2}});
+  const std::string c = render_metrics(s, Runtime{});
+  EXPECT_EQ(series(c, "p2pnode_p2p_below_threshold"), 1u) << c;
+  EXPECT_NE(
+      c.find(
+          R"(p2pnode_p2p_below_threshold{direction="read",engine="ce",gpu="0000:00:06.0",path="NV18-450",peer_gpu="0000:00:07.0"} 1)"),
+      std::string::npos)
+      << c;
+  EXPECT_NE(c.find("\np2pnode_p2p_below_threshold_cells 1\n"), std::string::npos) << c;
+  EXPECT_NE(c.find("\np2pnode_p2p_bandwidth_ratio_min 0.61\n"), std::string::npos) << c;
+
+  Runtime full;
+  full.metrics_full_detail = true;
+  const std::string f = render_metrics(s, full);
+  EXPECT_EQ(series(f, "p2pnode_p2p_below_threshold"), 3u) << f;
+  EXPECT_NE(
+      f.find(
+          R"(p2pnode_p2p_below_threshold{direction="write",engine="ce",gpu="0000:00:06.0",path="NV18-450",peer_gpu="0000:00:08.0"} 0)"),
+      std::string::npos)
+      << f;
+
+  // A healthy run: no cell below, none exported; the worst ratio is still there.
+  for (auto& e : s.selftest->expectations) {
+    if (e.contains("below_threshold")) { e["below_threshold"] = false; }
+  }
+  const std::string h = render_metrics(s, Runtime{});
+  EXPECT_EQ(series(h, "p2pnode_p2p_below_threshold"), 0u) << h;
+  EXPECT_NE(h.find("\np2pnode_p2p_below_threshold_cells 0\n"), std::string::npos) << h;
+  EXPECT_NE(h.find("\np2pnode_p2p_bandwidth_ratio_min 0.61\n"), std::string::npos) << h;
+}
+
 TEST(Metrics, BarCopyHasAFamilyOfItsOwnAndLeavesHostCopiesAlone) {
   RecordedState s = h200_state();
   nlohmann::json& doc = s.selftest->result;
