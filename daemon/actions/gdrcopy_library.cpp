@@ -22,6 +22,47 @@ std::optional<std::string> work(const GdrcopySpec& g, const sys::SysRoot& root) 
   return gdrcopy::library_work(g, root.exists(gdrcopy::library_path(g)), from ? std::optional(*from) : std::nullopt);
 }
 
+// A release tarball has one top directory (gdrcopy-2.6/); a source directory is the top itself.
+Result<std::string> source_top(const sys::SysRoot& root, const std::string& origin) {
+  if (root.exists(sys::join(kScratch, "src/gdrapi.c"))) { return std::string(kScratch); }
+  std::string top;
+  for (const auto& name : root.list_dir(kScratch)) {
+    if (root.exists(sys::join(kScratch, name, "src/gdrapi.c"))) { top = sys::join(kScratch, name); }
+  }
+  if (top.empty()) {
+    return Error{"the gdrcopy source " + origin + " has no src/gdrapi.c: is it gdrcopy's release tarball?"};
+  }
+  return top;
+}
+
+struct BuiltLibrary {
+  std::string name;   // libgdrapi.so.2.<minor>
+  std::string bytes;  // an ELF shared object
+};
+
+// The one libgdrapi.so.2.<minor> that `make lib` wrote in TOP/src, read whole.
+Result<BuiltLibrary> take_built(const sys::SysRoot& root, const std::string& top) {
+  std::string built;
+  for (const auto& name : root.list_dir(sys::join(top, "src"))) {
+    const std::string path = sys::join(top, "src", name);
+    const auto info = root.lstat(path);
+    if (name.rfind("libgdrapi.so.2.", 0) == 0 && info && info->type == sys::FileType::regular) { built = path; }
+  }
+  if (built.empty()) { return Error{"make lib exited 0 but left no libgdrapi.so.2.<minor> in " + top + "/src"}; }
+  BuiltLibrary lib{built.substr(built.rfind('/') + 1), {}};
+  if (auto st = root.read_stream(built, 64 << 20, "a built libgdrapi",
+                                 [&](std::span<const char> c) { lib.bytes.append(c.data(), c.size()); });
+      !st) {
+    return st.error();
+  }
+  if (lib.bytes.size() < 4 || lib.bytes.compare(0, 4,
+                                                "\x7f"
+                                                "ELF") != 0) {
+    return Error{built + " is not an ELF shared object"};
+  }
+  return lib;
+}
+
 class GdrcopyLibrary final : public Action {
  public:
   std::string_view id() const override { return "gdrcopy.library"; }
@@ -81,44 +122,19 @@ class GdrcopyLibrary final : public Action {
     if (auto st = ctx.root.strip_setid(kScratch); !st) {
       return fail("unpacking " + src->path + ": " + st.error().message);
     }
-    // A release tarball has one top directory (gdrcopy-2.6/); a source directory is the top itself.
-    std::string top = kScratch;
-    if (!ctx.root.exists(sys::join(top, "src/gdrapi.c"))) {
-      for (const auto& name : ctx.root.list_dir(kScratch)) {
-        if (ctx.root.exists(sys::join(kScratch, name, "src/gdrapi.c"))) { top = sys::join(kScratch, name); }
-      }
-    }
-    if (!ctx.root.exists(sys::join(top, "src/gdrapi.c"))) {
-      return fail("the gdrcopy source " + src->path + " has no src/gdrapi.c: is it gdrcopy's release tarball?");
-    }
-    const auto made = run({"make", "-C", ctx.root.host_path(top).string(), "lib"}, std::chrono::minutes(5));
+    const auto top = source_top(ctx.root, src->path);
+    if (!top) { return fail(top.error().message); }
+    const auto made = run({"make", "-C", ctx.root.host_path(*top).string(), "lib"}, std::chrono::minutes(5));
     if (!made.success()) {
       const std::string out = made.out + made.err;
-      return fail("make lib " + made.describe() + " in " + top + ": " +
+      return fail("make lib " + made.describe() + " in " + *top + ": " +
                   out.substr(out.size() > 600 ? out.size() - 600 : 0));
     }
-    std::string built;  // in-root path of the one libgdrapi.so.2.<minor> make wrote
-    for (const auto& name : ctx.root.list_dir(sys::join(top, "src"))) {
-      const std::string path = sys::join(top, "src", name);
-      const auto info = ctx.root.lstat(path);
-      if (name.rfind("libgdrapi.so.2.", 0) == 0 && info && info->type == sys::FileType::regular) { built = path; }
-    }
-    if (built.empty()) { return fail("make lib exited 0 but left no libgdrapi.so.2.<minor> in " + top + "/src"); }
-    std::string bytes;
-    if (auto st = ctx.root.read_stream(built, 64 << 20, "a built libgdrapi",
-                                       [&](std::span<const char> c) { bytes.append(c.data(), c.size()); });
-        !st) {
-      return fail(st.error().message);
-    }
-    if (bytes.size() < 4 || bytes.compare(0, 4,
-                                          "\x7f"
-                                          "ELF") != 0) {
-      return fail(built + " is not an ELF shared object");
-    }
-    const std::string built_name = built.substr(built.rfind('/') + 1);
+    const auto lib = take_built(ctx.root, *top);
+    if (!lib) { return fail(lib.error().message); }
     if (auto st = ctx.root.make_dirs(gdrcopy::library_dir(g)); !st) { return fail(st.error().message); }
     // The library first, then the record of its source: an interrupted apply builds again.
-    if (auto st = ctx.root.write_file_atomic(gdrcopy::library_path(g), bytes, fs::perms(0755)); !st) {
+    if (auto st = ctx.root.write_file_atomic(gdrcopy::library_path(g), lib->bytes, fs::perms(0755)); !st) {
       return fail(st.error().message);
     }
     if (auto st = ctx.root.write_file_atomic(gdrcopy::library_identity_path(g), src->sha256 + "\n"); !st) {
@@ -128,9 +144,9 @@ class GdrcopyLibrary final : public Action {
     if (const auto left = work(g, ctx.root)) { return fail("after the build, " + *left); }
     r.outcome = StepOutcome::changed;
     r.writes = ctx.root.write_count() - writes0 + commands;
-    r.after = {{"library", r.subject}, {"built_from", built_name}, {"source_sha256", src->sha256}};
+    r.after = {{"library", r.subject}, {"built_from", lib->name}, {"source_sha256", src->sha256}};
     r.message =
-        "libgdrapi " + g.version + " built from " + src->path + " (" + built_name + ") and placed as " + r.subject;
+        "libgdrapi " + g.version + " built from " + src->path + " (" + lib->name + ") and placed as " + r.subject;
     log(r.message);
     return {r};
   }

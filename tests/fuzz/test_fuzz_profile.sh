@@ -33,17 +33,16 @@ if [ -z "$embedded" ] || [ ! -f "$embedded" ]; then
   exit 1
 fi
 
-# Each source is compiled once (two at a time) and linked into the targets that need it.
-yaml=(daemon/profile/yaml_reader.cpp daemon/profile/yaml_limits.cpp daemon/profile/input_rules.cpp
-      daemon/core/grammar.cpp daemon/core/utf8.cpp daemon/core/units.cpp)
-profile=(tests/fuzz/profile_fuzz.cpp daemon/profile/loader.cpp daemon/profile/remediation_reader.cpp
-         daemon/profile/artifact_reader.cpp daemon/profile/driver_reader.cpp daemon/nvidia/breakage_table.cpp
-         daemon/core/profile.cpp daemon/core/driver_version.cpp daemon/nvidia/breakage.cpp
-         "$embedded" "${yaml[@]}")
-config=(tests/fuzz/config_fuzz.cpp daemon/engine/config.cpp daemon/engine/health_limits_config.cpp daemon/health/thresholds.cpp
-        daemon/sys/sysroot.cpp daemon/sys/private_file.cpp
-        daemon/tls/identity.cpp daemon/tls/pem.cpp "${yaml[@]}")
-kmsg=(tests/fuzz/kernel_log_fuzz.cpp daemon/health/kernel_log.cpp daemon/health/xid.cpp daemon/core/finding.cpp)
+# Each source is compiled once (two at a time) and linked into the targets that need it: the
+# sources a target's includes lead to (tests/fuzz/sources.py), so a file split in two stays linked.
+sources() { mapfile -t "$1" < <(python3 tests/fuzz/sources.py --embedded "$embedded" "tests/fuzz/$2.cpp"); }
+sources profile profile_fuzz
+sources config config_fuzz
+sources kmsg kernel_log_fuzz
+if [ ${#profile[@]} -lt 2 ] || [ ${#config[@]} -lt 2 ] || [ ${#kmsg[@]} -lt 2 ]; then
+  echo "FAIL: tests/fuzz/sources.py found no daemon source for a target (${#profile[@]}, ${#config[@]}, ${#kmsg[@]})"
+  exit 1
+fi
 obj() { printf '%s/obj/%s.o' "$work" "$(printf %s "$1" | tr '/' '_')"; }
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I daemon)
 echo "fuzz: building with $cxx"
