@@ -166,7 +166,8 @@ TEST(Baseline, APlantedRegressionIsAWarningAboveTheThresholdAndSurvivesARestart)
   EXPECT_NE(c.find("p2pnode_p2p_baseline_bandwidth_bytes_per_second" + pair), std::string::npos);
   EXPECT_EQ(c.find("p2pnode_p2p_regressed{direction=\"read\""), std::string::npos);
   EXPECT_NE(c.find("\np2pnode_p2p_regressed_cells 1\n"), std::string::npos);
-  EXPECT_EQ(c.find("p2pnode_p2p_bandwidth_ratio"), std::string::npos);
+  EXPECT_EQ(c.find("p2pnode_p2p_bandwidth_ratio{"), std::string::npos);             // per cell: full detail only
+  EXPECT_NE(c.find("\np2pnode_p2p_bandwidth_ratio_min "), std::string::npos) << c;  // the node's worst
   EXPECT_EQ(c.find("p2pnode_p2p_expected_bandwidth_bytes_per_second{"), std::string::npos);
   EXPECT_NE(
       c.find(R"(p2pnode_p2p_path_expected_bandwidth_bytes_per_second{direction="write",engine="ce",path="NV18-450"})"),
