@@ -249,11 +249,9 @@ void link_metrics(Registry& reg, const RecordedState& s) {
   }
 }
 
-// The constants per path class; regressed cells (with their baseline) and how many; with full
-// detail also expected, threshold, baseline, ratio and regressed for every bandwidth cell.
-void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClasses& paths,
-                         const PathClasses& host_paths, bool full) {
-  if (!t.expectations.is_array() || t.expectations.empty()) { return; }
+// The constants per path class: expected and threshold of each pair class and case, expected of
+// each host-copy class.
+void path_class_metrics(Registry& reg, const PathClasses& paths, const PathClasses& host_paths) {
   auto& path_expected =
       gauge(reg, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second",
             "What a pair of this path class should move: the narrowest link's rate x the efficiency healthy boxes "
@@ -269,14 +267,6 @@ void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClass
       if (f.threshold) { path_threshold.Add(l).Set(*f.threshold * 1e9); }
     }
   }
-  auto& baseline =
-      gauge(reg, "p2pnode_p2p_baseline_bandwidth_bytes_per_second",
-            full ? "The node's own baseline for the pair: median of its last self-tests (absent until enough runs)"
-                 : "The node's own baseline for a regressed pair: median of its last self-tests");
-  auto& regressed =
-      gauge(reg, "p2pnode_p2p_regressed",
-            full ? "1 when the pair's bandwidth dropped more than the profile allows below its baseline"
-                 : "1 for a pair whose bandwidth dropped more than the profile allows below its baseline (only those)");
   auto& host_path =
       gauge(reg, "p2pnode_gpu_host_path_expected_bandwidth_bytes_per_second",
             "What host<->device copies of a GPU of this class should move: its narrowest PCIe link x the host-copy "
@@ -286,6 +276,23 @@ void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClass
       if (f.expected) { host_path.Add({{"path", path}, {"direction", c.second}}).Set(*f.expected * 1e9); }
     }
   }
+}
+
+// Regressed cells (with their baseline) and how many, cells below their threshold and how many, the
+// node's worst ratio; with full detail also expected, threshold, baseline, ratio, regressed and
+// below for every bandwidth cell.
+void expectation_metrics(Registry& reg, const SelftestRecord& t, const PathClasses& paths,
+                         const PathClasses& host_paths, bool full) {
+  if (!t.expectations.is_array() || t.expectations.empty()) { return; }
+  path_class_metrics(reg, paths, host_paths);
+  auto& baseline =
+      gauge(reg, "p2pnode_p2p_baseline_bandwidth_bytes_per_second",
+            full ? "The node's own baseline for the pair: median of its last self-tests (absent until enough runs)"
+                 : "The node's own baseline for a regressed pair: median of its last self-tests");
+  auto& regressed =
+      gauge(reg, "p2pnode_p2p_regressed",
+            full ? "1 when the pair's bandwidth dropped more than the profile allows below its baseline"
+                 : "1 for a pair whose bandwidth dropped more than the profile allows below its baseline (only those)");
   Family<Gauge>* host = nullptr;
   Family<Gauge>* expected = nullptr;
   Family<Gauge>* threshold = nullptr;
