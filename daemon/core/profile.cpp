@@ -1,14 +1,11 @@
 #include "core/profile.hpp"
 
+#include "core/text.hpp"
+
 namespace p2pnode {
 
 namespace {
-std::string trimmed(std::string_view s) {
-  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\0'; };
-  while (!s.empty() && blank(s.front())) { s.remove_prefix(1); }
-  while (!s.empty() && blank(s.back())) { s.remove_suffix(1); }
-  return std::string(s);
-}
+std::string trimmed(std::string_view s) { return std::string(trim(s, std::string_view(" \t\n\0", 4))); }
 }  // namespace
 
 std::string drive_key(const NvmeDrive& d) {

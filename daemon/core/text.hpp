@@ -4,6 +4,9 @@
 
 namespace p2pnode {
 
+// What std::isspace calls a space in the C locale.
+inline constexpr std::string_view kSpaces = " \t\n\v\f\r";
+
 // `s` without the leading and trailing characters of `blanks` (spaces, tabs, CR and LF unless told).
 inline std::string_view trim(std::string_view s, std::string_view blanks = " \t\r\n") {
   const auto b = s.find_first_not_of(blanks);

@@ -7,18 +7,14 @@
 #include <cstdio>
 #include <utility>
 
+#include "core/text.hpp"
+
 namespace p2pnode {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) { s.remove_prefix(1); }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) { s.remove_suffix(1); }
-  return s;
-}
-
 // Splits "32GiB" into 32 and "GiB"; the number may have a fraction, never a sign.
 Result<std::pair<double, std::string_view>> split_number(std::string_view text, const char* what, const char* example) {
-  const std::string_view s = trim(text);
+  const std::string_view s = trim(text, kSpaces);
   std::size_t i = 0;
   while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) { ++i; }
   auto fail = [&](const std::string& why) {
@@ -30,7 +26,7 @@ Result<std::pair<double, std::string_view>> split_number(std::string_view text, 
   const auto [p, ec] = std::from_chars(s.data(), s.data() + i, value);
   if (ec != std::errc() || p != s.data() + i) { return fail("the number is malformed"); }
   if (!std::isfinite(value)) { return fail("the number is not finite"); }
-  return std::pair<double, std::string_view>{value, trim(s.substr(i))};
+  return std::pair<double, std::string_view>{value, trim(s.substr(i), kSpaces)};
 }
 
 template <std::size_t N>
@@ -76,7 +72,7 @@ Result<Bytes> parse_size(std::string_view text) {
   // A bare number is almost always a forgotten unit ("gpu_vram: 24"), never 24 bytes on purpose.
   if (unit.empty()) {
     return Error{"'" + std::string(text) + "' has no size unit (expected one of " + unit_list(kSizeUnits) + "; write " +
-                 std::string(trim(text)) + "B for bytes)"};
+                 std::string(trim(text, kSpaces)) + "B for bytes)"};
   }
   const auto* u = find_unit(kSizeUnits, unit);
   if (!u) {

@@ -2,13 +2,11 @@
 
 #include <sstream>
 
+#include "core/text.hpp"
+
 namespace p2pnode::dkms {
 namespace {
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) { s.remove_prefix(1); }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) { s.remove_suffix(1); }
-  return std::string(s);
-}
+std::string trim(std::string_view s) { return std::string(p2pnode::trim(s, " \t\r")); }
 
 std::vector<std::string> split_commas(std::string_view s) {
   std::vector<std::string> out;

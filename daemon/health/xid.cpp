@@ -3,6 +3,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "core/text.hpp"
+
 namespace p2pnode::health {
 
 const std::vector<XidInfo>& xid_table() {
@@ -109,13 +111,7 @@ std::optional<std::string> bus_id(std::string_view s) {
 }
 
 namespace {
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) { s.remove_prefix(1); }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+std::string_view trim(std::string_view s) { return p2pnode::trim(s, " \t\r\n"); }
 }  // namespace
 
 std::optional<KmsgRecord> parse_kmsg_record(std::string_view record) {

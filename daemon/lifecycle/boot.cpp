@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/text.hpp"
+
 namespace p2pnode::lifecycle {
 namespace {
 
@@ -12,11 +14,7 @@ struct Entry {
   bool submenu = false;
 };
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) { s.remove_prefix(1); }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) { s.remove_suffix(1); }
-  return s;
-}
+std::string_view trim(std::string_view s) { return p2pnode::trim(s, kSpaces); }
 
 // Words of a grub.cfg line, with '…' and "…" quoting removed.
 std::vector<std::string> words(std::string_view line) {

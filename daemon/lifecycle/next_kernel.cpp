@@ -8,6 +8,7 @@
 
 #include <sys/utsname.h>
 
+#include "core/text.hpp"
 #include "dkms/status.hpp"
 #include "lifecycle/build_lock.hpp"
 #include "lifecycle/dkms_run.hpp"
@@ -19,11 +20,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-std::string trim(std::string s) {
-  s.erase(0, s.find_first_not_of(" \t\r"));
-  s.erase(s.find_last_not_of(" \t\r") + 1);
-  return s;
-}
+std::string trim(std::string_view s) { return std::string(p2pnode::trim(s, " \t\r")); }
 
 std::vector<std::string> lines_of(std::string_view text) {
   std::vector<std::string> out;

@@ -2,15 +2,12 @@
 
 #include <map>
 
+#include "core/text.hpp"
+
 namespace p2pnode::nvme {
 
 std::string trim(std::string s) {
-  const auto not_space = [](char c) { return c != ' ' && c != '\t' && c != '\n' && c != '\0'; };
-  std::size_t b = 0;
-  while (b < s.size() && !not_space(s[b])) { ++b; }
-  std::size_t e = s.size();
-  while (e > b && !not_space(s[e - 1])) { --e; }
-  return s.substr(b, e - b);
+  return std::string(p2pnode::trim(s, std::string_view(" \t\n\0", 4)));  // sysfs pads with NULs
 }
 
 Selection select_nvme_drives(const std::vector<NvmeDrive>& drives, const std::vector<ControllerIdentity>& ctrls) {
