@@ -108,6 +108,23 @@ std::size_t series(const std::string& text, const std::string& family) {
   }
   return n;
 }
+
+// A copy-engine cell of an NV18 pair (ceiling 450, expected 393.75 GB/s) as the judge writes it.
+nlohmann::json nv18_cell(const char* gpu, const char* peer, const char* dir, double threshold, double ratio,
+                         bool below = false) {
+  return {{"case", std::string("ce_") + dir + "_bandwidth"},
+          {"gpu", gpu},
+          {"peer_gpu", peer},
+          {"engine", "ce"},
+          {"direction", dir},
+          {"link", "NV18"},
+          {"ceiling_gbps", 450.0},
+          {"expected_gbps", 393.75},
+          {"threshold_gbps", threshold},
+          {"ratio", ratio},
+          {"below_threshold", below},
+          {"regressed", false}};
+}
 }  // namespace
 
 // The default scrape keeps the P2P matrix (bandwidth per pair and case with its path class,
@@ -118,31 +135,11 @@ TEST(Metrics, CompactByDefaultFullOnRequest) {
   s.selftest->expectations = nlohmann::json::array();
   for (const char* peer : {"0000:00:07.0", "0000:00:08.0"}) {
     for (const char* dir : {"write", "read"}) {
-      s.selftest->expectations.push_back({{"case", std::string("ce_") + dir + "_bandwidth"},
-                                          {"gpu", "0000:00:06.0"},
-                                          {"peer_gpu", peer},
-                                          {"engine", "ce"},
-                                          {"direction", dir},
-                                          {"link", "NV18"},
-                                          {"ceiling_gbps", 450.0},
-                                          {"expected_gbps", 393.75},
-                                          {"threshold_gbps", 350.0},
-                                          {"ratio", 1.0},
-                                          {"regressed", false}});
+      s.selftest->expectations.push_back(nv18_cell("0000:00:06.0", peer, dir, 350.0, 1.0));
     }
   }
   // Same link and ceiling, another threshold: a class of its own.
-  s.selftest->expectations.push_back({{"case", "ce_write_bandwidth"},
-                                      {"gpu", "0000:00:07.0"},
-                                      {"peer_gpu", "0000:00:06.0"},
-                                      {"engine", "ce"},
-                                      {"direction", "write"},
-                                      {"link", "NV18"},
-                                      {"ceiling_gbps", 450.0},
-                                      {"expected_gbps", 393.75},
-                                      {"threshold_gbps", 300.0},
-                                      {"ratio", 1.0},
-                                      {"regressed", false}});
+  s.selftest->expectations.push_back(nv18_cell("0000:00:07.0", "0000:00:06.0", "write", 300.0, 1.0));
   const std::string c = render_metrics(s, Runtime{});
   EXPECT_EQ(series(c, "p2pnode_p2p_path_expected_bandwidth_bytes_per_second"), 3u) << c;
   EXPECT_NE(
@@ -191,18 +188,7 @@ TEST(Metrics, BelowThresholdCellsAndTheWorstRatioAreTheNodesOwn) {
       {"0000:00:08.0", "write", 1.01, false},
   };
   for (const auto& [peer, dir, ratio, below] : cells) {
-    s.selftest->expectations.push_back({{"case", std::string("ce_") + dir + "_bandwidth"},
-                                        {"gpu", "0000:00:06.0"},
-                                        {"peer_gpu", peer},
-                                        {"engine", "ce"},
-                                        {"direction", dir},
-                                        {"link", "NV18"},
-                                        {"ceiling_gbps", 450.0},
-                                        {"expected_gbps", 393.75},
-                                        {"threshold_gbps", 350.0},
-                                        {"ratio", ratio},
-                                        {"below_threshold", below},
-                                        {"regressed", false}});
+    s.selftest->expectations.push_back(nv18_cell("0000:00:06.0", peer, dir, 350.0, ratio, below));
   }
   // A host copy's ratio is not a pair's: it does not count.
   s.selftest->expectations.push_back({{"case", "host_device_bandwidth"},
