@@ -287,9 +287,14 @@ void Engine::run_pass(PassWork& w) {
   ctx.lost_p2p = std::move(w.lost_p2p);
   ctx.health_watching = w.config.health.enabled;
   ctx.health_read_unix = w.health_read_unix;
+  // A remediation rung's record: on disk before the rung runs, and published, so that /readyz and
+  // /v1/status say what the ladder does while the pass goes on.
   ctx.persist = [&](const RecordedState& mid) {
     const Status ok = StateStore(deps_.root, w.config.state_file()).save(mid);
     if (!ok && deps_.log) { deps_.log({LogLevel::error, ok.error().message, "", "record", ""}); }
+    std::lock_guard lk(mu_);
+    state_ = mid;
+    publish();
   };
   std::unique_lock agent_guard(agent_mu_);  // waits out a health agent run (its time limit at most)
   try {

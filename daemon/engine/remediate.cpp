@@ -1,6 +1,8 @@
 #include "engine/remediate.hpp"
 
 #include <ctime>
+#include <string>
+#include <vector>
 
 #include "actions/driver_install.hpp"
 #include "judge/contention.hpp"
@@ -139,13 +141,19 @@ LadderRaises run_ladder(const PassContext& ctx, const Profile& profile, Inventor
       st.remediation.why = d.why;
       break;
     }
-    // take: the record says so on disk before the rung runs (a power cut never takes it twice)
+    // take: the record says so on disk before the rung runs (a power cut never takes it twice),
+    // and the node is out of readiness from here (/readyz while the rung and its self-test run;
+    // the state the pass ends with replaces this one)
     const Rung rung = *d.rung;
     st.remediation_rungs[to_string(rung)]++;
     log(ctx, LogLevel::warning, "remediation: " + d.why);
+    if (st.state == NodeState::ready) { st.state = NodeState::degraded; }
+    std::erase_if(st.reasons, [](const std::string& r) { return r.rfind("remediation: ", 0) == 0; });
+    st.reasons.insert(st.reasons.begin(), "remediation: " + d.why);
     if (ctx.persist) { ctx.persist(st); }
     const std::string outcome = take(ctx, profile, inv, rung);
     if (!st.remediation.history.empty()) { st.remediation.history.back().outcome = outcome; }
+    if (ctx.persist && rung != Rung::reboot) { ctx.persist(st); }  // the outcome, before the self-test
     log(ctx, outcome.rfind("done", 0) == 0 ? LogLevel::notice : LogLevel::error,
         std::string("remediation: ") + to_string(rung) + " " + outcome);
     if (rung == Rung::reboot) {

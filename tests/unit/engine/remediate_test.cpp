@@ -101,6 +101,7 @@ bool has_reason(const RecordedState& st, const std::string& start) {
 
 TEST_F(LadderOnTheBox, ClimbsInOrderStoresEachRungFirstAndResumesAfterAPowerCut) {
   RecordedState st;
+  st.state = NodeState::ready;  // a ready node loses P2P
   pass(st, {kLost});
   // wait_idle, its self-test failed; reset_gpu on every GPU, its self-test failed; the reboot.
   const auto resets = calls("nvidia-smi");
@@ -112,11 +113,25 @@ TEST_F(LadderOnTheBox, ClimbsInOrderStoresEachRungFirstAndResumesAfterAPowerCut)
   EXPECT_EQ(reset_calls[0], (std::vector<std::string>{"nvidia-smi", "--gpu-reset", "-i", "0000:00:06.0"}));
   ASSERT_EQ(calls("systemctl").size(), 1u);
   EXPECT_EQ(calls("systemctl")[0], (std::vector<std::string>{"systemctl", "reboot"}));
-  // Each rung was stored before it ran: the store before the reset already names it.
-  ASSERT_EQ(stored_.size(), 3u);
-  EXPECT_EQ(stored_[1]["remediation"]["taken"], "reset_gpu");
-  EXPECT_EQ(stored_[1]["remediation"]["history"].size(), 2u);
-  EXPECT_EQ(stored_[2]["remediation"]["taken"], "reboot");
+  // Each rung was stored before it ran (the store before the reset already names it) and again with
+  // its outcome, before the self-test after it (the reboot's outcome is the next boot); every store
+  // takes the node out of readiness and says why, first.
+  ASSERT_EQ(stored_.size(), 5u);
+  EXPECT_EQ(stored_[0]["remediation"]["taken"], "wait_idle");
+  EXPECT_EQ(stored_[1]["remediation"]["history"][0]["outcome"], "done: the GPUs are idle");
+  EXPECT_EQ(stored_[2]["remediation"]["taken"], "reset_gpu");
+  EXPECT_EQ(stored_[2]["remediation"]["history"].size(), 2u);
+  EXPECT_EQ(stored_[2]["remediation"]["history"][1]["outcome"], "taken");
+  EXPECT_EQ(stored_[3]["remediation"]["history"][1]["outcome"], "done");
+  EXPECT_EQ(stored_[4]["remediation"]["taken"], "reboot");
+  for (const auto& s : stored_) {
+    EXPECT_EQ(s["state"], "degraded") << s["state"];
+    ASSERT_FALSE(s["reasons"].empty());
+    EXPECT_EQ(s["reasons"][0].get<std::string>().rfind("remediation: taking ", 0), 0u) << s["reasons"];
+    std::size_t ladder_reasons = 0;
+    for (const auto& r : s["reasons"]) { ladder_reasons += r.get<std::string>().rfind("remediation: ", 0) == 0; }
+    EXPECT_EQ(ladder_reasons, 1u) << s["reasons"];
+  }
   ASSERT_EQ(st.remediation.history.size(), 3u);
   EXPECT_EQ(st.remediation.history[0].before, kLost);
   EXPECT_EQ(st.remediation.history[0].after.rfind("failed", 0), 0u) << st.remediation.history[0].after;
