@@ -71,7 +71,8 @@ python3 "$SRC/tests/fleet/fleet.py" serve --captures "$WORK/captures" --nodes $N
   > "$WORK/fleet.log" 2>&1 &
 PIDS+=($!)
 wait_until 30 test -s "$WORK/fleet/ready" || { fail "the fleet did not listen"; cat "$WORK/fleet.log"; exit 1; }
-missing=$(python3 - "$SRC/daemon/engine/metrics.cpp,$SRC/daemon/engine/health_metrics.cpp" "$WORK"/captures/*.prom "$SRC"/grafana/*.json <<'PY'
+exporters=$(printf '%s,' "$SRC"/daemon/engine/*metrics*.cpp)  # every file that registers a family
+missing=$(python3 - "${exporters%,}" "$WORK"/captures/*.prom "$SRC"/grafana/*.json <<'PY'
 import json, re, sys
 used, have = set(), set()
 for f in sys.argv[2:]:
